@@ -1,0 +1,118 @@
+"""The exception family of mlf-spec.
+
+Every failure caused by the content of an artifact is an :class:`MlfError` (or a
+subclass) that names, where known, the file, the field path inside the format and the
+byte offset at which the problem was found. Callers can catch ``MlfError`` alone.
+"""
+
+from __future__ import annotations
+
+
+class MlfError(Exception):
+    """Root of every error mlf-spec raises for bad or unsupported input.
+
+    ``file`` is the path (or a description such as ``<bytes>``) of the artifact,
+    ``field`` the dotted field path inside it (``arrays[3].shape[1]``) and ``offset``
+    the byte offset inside ``file`` where the field starts.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.field = field
+        self.offset = offset
+
+    def with_file(self, file: str) -> MlfError:
+        """Return self after recording ``file`` if no file was recorded yet."""
+        if self.file is None:
+            self.file = file
+        return self
+
+    def prefixed(self, prefix: str) -> MlfError:
+        """Return self with ``prefix`` put in front of the field path (for nested fields)."""
+        if not self.field:
+            self.field = prefix
+        elif self.field.startswith("["):
+            self.field = prefix + self.field
+        else:
+            self.field = f"{prefix}.{self.field}"
+        return self
+
+    def shifted(self, base: int) -> MlfError:
+        """Return self with the offset moved by ``base`` (for nested containers)."""
+        if self.offset is not None:
+            self.offset += base
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.field:
+            where.append(self.field)
+        if self.offset is not None:
+            where.append(f"offset {self.offset} (0x{self.offset:x})")
+        prefix = ": ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class MalformedError(MlfError):
+    """The bytes do not follow the format's grammar."""
+
+
+class TruncatedError(MalformedError):
+    """The input ends before a field that the grammar requires."""
+
+
+class ConstMismatchError(MalformedError):
+    """A field with a fixed value (a magic number, a key) holds another value."""
+
+
+class CountMismatchError(MalformedError):
+    """Two counts that the format requires to be equal differ."""
+
+
+class LengthError(MalformedError):
+    """A length, count or size read from the input exceeds what the input can hold."""
+
+
+class ConstraintError(MalformedError):
+    """A field value breaks a constraint the spec states (range, relation, table)."""
+
+
+class UnknownDtypeError(ConstraintError):
+    """A DLDataType code is not defined in the dialect that is being read."""
+
+
+class UnsupportedError(MlfError):
+    """Valid input that this reader cannot interpret (for example an unknown module kind
+    in a legacy blob, whose payload has no length and cannot be skipped)."""
+
+
+class UnsafeArchiveError(MlfError):
+    """An archive member would escape the destination, is a link or device, is duplicated
+    or exceeds the member size limit."""
+
+
+class ValidationError(MlfError):
+    """A document (metadata JSON, graph JSON) does not match the model for its version."""
+
+
+class MigrationError(MlfError):
+    """A migration cannot be planned or applied."""
+
+
+class LossRefusedError(MigrationError):
+    """A migration would lose information that the caller did not accept."""
+
+
+class OutputExistsError(MlfError):
+    """The output path exists and the caller did not ask to replace it."""

@@ -1,0 +1,1 @@
+"""The mlf-spec generator: loads spec/ into a typed IR and emits generated/."""

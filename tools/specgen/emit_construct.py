@@ -1,0 +1,149 @@
+"""Emit the Construct grammar of a binary spec: a symmetric parser/builder for tooling,
+cross-checks and users who work in Construct. Checks become ``Check``; counts and
+derived sizes become ``Rebuild`` so building fills them in."""
+
+from __future__ import annotations
+
+from .common import header
+from .emit_fast import Code
+from .expr import Expr
+from .ir import SCALARS
+from .load import Binary, Model, RField, vkey
+
+_CONSTRUCT_SCALAR = {
+    "u8": "Int8ul", "u16": "Int16ul", "u32": "Int32ul", "u64": "Int64ul",
+    "i8": "Int8sl", "i16": "Int16sl", "i32": "Int32sl", "i64": "Int64sl",
+    "f32": "Float32l", "f64": "Float64l",
+}
+
+
+def _ctx(e: Expr, consts: dict[str, int], each: bool = False) -> str:
+    def name(dotted: str) -> str:
+        if dotted in consts:
+            return repr(consts[dotted])
+        if dotted == "each":
+            return "each"
+        return "ctx." + dotted
+    return e.translate(name, func_prefix="_")
+
+
+def _type(t: str, encoding: str | None) -> str:
+    if t in _CONSTRUCT_SCALAR:
+        return _CONSTRUCT_SCALAR[t]
+    if t == "str":
+        return "_Text" if encoding else "_Str"
+    return t
+
+
+def _field(f: RField, consts: dict[str, int]) -> list[str]:
+    s = f.spec
+    out: list[str] = []
+    if f.kind == "switch":
+        assert s.switch is not None and f.switch_on is not None
+        cases = ", ".join(f"{k!r}: {_type(v, None)}" for k, v in s.switch.cases.items())
+        default = _type(s.switch.default, None) if s.switch.default else "Error"
+        base = f"Switch(lambda ctx: {_ctx(f.switch_on, consts)}, {{{cases}}}, default={default})"
+    elif f.kind == "bytes":
+        base = f"Bytes(lambda ctx: {_ctx(f.exprs['size'], consts)})"
+    elif f.kind == "vec":
+        base = f"PrefixedArray(Int64ul, {_type(f.elem or '', s.encoding)})"
+    elif f.kind == "map":
+        base = f"PrefixedArray(Int64ul, Struct('key' / {_type(f.key or '', s.encoding)}, 'value' / {_type(f.value or '', s.encoding)}))"
+    else:
+        base = _type(s.type, s.encoding)
+    if f.is_array:
+        base = f"Array(lambda ctx: {_ctx(f.exprs['count'], consts)}, {base})"
+    if s.const is not None:
+        value = s.const if isinstance(s.const, int) else s.const.encode()
+        base = f"Const({value!r}, {base})"
+    elif "equals" in f.exprs:
+        base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['equals'], consts)})"
+    elif "derive" in f.exprs:
+        base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['derive'], consts)})"
+    elif s.canonical is not None:
+        base = f"Default({base}, {s.canonical!r})"
+    cond = []
+    if s.since:
+        cond.append(f"_era(ctx) >= {vkey(s.since)!r}")
+    if s.until:
+        cond.append(f"_era(ctx) < {vkey(s.until)!r}")
+    if "when" in f.exprs:
+        cond.append(f"({_ctx(f.exprs['when'], consts)})")
+    if cond:
+        base = f"If(lambda ctx: {' and '.join(cond)}, {base})"
+    out.append(f"{s.name!r} / {base},")
+    for key in ("equals", "derive"):
+        if key in f.exprs:
+            out.append(f"Check(lambda ctx: ctx.{s.name} == {_ctx(f.exprs[key], consts)}),")
+    if "constraint" in f.exprs:
+        e = f.exprs["constraint"]
+        if "each" in e.names and f.is_array:
+            out.append(f"Check(lambda ctx: all({_ctx(e, consts)} for each in ctx.{s.name})),")
+        else:
+            out.append(f"Check(lambda ctx: {_ctx(e, consts)}),")
+    return out
+
+
+def emit_construct(model: Model, binary: Binary) -> str:
+    """Python source of ``<name>_construct.py``."""
+    docs = [binary.doc] + [model.binaries[u].doc for u in binary.spec.uses]
+    c = Code()
+    c.lines.append(header(model, docs).rstrip("\n"))
+    c(f'"""Construct grammar: {binary.spec.title}.')
+    c()
+    c("Parse with ``<struct>.parse(data, era=(0, 27))``; ``era`` picks fields with since/until")
+    c('(default: newest). Checks raise construct errors; the fast reader gives MlfError instead."""')
+    c()
+    c("# ruff: noqa: F401, F403, F405")
+    c("from construct import *")
+    c()
+    c("from ._construct_lib import _era, _Str, _Text")
+    c("from ._fastlib import ceil_div as _ceil_div, numel as _numel")
+    consts = {k.name: k.value for k in binary.spec.constants}
+    for used in binary.spec.uses:
+        consts.update({k.name: k.value for k in model.binaries[used].spec.constants})
+        names = [s for s in model.binaries[used].structs]
+        c(f"from .{used}_construct import {', '.join(names)}")
+    for rs in binary.structs.values():
+        if rs.owner != binary.name:
+            continue
+        c()
+        c(f"# {rs.spec.doc.strip()}")
+        c(f"{rs.name} = Struct(")
+        c.indent()
+        for f in rs.fields:
+            for line in _field(f, consts):
+                c(line)
+        c.dedent()
+        c(")")
+    return c.text()
+
+
+CONSTRUCT_LIB = '''"""Small Construct pieces shared by the generated grammars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Adapter, GreedyBytes, Int64ul, Prefixed
+
+_Str = Prefixed(Int64ul, GreedyBytes)
+
+
+class _TextAdapter(Adapter):
+    """A length-prefixed string decoded as UTF-8 without losing undecodable bytes."""
+
+    def _decode(self, obj: bytes, context: Any, path: str) -> str:
+        return obj.decode("utf-8", "surrogateescape")
+
+    def _encode(self, obj: str, context: Any, path: str) -> bytes:
+        return obj.encode("utf-8", "surrogateescape")
+
+
+_Text = _TextAdapter(_Str)
+
+
+def _era(ctx: Any) -> tuple[int, ...]:
+    era = getattr(ctx._params, "era", None)
+    return tuple(era) if era is not None else (999, 0)
+'''

@@ -1,0 +1,135 @@
+"""Emit the spec as plain Python data: the structs of a binary spec (with expressions
+compiled to lambdas over a field namespace) and the tables with their version ranges.
+The runtime spec engine (strategies, traced parsing) and the docs read this data."""
+
+from __future__ import annotations
+
+import json
+from pprint import pformat
+
+from .common import camel, header
+from .emit_fast import Code
+from .ir import SCALARS
+from .load import Binary, Model, RField, table_dialects, vkey
+
+
+def _ns(dotted: str, consts: dict[str, int]) -> str:
+    if dotted in consts:
+        return repr(consts[dotted])
+    if dotted == "each":
+        return "each"
+    parts = dotted.split(".")
+    return "ns" + "".join(f"[{p!r}]" for p in parts)
+
+
+def _field(f: RField, consts: dict[str, int]) -> str:
+    s = f.spec
+    d: dict[str, object] = {"name": s.name, "kind": f.kind, "type": s.type, "doc": s.doc.strip()}
+    if f.kind == "scalar" or s.type in SCALARS:
+        if s.type in SCALARS:
+            d["fmt"], d["size"] = SCALARS[s.type][1], SCALARS[s.type][0]
+    for key in ("const", "canonical", "table", "encoding", "role"):
+        v = getattr(s, key)
+        if v is not None:
+            d[key] = v
+    if s.lazy:
+        d["lazy"] = True
+    if f.kind == "struct" and f.struct is not None:
+        d["struct"] = f.struct.name
+    if f.elem:
+        d["elem"] = f.elem
+    if f.key:
+        d["key"], d["value"] = f.key, f.value
+    if s.since:
+        d["since"] = vkey(s.since)
+    if s.until:
+        d["until"] = vkey(s.until)
+    if s.strategy:
+        d["strategy"] = s.strategy.model_dump(exclude_none=True)
+    if s.switch:
+        d["switch"] = {"on": s.switch.on, "cases": dict(s.switch.cases), "default": s.switch.default}
+    lines = [pformat(d, width=100, sort_dicts=False)[:-1] + ","]
+    for key, e in f.exprs.items():
+        fn = f"lambda ns, each=None: {e.translate(lambda n: _ns(n, consts))}"
+        fn = fn.replace("numel(", "_numel(").replace("ceil_div(", "_ceil_div(")
+        lines.append(f"  {key!r}: ({e.source!r}, {fn}),")
+        if key == "constraint":
+            subject = "each" if "each" in e.names else s.name
+            lines.append(f"  'bounds': {e.int_bounds(subject)!r},")
+    if f.switch_on is not None:
+        fn = f"lambda ns, each=None: {f.switch_on.translate(lambda n: _ns(n, consts))}"
+        lines.append(f"  'switch_on': {fn},")
+    return "\n".join(lines) + "}"
+
+
+def emit_binary_data(model: Model, binary: Binary) -> str:
+    """Python source of ``<name>_ir.py``: the structs of one binary spec as data."""
+    docs = [binary.doc] + [model.binaries[u].doc for u in binary.spec.uses]
+    c = Code()
+    c.lines.append(header(model, docs).rstrip("\n"))
+    c(f'"""{binary.spec.title}: the spec as data (structs, fields, compiled expressions)."""')
+    c()
+    c("from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401")
+    consts = {k.name: k.value for k in binary.spec.constants}
+    for used in binary.spec.uses:
+        consts.update({k.name: k.value for k in model.binaries[used].spec.constants})
+        c(f"from .{used}_ir import STRUCTS as _{used.upper()}_STRUCTS")
+    c()
+    c(f"NAME = {binary.name!r}")
+    c(f"TITLE = {binary.spec.title!r}")
+    c(f"DOC = {binary.spec.doc.strip()!r}")
+    c(f"CONSTANTS = {consts!r}")
+    roots = [s.name for s in binary.structs.values() if s.spec.root]
+    c(f"ROOTS = {roots!r}")
+    c("STRUCTS: dict = {}")
+    for used in binary.spec.uses:
+        c(f"STRUCTS.update(_{used.upper()}_STRUCTS)")
+    for rs in binary.structs.values():
+        if rs.owner != binary.name:
+            continue
+        c(f"STRUCTS[{rs.name!r}] = {{")
+        c(f"    'name': {rs.name!r}, 'record': {camel(rs.name)!r}, 'inline': {rs.inline!r}, 'root': {rs.spec.root!r},")
+        c(f"    'doc': {rs.spec.doc.strip()!r},")
+        c("    'fields': [")
+        for f in rs.fields:
+            for line in _field(f, consts).splitlines():
+                c("        " + line)
+            c.lines[-1] += ","
+        c("    ],")
+        c("}")
+    examples = [ex.model_dump() for ex in binary.spec.examples]
+    c(f"EXAMPLES = {pformat(examples, width=100, sort_dicts=False)}")
+    return c.text()
+
+
+def emit_table_data(model: Model, name: str) -> str:
+    """Python source of ``<table>_table.py``: rows and the version ranges (dialects)."""
+    spec, doc = model.tables[name]
+    c = Code()
+    c.lines.append(header(model, [doc, model.eras_doc]).rstrip("\n"))  # type: ignore[list-item]
+    c(f'"""{spec.title}."""')
+    c()
+    c(f"NAME = {name!r}")
+    c(f"TITLE = {spec.title!r}")
+    c(f"DOC = {spec.doc.strip()!r}")
+    c(f"COLUMNS = {[col.name for col in spec.columns]!r}")
+    rows = []
+    for row in spec.rows:
+        r = {col.name: row.get(col.name) for col in spec.columns}
+        r["since"] = vkey(str(row["since"])) if "since" in row else None
+        r["until"] = vkey(str(row["until"])) if "until" in row else None
+        r["doc"] = row["doc"]
+        rows.append(r)
+    c(f"ROWS = {pformat(rows, width=120, sort_dicts=False)}")
+    dialects = [
+        {"id": f"v{since}", "since": vkey(since), "until": vkey(until) if until else None, "rows": idx}
+        for since, until, idx in table_dialects(model, name)
+    ]
+    c("# Version ranges over which the active rows stay the same, oldest first.")
+    c(f"DIALECTS = {pformat(dialects, width=120, sort_dicts=False)}")
+    return c.text()
+
+
+def emit_json(data: object) -> str:
+    """Deterministic JSON text."""
+    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"

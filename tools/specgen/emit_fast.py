@@ -1,0 +1,713 @@
+"""Emit the fast reader/writer of a binary spec.
+
+The reader walks a buffer (bytes, bytearray, memoryview or mmap) with ``struct`` calls:
+runs of fixed-size fields are one ``unpack_from``; bulk bytes marked ``lazy`` are recorded
+by offset and never copied. Every length and count is checked against the bytes that
+remain before anything is allocated. Records are flat NamedTuples (inline structs are
+flattened: ``dtype.bits`` becomes ``dtype_bits``).
+"""
+
+from __future__ import annotations
+
+from .common import camel, header, inline_scalars, min_size
+from .expr import Expr
+from .ir import SCALARS
+from .load import Binary, Model, RField, RStruct, vkey
+
+FASTLIB = '''"""Helpers shared by the generated fast readers and writers."""
+
+from __future__ import annotations
+
+import struct
+
+from mlf_spec.errors import TruncatedError
+
+U64 = struct.Struct("<Q").unpack_from
+U64P = struct.Struct("<Q").pack
+LATEST = (999, 0)
+_ARRAYS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def array_struct(code: str, n: int) -> struct.Struct:
+    """A cached Struct for ``n`` little-endian scalars of format ``code``."""
+    s = _ARRAYS.get((code, n))
+    if s is None:
+        s = _ARRAYS[(code, n)] = struct.Struct(f"<{n}{code}")
+    return s
+
+
+def numel(shape: tuple[int, ...] | list[int]) -> int:
+    """Number of elements of a shape (1 for a 0-d shape)."""
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Ceiling of a / b for non-negative a and positive b."""
+    return -(-a // b)
+
+
+def truncated(pos: int, end: int, ends: tuple[tuple[int, int, str], ...]) -> TruncatedError:
+    """The error for a fixed-size run cut short: names the first field that does not fit."""
+    avail = end - pos
+    for start, stop, name in ends:
+        if stop > avail:
+            return TruncatedError(
+                f"input ends inside {name}: it needs {stop - start} bytes, {max(avail - start, 0)} remain",
+                field=name,
+                offset=pos + start,
+            )
+    return TruncatedError("input ends early", offset=pos)
+'''
+
+
+class Code:
+    """A tiny indented code builder."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 0
+
+    def __call__(self, line: str = "") -> None:
+        self.lines.append(("    " * self.level + line) if line else "")
+
+    def indent(self) -> None:
+        self.level += 1
+
+    def dedent(self) -> None:
+        self.level -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class StructEmitter:
+    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int]) -> None:
+        self.model, self.binary, self.rs, self.c = model, binary, rs, out
+        self.consts = consts
+        self.locals: dict[str, str] = {}  # dotted name -> local variable
+        self.slots: list[tuple[str, str]] = []  # (attribute, python type)
+        self.runs: list[tuple[str, str]] = []  # (name, format)
+        self.tmp = 0
+
+    # ---------------------------------------------------------------- naming
+    def local(self, dotted: str) -> str:
+        if dotted in self.locals:
+            return self.locals[dotted]
+        if dotted in self.consts:
+            return dotted
+        if dotted == "each":
+            return "each"
+        head, _, rest = dotted.partition(".")
+        if head in self.locals and rest:
+            return f"{self.locals[head]}.{rest.replace('.', '_')}"
+        raise KeyError(dotted)
+
+    def py(self, e: Expr) -> str:
+        return e.translate(self.local, func_prefix="_")
+
+    def new_tmp(self) -> str:
+        self.tmp += 1
+        return f"_t{self.tmp}"
+
+    # ---------------------------------------------------------------- checks
+    def checks(self, f: RField, var: str, dotted: str, offset: str) -> None:
+        c = self.c
+        s = f.spec
+        if s.const is not None:
+            if isinstance(s.const, int):
+                c(f"if {var} != {s.const:#x}:")
+                c.indent()
+                c(f"raise ConstMismatchError(f\"{dotted} is {{{var}:#x}}, expected {s.const:#x}\", field={dotted!r}, offset={offset})")
+            else:
+                lit = s.const.encode("utf-8")
+                c(f"if {var} != {lit!r}:")
+                c.indent()
+                c(f"raise ConstMismatchError(f\"{dotted} is {{{var}!r}}, expected {lit!r}\", field={dotted!r}, offset={offset})")
+            c.dedent()
+        if "equals" in f.exprs:
+            e = f.exprs["equals"]
+            c(f"if {var} != {self.py(e)}:")
+            c.indent()
+            c(f"raise CountMismatchError(f\"{dotted} is {{{var}}} but {e.source} is {{{self.py(e)}}}\", field={dotted!r}, offset={offset})")
+            c.dedent()
+        if "derive" in f.exprs:
+            e = f.exprs["derive"]
+            t = self.new_tmp()
+            c(f"{t} = {self.py(e)}")
+            c(f"if {var} != {t}:")
+            c.indent()
+            c(f"raise ConstraintError(f\"{dotted} is {{{var}}}, expected {{{t}}} (= {e.source})\", field={dotted!r}, offset={offset})")
+            c.dedent()
+        if "constraint" in f.exprs:
+            e = f.exprs["constraint"]
+            if "each" in e.names and f.is_array:
+                size = SCALARS[s.type][0] if s.type in SCALARS else None
+                c(f"for _i, each in enumerate({var}):")
+                c.indent()
+                c(f"if not ({self.py(e)}):")
+                c.indent()
+                off = f"{offset} + _i * {size}" if size else offset
+                c(f"raise ConstraintError(f\"{dotted}[{{_i}}] is {{each}}, which breaks `{e.source}`\", field=f\"{dotted}[{{_i}}]\", offset={off})")
+                c.dedent()
+                c.dedent()
+            else:
+                c(f"if not ({self.py(e)}):")
+                c.indent()
+                c(f"raise ConstraintError(f\"{dotted} is {{{var}}}, which breaks `{e.source}`\", field={dotted!r}, offset={offset})")
+                c.dedent()
+
+    def struct_checks(self, rs: RStruct, dotted_prefix: str, offsets: dict[str, int]) -> None:
+        """Checks of the members of an inline struct, after its run was unpacked."""
+        for f in rs.fields:
+            dotted = f"{dotted_prefix}.{f.name}"
+            if f.kind == "scalar":
+                self.checks(f, self.locals[dotted], dotted, f"pos + {offsets[dotted]}")
+            else:
+                assert f.struct is not None
+                self.struct_checks(f.struct, dotted, offsets)
+
+    # ---------------------------------------------------------------- reader
+    def runnable(self, f: RField) -> bool:
+        if f.conditional or f.is_array:
+            return False
+        return f.kind == "scalar" or (f.kind == "struct" and f.struct is not None and f.struct.inline)
+
+    def emit_run(self, fields: list[RField]) -> None:
+        c = self.c
+        fmt = "<"
+        names: list[str] = []
+        ends: list[tuple[int, int, str]] = []
+        offsets: dict[str, int] = {}
+        off = 0
+        for f in fields:
+            if f.kind == "scalar":
+                members = [(f.name, f.name, f)]
+            else:
+                assert f.struct is not None
+                members = inline_scalars(f.struct, f.name, f.name)
+                self.locals[f.name] = f"({', '.join(m[0] for m in members)})"
+            start = off
+            for flat, dotted, sf in members:
+                size, code = SCALARS[sf.spec.type]
+                fmt += code
+                names.append(flat)
+                offsets[dotted] = off
+                self.locals[dotted] = flat
+                self.slots.append((flat, "float" if code in "fd" else "int"))
+                off += size
+            if f.kind == "struct":
+                offsets[f.name] = start
+            ends.append((start, off, f.name))
+        run = f"_{self.rs.name.upper()}_RUN{len(self.runs)}"
+        self.runs.append((run, fmt))
+        ends_name = run + "_ENDS"
+        self.runs.append((ends_name, repr(tuple(ends))))
+        c(f"if end - pos < {off}:")
+        c.indent()
+        c(f"raise _truncated(pos, end, {ends_name})")
+        c.dedent()
+        target = ", ".join(names) + ("," if len(names) == 1 else "")
+        c(f"{target} = {run}.unpack_from(buf, pos)")
+        for f in fields:
+            if f.kind == "scalar":
+                self.checks(f, f.name, f.name, f"pos + {offsets[f.name]}")
+            else:
+                assert f.struct is not None
+                self.struct_checks(f.struct, f.name, offsets)
+                self.checks(f, self.locals[f.name], f.name, f"pos + {offsets[f.name]}")
+        c(f"pos += {off}")
+
+    def read_u64(self, var: str, dotted: str, what: str) -> None:
+        c = self.c
+        c("if end - pos < 8:")
+        c.indent()
+        c(f"raise TruncatedError(\"input ends inside the {what} of {dotted}\", field={dotted!r}, offset=pos)")
+        c.dedent()
+        c(f"{var} = _U64(buf, pos)[0]")
+        c("pos += 8")
+
+    def check_room(self, n: str, unit: int, dotted: str, what: str, count_offset: str) -> None:
+        c = self.c
+        if unit <= 0:
+            return
+        cond = f"{n} > end - pos" if unit == 1 else f"{n} * {unit} > end - pos"
+        c(f"if {cond}:")
+        c.indent()
+        c(f"raise LengthError(f\"{dotted} claims {{{n}}} {what} ({{{n} * {unit}}}+ bytes) but {{end - pos}} bytes remain\", field={dotted!r}, offset={count_offset})")
+        c.dedent()
+
+    def read_str_into(self, target: str, dotted_expr: str, encoding: str | None, append: bool) -> None:
+        c = self.c
+        c("if end - pos < 8:")
+        c.indent()
+        c(f"raise TruncatedError(\"input ends inside a string length\", field={dotted_expr}, offset=pos)")
+        c.dedent()
+        c("_n = _U64(buf, pos)[0]")
+        c("pos += 8")
+        c("if _n > end - pos:")
+        c.indent()
+        c(f"raise LengthError(f\"string claims {{_n}} bytes but {{end - pos}} remain\", field={dotted_expr}, offset=pos - 8)")
+        c.dedent()
+        val = "str(buf[pos:pos + _n], 'utf-8', 'surrogateescape')" if encoding else "bytes(buf[pos:pos + _n])"
+        c(f"{target}.append({val})" if append else f"{target} = {val}")
+        c("pos += _n")
+
+    def read_element(self, type_name: str, target: str, path_expr: str, encoding: str | None, struct: RStruct | None) -> None:
+        """Read one element of a vec/map/array and append it to ``target``."""
+        c = self.c
+        if type_name in SCALARS:
+            size, code = SCALARS[type_name]
+            c(f"if end - pos < {size}:")
+            c.indent()
+            c(f"raise TruncatedError(\"input ends inside an element\", field={path_expr}, offset=pos)")
+            c.dedent()
+            c(f"{target}.append(_arr({code!r}, 1).unpack_from(buf, pos)[0])")
+            c(f"pos += {size}")
+        elif type_name == "str":
+            self.read_str_into(target, path_expr, encoding, append=True)
+        else:
+            assert struct is not None
+            c("try:")
+            c.indent()
+            c(f"_v, pos = read_{struct.name}(buf, pos, end, era)")
+            c.dedent()
+            c("except MlfError as _e:")
+            c.indent()
+            c(f"raise _e.prefixed({path_expr}) from None")
+            c.dedent()
+            c(f"{target}.append(_v)")
+
+    def emit_field(self, f: RField) -> None:
+        c = self.c
+        s = f.spec
+        name = f.name
+        cond_parts = []
+        if s.since:
+            cond_parts.append(f"era >= {vkey(s.since)!r}")
+        if s.until:
+            cond_parts.append(f"era < {vkey(s.until)!r}")
+        if "when" in f.exprs:
+            cond_parts.append(f"({self.py(f.exprs['when'])})")
+        slot_name = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
+        self.locals[name] = slot_name
+        if cond_parts:
+            c(f"{slot_name} = None")
+            c(f"if {' and '.join(cond_parts)}:")
+            c.indent()
+        start = "_start_" + name
+        c(f"{start} = pos")
+        if f.kind == "scalar" and f.is_array:
+            size, code = SCALARS[s.type]
+            c(f"_n = {self.py(f.exprs['count'])}")
+            c("if _n < 0:")
+            c.indent()
+            c(f"raise ConstraintError(f\"{name} count is {{_n}}\", field={name!r}, offset=pos)")
+            c.dedent()
+            c(f"if _n * {size} > end - pos:")
+            c.indent()
+            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} x {size} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
+            c.dedent()
+            c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
+            c(f"pos += _n * {size}")
+            self.slots.append((name, "tuple"))
+        elif f.kind == "scalar":
+            size, code = SCALARS[s.type]
+            c(f"if end - pos < {size}:")
+            c.indent()
+            c(f"raise TruncatedError(\"input ends inside {name}\", field={name!r}, offset=pos)")
+            c.dedent()
+            c(f"{name} = _arr({code!r}, 1).unpack_from(buf, pos)[0]")
+            c(f"pos += {size}")
+            self.slots.append((name, "float" if code in "fd" else "int"))
+        elif f.kind == "str" and not f.is_array:
+            self.read_str_into(name, repr(name), s.encoding, append=False)
+            self.slots.append((name, "str" if s.encoding else "bytes"))
+        elif f.kind == "bytes":
+            c(f"_n = {self.py(f.exprs['size'])}")
+            c("if _n < 0:")
+            c.indent()
+            c(f"raise ConstraintError(f\"{name} size is {{_n}}\", field={name!r}, offset=pos)")
+            c.dedent()
+            c("if _n > end - pos:")
+            c.indent()
+            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
+            c.dedent()
+            if s.lazy:
+                c(f"{slot_name} = pos")
+                self.slots.append((slot_name, "int"))
+            else:
+                c(f"{name} = bytes(buf[pos:pos + _n])")
+                self.slots.append((name, "bytes"))
+            c("pos += _n")
+        elif f.kind in ("vec", "map") or f.is_array:
+            if f.is_array:
+                c(f"_n = {self.py(f.exprs['count'])}")
+                elem_type = s.type
+                elem_struct = f.struct if f.kind == "struct" else None
+            else:
+                self.read_u64("_n", name, "count")
+                elem_type = f.elem if f.kind == "vec" else None
+                elem_struct = f.elem_struct
+            if f.kind == "map":
+                unit = (SCALARS[f.key][0] if f.key in SCALARS else 8) + (
+                    SCALARS[f.value][0] if f.value in SCALARS else 8 if f.value == "str" else min_size(f.value_struct)  # type: ignore[arg-type]
+                )
+            elif elem_type in SCALARS:
+                unit = SCALARS[elem_type][0]
+            elif elem_type == "str":
+                unit = 8
+            else:
+                assert elem_struct is not None
+                unit = min_size(elem_struct)
+            count_off = "pos" if f.is_array else "pos - 8"
+            self.check_room("_n", max(unit, 1), name, "elements", count_off)
+            if f.kind != "map" and elem_type in SCALARS:
+                size, code = SCALARS[elem_type]
+                c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
+                c(f"pos += _n * {size}")
+            else:
+                c(f"{name} = []")
+                c("for _i in range(_n):")
+                c.indent()
+                path = f"f\"{name}[{{_i}}]\""
+                if f.kind == "map":
+                    c("_pair = []")
+                    self.read_element(f.key or "", "_pair", path + " + '.key'", s.encoding, None)
+                    self.read_element(f.value or "", "_pair", path + " + '.value'", s.encoding, f.value_struct)
+                    c(f"{name}.append(tuple(_pair))")
+                else:
+                    self.read_element(elem_type or "", name, path, s.encoding, elem_struct)
+                c.dedent()
+            self.slots.append((name, "tuple" if f.kind != "map" and elem_type in SCALARS else "list"))
+        elif f.kind == "struct":
+            assert f.struct is not None
+            c("try:")
+            c.indent()
+            c(f"{name}, pos = read_{f.struct.name}(buf, pos, end, era)")
+            c.dedent()
+            c("except MlfError as _e:")
+            c.indent()
+            c(f"raise _e.prefixed({name!r}) from None")
+            c.dedent()
+            self.slots.append((name, camel(f.struct.name)))
+        elif f.kind == "switch":
+            assert s.switch is not None and f.switch_on is not None
+            c(f"_k = {self.py(f.switch_on)}")
+            first = True
+            for value, type_name in s.switch.cases.items():
+                c(f"{'if' if first else 'elif'} _k == {value!r}:")
+                first = False
+                c.indent()
+                self.emit_switch_case(name, type_name)
+                c.dedent()
+            c("else:")
+            c.indent()
+            if s.switch.default:
+                self.emit_switch_case(name, s.switch.default)
+            else:
+                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r}, offset=pos)")
+            c.dedent()
+            self.slots.append((name, "object"))
+        if not (f.kind == "bytes" and s.lazy):
+            self.checks(f, self.locals[name], name, start)
+        if cond_parts:
+            c.dedent()
+
+    def emit_switch_case(self, name: str, type_name: str) -> None:
+        c = self.c
+        if type_name in SCALARS:
+            size, code = SCALARS[type_name]
+            c(f"if end - pos < {size}:")
+            c.indent()
+            c(f"raise TruncatedError(\"input ends inside {name}\", field={name!r}, offset=pos)")
+            c.dedent()
+            c(f"{name} = _arr({code!r}, 1).unpack_from(buf, pos)[0]")
+            c(f"pos += {size}")
+        elif type_name == "str":
+            self.read_str_into(name, repr(name), None, append=False)
+        else:
+            c("try:")
+            c.indent()
+            c(f"{name}, pos = read_{type_name}(buf, pos, end, era)")
+            c.dedent()
+            c("except MlfError as _e:")
+            c.indent()
+            c(f"raise _e.prefixed({name!r}) from None")
+            c.dedent()
+
+    def emit_reader(self) -> list[str]:
+        c = self.c
+        rs = self.rs
+        body = Code()
+        saved = self.c
+        self.c = body
+        body.level = 1
+        fields = rs.fields
+        i = 0
+        while i < len(fields):
+            if self.runnable(fields[i]):
+                j = i
+                while j < len(fields) and self.runnable(fields[j]):
+                    j += 1
+                self.emit_run(fields[i:j])
+                i = j
+            else:
+                self.emit_field(fields[i])
+                i += 1
+        cls = camel(rs.name)
+        members = ", ".join(a for a, _ in self.slots)
+        body(f"return _new({cls}, ({members}{',' if len(self.slots) == 1 else ''})), pos")
+        self.c = saved
+        c(f"class {cls}(NamedTuple):")
+        c.indent()
+        c(f'"""{rs.spec.doc.strip()} (flat record of {rs.name})."""')
+        c()
+        for attr, typ in self.slots:
+            c(f"{attr}: {_annot(typ)}")
+        c.dedent()
+        c()
+        c()
+        for run, fmt in self.runs:
+            if run.endswith("_ENDS"):
+                c(f"{run} = {fmt}")
+            else:
+                c(f"{run} = struct.Struct({fmt!r})")
+        c()
+        c()
+        c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[{cls}, int]:")
+        c.indent()
+        c(f'"""Read one {rs.name} at ``pos``; return it and the offset after it. Raises MlfError."""')
+        c.dedent()
+        c.lines.extend(body.lines)
+        return [a for a, _ in self.slots]
+
+    # ---------------------------------------------------------------- writer
+    def emit_writer(self, slots: list[str]) -> None:
+        c = self.c
+        rs = self.rs
+        cls = camel(rs.name)
+        c()
+        c()
+        c(f"def write_{rs.name}(append: Callable[[Any], Any], rec: {cls}, lazy: Lazy | None = None, era: tuple[int, ...] = LATEST) -> None:")
+        c.indent()
+        c(f'"""Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""')
+        c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
+        fields = rs.fields
+        run_index = 0
+        i = 0
+        while i < len(fields):
+            if self.runnable(fields[i]):
+                j = i
+                names: list[str] = []
+                while j < len(fields) and self.runnable(fields[j]):
+                    f = fields[j]
+                    if f.kind == "scalar":
+                        names.append(f.name)
+                    else:
+                        names.extend(m[0] for m in inline_scalars(f.struct, f.name, f.name))  # type: ignore[arg-type]
+                    j += 1
+                run = f"_{rs.name.upper()}_RUN{run_index}"
+                run_index += 2
+                c(f"append({run}.pack({', '.join(names)}))")
+                i = j
+                continue
+            f = fields[i]
+            self.write_field(f)
+            i += 1
+        c.dedent()
+
+    def write_field(self, f: RField) -> None:
+        c = self.c
+        s = f.spec
+        name = f.name
+        var = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
+        cond = []
+        if s.since:
+            cond.append(f"era >= {vkey(s.since)!r}")
+        if s.until:
+            cond.append(f"era < {vkey(s.until)!r}")
+        if "when" in f.exprs:
+            cond.append(f"({self.py(f.exprs['when'])})")
+        if cond:
+            c(f"if {' and '.join(cond)}:")
+            c.indent()
+        enc = "'utf-8', 'surrogateescape'"
+        if f.kind == "scalar" and f.is_array:
+            size, code = SCALARS[s.type]
+            c(f"append(_arr({code!r}, len({name})).pack(*{name}))")
+        elif f.kind == "scalar":
+            c(f"append(_arr({SCALARS[s.type][1]!r}, 1).pack({name}))")
+        elif f.kind == "str":
+            c(f"_b = {name}.encode({enc}) if isinstance({name}, str) else {name}")
+            c("append(_U64P(len(_b)))")
+            c("append(_b)")
+        elif f.kind == "bytes":
+            if s.lazy:
+                c(f"append(lazy({name!r}, rec) if lazy is not None else b'')")
+            else:
+                c(f"append({name})")
+        elif f.kind in ("vec", "map") or f.is_array:
+            if not f.is_array:
+                c(f"append(_U64P(len({name})))")
+            if f.kind == "map":
+                c(f"for _k, _v in {name}:")
+                c.indent()
+                self.write_element(f.key or "", "_k")
+                self.write_element(f.value or "", "_v", f.value_struct)
+                c.dedent()
+            else:
+                elem = s.type if f.is_array else f.elem
+                struct = f.struct if f.is_array else f.elem_struct
+                if elem in SCALARS:
+                    c(f"append(_arr({SCALARS[elem][1]!r}, len({name})).pack(*{name}))")
+                else:
+                    c(f"for _v in {name}:")
+                    c.indent()
+                    self.write_element(elem or "", "_v", struct)
+                    c.dedent()
+        elif f.kind == "struct":
+            assert f.struct is not None
+            c(f"write_{f.struct.name}(append, {name}, lazy, era)")
+        elif f.kind == "switch":
+            assert s.switch is not None and f.switch_on is not None
+            c(f"_k = {self.py(f.switch_on)}")
+            first = True
+            cases = list(s.switch.cases.items()) + ([(None, s.switch.default)] if s.switch.default else [])
+            for value, type_name in cases:
+                if value is None:
+                    c("else:")
+                else:
+                    c(f"{'if' if first else 'elif'} _k == {value!r}:")
+                first = False
+                c.indent()
+                self.write_element(type_name, name, None if type_name in SCALARS or type_name == "str" else self.binary.structs.get(type_name))
+                c.dedent()
+        if cond:
+            c.dedent()
+        del var
+
+    def write_element(self, type_name: str, var: str, struct: RStruct | None = None) -> None:
+        c = self.c
+        if type_name in SCALARS:
+            c(f"append(_arr({SCALARS[type_name][1]!r}, 1).pack({var}))")
+        elif type_name == "str":
+            c(f"_b = {var}.encode('utf-8', 'surrogateescape') if isinstance({var}, str) else {var}")
+            c("append(_U64P(len(_b)))")
+            c("append(_b)")
+        else:
+            c(f"write_{type_name}(append, {var}, lazy, era)")
+
+    # ---------------------------------------------------------------- constructor
+    def emit_new(self, slots: list[str]) -> None:
+        c = self.c
+        rs = self.rs
+        cls = camel(rs.name)
+        count_sources: dict[str, str] = {}
+        for f in rs.fields:
+            if f.is_array and f.spec.count and f.spec.count.isidentifier():
+                count_sources[f.spec.count] = f.name
+        defaults: dict[str, str] = {}
+        computed: list[tuple[str, str]] = []
+
+        def visit(f: RField, flat: str) -> None:
+            s = f.spec
+            if s.const is not None:
+                defaults[flat] = repr(s.const if isinstance(s.const, int) else s.const.encode())
+            elif s.canonical is not None:
+                defaults[flat] = repr(s.canonical)
+            elif flat in count_sources:
+                defaults[flat] = "None"
+                computed.insert(0, (flat, f"len({count_sources[flat]})"))
+            elif "equals" in f.exprs:
+                defaults[flat] = "None"
+                computed.append((flat, self.py(f.exprs["equals"])))
+            elif "derive" in f.exprs:
+                defaults[flat] = "None"
+                computed.append((flat, self.py(f.exprs["derive"])))
+            elif f.kind == "bytes" and s.lazy:
+                defaults[flat] = "0"
+            elif f.conditional:
+                defaults[flat] = "None"
+
+        for f in rs.fields:
+            if f.kind == "struct" and f.struct is not None and f.struct.inline and not f.conditional and not f.is_array:
+                for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
+                    visit(sf, flat)
+            else:
+                visit(f, f"{f.name}_offset" if (f.kind == "bytes" and f.spec.lazy) else f.name)
+        required = [s for s in slots if s not in defaults]
+        optional = [s for s in slots if s in defaults]
+        params = ", ".join([*required, *(f"{s}: Any = {defaults[s]}" for s in optional)])
+        c()
+        c()
+        c(f"def new_{rs.name}(*, {params}) -> {cls}:" if params else f"def new_{rs.name}() -> {cls}:")
+        c.indent()
+        c(f'"""A {rs.name} with constants, canonical values, counts and derived sizes filled in."""')
+        for flat, expr in computed:
+            c(f"if {flat} is None:")
+            c.indent()
+            c(f"{flat} = {expr}")
+            c.dedent()
+        c(f"return _new({cls}, ({', '.join(slots)}{',' if len(slots) == 1 else ''}))")
+        c.dedent()
+
+
+def _annot(typ: str) -> str:
+    return {"tuple": "tuple", "list": "list", "object": "Any"}.get(typ, typ)
+
+
+def emit_fast(model: Model, binary: Binary) -> str:
+    """Python source of the fast reader/writer module of ``binary``."""
+    docs = [binary.doc] + [model.binaries[u].doc for u in binary.spec.uses]
+    if any(r for r in binary.structs.values() if any(f.spec.table for f in r.fields)):
+        docs += [model.tables[f.spec.table][1] for r in binary.structs.values() for f in r.fields if f.spec.table]
+    seen = []
+    for d in docs:
+        if d not in seen:
+            seen.append(d)
+    c = Code()
+    c.lines.append(header(model, seen).rstrip("\n"))
+    c(f'"""Fast reader and writer: {binary.spec.title}."""')
+    c()
+    c("from __future__ import annotations")
+    c()
+    c("import struct")
+    c("from collections.abc import Callable")
+    c("from typing import Any, NamedTuple, Union")
+    c()
+    c("from mlf_spec.errors import (  # noqa: F401")
+    for name in ("ConstMismatchError", "ConstraintError", "CountMismatchError", "LengthError", "MlfError",
+                 "TruncatedError", "UnsupportedError"):
+        c(f"    {name},")
+    c(")")
+    c()
+    c("from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401")
+    c("from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401")
+    consts: dict[str, int] = {}
+    for used in binary.spec.uses:
+        ub = model.binaries[used]
+        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" for s in ub.structs if s in ub.structs]
+        c(f"from .{used}_fast import {', '.join(names)}  # noqa: F401")
+        for k in ub.spec.constants:
+            consts[k.name] = k.value
+            c(f"from .{used}_fast import {k.name}  # noqa: F401")
+    c()
+    c("Buffer = Union[bytes, bytearray, memoryview, Any]")
+    c("Lazy = Callable[[str, Any], Any]")
+    c("_new = tuple.__new__")
+    for k in binary.spec.constants:
+        consts[k.name] = k.value
+        c(f"{k.name} = {k.value:#x}  # {k.doc}")
+    for rs in binary.structs.values():
+        if rs.owner != binary.name:
+            continue
+        c()
+        c()
+        em = StructEmitter(model, binary, rs, c, consts)
+        slots = em.emit_reader()
+        em.emit_writer(slots)
+        em.emit_new(slots)
+    return c.text()

@@ -1,0 +1,168 @@
+"""The spec's expression language: a small, checked subset of Python expressions.
+
+Expressions name earlier fields of the same struct (``ndim``, ``dtype.bits``), the
+element under test in array constraints (``each``), upper-case constants of the spec,
+integer and string literals, and the functions ``len``, ``numel`` (product of a
+sequence, 1 for an empty one), ``ceil_div``, ``min`` and ``max``. Each emitter
+translates the checked tree into its own target form.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+FUNCTIONS = {"len", "numel", "ceil_div", "min", "max"}
+
+_ALLOWED = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.BitAnd,
+    ast.BitOr,
+    ast.LShift,
+    ast.RShift,
+    ast.Compare,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.In,
+    ast.NotIn,
+    ast.Name,
+    ast.Load,
+    ast.Attribute,
+    ast.Constant,
+    ast.Call,
+    ast.Tuple,
+    ast.List,
+)
+
+
+class ExprError(ValueError):
+    """An expression uses something the language does not have."""
+
+
+class Expr:
+    """A parsed, checked expression with the dotted names it refers to."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        try:
+            self.tree = ast.parse(source, mode="eval")
+        except SyntaxError as exc:
+            raise ExprError(f"cannot parse expression {source!r}: {exc.msg}") from None
+        self.names: list[str] = []
+        for node in ast.walk(self.tree):
+            if not isinstance(node, _ALLOWED):
+                raise ExprError(f"{type(node).__name__} is not allowed in expression {source!r}")
+            if isinstance(node, ast.Call):
+                if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                    raise ExprError(f"only {sorted(FUNCTIONS)} can be called in {source!r}")
+                if node.keywords:
+                    raise ExprError(f"keyword arguments are not allowed in {source!r}")
+            if isinstance(node, ast.Constant) and not isinstance(node.value, (int, str)):
+                raise ExprError(f"only int and str literals are allowed in {source!r}")
+        self._collect(self.tree.body)
+
+    def _collect(self, node: ast.AST) -> None:
+        dotted = _dotted(node)
+        if dotted is not None:
+            self.names.append(dotted)
+            return
+        if isinstance(node, ast.Call):
+            for arg in node.args:
+                self._collect(arg)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._collect(child)
+
+    def translate(self, name_to_source: Callable[[str], str], func_prefix: str = "") -> str:
+        """Python source of this expression with every dotted name rewritten."""
+
+        class Rewrite(ast.NodeTransformer):
+            def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+                dotted = _dotted(node)
+                if dotted is None:
+                    return self.generic_visit(node)
+                return ast.parse(name_to_source(dotted), mode="eval").body
+
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                return ast.parse(name_to_source(node.id), mode="eval").body
+
+            def visit_Call(self, node: ast.Call) -> ast.AST:
+                node.args = [self.visit(a) for a in node.args]
+                assert isinstance(node.func, ast.Name)
+                if node.func.id in ("numel", "ceil_div"):
+                    node.func = ast.Name(id=func_prefix + node.func.id, ctx=ast.Load())
+                return node
+
+        tree = Rewrite().visit(ast.parse(self.source, mode="eval"))
+        return ast.unparse(tree)
+
+    def int_bounds(self, subject: str) -> tuple[int | None, int | None]:
+        """(low, high) inclusive bounds this expression puts on ``subject``, if it is a
+        plain chain of comparisons with integer literals (used by strategies and for
+        making values that break the constraint)."""
+        low: int | None = None
+        high: int | None = None
+        body = self.tree.body
+        parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
+        for part in parts:
+            if not isinstance(part, ast.Compare):
+                continue
+            items = [part.left, *part.comparators]
+            for (a, b), op in zip(zip(items, items[1:]), part.ops):
+                an, bn = _dotted(a), _dotted(b)
+                av, bv = _int(a), _int(b)
+                if an == subject and bv is not None:
+                    low, high = _apply(op, bv, low, high, flip=False)
+                elif bn == subject and av is not None:
+                    low, high = _apply(op, av, low, high, flip=True)
+        return low, high
+
+
+def _apply(op: ast.cmpop, v: int, low: int | None, high: int | None, flip: bool) -> tuple[int | None, int | None]:
+    # subject OP v (flip=False) or v OP subject (flip=True)
+    if isinstance(op, ast.Eq):
+        return v, v
+    lt = isinstance(op, (ast.Lt, ast.LtE))
+    gt = isinstance(op, (ast.Gt, ast.GtE))
+    strict = isinstance(op, (ast.Lt, ast.Gt))
+    if flip:
+        lt, gt = gt, lt
+    if lt:
+        high = v - 1 if strict else v
+    elif gt:
+        low = v + 1 if strict else v
+    return low, high
+
+
+def _int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
