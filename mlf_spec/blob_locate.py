@@ -858,6 +858,24 @@ def _raise_bad_element(
 # --------------------------------------------------------------------------------------------
 # tar
 
+_TAR_FAILURES: tuple[type[BaseException], ...] = (
+    tarfile.TarError,
+    OSError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    ValueError,
+)
+
+
+def _tar_error(exc: BaseException) -> type[MlfError]:
+    """Pick TruncatedError for the ways tarfile/gzip report a premature end of input."""
+    text = str(exc)
+    if isinstance(exc, EOFError) or "end of data" in text or "end-of-stream" in text:
+        return TruncatedError
+    return MalformedError
+
+
 _DEVC_MEMBER = re.compile(r"(?P<prefix>.*)devc\.(?:o|obj|c|cc|cpp)")
 
 
@@ -865,8 +883,10 @@ def _locate_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -
     stream.seek(0)
     try:
         tf = tarfile.open(fileobj=stream, mode="r:*")
-    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        raise MalformedError(f"not a readable tar archive: {exc}", file=label, field="tar", offset=0) from exc
+    except _TAR_FAILURES as exc:
+        raise _tar_error(exc)(
+            f"not a readable tar archive: {exc}", file=label, field="tar", offset=0
+        ) from exc
     with tf:
         members = _tar_members(tf, label, max_size, max_members)
         primary = [m for m in members if _DEVC_MEMBER.fullmatch(posixpath.basename(_norm(m.name)))]
@@ -896,8 +916,8 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
     while True:
         try:
             info = tf.next()
-        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
-            raise MalformedError(
+        except _TAR_FAILURES as exc:
+            raise _tar_error(exc)(
                 f"corrupt tar archive: {exc}",
                 file=label,
                 field=f"tar.members[{index}]",
@@ -969,8 +989,8 @@ def _locate_member(
     try:
         fh = tf.extractfile(info)
         data = fh.read(info.size) if fh is not None else b""
-    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        raise MalformedError(
+    except _TAR_FAILURES as exc:
+        raise _tar_error(exc)(
             f"cannot read member: {exc}", file=member_label, field="tar.member", offset=info.offset_data
         ) from exc
     if len(data) != info.size:

@@ -52,8 +52,18 @@ def _present(f: dict, ns: dict, era: tuple[int, ...]) -> bool:
     return True
 
 
-_SCALAR = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
-           "f32": "f", "f64": "d"}
+_SCALAR = {
+    "u8": "B",
+    "u16": "H",
+    "u32": "I",
+    "u64": "Q",
+    "i8": "b",
+    "i16": "h",
+    "i32": "i",
+    "i64": "q",
+    "f32": "f",
+    "f64": "d",
+}
 
 
 def _count_sources(fields: list[dict]) -> dict[str, str]:
@@ -156,7 +166,9 @@ class Builder:
         return ns
 
 
-def build(structs: dict, name: str, tree: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None) -> bytes:
+def build(
+    structs: dict, name: str, tree: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None
+) -> bytes:
     """Bytes of ``tree`` laid out as struct ``name``."""
     return Builder(structs, era, overrides).build(name, tree)
 
@@ -172,8 +184,10 @@ class Tracer:
 
     def _take(self, n: int, path: Path) -> bytes:
         if n < 0 or n > len(self.buf) - self.pos:
-            raise TruncatedError(f"needs {n} bytes, {len(self.buf) - self.pos} remain", field=path_str(path), offset=self.pos)
-        b = self.buf[self.pos:self.pos + n]
+            raise TruncatedError(
+                f"needs {n} bytes, {len(self.buf) - self.pos} remain", field=path_str(path), offset=self.pos
+            )
+        b = self.buf[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -213,7 +227,9 @@ class Tracer:
                 key = f["switch_on"](ns)
                 type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
                 if type_name is None:
-                    raise MalformedError(f"no layout for {n} = {key!r}", field=path_str(fpath), offset=self.pos)
+                    raise MalformedError(
+                        f"no layout for {n} = {key!r}", field=path_str(fpath), offset=self.pos
+                    )
                 ns[n] = self._value(type_name, fpath, f)
             elif "count" in f:
                 count = f["count"][1](ns)
@@ -229,16 +245,25 @@ class Tracer:
             elif kind in ("vec", "map"):
                 count = self._scalar("u64", fpath + ("#count",), f, "count")
                 if count > len(self.buf) - self.pos:
-                    raise LengthError(f"{n} claims {count} elements", field=path_str(fpath), offset=self.pos - 8)
+                    raise LengthError(
+                        f"{n} claims {count} elements", field=path_str(fpath), offset=self.pos - 8
+                    )
                 if kind == "vec":
                     ns[n] = [self._value(f["elem"], fpath + (i,), f) for i in range(count)]
                 else:
-                    ns[n] = [(self._value(f["key"], fpath + (i, "key"), f), self._value(f["value"], fpath + (i, "value"), f))
-                             for i in range(count)]
+                    ns[n] = [
+                        (
+                            self._value(f["key"], fpath + (i, "key"), f),
+                            self._value(f["value"], fpath + (i, "value"), f),
+                        )
+                        for i in range(count)
+                    ]
             elif kind == "struct":
                 ns[n] = self.struct(f["struct"], fpath)
             if "const" in f and ns[n] != f["const"]:
-                raise ConstMismatchError(f"{n} is {ns[n]!r}, expected {f['const']!r}", field=path_str(fpath), offset=start)
+                raise ConstMismatchError(
+                    f"{n} is {ns[n]!r}, expected {f['const']!r}", field=path_str(fpath), offset=start
+                )
         return ns
 
 
@@ -252,7 +277,7 @@ def trace(structs: dict, name: str, buf: bytes, era: tuple[int, ...] = LATEST) -
 def hexdump(buf: bytes, spans: list[Span], max_payload: int = 16) -> Iterator[str]:
     """Annotated hexdump lines: offset, bytes, field path."""
     for s in spans:
-        chunk = buf[s.offset:s.offset + min(s.size, max_payload)]
+        chunk = buf[s.offset : s.offset + min(s.size, max_payload)]
         more = " …" if s.size > max_payload else ""
         label = path_str(s.path)
         if label.endswith(".#count"):

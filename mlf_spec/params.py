@@ -1,0 +1,464 @@
+"""Read and write TVM ``.params`` files (what ``tvm.runtime.save_param_dict`` writes).
+
+    >>> from mlf_spec import params
+    >>> data = params.dumps({"w": np.ones((2, 3), "float32")})
+    >>> params.loads(data)["w"].shape
+    (2, 3)
+
+``load``/``loads`` return a :class:`ParamsFile`, an ordered mapping name -> array whose
+tensor data was copied once, straight from the input into aligned arrays. ``open``
+returns a :class:`LazyParams` over an mmap: an index built from the headers alone and
+zero-copy views on request. ``save``/``dumps`` write TVM's exact bytes from the arrays'
+own memory. The layout itself comes from spec/binary/params.yaml through the generated
+reader and writer; this module adds dtypes, NumPy and files.
+
+Tensors whose bytes NumPy cannot hold faithfully (sub-byte types, vector lanes, handles,
+custom or unknown codes) are returned as :class:`StoredTensor`: their stored bytes plus
+their DLDataType, never reinterpreted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import mmap
+import os
+import sys
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, NamedTuple, Union
+
+import numpy as np
+
+from . import dtypes as _dt
+from ._io import atomic_write_chunks, describe, read_source
+from .errors import MlfError, UnsupportedError
+from .generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
+from .generated.tensor_fast import TensorRecord, new_tensor_record
+
+Source = Union[str, os.PathLike, bytes, bytearray, memoryview, IO[bytes]]
+ALIGNMENT = 64
+_PREAD_MIN = 1 << 20  # tensors this large are read with pread, not copied out of the mmap
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """A tensor kept as its stored bytes plus its DLDataType (sub-byte, vector-lane,
+    handle, custom and unknown dtypes). ``data`` holds ``numel * ceil(bits/8)`` bytes."""
+
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+    data: bytes | memoryview | np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the stored data in bytes."""
+        return memoryview(self.data).nbytes
+
+    @classmethod
+    def of(
+        cls,
+        code: int,
+        bits: int,
+        lanes: int,
+        shape: tuple[int, ...],
+        data: Any,
+        dialect: str | _dt.Dialect | None = None,
+    ) -> StoredTensor:
+        """A stored tensor from raw parts (checks the byte count)."""
+        dt = _dt.lookup(_dt.dialect(dialect), code, bits, lanes)
+        t = cls(dt, tuple(int(s) for s in shape), data)
+        expected = _numel(t.shape) * dt.itemsize
+        if t.nbytes != expected:
+            raise UnsupportedError(f"stored tensor has {t.nbytes} bytes, its shape and dtype need {expected}")
+        return t
+
+
+Tensor = Union[np.ndarray, StoredTensor]
+
+
+class TensorInfo(NamedTuple):
+    """Index entry of one tensor: where its data is, without reading it."""
+
+    name: str
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class _Index(NamedTuple):
+    names: list[str]
+    records: list[TensorRecord]
+    magic: int
+    reserved: int
+    end: int
+    choice: _dt.DialectChoice
+
+
+def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
+    rec, end = read_params_file(buf, 0, size)
+    records: list[TensorRecord] = rec.arrays
+    if dialect is None:
+        choice = _dt.detect((r.dtype_code, r.dtype_bits, r.dtype_lanes) for r in records)
+    else:
+        choice = _dt.given(_dt.dialect(dialect))
+    if strict:
+        d = choice.dialect
+        for i, r in enumerate(records):
+            dt = _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
+            if not dt.known:
+                _dt.require_known(dt, d, f"arrays[{i}].dtype", r.data_offset - 8 - 8 * r.ndim - 4)
+    return _Index(rec.names, records, rec.magic, rec.reserved, end, choice)
+
+
+class ParamsFile(MutableMapping):
+    """An ordered mapping name -> tensor read from (or to be written as) a .params file.
+
+    Everything in the file is kept so that ``dumps(loads(b)) == b``: the reserved words,
+    each record's device id, duplicate names (the mapping shows the later one, as TVM
+    does; ``entries`` has all) and bytes after the last record (``trailing``).
+    """
+
+    def __init__(
+        self,
+        entries: list[tuple[str, Tensor, TensorRecord | None]] | None = None,
+        *,
+        reserved: int = 0,
+        trailing: bytes = b"",
+        choice: _dt.DialectChoice | None = None,
+    ) -> None:
+        self._entries: list[tuple[str, Tensor, TensorRecord | None]] = entries or []
+        self.reserved = reserved
+        self.trailing = trailing
+        self.choice = choice or _dt.given(_dt.LATEST)
+        self._map: dict[str, int] = {}
+        for i, (name, _, _) in enumerate(self._entries):
+            self._map[name] = i
+
+    @property
+    def dialect(self) -> _dt.Dialect:
+        """The dtype dialect the file was read in (and is written in)."""
+        return self.choice.dialect
+
+    @property
+    def entries(self) -> list[tuple[str, Tensor]]:
+        """Every (name, tensor) in file order, duplicates included."""
+        return [(n, t) for n, t, _ in self._entries]
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self._entries[self._map[name]][1]
+
+    def __setitem__(self, name: str, value: Tensor) -> None:
+        if name in self._map:
+            self._entries[self._map[name]] = (name, value, None)
+        else:
+            self._map[name] = len(self._entries)
+            self._entries.append((name, value, None))
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._map:
+            raise KeyError(name)
+        self._entries = [e for e in self._entries if e[0] != name]
+        self._map = {n: i for i, (n, _, _) in enumerate(self._entries)}
+
+    def __iter__(self) -> Iterator[str]:
+        seen = set()
+        for name, _, _ in self._entries:
+            if name not in seen:
+                seen.add(name)
+                yield name
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{n!r}: {_describe_tensor(t)}" for n, t in self.entries[:8])
+        more = ", …" if len(self._entries) > 8 else ""
+        return f"ParamsFile({{{items}{more}}}, dialect={self.dialect.id})"
+
+
+def _describe_tensor(t: Tensor) -> str:
+    if isinstance(t, StoredTensor):
+        return f"StoredTensor({t.dtype.name}, {t.shape})"
+    return f"array({t.dtype}, {t.shape})"
+
+
+def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True) -> ParamsFile:
+    """Read a .params file from a path, bytes or a binary file object.
+
+    Tensor data is copied once, from the input into one 64-byte-aligned arena, and the
+    arrays are views of that arena (writable, independent of the input). ``dialect``
+    names the TVM version whose dtype codes apply (default: detected; see
+    ``ParamsFile.choice``). With ``strict`` (default) a code the dialect does not define
+    is an error; without, such tensors come back as StoredTensor. Raises MlfError.
+    """
+    name = describe(source)
+    try:
+        with read_source(source) as (buf, size, fd):
+            idx = _index(buf, size, dialect, strict)
+            return _materialise(idx, buf, size, fd)
+    except MlfError as exc:
+        raise exc.with_file(name) from None
+
+
+def loads(
+    data: bytes | bytearray | memoryview, *, dialect: str | _dt.Dialect | None = None, strict: bool = True
+) -> ParamsFile:
+    """``load`` from bytes."""
+    return load(memoryview(data), dialect=dialect, strict=strict)
+
+
+def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile:
+    d = idx.choice.dialect
+    lookup = _dt.lookup
+    plan: list[tuple[int, _dt.DType, TensorRecord]] = []
+    total = 0
+    for r in idx.records:
+        dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
+        plan.append((total, dt, r))
+        total += -(-r.data_byte_size // ALIGNMENT) * ALIGNMENT
+    raw = np.empty(total + ALIGNMENT, np.uint8)
+    shift = (-raw.ctypes.data) % ALIGNMENT
+    arena = raw[shift : shift + total]
+    dst = memoryview(arena)
+    src = memoryview(buf) if not isinstance(buf, memoryview) else buf
+    entries: list[tuple[str, Tensor, TensorRecord | None]] = []
+    new_array = np.ndarray
+    for name, (start, dt, r) in zip(idx.names, plan):
+        n = r.data_byte_size
+        off = r.data_offset
+        if n:
+            if fd is not None and n >= _PREAD_MIN:
+                _pread_into(fd, dst[start : start + n], off)
+            else:
+                dst[start : start + n] = src[off : off + n]
+        np_type = dt.numpy
+        if np_type is not None:
+            value: Tensor = new_array(r.shape, np_type, arena, start)
+        else:
+            value = StoredTensor(dt, r.shape, arena[start : start + n])
+        entries.append((name, value, r))
+    trailing = bytes(src[idx.end : size])
+    return ParamsFile(entries, reserved=idx.reserved, trailing=trailing, choice=idx.choice)
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got <= 0:
+            raise MlfError("file shrank while it was being read", offset=offset + done)
+        done += got
+
+
+class LazyParams(Mapping):
+    """A .params file opened over an mmap: ``index`` was built from the headers only;
+    ``self[name]`` is a zero-copy read-only view of the file's bytes.
+
+    The format has no padding, so views may be unaligned (NumPy handles that, at some
+    cost for vectorised math); use ``load`` or ``np.array(view)`` for aligned copies.
+    Close it (or use ``with``) to release the mapping; views must not outlive it.
+    """
+
+    def __init__(self, idx: _Index, buf: Any, size: int, closer: Any, name: str) -> None:
+        self._buf = buf
+        self._closer = closer
+        self.file = name
+        self.choice = idx.choice
+        self.size = size
+        self.reserved = idx.reserved
+        self.trailing_bytes = size - idx.end
+        d = idx.choice.dialect
+        self.index: list[TensorInfo] = [
+            TensorInfo(
+                n,
+                _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes),
+                r.shape,
+                r.data_offset,
+                r.data_byte_size,
+            )
+            for n, r in zip(idx.names, idx.records)
+        ]
+        self._by_name = {info.name: info for info in self.index}
+
+    @property
+    def dialect(self) -> _dt.Dialect:
+        """The dtype dialect used to name the codes."""
+        return self.choice.dialect
+
+    def raw(self, name: str) -> memoryview:
+        """The stored data bytes of tensor ``name`` (zero-copy)."""
+        info = self._by_name[name]
+        return memoryview(self._buf)[info.offset : info.offset + info.nbytes]
+
+    def __getitem__(self, name: str) -> Tensor:
+        info = self._by_name[name]
+        if info.dtype.numpy is None:
+            return StoredTensor(info.dtype, info.shape, self.raw(name))
+        return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def close(self) -> None:
+        """Release the mapping."""
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+
+    def __enter__(self) -> LazyParams:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = False) -> LazyParams:  # noqa: A001
+    """Open a .params file lazily: build the index (name, dtype, shape, offset, nbytes)
+    from the headers without touching tensor bytes; arrays are zero-copy views on request.
+    Paths are memory-mapped; bytes are used in place. Raises MlfError."""
+    name = describe(source)
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            f = builtins.open(source, "rb")
+        except OSError as exc:
+            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        try:
+            size = os.fstat(f.fileno()).st_size
+            mm: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except BaseException:
+            f.close()
+            raise
+
+        def closer() -> None:
+            if isinstance(mm, mmap.mmap):
+                try:
+                    mm.close()
+                except BufferError:  # views still exported; the mapping goes when they do
+                    pass
+            f.close()
+
+        try:
+            idx = _index(mm, size, dialect, strict)
+        except MlfError as exc:
+            closer()
+            raise exc.with_file(name) from None
+        return LazyParams(idx, mm, size, closer, name)
+    with read_source(source) as (buf, size, _):
+        try:
+            idx = _index(buf, size, dialect, strict)
+        except MlfError as exc:
+            raise exc.with_file(name) from None
+        return LazyParams(idx, buf, size, None, name)
+
+
+def _as_record_and_data(name: str, value: Any, d: _dt.Dialect) -> tuple[TensorRecord, Any]:
+    if isinstance(value, StoredTensor):
+        dt = value.dtype
+        rec = new_tensor_record(
+            dtype_code=dt.code, dtype_bits=dt.bits, dtype_lanes=dt.lanes, shape=value.shape
+        )
+        data = (
+            memoryview(value.data).cast("B")
+            if memoryview(value.data).ndim != 1 or memoryview(value.data).format != "B"
+            else value.data
+        )
+        if memoryview(data).nbytes != rec.data_byte_size:
+            raise UnsupportedError(
+                f"stored tensor {name!r} has {memoryview(data).nbytes} bytes, needs {rec.data_byte_size}"
+            )
+        return rec, data
+    arr = np.asarray(value)
+    if arr.dtype.byteorder == ">" or (
+        arr.dtype.byteorder == "=" and sys.byteorder == "big" and arr.dtype.itemsize > 1
+    ):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    code, bits, lanes = _dt.from_numpy(arr.dtype, d)
+    rec = new_tensor_record(
+        dtype_code=code, dtype_bits=bits, dtype_lanes=lanes, shape=tuple(int(s) for s in arr.shape)
+    )
+    return rec, _bytes_view(arr)
+
+
+def _bytes_view(arr: np.ndarray) -> memoryview:
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect | None) -> list[Any]:
+    """The file as a list of buffers: headers from the generated writer, data as views."""
+    if isinstance(params, ParamsFile):
+        d = _dt.dialect(dialect) if dialect is not None else params.dialect
+        items = params._entries
+        reserved, trailing = params.reserved, params.trailing
+    else:
+        d = _dt.dialect(dialect)
+        items = [(n, v, None) for n, v in params.items()]
+        reserved, trailing = 0, b""
+    names: list[str] = []
+    records: list[TensorRecord] = []
+    datas: list[Any] = []
+    for name, value, original in items:
+        if original is not None:
+            # unchanged since it was read: keep the record's header exactly (reserved, device id)
+            datas.append(_bytes_view(value) if isinstance(value, np.ndarray) else value.data)
+            records.append(original)
+        else:
+            rec, data = _as_record_and_data(name, value, d)
+            records.append(rec)
+            datas.append(data)
+        names.append(name)
+    out: list[Any] = []
+    lookup = {id(r): k for k, r in enumerate(records)}
+    rec = new_params_file(names=names, arrays=records, reserved=reserved)
+    write_params_file(out.append, rec, lambda _field, r: datas[lookup[id(r)]])
+    if trailing:
+        out.append(trailing)
+    return out
+
+
+def dumps(params: Mapping[str, Any] | ParamsFile, *, dialect: str | _dt.Dialect | None = None) -> bytes:
+    """The .params bytes TVM writes for ``params`` (name -> NumPy array or StoredTensor).
+    A ParamsFile from ``load`` is written back byte for byte. ``dialect`` picks the dtype
+    codes (default: the ParamsFile's own, else the newest TVM)."""
+    return b"".join(_chunks(params, dialect))
+
+
+def save(
+    params: Mapping[str, Any] | ParamsFile,
+    path: str | os.PathLike,
+    *,
+    dialect: str | _dt.Dialect | None = None,
+) -> None:
+    """Write ``params`` to ``path`` via a temporary file renamed into place, so a failed
+    write never leaves a partial file or destroys an existing one."""
+    atomic_write_chunks(Path(path), _chunks(params, dialect))
+
+
+__all__ = [
+    "ALIGNMENT",
+    "LazyParams",
+    "ParamsFile",
+    "StoredTensor",
+    "TensorInfo",
+    "PARAMS_MAGIC",
+    "dumps",
+    "load",
+    "loads",
+    "open",
+    "save",
+]

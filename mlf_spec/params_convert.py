@@ -1,0 +1,137 @@
+"""Convert between .params, NumPy .npz and safetensors without losing dtypes.
+
+Tensors NumPy cannot hold (sub-byte, vector lanes, custom codes) travel as their stored
+bytes (uint8) with their DLDataType recorded alongside: in a ``__mlf_spec__`` JSON entry
+of the .npz, or in the safetensors ``__metadata__``. Converting back restores them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import params as _params
+from ._io import atomic_writer
+from .errors import MlfError, UnsupportedError
+
+_META_KEY = "__mlf_spec__"
+FORMATS = {".params": "params", ".npz": "npz", ".safetensors": "safetensors"}
+
+
+def format_of(path: str | os.PathLike) -> str:
+    """'params', 'npz' or 'safetensors' from the file extension (anything else: params)."""
+    return FORMATS.get(Path(path).suffix.lower(), "params")
+
+
+def _split(p: _params.ParamsFile) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    arrays: dict[str, np.ndarray] = {}
+    stored: dict[str, dict[str, Any]] = {}
+    names = [n for n, _ in p.entries]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise UnsupportedError(f"duplicate names {dup} cannot be kept in this format")
+    for name, t in p.entries:
+        if isinstance(t, _params.StoredTensor):
+            arrays[name] = np.frombuffer(memoryview(t.data).cast("B"), np.uint8).copy()
+            stored[name] = {
+                "code": t.dtype.code,
+                "bits": t.dtype.bits,
+                "lanes": t.dtype.lanes,
+                "shape": list(t.shape),
+            }
+        else:
+            arrays[name] = t
+    return arrays, stored
+
+
+def _join(
+    arrays: dict[str, np.ndarray], stored: dict[str, dict[str, Any]], order: list[str], dialect: str | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in order:
+        a = arrays[name]
+        if name in stored:
+            s = stored[name]
+            out[name] = _params.StoredTensor.of(
+                s["code"],
+                s["bits"],
+                s["lanes"],
+                tuple(s["shape"]),
+                np.ascontiguousarray(a, np.uint8).tobytes(),
+                dialect,
+            )
+        else:
+            out[name] = a
+    return out
+
+
+def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, Any]:
+    """Read a .params, .npz or .safetensors file into name -> array / StoredTensor."""
+    fmt = format_of(path)
+    if fmt == "params":
+        return dict(_params.load(path, dialect=dialect, strict=False).items())
+    if fmt == "npz":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                keys = [k for k in z.files if k != _META_KEY]
+                meta = json.loads(str(z[_META_KEY])) if _META_KEY in z.files else {}
+                arrays = {k: z[k] for k in keys}
+        except (OSError, ValueError) as exc:
+            raise MlfError(f"not a readable .npz: {exc}", file=os.fspath(path)) from None
+        order = meta.get("order", keys)
+        return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect))
+    try:
+        from safetensors.numpy import load_file
+        from safetensors import safe_open
+    except ImportError:  # pragma: no cover - optional extra
+        raise UnsupportedError("safetensors support needs `pip install mlf-spec[safetensors]`") from None
+    try:
+        arrays = load_file(os.fspath(path))
+        with safe_open(os.fspath(path), "np") as f:
+            md = f.metadata() or {}
+    except Exception as exc:  # safetensors raises its own error types
+        raise MlfError(f"not a readable safetensors file: {exc}", file=os.fspath(path)) from None
+    meta = json.loads(md.get(_META_KEY, "{}"))
+    order = meta.get("order", list(arrays))
+    return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect))
+
+
+def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None) -> None:
+    """Write name -> array / StoredTensor as .params, .npz or .safetensors (atomically)."""
+    fmt = format_of(path)
+    if fmt == "params":
+        _params.save(tensors, path, dialect=dialect)
+        return
+    pf = _params.ParamsFile([(n, t, None) for n, t in tensors.items()])
+    arrays, stored = _split(pf)
+    meta = {"order": list(arrays), "stored": stored, "dialect": dialect}
+    if fmt == "npz":
+        with atomic_writer(Path(path)) as f:
+            np.savez(f, **arrays, **{_META_KEY: np.array(json.dumps(meta))})
+        return
+    try:
+        from safetensors.numpy import save
+    except ImportError:  # pragma: no cover - optional extra
+        raise UnsupportedError("safetensors support needs `pip install mlf-spec[safetensors]`") from None
+    try:
+        data = save(
+            {k: np.ascontiguousarray(v) for k, v in arrays.items()}, metadata={_META_KEY: json.dumps(meta)}
+        )
+    except Exception as exc:
+        raise UnsupportedError(f"safetensors cannot hold these tensors: {exc}") from None
+    with atomic_writer(Path(path)) as f:
+        f.write(data)
+
+
+def convert(src: str | os.PathLike, dst: str | os.PathLike, dialect: str | None = None) -> int:
+    """Convert ``src`` to ``dst`` (formats from the extensions); return the tensor count."""
+    tensors = read_any(src, dialect)
+    write_any(tensors, dst, dialect)
+    return len(tensors)
+
+
+__all__ = ["convert", "format_of", "read_any", "write_any"]
