@@ -26,10 +26,10 @@ import posixpath
 import re
 import struct
 import tarfile
-import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import BinaryIO, Union
 
 from elftools.common.exceptions import ELFError
@@ -37,13 +37,13 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
+from ._io import atomic_write_bytes
 from .errors import (
     ConstraintError,
     CountMismatchError,
     LengthError,
     MalformedError,
     MlfError,
-    OutputExistsError,
     TruncatedError,
     UnsafeArchiveError,
     UnsupportedError,
@@ -86,9 +86,11 @@ class LocatedBlob:
     """One module blob found in an artifact.
 
     ``symbol`` is the blob symbol without prefix (one of :data:`BLOB_SYMBOLS`; ``""`` for a raw
-    ``.bin``, which names none), ``prefix`` the system-lib prefix in front of it (``""`` if none). ``data`` is the size prefix plus body.
-    ``file_offset`` is where ``data`` starts inside the file it was read from (the tar member
-    for ``tar:`` sources; ``None`` for C source, whose bytes are not stored literally).
+    ``.bin``, which names none) and ``prefix`` the system-lib prefix in front of it (``""`` if
+    none). ``data`` is the size prefix plus body. ``source`` says where it came from:
+    ``"elf-shared-object"``, ``"elf-object"``, ``"elf-executable"``, ``"c-source"``, ``"raw"``
+    or ``"tar:<member>"``. ``file_offset`` is where ``data`` starts inside the file it was read
+    from (the member for tar sources; None for C source, whose bytes are not stored literally).
     """
 
     symbol: str
@@ -924,6 +926,7 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
                 offset=getattr(tf, "offset", None),
             ) from exc
         if info is None:
+            _check_tar_end(tf, label, max_size)
             return members
         field = f"tar.members[{index}]({info.name})"
         index += 1
@@ -979,6 +982,44 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
                 offset=info.offset,
             )
         members.append(info)
+
+
+def _check_tar_end(tf: tarfile.TarFile, label: str, max_size: int) -> None:
+    """Make sure nothing but zero padding follows the last member.
+
+    tarfile ends the member list silently at the first unreadable header after the first one,
+    and a compressed stream's checksum is only verified at its end; reading the rest catches
+    both, so a damaged archive is not mistaken for one without a blob.
+    """
+    end = tf.offset
+    stream = tf.fileobj
+    try:
+        stream.seek(end)  # type: ignore[union-attr]
+        pos = end
+        while True:
+            chunk = stream.read(1 << 16)  # type: ignore[union-attr]
+            if not chunk:
+                return
+            if chunk.count(0) != len(chunk):
+                bad = pos + len(chunk) - len(chunk.lstrip(b"\x00"))
+                raise MalformedError(
+                    "unreadable tar header or data after the last member",
+                    file=label,
+                    field="tar.end",
+                    offset=bad,
+                )
+            pos += len(chunk)
+            if pos - end > max_size:
+                raise UnsafeArchiveError(
+                    f"more than max_size={max_size} bytes of padding after the last member",
+                    file=label,
+                    field="tar.end",
+                    offset=pos,
+                )
+    except _TAR_FAILURES as exc:
+        raise _tar_error(exc)(
+            f"corrupt archive stream: {exc}", file=label, field="tar.end", offset=end
+        ) from exc
 
 
 def _locate_member(
@@ -1041,33 +1082,12 @@ def write_bin(blob: bytes, path: str | os.PathLike[str], *, overwrite: bool = Tr
     """Write ``blob`` (size prefix + body) to ``path`` atomically (temp file + rename).
 
     The size prefix must match the length. With ``overwrite=False`` an existing file is left
-    alone and :class:`~mlf_spec.errors.OutputExistsError` is raised.
+    alone and :class:`~mlf_spec.errors.OutputExistsError` is raised; a replaced file keeps its
+    permission bits.
     """
-    target = os.fspath(path)
-    _check_blob(bytes(blob), "<blob>")
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bin", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        if overwrite:
-            os.replace(tmp, target)
-        else:
-            try:
-                # link() refuses an existing target atomically, unlike an exists() check.
-                os.link(tmp, target)
-            except FileExistsError:
-                raise OutputExistsError("output exists and overwrite=False", file=target) from None
-            os.unlink(tmp)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    data = bytes(blob)
+    _check_blob(data, "<blob>")
+    atomic_write_bytes(Path(path), data, overwrite=overwrite)
 
 
 _HEX_PADDED = [f"0x{b:02x}," for b in range(256)]

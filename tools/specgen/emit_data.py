@@ -56,6 +56,9 @@ def _field(f: RField, consts: dict[str, int]) -> str:
         if key == "constraint":
             subject = "each" if "each" in e.names else s.name
             lines.append(f"  'bounds': {e.int_bounds(subject)!r},")
+            nested = {n.split(".", 1)[1]: e.int_bounds(n) for n in e.names if n.startswith(s.name + ".")}
+            if nested:
+                lines.append(f"  'member_bounds': {nested!r},")
     if f.switch_on is not None:
         fn = f"lambda ns, each=None: {f.switch_on.translate(lambda n: _ns(n, consts))}"
         lines.append(f"  'switch_on': {fn},")

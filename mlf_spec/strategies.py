@@ -1,0 +1,97 @@
+"""Hypothesis strategies for TVM artifacts, valid and broken, for this project's tests
+and for anyone testing another implementation.
+
+    from hypothesis import given
+    from mlf_spec import strategies as ms
+
+    @given(ms.params_bytes())
+    def test_my_reader_accepts(data): ...
+
+    @given(ms.broken_params_bytes())
+    def test_my_reader_rejects(kind_and_data): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import dtypes as _dt
+from .generated import params_strategies as _params_st
+from .generated import params_ir as _params_ir
+
+PARAMS_BROKEN_KINDS: tuple[str, ...] = _params_st.BROKEN_KINDS
+
+
+def params_bytes(era: tuple[int, ...] | None = None) -> st.SearchStrategy[bytes]:
+    """Valid .params files of any TVM era (or of ``era``, a version tuple like (0, 16))."""
+    return _params_st.valid_params_file(era)
+
+
+def broken_params_bytes(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, bytes]]:
+    """(kind, bytes) of .params files broken in one named way (``PARAMS_BROKEN_KINDS``)."""
+    return _params_st.broken_params_file(kinds)
+
+
+def numpy_dtypes(dialect: str | _dt.Dialect | None = None) -> st.SearchStrategy[np.dtype]:
+    """Every NumPy / ml_dtypes element type that ``dialect`` can store."""
+    d = _dt.dialect(dialect)
+    found: list[np.dtype] = []
+    for code, bits in _candidate_codes(d):
+        t = _dt.lookup(d, code, bits, 1).numpy
+        if t is not None and t not in found:
+            try:
+                _dt.from_numpy(t, d)
+            except _dt.MlfError:
+                continue
+            found.append(t)
+    return st.sampled_from(found)
+
+
+def _candidate_codes(d: _dt.Dialect) -> list[tuple[int, int]]:
+    from .generated import dtype_codes_table as table
+
+    out = []
+    for i in d.rows:
+        row = table.ROWS[i]
+        widths = row["numpy_bits"] if row["numpy_bits"] is not None else ([row["bits"]] if row["bits"] else [])
+        out.extend((row["code"], b) for b in widths)
+    return out
+
+
+@st.composite
+def arrays(draw: Any, dialect: str | _dt.Dialect | None = None, max_dims: int = 3, max_side: int = 4) -> np.ndarray:
+    """An array of any storable dtype with random bytes: 0-d and zero-size included."""
+    t = draw(numpy_dtypes(dialect))
+    shape = tuple(draw(st.lists(st.integers(0, max_side), max_size=max_dims)))
+    n = int(np.prod(shape)) if shape else 1
+    raw = draw(st.binary(min_size=n * t.itemsize, max_size=n * t.itemsize))
+    return np.frombuffer(raw, np.uint8).view(t).reshape(shape).copy() if n else np.zeros(shape, t)
+
+
+@st.composite
+def stored_tensors(draw: Any, dialect: str | _dt.Dialect | None = None) -> Any:
+    """A StoredTensor of a dtype NumPy cannot hold (sub-byte, vector lanes, custom code)."""
+    from .params import StoredTensor
+
+    d = _dt.dialect(dialect)
+    code, bits, lanes = draw(st.sampled_from([(0, 4, 1), (1, 4, 1), (0, 1, 1), (2, 32, 4), (0, 8, 2), (129, 16, 1),
+                                              (3, 64, 1)]))
+    shape = tuple(draw(st.lists(st.integers(0, 4), max_size=3)))
+    n = int(np.prod(shape)) if shape else 1
+    raw = draw(st.binary(min_size=n * -(-bits // 8), max_size=n * -(-bits // 8)))
+    return StoredTensor.of(code, bits, lanes, shape, raw, d)
+
+
+def param_dicts(dialect: str | _dt.Dialect | None = None, max_size: int = 5) -> st.SearchStrategy[dict[str, Any]]:
+    """name -> array or StoredTensor mappings (empty and non-ASCII names included)."""
+    value = st.one_of(arrays(dialect), stored_tensors(dialect))
+    return st.dictionaries(st.text(max_size=10), value, max_size=max_size)
+
+
+SPECS = {"params": _params_ir.STRUCTS}
+
+__all__ = ["PARAMS_BROKEN_KINDS", "arrays", "broken_params_bytes", "numpy_dtypes", "param_dicts", "params_bytes",
+           "stored_tensors"]
