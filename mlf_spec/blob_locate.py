@@ -30,14 +30,14 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
-from ._io import atomic_write_bytes
+from ._io import Source, atomic_write_bytes
 from .errors import (
     ConstraintError,
     CountMismatchError,
@@ -77,8 +77,6 @@ _PREFIX_SIZE = 8
 _DEFAULT_MAX_SIZE = 8 << 30
 _DEFAULT_MAX_MEMBERS = 100_000
 _SNIFF_SIZE = 4096
-
-Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +217,8 @@ def locate_blobs(
         path = os.fspath(source)
         with open(path, "rb") as fh:
             return _locate_stream(fh, name or path, kind, max_size, max_members, path)
+    if not hasattr(source, "read"):
+        raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
     label = name or str(getattr(source, "name", "<stream>"))
     if source.seekable():
         base = source.tell()
@@ -667,25 +667,51 @@ _C_LEXEMES = re.compile(
     rb"""//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""",
     re.S,
 )
-_C_ARRAY = re.compile(
+# Blob names are found by their literal part (fast even in a huge file); the declaration
+# around each is then checked with the two patterns below.
+_C_BLOB_NAME = re.compile(rb"__tvm_(?:ffi__library_bin|ffi_library_bin|dev_mblob)(?![A-Za-z0-9_])")
+_C_TYPE_BEFORE = re.compile(rb"\b(?:char|uint8_t|int8_t)\s+(?:const\s+)?\Z")
+_C_ARRAY_AFTER = re.compile(
     rb"""
-    \b(?:(?:const|volatile|signed|unsigned|static)\s+)*
-    (?:char|uint8_t|int8_t)\s+
-    (?:const\s+)?
-    (?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*
-    \[(?P<count>[^\]\[]*)\]\s*
+    \s*\[(?P<count>[^\]\[]*)\]\s*
     (?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)*
     """,
     re.X,
 )
+_C_IDENT_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _C_INT = re.compile(
     rb"\s*(?P<sign>[-+]?)\s*(?:0[xX](?P<hex>[0-9a-fA-F]+)|(?P<dec>[1-9][0-9]*)|(?P<oct>0[0-7]*))[uUlL]*\s*"
 )
 
 
 _WS = re.compile(rb"\s*")
-# One "0xHH," unit of TVM's v0.14+ formatting; lets the common case skip per-token parsing.
-_PADDED_UNIT = re.compile(rb"\s*0[xX]([0-9a-fA-F]{2})\s*(?:,|\Z)")
+_WHITESPACE = b" \t\r\n\v\f"
+_SPACE_INSIDE_TOKEN = re.compile(rb"[0-9A-Za-z]\s+[0-9A-Za-z]")
+
+
+def _padded_hex_fast(region: bytes) -> bytes | None:
+    """Decode an initializer made only of ``0xHH`` elements (TVM v0.14+), or return None.
+
+    This is the common case for big files, so it works on whole-buffer operations; anything
+    else (other spellings, or an error to report) goes through the per-token path.
+    """
+    if _SPACE_INSIDE_TOKEN.search(region):
+        return None
+    compact = region.translate(None, _WHITESPACE)
+    if not compact.endswith(b","):
+        compact += b","
+    n, rest = divmod(len(compact), 5)
+    if rest or compact[0::5] != b"0" * n or compact[4::5] != b"," * n:
+        return None
+    if compact[1::5].replace(b"X", b"x") != b"x" * n:
+        return None
+    digits = bytearray(2 * n)
+    digits[0::2] = compact[2::5]
+    digits[1::2] = compact[3::5]
+    try:
+        return bytes.fromhex(digits.decode("ascii"))
+    except ValueError:
+        return None
 
 
 def _skip_ws(code: bytes, pos: int) -> int:
@@ -727,21 +753,26 @@ def parse_c_source(text: bytes | str, *, file: str = "<c-source>") -> list[Locat
         return []
     code = _blank_comments(raw)
     blobs = []
-    for m in _C_ARRAY.finditer(code):
-        name = m["name"].decode("ascii")
+    for hit in _C_BLOB_NAME.finditer(code):
+        begin = hit.start()
+        while begin > 0 and code[begin - 1] in _C_IDENT_CHARS:
+            begin -= 1
+        decl = _C_ARRAY_AFTER.match(code, hit.end())
+        if decl is None or _C_TYPE_BEFORE.search(code, max(0, begin - 64), begin) is None:
+            continue  # a use of the name (registration call, pointer), not an array
+        name = code[begin : hit.end()].decode("ascii")
         split = split_blob_symbol(name)
         if split is None:
             continue
-        after = m.end()
+        after = decl.end()
         if after >= len(code):
             raise TruncatedError(
-                f"line {_line_of(raw, m.start())}: source ends after the declaration of {name}",
+                f"line {_line_of(raw, begin)}: source ends after the declaration of {name}",
                 file=file,
                 field=name,
                 offset=len(code),
             )
-        nxt = code[after : after + 1]
-        if nxt != b"=":
+        if code[after : after + 1] != b"=":
             continue  # a declaration (";"), a parameter ("," or ")"): no bytes here
         brace = _skip_ws(code, after + 1)
         if brace >= len(code):
@@ -758,7 +789,7 @@ def parse_c_source(text: bytes | str, *, file: str = "<c-source>") -> list[Locat
                 field=name,
                 offset=brace,
             )
-        blobs.append(_parse_c_initializer(raw, code, m, name, split, brace, file))
+        blobs.append(_parse_c_initializer(raw, code, decl, name, split, brace, file))
     return blobs
 
 
@@ -796,9 +827,8 @@ def _parse_c_initializer(
             offset=semi,
         )
     region = code[start:close]
-    if not _PADDED_UNIT.sub(b"", region).strip():
-        data = bytes.fromhex(b"".join(_PADDED_UNIT.findall(region)).decode("ascii"))
-    else:
+    data = _padded_hex_fast(region)
+    if data is None:
         tokens = region.split(b",")
         if tokens and not tokens[-1].strip():
             tokens.pop()  # trailing comma
@@ -878,7 +908,8 @@ def _tar_error(exc: BaseException) -> type[MlfError]:
     return MalformedError
 
 
-_DEVC_MEMBER = re.compile(r"(?P<prefix>.*)devc\.(?:o|obj|c|cc|cpp)")
+# export_library names the blob file "<system-lib prefix>devc.<o|c>" (devc.cc up to v0.7).
+_DEVC_MEMBER = re.compile(r".*devc\.(?:o|obj|c|cc|cpp)")
 
 
 def _locate_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
@@ -973,6 +1004,7 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
                 field=field,
                 offset=info.offset,
             )
+        # Declared sizes bound the decompression work spent skipping over member data.
         total += info.size
         if total > max_size * 4:
             raise UnsafeArchiveError(

@@ -349,7 +349,7 @@ def load_params_bytes(
 
     TVM's errors propagate (e.g. ``InternalError`` "Invalid parameters file format").  Because a
     file with a sub-byte tensor of more than :data:`SUBBYTE_SAFE_NUMEL` elements corrupts the heap
-    (abort at a later malloc/free; nondeterministic: the same int4[64] file crashed 2 of 3 child
+    (abort at a later malloc/free; nondeterministic: the same int4[64] file crashes some child
     runs), pass ``isolated=True`` for untrusted inputs: TVM then runs in
     a fresh ``sys.executable`` child process (about 1 s, mostly ``import tvm``) and any failure,
     including a crash, is raised as :class:`IsolatedTVMError`.

@@ -1,0 +1,303 @@
+"""Unit tests of mlf_spec.params against the byte-level reference (binary-formats.md §2-3)."""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import tracemalloc
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from mlf_spec import params
+from mlf_spec.errors import (
+    ConstMismatchError,
+    ConstraintError,
+    CountMismatchError,
+    LengthError,
+    MlfError,
+    TruncatedError,
+    UnknownDtypeError,
+)
+
+# binary-formats.md §2.2 worked example, TVM 0.27 output (0xCA bytes)
+REFERENCE = bytes.fromhex(
+    "b79c04054f8de5f7" "0000000000000000" "0200000000000000" "010000000000000077" "010000000000000062"
+    "0200000000000000"
+    "3fa1b496f0405edd" "0000000000000000" "0100000000000000" "02000000" "02200100"
+    "0200000000000000" "0300000000000000" "1800000000000000"
+    "00000000" "0000803f" "00000040" "00004040" "00008040" "0000a040"
+    "3fa1b496f0405edd" "0000000000000000" "0100000000000000" "01000000" "00400100"
+    "0300000000000000" "1800000000000000" "010000000000000002000000000000000300000000000000"
+)
+
+
+REC = 0x29  # first tensor record of a file with one one-letter name
+
+
+def reference_dict():
+    return {"w": np.arange(6, dtype="float32").reshape(2, 3), "b": np.array([1, 2, 3], "int64")}
+
+
+def test_writer_matches_reference_bytes():
+    assert len(REFERENCE) == 0xCA
+    assert params.dumps(reference_dict()) == REFERENCE
+
+
+def test_reader_on_reference_bytes():
+    p = params.loads(REFERENCE)
+    assert list(p) == ["w", "b"]
+    np.testing.assert_array_equal(p["w"], reference_dict()["w"])
+    assert p["w"].dtype == np.float32 and p["b"].dtype == np.int64
+    assert p.dialect.id == "v0.23"
+    assert params.dumps(p) == REFERENCE
+
+
+def test_empty_dict_is_32_bytes():
+    data = params.dumps({})
+    assert data == struct.pack("<QQQQ", params.PARAMS_MAGIC, 0, 0, 0)
+    assert len(params.loads(data)) == 0
+
+
+def test_arrays_are_aligned_writable_copies():
+    data = params.dumps({f"t{i}": np.full((3,), i, "float64") for i in range(5)})
+    buf = bytearray(data)
+    p = params.loads(buf)
+    for arr in p.values():
+        assert arr.ctypes.data % params.ALIGNMENT == 0
+        assert arr.flags.writeable
+    buf[:] = b"\0" * len(buf)  # the input is no longer needed
+    assert p["t3"][0] == 3.0
+
+
+def test_zero_d_and_empty_shapes():
+    d = {"s": np.float32(2.5), "e1": np.zeros((0, 4), "float32"), "e2": np.zeros((3, 0), "int8")}
+    data = params.dumps(d)
+    p = params.loads(data)
+    assert p["s"].shape == () and p["s"] == np.float32(2.5)
+    assert p["e1"].shape == (0, 4) and p["e2"].shape == (3, 0)
+    assert params.dumps(p) == data
+
+
+def test_duplicates_reserved_device_id_and_trailing_bytes_survive_round_trip():
+    data = bytearray(params.dumps({"a": np.ones(2, "int32")}))
+    rec = params.dumps({"a": np.full(2, 7, "int32")})[REC:]  # a record without the list header
+    # two names "a", "a"; reserved words and device_id made nonzero; trailing garbage
+    names = struct.pack("<Q", 2) + (struct.pack("<Q", 1) + b"a") * 2
+    first = bytes(data[REC:])
+    first = first[:8] + struct.pack("<Q", 99) + first[16:20] + struct.pack("<i", 3) + first[24:]  # reserved, device_id
+    blob = struct.pack("<QQ", params.PARAMS_MAGIC, 5) + names + struct.pack("<Q", 2) + first + rec + b"tail"
+    p = params.loads(blob)
+    assert p.reserved == 5 and p.trailing == b"tail"
+    assert [n for n, _ in p.entries] == ["a", "a"]
+    np.testing.assert_array_equal(p["a"], [7, 7])  # later entry wins, as in TVM
+    assert params.dumps(p) == blob
+
+
+def test_non_ascii_and_undecodable_names_round_trip():
+    data = params.dumps({"ünï😀": np.zeros(1, "uint8"), "": np.zeros(1, "uint8")})
+    assert list(params.loads(data)) == ["ünï😀", ""]
+    raw = bytearray(data)
+    i = raw.index("ü".encode())
+    raw[i] = 0xFF  # invalid UTF-8 inside a name
+    p = params.loads(bytes(raw))
+    assert params.dumps(p) == bytes(raw)
+
+
+def test_big_endian_and_non_contiguous_inputs_are_written_little_endian():
+    be = np.arange(4, dtype=">i4")
+    nc = np.arange(12, dtype="float32").reshape(3, 4)[:, ::2]
+    p = params.loads(params.dumps({"be": be, "nc": nc}))
+    np.testing.assert_array_equal(p["be"], be)
+    np.testing.assert_array_equal(p["nc"], nc)
+    assert params.dumps({"x": be}) == params.dumps({"x": be.astype("<i4")})
+
+
+@pytest.mark.parametrize(
+    ("dialect", "value", "triple"),
+    [
+        ("latest", np.array([True, False]), (6, 8, 1)),
+        ("0.16", np.array([True, False]), (1, 1, 1)),
+        ("0.22", np.array([True, False]), (1, 1, 1)),
+        ("latest", np.ones(2, ml_dtypes.float8_e4m3fn), (10, 8, 1)),
+        ("0.16", np.ones(2, ml_dtypes.float8_e4m3fn), (6, 8, 1)),
+        ("0.20", np.ones(2, ml_dtypes.float8_e5m2), (7, 8, 1)),
+        ("latest", np.ones(2, ml_dtypes.float8_e5m2), (12, 8, 1)),
+        ("latest", np.ones(2, ml_dtypes.bfloat16), (4, 16, 1)),
+        ("latest", np.ones(2, np.complex64), (5, 64, 1)),
+    ],
+)
+def test_dtype_codes_by_dialect(dialect, value, triple):
+    data = params.dumps({"x": value}, dialect=dialect)
+    code, bits, lanes = struct.unpack_from("<BBH", data, REC + 0x1C)
+    assert (code, bits, lanes) == triple
+    back = params.loads(data, dialect=dialect)["x"]
+    assert back.dtype == value.dtype
+    np.testing.assert_array_equal(back.view(np.uint8), value.view(np.uint8))
+
+
+def test_detection_picks_the_era_that_explains_the_file():
+    old = params.dumps({"b": np.array([True]), "f": np.ones(1, ml_dtypes.float8_e4m3fn)}, dialect="0.16")
+    p = params.loads(old)
+    assert p.choice.ambiguous
+    assert p.dialect.id in ("v0.13", "v0.20")
+    assert p["f"].dtype == ml_dtypes.float8_e4m3fn and p["b"].dtype == np.bool_
+    new = params.loads(params.dumps({"b": np.array([True])}))
+    assert new.dialect.id == "v0.23" and new["b"].dtype == np.bool_
+    # the caller can force a reading
+    forced = params.loads(old, dialect="0.27")
+    assert forced["f"].dtype == np.bool_ and isinstance(forced["b"], params.StoredTensor)
+
+
+def test_sub_byte_and_vector_tensors_are_kept_as_stored_bytes():
+    st4 = params.StoredTensor.of(0, 4, 1, (5,), b"\x01\x02\x03\x04\x05")
+    vec = params.StoredTensor.of(2, 32, 4, (2,), bytes(range(8)))
+    data = params.dumps({"i4": st4, "v": vec})
+    p = params.loads(data)
+    assert isinstance(p["i4"], params.StoredTensor) and p["i4"].dtype.name == "int4"
+    assert bytes(p["i4"].data) == b"\x01\x02\x03\x04\x05"
+    assert p["v"].dtype.name == "float32x4" and p["v"].nbytes == 8
+    assert params.dumps(p) == data
+    with pytest.raises(MlfError, match="need 4"):
+        params.StoredTensor.of(0, 4, 1, (4,), b"\x00")
+
+
+def test_unknown_code_is_an_error_unless_lenient():
+    data = bytearray(params.dumps({"x": np.zeros(2, "int8")}))
+    data[REC + 0x1C] = 99
+    with pytest.raises(UnknownDtypeError) as err:
+        params.loads(bytes(data))
+    assert err.value.field == "arrays[0].dtype" and err.value.offset == REC + 0x1C
+    p = params.loads(bytes(data), strict=False)
+    assert isinstance(p["x"], params.StoredTensor)
+    assert params.dumps(p) == bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("offset", "value", "error", "field"),
+    [
+        (0, b"\0", ConstMismatchError, "magic"),
+        (0x21, b"\x05", CountMismatchError, "count"),
+        (REC, b"\0", ConstMismatchError, "arrays[0].magic"),
+        (REC + 0x10, b"\x02", ConstraintError, "arrays[0].device"),
+        (REC + 0x18, b"\xff", ConstraintError, "arrays[0].ndim"),
+        (REC + 0x28, b"\x09", ConstraintError, "arrays[0].data_byte_size"),
+    ],
+)
+def test_corrupt_header_fields_name_field_and_offset(offset, value, error, field):
+    data = bytearray(params.dumps({"x": np.zeros(2, "int32")}))
+    assert data[0x10:REC] == struct.pack("<QQ", 1, 1) + b"x" + struct.pack("<Q", 1)
+    data[offset:offset + len(value)] = value
+    with pytest.raises(error) as err:
+        params.loads(bytes(data))
+    assert err.value.field == field
+    assert err.value.offset is not None
+    assert "<bytes>" in str(err.value)
+
+
+def test_negative_extent_is_rejected_with_element_path():
+    data = bytearray(params.dumps({"x": np.zeros((2, 2), "int8")}))
+    struct.pack_into("<q", data, REC + 0x28, -1)
+    with pytest.raises(ConstraintError) as err:
+        params.loads(bytes(data))
+    assert err.value.field == "arrays[0].shape[1]" and err.value.offset == REC + 0x28
+
+
+def test_every_truncation_point_raises_mlf_error_only():
+    data = params.dumps({"w": np.ones((2, 3), "float32"), "name": np.ones(0, "int8"), "s": np.int64(1)})
+    for cut in range(len(data)):
+        with pytest.raises(MlfError) as err:
+            params.loads(data[:cut])
+        assert isinstance(err.value, (TruncatedError, LengthError)), (cut, err.value)
+        assert err.value.offset is not None and err.value.offset <= cut
+
+
+def test_hostile_counts_fail_at_once_in_constant_memory():
+    evil = struct.pack("<QQQ", params.PARAMS_MAGIC, 0, 2**60) + b"\0" * 16  # 40 bytes claiming 2^60 names
+    tracemalloc.start()
+    with pytest.raises(LengthError) as err:
+        params.loads(evil)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20
+    assert err.value.field == "names" and err.value.offset == 0x10
+    evil2 = struct.pack("<QQQQ", params.PARAMS_MAGIC, 0, 0, 2**62) + b"\0" * 8
+    with pytest.raises(CountMismatchError):
+        params.loads(evil2)
+    rec = bytearray(params.dumps({"x": np.zeros(1, "int8")}))
+    struct.pack_into("<q", rec, REC + 0x20, 2**40)  # shape claims 2^40 elements
+    with pytest.raises(ConstraintError):
+        params.loads(bytes(rec))
+
+
+def test_load_from_path_and_file_object(tmp_path):
+    path = tmp_path / "a.params"
+    params.save(reference_dict(), path)
+    assert path.read_bytes() == REFERENCE
+    assert list(params.load(path)) == ["w", "b"]
+    assert list(params.load(str(path))) == ["w", "b"]
+    with open(path, "rb") as f:
+        assert list(params.load(f)) == ["w", "b"]
+    assert list(params.load(io.BytesIO(REFERENCE))) == ["w", "b"]
+    with pytest.raises(MlfError, match="cannot open"):
+        params.load(tmp_path / "missing.params")
+
+
+def test_errors_from_files_name_the_file(tmp_path):
+    path = tmp_path / "bad.params"
+    path.write_bytes(REFERENCE[:100])
+    with pytest.raises(MlfError) as err:
+        params.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_lazy_open_indexes_without_copying(tmp_path):
+    path = tmp_path / "a.params"
+    params.save(reference_dict(), path)
+    with params.open(path) as lazy:
+        assert [(i.name, i.dtype.name, i.shape, i.offset, i.nbytes) for i in lazy.index] == [
+            ("w", "float32", (2, 3), 0x6A, 24), ("b", "int64", (3,), 0xB2, 24)]
+        w = lazy["w"]
+        assert not w.flags.owndata and not w.flags.writeable
+        np.testing.assert_array_equal(w, reference_dict()["w"])
+        assert bytes(lazy.raw("b")) == REFERENCE[0xB2:0xCA]
+        del w
+
+
+def test_save_failure_keeps_the_original(tmp_path):
+    path = tmp_path / "a.params"
+    params.save(reference_dict(), path)
+
+    class Boom:
+        def __array__(self, *a, **k):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        params.save({"ok": np.ones(1), "bad": Boom()}, path)
+    assert path.read_bytes() == REFERENCE
+    assert [p.name for p in tmp_path.iterdir()] == ["a.params"]
+
+
+def test_unsupported_numpy_dtype_is_a_clear_error():
+    with pytest.raises(MlfError, match="has no DLDataType"):
+        params.dumps({"s": np.array(["text"])})
+
+
+def test_mapping_edits_are_written():
+    p = params.loads(REFERENCE)
+    p["w"] = np.zeros(2, "float16")
+    del p["b"]
+    p["new"] = np.ones(1, "uint8")
+    q = params.loads(params.dumps(p))
+    assert list(q) == ["w", "new"] and q["w"].dtype == np.float16
+
+
+def test_file_size_with_pread_path(tmp_path):
+    big = np.arange(1 << 19, dtype="float32")  # 2 MiB: read with pread, not the mmap copy
+    path = tmp_path / "big.params"
+    params.save({"big": big, "small": np.ones(3, "int8")}, path)
+    p = params.load(path)
+    np.testing.assert_array_equal(p["big"], big)
+    assert os.path.getsize(path) == len(params.dumps(p))
