@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from mlf_spec.errors import (  # noqa: F401
     ConstMismatchError,
@@ -25,7 +25,7 @@ from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
 
-Buffer = Union[bytes, bytearray, memoryview, Any]
+Buffer = bytes | bytearray | memoryview | Any
 Lazy = Callable[[str, Any], Any]
 _new = tuple.__new__
 PARAMS_MAGIC = 0xf7e58d4f05049cb7  # kTVMNDArrayListMagic.
@@ -106,7 +106,7 @@ def write_params_file(append: Callable[[Any], Any], rec: ParamsFile, lazy: Lazy 
         write_tensor_record(append, _v, lazy, era)
 
 
-def new_params_file(*, names, arrays, magic: Any = 17862838867561061559, reserved: Any = 0, count: Any = None) -> ParamsFile:
+def new_params_file(*, names: Any, arrays: Any, magic: Any = 17862838867561061559, reserved: Any = 0, count: Any = None) -> ParamsFile:
     """A params_file with constants, canonical values, counts and derived sizes filled in."""
     if count is None:
         count = len(arrays)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from mlf_spec.errors import (  # noqa: F401
     ConstMismatchError,
@@ -23,7 +23,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401
 
-Buffer = Union[bytes, bytearray, memoryview, Any]
+Buffer = bytes | bytearray | memoryview | Any
 Lazy = Callable[[str, Any], Any]
 _new = tuple.__new__
 TENSOR_MAGIC = 0xdd5e40f096b4a13f  # kTVMNDArrayMagic / kTVMTensorMagic, unchanged since 0.2.
@@ -56,7 +56,7 @@ def write_dl_datatype(append: Callable[[Any], Any], rec: DlDatatype, lazy: Lazy 
     append(_DL_DATATYPE_RUN0.pack(code, bits, lanes))
 
 
-def new_dl_datatype(*, code, bits, lanes) -> DlDatatype:
+def new_dl_datatype(*, code: Any, bits: Any, lanes: Any) -> DlDatatype:
     """A dl_datatype with constants, canonical values, counts and derived sizes filled in."""
     return _new(DlDatatype, (code, bits, lanes))
 
@@ -164,7 +164,7 @@ def write_tensor_record(append: Callable[[Any], Any], rec: TensorRecord, lazy: L
     append(lazy('data', rec) if lazy is not None else b'')
 
 
-def new_tensor_record(*, dtype_code, dtype_bits, dtype_lanes, shape, magic: Any = 15951258332257624383, reserved: Any = 0, device_type: Any = 1, device_id: Any = 0, ndim: Any = None, data_byte_size: Any = None, data_offset: Any = 0) -> TensorRecord:
+def new_tensor_record(*, dtype_code: Any, dtype_bits: Any, dtype_lanes: Any, shape: Any, magic: Any = 15951258332257624383, reserved: Any = 0, device_type: Any = 1, device_id: Any = 0, ndim: Any = None, data_byte_size: Any = None, data_offset: Any = 0) -> TensorRecord:
     """A tensor_record with constants, canonical values, counts and derived sizes filled in."""
     if ndim is None:
         ndim = len(shape)

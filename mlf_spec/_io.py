@@ -9,11 +9,11 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Union
+from typing import IO, Any
 
 from .errors import MlfError, OutputExistsError
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, IO[bytes]]
+Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 
 
 def describe(source: Any) -> str:

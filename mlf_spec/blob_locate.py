@@ -4,7 +4,7 @@ TVM's ``export_library`` embeds the serialized imports of a module (the "module 
 8-byte little-endian body length followed by the body) under one of these symbols:
 
 * ``__tvm_dev_mblob``         TVM <= v0.20, legacy body layout
-* ``__tvm_ffi_library_bin``   v0.21, legacy body layout under the new name
+* ``__tvm_ffi_library_bin``   v0.21, legacy body layout under the new name (b40b6fa52d)
 * ``__tvm_ffi__library_bin``  v0.22 and later, tvm-ffi body layout
 
 each optionally preceded by a system-lib prefix (``<prefix>__tvm_ffi__library_bin``, v0.13+).
@@ -105,7 +105,12 @@ class LocatedBlob:
 
     @property
     def layout(self) -> str | None:
-        """``"ffi"`` (v0.22+ body layout), ``"legacy"``, or None when no symbol tells (raw input)."""
+        """The body layout the symbol implies for releases: ``"ffi"`` (v0.22+) or ``"legacy"``;
+        None when no symbol tells (raw input).
+
+        Development builds between apache/tvm b8eb80b968 and e1700e1a22 (2025-08/09) wrote the
+        new layout still under ``__tvm_ffi_library_bin``; only the body can settle those.
+        """
         if not self.symbol:
             return None
         return "ffi" if self.symbol == SYMBOL_FFI else "legacy"
@@ -687,19 +692,29 @@ _C_INT = re.compile(
 _WS = re.compile(rb"\s*")
 _WHITESPACE = b" \t\r\n\v\f"
 _SPACE_INSIDE_TOKEN = re.compile(rb"[0-9A-Za-z]\s+[0-9A-Za-z]")
+_UNPADDED_HEX = re.compile(rb"\b0[xX]([0-9a-fA-F])\b")
 
 
-def _padded_hex_fast(region: bytes) -> bytes | None:
-    """Decode an initializer made only of ``0xHH`` elements (TVM v0.14+), or return None.
+def _hex_initializer_fast(region: bytes) -> bytes | None:
+    """Decode an initializer made only of ``0xH`` / ``0xHH`` elements, or return None.
 
-    This is the common case for big files, so it works on whole-buffer operations; anything
-    else (other spellings, or an error to report) goes through the per-token path.
+    Every TVM era writes this form, and it is the one that gets big, so it is decoded with
+    whole-buffer operations; anything else (other spellings, or an error to report) goes
+    through the per-token path.
     """
     if _SPACE_INSIDE_TOKEN.search(region):
         return None
     compact = region.translate(None, _WHITESPACE)
     if not compact.endswith(b","):
         compact += b","
+    data = _padded_units(compact)
+    if data is None:
+        # Eras up to v0.13 did not zero-pad: widen "0xH" to "0x0H" and try again.
+        data = _padded_units(_UNPADDED_HEX.sub(rb"0x0\1", compact))
+    return data
+
+
+def _padded_units(compact: bytes) -> bytes | None:
     n, rest = divmod(len(compact), 5)
     if rest or compact[0::5] != b"0" * n or compact[4::5] != b"," * n:
         return None
@@ -827,7 +842,7 @@ def _parse_c_initializer(
             offset=semi,
         )
     region = code[start:close]
-    data = _padded_hex_fast(region)
+    data = _hex_initializer_fast(region)
     if data is None:
         tokens = region.split(b",")
         if tokens and not tokens[-1].strip():

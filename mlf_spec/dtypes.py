@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -105,7 +105,7 @@ def _find_row(d: Dialect, code: int, bits: int) -> dict[str, Any] | None:
     return candidates[0] if candidates else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _numpy_type(name: str) -> np.dtype:
     if name in (
         "bool",

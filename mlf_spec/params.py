@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NamedTuple, Union
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from .errors import MlfError, UnsupportedError
 from .generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
 from .generated.tensor_fast import TensorRecord, new_tensor_record
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, IO[bytes]]
+Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 ALIGNMENT = 64
 _PREAD_MIN = 1 << 20  # tensors this large are read with pread, not copied out of the mmap
 
@@ -74,7 +74,7 @@ class StoredTensor:
         return t
 
 
-Tensor = Union[np.ndarray, StoredTensor]
+Tensor = np.ndarray | StoredTensor
 
 
 class TensorInfo(NamedTuple):

@@ -43,6 +43,10 @@ def _split(p: _params.ParamsFile) -> tuple[dict[str, np.ndarray], dict[str, dict
                 "lanes": t.dtype.lanes,
                 "shape": list(t.shape),
             }
+        elif t.dtype.type.__module__.startswith("ml_dtypes") or t.dtype.kind == "V":
+            # bfloat16 / float8 arrays: kept as bytes plus their element type name
+            arrays[name] = np.frombuffer(np.ascontiguousarray(t).tobytes(), np.uint8).copy()
+            stored[name] = {"numpy": t.dtype.name, "shape": list(t.shape)}
         else:
             arrays[name] = t
     return arrays, stored
@@ -54,7 +58,11 @@ def _join(
     out: dict[str, Any] = {}
     for name in order:
         a = arrays[name]
-        if name in stored:
+        if name in stored and "numpy" in stored[name]:
+            s = stored[name]
+            t = _dt_numpy(s["numpy"])
+            out[name] = np.frombuffer(np.ascontiguousarray(a, np.uint8).tobytes(), t).reshape(s["shape"]).copy()
+        elif name in stored:
             s = stored[name]
             out[name] = _params.StoredTensor.of(
                 s["code"],
@@ -65,8 +73,16 @@ def _join(
                 dialect,
             )
         else:
-            out[name] = a
+            out[name] = a.reshape(shapes[name]) if name in shapes else a
     return out
+
+
+def _dt_numpy(name: str) -> np.dtype:
+    import ml_dtypes
+
+    if not hasattr(ml_dtypes, name):
+        raise UnsupportedError(f"unknown element type {name!r} in the file's mlf-spec metadata")
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, Any]:
@@ -83,10 +99,10 @@ def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, A
         except (OSError, ValueError) as exc:
             raise MlfError(f"not a readable .npz: {exc}", file=os.fspath(path)) from None
         order = meta.get("order", keys)
-        return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect))
+        return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
     try:
-        from safetensors.numpy import load_file
         from safetensors import safe_open
+        from safetensors.numpy import load_file
     except ImportError:  # pragma: no cover - optional extra
         raise UnsupportedError("safetensors support needs `pip install mlf-spec[safetensors]`") from None
     try:
@@ -97,7 +113,7 @@ def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, A
         raise MlfError(f"not a readable safetensors file: {exc}", file=os.fspath(path)) from None
     meta = json.loads(md.get(_META_KEY, "{}"))
     order = meta.get("order", list(arrays))
-    return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect))
+    return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
 
 
 def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None) -> None:
@@ -108,7 +124,9 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
         return
     pf = _params.ParamsFile([(n, t, None) for n, t in tensors.items()])
     arrays, stored = _split(pf)
-    meta = {"order": list(arrays), "stored": stored, "dialect": dialect}
+    # safetensors' NumPy side stores 0-d arrays as shape (1,): record every shape
+    meta = {"order": list(arrays), "stored": stored, "dialect": dialect,
+            "shapes": {k: list(np.shape(v)) for k, v in arrays.items() if k not in stored}}
     if fmt == "npz":
         with atomic_writer(Path(path)) as f:
             np.savez(f, **arrays, **{_META_KEY: np.array(json.dumps(meta))})

@@ -19,8 +19,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import dtypes as _dt
-from .generated import params_strategies as _params_st
 from .generated import params_ir as _params_ir
+from .generated import params_strategies as _params_st
 
 PARAMS_BROKEN_KINDS: tuple[str, ...] = _params_st.BROKEN_KINDS
 

@@ -305,6 +305,14 @@ def test_parse_c_malformed_element_reports_line_and_offset() -> None:
     assert "'0xZZ'" in str(err) and f"line {bad[: err.offset].count(chr(10)) + 1}" in str(err)
 
 
+def test_parse_c_space_inside_element_or_missing_comma() -> None:
+    text = c_source_for_blob(ffi_blob())
+    with pytest.raises(MalformedError, match="'0x0 0'"):
+        parse_c_source(text.replace("0x00,", "0x0 0,", 1))
+    with pytest.raises(MalformedError, match="not an integer literal"):
+        parse_c_source(text.replace("0x00,", "0x00\n  ", 1))
+
+
 def test_parse_c_empty_element_and_out_of_range() -> None:
     text = c_source_for_blob(ffi_blob())
     with pytest.raises(MalformedError, match="empty element"):

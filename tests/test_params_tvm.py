@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm_artifacts as ta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tvm_artifacts as ta
 from mlf_spec import params
 from mlf_spec import strategies as ms
 

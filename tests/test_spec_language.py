@@ -152,6 +152,7 @@ def test_check_mode_detects_stale_output(tmp_path):
 
 def test_construct_grammar_parses_the_doc_example():
     from mlf_spec.generated import params_construct, params_ir
+
     from mlf_spec.spec_engine import build
 
     ex = params_ir.EXAMPLES[0]

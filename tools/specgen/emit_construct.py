@@ -7,7 +7,6 @@ from __future__ import annotations
 from .common import header
 from .emit_fast import Code
 from .expr import Expr
-from .ir import SCALARS
 from .load import Binary, Model, RField, vkey
 
 _CONSTRUCT_SCALAR = {

@@ -493,7 +493,7 @@ class StructEmitter:
         c()
         c(f"def write_{rs.name}(append: Callable[[Any], Any], rec: {cls}, lazy: Lazy | None = None, era: tuple[int, ...] = LATEST) -> None:")
         c.indent()
-        c(f'"""Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""')
+        c('"""Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""')
         c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
         fields = rs.fields
         run_index = 0
@@ -640,7 +640,7 @@ class StructEmitter:
                 visit(f, f"{f.name}_offset" if (f.kind == "bytes" and f.spec.lazy) else f.name)
         required = [s for s in slots if s not in defaults]
         optional = [s for s in slots if s in defaults]
-        params = ", ".join([*required, *(f"{s}: Any = {defaults[s]}" for s in optional)])
+        params = ", ".join([*(f"{s}: Any" for s in required), *(f"{s}: Any = {defaults[s]}" for s in optional)])
         c()
         c()
         c(f"def new_{rs.name}(*, {params}) -> {cls}:" if params else f"def new_{rs.name}() -> {cls}:")
@@ -676,7 +676,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c()
     c("import struct")
     c("from collections.abc import Callable")
-    c("from typing import Any, NamedTuple, Union")
+    c("from typing import Any, NamedTuple")
     c()
     c("from mlf_spec.errors import (  # noqa: F401")
     for name in ("ConstMismatchError", "ConstraintError", "CountMismatchError", "LengthError", "MlfError",
@@ -695,7 +695,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
             consts[k.name] = k.value
             c(f"from .{used}_fast import {k.name}  # noqa: F401")
     c()
-    c("Buffer = Union[bytes, bytearray, memoryview, Any]")
+    c("Buffer = bytes | bytearray | memoryview | Any")
     c("Lazy = Callable[[str, Any], Any]")
     c("_new = tuple.__new__")
     for k in binary.spec.constants:

@@ -1,0 +1,18 @@
+"""ruff is clean over the hand-written code (generated code included)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ruff_clean():
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert ruff, "ruff is installed by the test extra"
+    r = subprocess.run([ruff, "check", "mlf_spec", "tools", "generated", "tests", "benchmarks", "examples"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
