@@ -52,9 +52,9 @@ def _split(p: _params.ParamsFile) -> tuple[dict[str, np.ndarray], dict[str, dict
     return arrays, stored
 
 
-def _join(
-    arrays: dict[str, np.ndarray], stored: dict[str, dict[str, Any]], order: list[str], dialect: str | None
-) -> dict[str, Any]:
+def _join(arrays: dict[str, np.ndarray], stored: dict[str, dict[str, Any]], order: list[str],
+          dialect: str | None, shapes: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    shapes = shapes or {}
     out: dict[str, Any] = {}
     for name in order:
         a = arrays[name]
