@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import struct
 
-from mlf_spec.errors import TruncatedError
+from typing import Any
+
+from mlf_spec.errors import LengthError, TruncatedError
 
 U64 = struct.Struct("<Q").unpack_from
 U64P = struct.Struct("<Q").pack
 LATEST = (999, 0)
-_ARRAYS: dict[tuple[str, int], struct.Struct] = {}
+_ARRAYS: dict[tuple, struct.Struct] = {}
 
 
 def array_struct(code: str, n: int) -> struct.Struct:
@@ -18,6 +20,64 @@ def array_struct(code: str, n: int) -> struct.Struct:
     if s is None:
         s = _ARRAYS[(code, n)] = struct.Struct(f"<{n}{code}")
     return s
+
+
+def array_run_struct(code: str, n: int, tail: str) -> struct.Struct:
+    """A cached Struct for ``n`` scalars of format ``code`` followed by the fixed ``tail``."""
+    key = (code, n, tail)
+    s = _ARRAYS.get(key)  # type: ignore[call-overload]
+    if s is None:
+        s = _ARRAYS[key] = struct.Struct(f"<{n}{code}{tail}")  # type: ignore[index]
+    return s
+
+
+def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int) -> int:
+    """How many of the ``k`` records at ``start``, ``start + stride``, ... begin with the
+    same ``head`` bytes as the record at ``first`` (compared in C by NumPy, no copy)."""
+    import numpy as np
+
+    if head == 0:
+        return k
+    ref = np.ndarray((head,), np.uint8, buf, first)
+    block = np.ndarray((k, head), np.uint8, buf, start, (stride, 1))
+    same = (block == ref).all(axis=1)
+    return k if bool(same.all()) else int(same.argmin())
+
+
+def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
+    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk."""
+    out: list = []
+    while len(out) < n:
+        i = len(out)
+        if end - pos < 8:
+            raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
+        ln = U64(buf, pos)[0]
+        if ln > end - pos - 8:
+            raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
+        stride = 8 + ln
+        k = min(n - i, (end - pos) // stride)
+        if k >= 32:
+            import numpy as np
+
+            lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
+            same = lens == ln
+            m = k if bool(same.all()) else int(same.argmin())
+            if m >= 32:
+                raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
+                if text and raw.isascii():
+                    joined = raw.decode("ascii")
+                    out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
+                elif text:
+                    out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
+                               if ln else [""] * m)
+                else:
+                    out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
+                pos += m * stride
+                continue
+        chunk = buf[pos + 8:pos + stride]
+        out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
+        pos += stride
+    return out, pos
 
 
 def numel(shape: tuple[int, ...] | list[int]) -> int:

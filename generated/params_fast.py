@@ -21,8 +21,10 @@ from mlf_spec.errors import (  # noqa: F401
 )
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
-from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401
-from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord  # noqa: F401
+from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401
+from math import prod as _prod  # noqa: F401
+from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
@@ -62,16 +64,10 @@ def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LAT
     pos += 8
     if _n * 8 > end - pos:
         raise LengthError(f"names claims {_n} elements ({_n * 8}+ bytes) but {end - pos} bytes remain", field='names', offset=pos - 8)
-    names = []
-    for _i in range(_n):
-        if end - pos < 8:
-            raise TruncatedError("input ends inside a string length", field=f"names[{_i}]", offset=pos)
-        _n = _U64(buf, pos)[0]
-        pos += 8
-        if _n > end - pos:
-            raise LengthError(f"string claims {_n} bytes but {end - pos} remain", field=f"names[{_i}]", offset=pos - 8)
-        names.append(str(buf[pos:pos + _n], 'utf-8', 'surrogateescape'))
-        pos += _n
+    try:
+        names, pos = _read_strs(buf, pos, end, _n, True)
+    except MlfError as _e:
+        raise _e.prefixed('names') from None
     if end - pos < 8:
         raise _truncated(pos, end, _PARAMS_FILE_RUN2_ENDS)
     count, = _PARAMS_FILE_RUN2.unpack_from(buf, pos)
@@ -82,13 +78,10 @@ def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LAT
     _n = count
     if _n * 40 > end - pos:
         raise LengthError(f"arrays claims {_n} elements ({_n * 40}+ bytes) but {end - pos} bytes remain", field='arrays', offset=pos)
-    arrays = []
-    for _i in range(_n):
-        try:
-            _v, pos = read_tensor_record(buf, pos, end, era)
-        except MlfError as _e:
-            raise _e.prefixed(f"arrays[{_i}]") from None
-        arrays.append(_v)
+    try:
+        arrays, pos = read_tensor_record_many(buf, pos, end, _n, era)
+    except MlfError as _e:
+        raise _e.prefixed('arrays') from None
     return _new(ParamsFile, (magic, reserved, names, count, arrays)), pos
 
 

@@ -21,7 +21,9 @@ from mlf_spec.errors import (  # noqa: F401
 )
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
-from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401
+from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401
+from math import prod as _prod  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
 Lazy = Callable[[str, Any], Any]
@@ -110,8 +112,7 @@ class TensorRecord(NamedTuple):
 
 _TENSOR_RECORD_RUN0 = struct.Struct('<QQiiiBBH')
 _TENSOR_RECORD_RUN0_ENDS = ((0, 8, 'magic'), (8, 16, 'reserved'), (16, 24, 'device'), (24, 28, 'ndim'), (28, 32, 'dtype'))
-_TENSOR_RECORD_RUN2 = struct.Struct('<q')
-_TENSOR_RECORD_RUN2_ENDS = ((0, 8, 'data_byte_size'),)
+_TENSOR_RECORD_TAIL2_ENDS = ((0, 8, 'data_byte_size'),)
 
 
 def read_tensor_record(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[TensorRecord, int]:
@@ -130,17 +131,20 @@ def read_tensor_record(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = L
     _n = ndim
     if _n < 0:
         raise ConstraintError(f"shape count is {_n}", field='shape', offset=pos)
-    if _n * 8 > end - pos:
-        raise TruncatedError(f"input ends inside shape: {_n} x 8 bytes needed, {end - pos} remain", field='shape', offset=pos)
-    shape = _arr('q', _n).unpack_from(buf, pos)
+    _s = _arr_run('q', _n, 'q')
+    if _s.size > end - pos:
+        if _n * 8 > end - pos:
+            raise TruncatedError(f"input ends inside shape: {_n} x 8 bytes needed, {end - pos} remain", field='shape', offset=pos)
+        raise _truncated(pos + _n * 8, end, _TENSOR_RECORD_TAIL2_ENDS)
+    _v = _s.unpack_from(buf, pos)
+    shape = _v[:_n]
+    data_byte_size, = _v[_n:]
+    if shape and (min(shape) < 0):
+        for _i, each in enumerate(shape):
+            if not (each >= 0):
+                raise ConstraintError(f"shape[{_i}] is {each}, which breaks `each >= 0`", field=f"shape[{_i}]", offset=_start_shape + _i * 8)
     pos += _n * 8
-    for _i, each in enumerate(shape):
-        if not (each >= 0):
-            raise ConstraintError(f"shape[{_i}] is {each}, which breaks `each >= 0`", field=f"shape[{_i}]", offset=_start_shape + _i * 8)
-    if end - pos < 8:
-        raise _truncated(pos, end, _TENSOR_RECORD_RUN2_ENDS)
-    data_byte_size, = _TENSOR_RECORD_RUN2.unpack_from(buf, pos)
-    _t1 = _numel(shape) * _ceil_div(dtype_bits, 8)
+    _t1 = _prod(shape) * -(-dtype_bits // 8)
     if data_byte_size != _t1:
         raise ConstraintError(f"data_byte_size is {data_byte_size}, expected {_t1} (= numel(shape) * ceil_div(dtype.bits, 8))", field='data_byte_size', offset=pos + 0)
     pos += 8
@@ -159,8 +163,7 @@ def write_tensor_record(append: Callable[[Any], Any], rec: TensorRecord, lazy: L
     """Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""
     magic, reserved, device_type, device_id, ndim, dtype_code, dtype_bits, dtype_lanes, shape, data_byte_size, data_offset = rec
     append(_TENSOR_RECORD_RUN0.pack(magic, reserved, device_type, device_id, ndim, dtype_code, dtype_bits, dtype_lanes))
-    append(_arr('q', len(shape)).pack(*shape))
-    append(_TENSOR_RECORD_RUN2.pack(data_byte_size))
+    append(_arr_run('q', len(shape), 'q').pack(*shape, data_byte_size))
     append(lazy('data', rec) if lazy is not None else b'')
 
 
@@ -169,5 +172,29 @@ def new_tensor_record(*, dtype_code: Any, dtype_bits: Any, dtype_lanes: Any, sha
     if ndim is None:
         ndim = len(shape)
     if data_byte_size is None:
-        data_byte_size = _numel(shape) * _ceil_div(dtype_bits, 8)
+        data_byte_size = _prod(shape) * -(-dtype_bits // 8)
     return _new(TensorRecord, (magic, reserved, device_type, device_id, ndim, dtype_code, dtype_bits, dtype_lanes, shape, data_byte_size, data_offset))
+
+
+def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[TensorRecord], int]:
+    """Read ``n`` consecutive tensor_record records (bulk path for runs of identical headers)."""
+    out: list[TensorRecord] = []
+    while len(out) < n:
+        i = len(out)
+        try:
+            rec, nxt = read_tensor_record(buf, pos, end, era)
+        except MlfError as _e:
+            raise _e.prefixed(f"[{i}]") from None
+        out.append(rec)
+        rest = n - i - 1
+        stride = nxt - pos
+        if rest >= 16 and stride > 0:
+            k = min(rest, (end - nxt) // stride)
+            m = _same_heads(buf, pos, nxt, stride, rec[10] - pos, k) if k >= 16 else 0
+            if m:
+                head, tail = rec[:10], rec[11:]
+                first = rec[10] + stride
+                out.extend([_new(TensorRecord, head + (o,) + tail) for o in range(first, first + m * stride, stride)])
+                nxt += m * stride
+        pos = nxt
+    return out, pos

@@ -6,7 +6,6 @@ import builtins
 import contextlib
 import mmap
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -63,42 +62,14 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
-def atomic_write_chunks(path: Path, chunks: Iterable[Any], *, overwrite: bool = True) -> None:
-    """Write ``chunks`` (buffers) to ``path`` through a temporary file in the same
-    directory, fsync'd and renamed into place: the old file survives any failure."""
-    path = Path(path)
-    if not overwrite and path.exists():
-        raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pending: list[Any] = []
-            pending_bytes = 0
-            for chunk in chunks:
-                pending.append(chunk)
-                pending_bytes += memoryview(chunk).nbytes
-                if len(pending) >= 512 or pending_bytes >= (64 << 20):
-                    _writev(f, pending)
-                    pending, pending_bytes = [], 0
-            _writev(f, pending)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            with contextlib.suppress(OSError):
-                os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 @contextlib.contextmanager
-def atomic_writer(path: Path, *, overwrite: bool = True) -> Iterator[IO[bytes]]:
-    """A binary file object whose content replaces ``path`` only if the block succeeds."""
+def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) -> Iterator[IO[bytes]]:
+    """A binary file object (a temporary file beside ``path``) whose content replaces
+    ``path`` by an atomic rename only if the block succeeds; on any failure the old file
+    is untouched and the temporary file removed. ``durable`` adds an fsync before the
+    rename (survives power loss, at the cost of waiting for the disk)."""
+    import tempfile
+
     path = Path(path)
     if not overwrite and path.exists():
         raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
@@ -108,8 +79,10 @@ def atomic_writer(path: Path, *, overwrite: bool = True) -> Iterator[IO[bytes]]:
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, (path.stat().st_mode & 0o7777) if path.exists() else (0o666 & ~_umask()))
+            if durable:
+                os.fsync(f.fileno())
+        mode = (path.stat().st_mode & 0o7777) if path.exists() else (0o666 & ~_umask())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -117,33 +90,53 @@ def atomic_writer(path: Path, *, overwrite: bool = True) -> Iterator[IO[bytes]]:
         raise
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+def atomic_write_chunks(path: Path, chunks: Iterable[Any], *, overwrite: bool = True, durable: bool = False) -> None:
+    """Write the buffers ``chunks`` to ``path`` atomically (see ``atomic_writer``), with
+    vectored writes straight from the buffers' memory."""
+    with atomic_writer(path, overwrite=overwrite, durable=durable) as f:
+        write_buffers(f, chunks)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True, durable: bool = False) -> None:
     """``atomic_write_chunks`` for one buffer."""
-    atomic_write_chunks(path, [data], overwrite=overwrite)
+    atomic_write_chunks(path, [data], overwrite=overwrite, durable=durable)
 
 
-def _writev(f: IO[bytes], bufs: list[Any]) -> None:
-    if not bufs:
+def write_buffers(f: IO[bytes], chunks: Iterable[Any]) -> None:
+    """Write every buffer of ``chunks`` to the file ``f`` without joining them first."""
+    if not hasattr(os, "writev"):  # pragma: no cover - platforms without writev
+        for c in chunks:
+            f.write(c)
         return
-    if hasattr(os, "writev"):
-        f.flush()
-        fd = f.fileno()
-        views = [
-            memoryview(b).cast("B")
-            if memoryview(b).format != "B" or memoryview(b).ndim != 1
-            else memoryview(b)
-            for b in bufs
-        ]
-        while views:
-            written = os.writev(fd, views[:1024])
-            while views and written >= views[0].nbytes:
-                written -= views[0].nbytes
-                views.pop(0)
-            if views and written:
-                views[0] = views[0][written:]
-    else:  # pragma: no cover - platforms without writev
-        for b in bufs:
-            f.write(b)
+    f.flush()
+    fd = f.fileno()
+    batch: list[Any] = []
+    for c in chunks:
+        batch.append(c)
+        if len(batch) == 1024:
+            _writev_all(fd, batch)
+            batch = []
+    if batch:
+        _writev_all(fd, batch)
+
+
+def _writev_all(fd: int, bufs: list[Any]) -> None:
+    written = os.writev(fd, bufs)
+    sizes = [memoryview(b).nbytes for b in bufs]
+    if written == sum(sizes):
+        return
+    # a short write: continue from where it stopped
+    views = [memoryview(b).cast("B") if memoryview(b).ndim != 1 or memoryview(b).format != "B" else memoryview(b)
+             for b in bufs]
+    i = 0
+    while i < len(views):
+        if written >= sizes[i]:
+            written -= sizes[i]
+            i += 1
+            continue
+        views[i] = views[i][written:]
+        sizes[i] -= written
+        written = os.writev(fd, views[i:i + 1024])
 
 
 def _umask() -> int:

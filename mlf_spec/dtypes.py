@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
@@ -21,14 +20,17 @@ from .generated import dtype_codes_table as _table
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
 class Dialect:
-    """A range of TVM versions over which DLDataType codes mean the same thing."""
+    """A range of TVM versions over which DLDataType codes mean the same thing.
+    The instances in ``DIALECTS`` are the only ones; they compare by identity."""
 
-    id: str
-    since: tuple[int, ...]
-    until: tuple[int, ...] | None
-    rows: tuple[int, ...] = field(repr=False)
+    __slots__ = ("id", "since", "until", "rows")
+
+    def __init__(self, id: str, since: tuple[int, ...], until: tuple[int, ...] | None, rows: tuple[int, ...]) -> None:
+        self.id, self.since, self.until, self.rows = id, since, until, rows
+
+    def __repr__(self) -> str:
+        return f"Dialect({self.id!r})"
 
     @property
     def label(self) -> str:
@@ -72,17 +74,28 @@ def dialect(name: str | Dialect | None) -> Dialect:
     return DIALECTS[0]
 
 
-@dataclass(frozen=True)
 class DType:
-    """A DLDataType as one dialect reads it."""
+    """A DLDataType as one dialect reads it: ``name`` is TVM's spelling in that dialect,
+    ``numpy`` the NumPy/ml_dtypes type whose bytes are the stored bytes (None: keep raw)."""
 
-    code: int
-    bits: int
-    lanes: int
-    name: str
-    numpy: np.dtype | None
-    known: bool
-    tvm_named: bool
+    __slots__ = ("code", "bits", "lanes", "name", "numpy", "known", "tvm_named")
+
+    def __init__(self, code: int, bits: int, lanes: int, name: str, numpy: np.dtype | None, known: bool,
+                 tvm_named: bool) -> None:
+        self.code, self.bits, self.lanes, self.name = code, bits, lanes, name
+        self.numpy, self.known, self.tvm_named = numpy, known, tvm_named
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return (self.code, self.bits, self.lanes, self.name, self.numpy, self.known)
+
+    def __repr__(self) -> str:
+        return f"DType({self.name!r}, code={self.code}, bits={self.bits}, lanes={self.lanes})"
 
     @property
     def itemsize(self) -> int:
@@ -129,9 +142,19 @@ def _numpy_type(name: str) -> np.dtype:
     return np.dtype(getattr(ml_dtypes, name))
 
 
-@lru_cache(maxsize=4096)
+_LOOKUPS: dict[tuple[Dialect, int, int, int], DType] = {}
+
+
 def lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
-    """How dialect ``d`` reads (code, bits, lanes)."""
+    """How dialect ``d`` reads (code, bits, lanes) (cached)."""
+    key = (d, code, bits, lanes)
+    found = _LOOKUPS.get(key)
+    if found is None:
+        found = _LOOKUPS[key] = _lookup(d, code, bits, lanes)
+    return found
+
+
+def _lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
     row = _find_row(d, code, bits)
     if row is None:
         return DType(code, bits, lanes, f"unknown(code={code},bits={bits},lanes={lanes})", None, False, False)
@@ -154,14 +177,16 @@ def lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
     return DType(code, bits, lanes, name, np_type, True, bool(row["tvm_named"]))
 
 
-@dataclass(frozen=True)
 class DialectChoice:
     """Which dialect a file was read in, and whether that choice mattered."""
 
-    dialect: Dialect
-    ambiguous: bool
-    candidates: tuple[Dialect, ...]
-    detected: bool
+    __slots__ = ("dialect", "ambiguous", "candidates", "detected")
+
+    def __init__(self, dialect: Dialect, ambiguous: bool, candidates: tuple[Dialect, ...], detected: bool) -> None:
+        self.dialect, self.ambiguous, self.candidates, self.detected = dialect, ambiguous, candidates, detected
+
+    def __repr__(self) -> str:
+        return f"DialectChoice({self.dialect.id}, ambiguous={self.ambiguous})"
 
     @property
     def note(self) -> str:

@@ -24,7 +24,6 @@ import mmap
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -41,14 +40,17 @@ ALIGNMENT = 64
 _PREAD_MIN = 1 << 20  # tensors this large are read with pread, not copied out of the mmap
 
 
-@dataclass(frozen=True)
 class StoredTensor:
     """A tensor kept as its stored bytes plus its DLDataType (sub-byte, vector-lane,
     handle, custom and unknown dtypes). ``data`` holds ``numel * ceil(bits/8)`` bytes."""
 
-    dtype: _dt.DType
-    shape: tuple[int, ...]
-    data: bytes | memoryview | np.ndarray
+    __slots__ = ("dtype", "shape", "data")
+
+    def __init__(self, dtype: _dt.DType, shape: tuple[int, ...], data: bytes | memoryview | np.ndarray) -> None:
+        self.dtype, self.shape, self.data = dtype, shape, data
+
+    def __repr__(self) -> str:
+        return f"StoredTensor({self.dtype.name}, shape={self.shape}, nbytes={self.nbytes})"
 
     @property
     def nbytes(self) -> int:
@@ -106,16 +108,13 @@ class _Index(NamedTuple):
 def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
     rec, end = read_params_file(buf, 0, size)
     records: list[TensorRecord] = rec.arrays
-    if dialect is None:
-        choice = _dt.detect((r.dtype_code, r.dtype_bits, r.dtype_lanes) for r in records)
-    else:
-        choice = _dt.given(_dt.dialect(dialect))
-    if strict:
-        d = choice.dialect
+    keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r in records}
+    choice = _dt.detect(keys) if dialect is None else _dt.given(_dt.dialect(dialect))
+    d = choice.dialect
+    if strict and not all(_dt.lookup(d, *k).known for k in keys):
         for i, r in enumerate(records):
             dt = _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
-            if not dt.known:
-                _dt.require_known(dt, d, f"arrays[{i}].dtype", r.data_offset - 8 - 8 * r.ndim - 4)
+            _dt.require_known(dt, d, f"arrays[{i}].dtype", r.data_offset - 8 - 8 * r.ndim - 4)
     return _Index(rec.names, records, rec.magic, rec.reserved, end, choice)
 
 
@@ -219,34 +218,62 @@ def loads(
 def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile:
     d = idx.choice.dialect
     lookup = _dt.lookup
-    plan: list[tuple[int, _dt.DType, TensorRecord]] = []
+    records = idx.records
+    # Arena layout: every tensor starts on an ALIGNMENT boundary.
+    starts: list[int] = []
     total = 0
-    for r in idx.records:
-        dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
-        plan.append((total, dt, r))
+    for r in records:
+        starts.append(total)
         total += -(-r.data_byte_size // ALIGNMENT) * ALIGNMENT
     raw = np.empty(total + ALIGNMENT, np.uint8)
     shift = (-raw.ctypes.data) % ALIGNMENT
-    arena = raw[shift : shift + total]
+    arena = raw[shift:shift + total]
     dst = memoryview(arena)
     src = memoryview(buf) if not isinstance(buf, memoryview) else buf
-    entries: list[tuple[str, Tensor, TensorRecord | None]] = []
+    values: list[Any] = []
     new_array = np.ndarray
-    for name, (start, dt, r) in zip(idx.names, plan):
+    n_rec = len(records)
+    i = 0
+    while i < n_rec:
+        r = records[i]
+        dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
         n = r.data_byte_size
-        off = r.data_offset
+        # A run of records with the same dtype and shape, evenly spaced in the file, is
+        # copied with one strided NumPy copy and split into views with one C loop.
+        j = i + 1
+        if n and i + 8 < n_rec:
+            stride = records[i + 1].data_offset - r.data_offset
+            key = (r.dtype_code, r.dtype_bits, r.dtype_lanes, r.shape)
+            while (j < n_rec and records[j].data_offset - records[j - 1].data_offset == stride
+                   and (records[j].dtype_code, records[j].dtype_bits, records[j].dtype_lanes, records[j].shape) == key):
+                j += 1
+        if j - i >= 8 and n < _PREAD_MIN:
+            count = j - i
+            step = starts[i + 1] - starts[i]
+            block = new_array((count, n), np.uint8, arena, starts[i], (step, 1))
+            block[...] = new_array((count, n), np.uint8, buf, r.data_offset, (stride, 1))
+            if dt.numpy is not None:
+                itemsize = dt.numpy.itemsize
+                inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
+                views = new_array((count, *r.shape), dt.numpy, arena, starts[i], (step, *inner))
+                values.extend(views)
+            else:
+                values.extend(StoredTensor(dt, r.shape, row) for row in block)
+            i = j
+            continue
+        start = starts[i]
         if n:
             if fd is not None and n >= _PREAD_MIN:
-                _pread_into(fd, dst[start : start + n], off)
+                _pread_into(fd, dst[start:start + n], r.data_offset)
             else:
-                dst[start : start + n] = src[off : off + n]
-        np_type = dt.numpy
-        if np_type is not None:
-            value: Tensor = new_array(r.shape, np_type, arena, start)
+                dst[start:start + n] = src[r.data_offset:r.data_offset + n]
+        if dt.numpy is not None:
+            values.append(new_array(r.shape, dt.numpy, arena, start))
         else:
-            value = StoredTensor(dt, r.shape, arena[start : start + n])
-        entries.append((name, value, r))
-    trailing = bytes(src[idx.end : size])
+            values.append(StoredTensor(dt, r.shape, arena[start:start + n]))
+        i += 1
+    trailing = bytes(src[idx.end:size])
+    entries = list(zip(idx.names, values, records))
     return ParamsFile(entries, reserved=idx.reserved, trailing=trailing, choice=idx.choice)
 
 
@@ -366,41 +393,46 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
 def _as_record_and_data(name: str, value: Any, d: _dt.Dialect) -> tuple[TensorRecord, Any]:
     if isinstance(value, StoredTensor):
         dt = value.dtype
-        rec = new_tensor_record(
-            dtype_code=dt.code, dtype_bits=dt.bits, dtype_lanes=dt.lanes, shape=value.shape
-        )
-        data = (
-            memoryview(value.data).cast("B")
-            if memoryview(value.data).ndim != 1 or memoryview(value.data).format != "B"
-            else value.data
-        )
-        if memoryview(data).nbytes != rec.data_byte_size:
-            raise UnsupportedError(
-                f"stored tensor {name!r} has {memoryview(data).nbytes} bytes, needs {rec.data_byte_size}"
-            )
-        return rec, data
-    arr = np.asarray(value)
-    if arr.dtype.byteorder == ">" or (
-        arr.dtype.byteorder == "=" and sys.byteorder == "big" and arr.dtype.itemsize > 1
-    ):
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
+        rec = new_tensor_record(dtype_code=dt.code, dtype_bits=dt.bits, dtype_lanes=dt.lanes, shape=value.shape)
+        nbytes = memoryview(value.data).nbytes
+        if nbytes != rec.data_byte_size:
+            raise UnsupportedError(f"stored tensor {name!r} has {nbytes} bytes, needs {rec.data_byte_size}")
+        return rec, value.data
+    arr = value if type(value) is np.ndarray else np.asarray(value)
+    t = arr.dtype
+    if t.byteorder == ">" or (t.byteorder == "=" and _BIG_ENDIAN_HOST and t.itemsize > 1):
+        arr = arr.astype(t.newbyteorder("<"))
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     code, bits, lanes = _dt.from_numpy(arr.dtype, d)
-    rec = new_tensor_record(
-        dtype_code=code, dtype_bits=bits, dtype_lanes=lanes, shape=tuple(int(s) for s in arr.shape)
-    )
-    return rec, _bytes_view(arr)
+    rec = new_tensor_record(dtype_code=code, dtype_bits=bits, dtype_lanes=lanes, shape=arr.shape)
+    return rec, _buffer_of(arr)
 
 
-def _bytes_view(arr: np.ndarray) -> memoryview:
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    return memoryview(arr.reshape(-1).view(np.uint8))
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
+_EXPORTS_BUFFER: dict[np.dtype, bool] = {}
+
+
+def _buffer_of(arr: np.ndarray) -> Any:
+    """A buffer over a C-contiguous array's bytes: the array itself where NumPy exports
+    a buffer for its dtype, else a uint8 view (ml_dtypes types such as bfloat16)."""
+    t = arr.dtype
+    ok = _EXPORTS_BUFFER.get(t)
+    if ok is None:
+        try:
+            memoryview(np.zeros(1, t))
+            ok = True
+        except (ValueError, TypeError):
+            ok = False
+        _EXPORTS_BUFFER[t] = ok
+    if ok:
+        return arr
+    return arr.reshape(-1).view(np.uint8)
 
 
 def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect | None) -> list[Any]:
-    """The file as a list of buffers: headers from the generated writer, data as views."""
+    """The file as a list of buffers: headers from the generated writer, data as the
+    arrays' own memory (no copy)."""
     if isinstance(params, ParamsFile):
         d = _dt.dialect(dialect) if dialect is not None else params.dialect
         items = params._entries
@@ -411,21 +443,19 @@ def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect |
         reserved, trailing = 0, b""
     names: list[str] = []
     records: list[TensorRecord] = []
-    datas: list[Any] = []
+    datas: dict[int, Any] = {}
     for name, value, original in items:
         if original is not None:
             # unchanged since it was read: keep the record's header exactly (reserved, device id)
-            datas.append(_bytes_view(value) if isinstance(value, np.ndarray) else value.data)
-            records.append(original)
+            rec, data = original, (_buffer_of(value) if type(value) is np.ndarray else value.data)
         else:
             rec, data = _as_record_and_data(name, value, d)
-            records.append(rec)
-            datas.append(data)
         names.append(name)
+        records.append(rec)
+        datas[id(rec)] = data
     out: list[Any] = []
-    lookup = {id(r): k for k, r in enumerate(records)}
-    rec = new_params_file(names=names, arrays=records, reserved=reserved)
-    write_params_file(out.append, rec, lambda _field, r: datas[lookup[id(r)]])
+    write_params_file(out.append, new_params_file(names=names, arrays=records, reserved=reserved),
+                      lambda _field, r: datas[id(r)])
     if trailing:
         out.append(trailing)
     return out
@@ -438,18 +468,41 @@ def dumps(params: Mapping[str, Any] | ParamsFile, *, dialect: str | _dt.Dialect 
     return b"".join(_chunks(params, dialect))
 
 
-def save(
-    params: Mapping[str, Any] | ParamsFile,
-    path: str | os.PathLike,
-    *,
-    dialect: str | _dt.Dialect | None = None,
-) -> None:
+def dumps_into(params: Mapping[str, Any] | ParamsFile, buffer: Any, *,
+               dialect: str | _dt.Dialect | None = None) -> int:
+    """Write the .params bytes into the writable ``buffer`` (a bytearray, mmap or numpy
+    uint8 array you reuse); return the number of bytes written. Raises MlfError if the
+    buffer is too small (``nbytes(params)`` tells the size)."""
+    chunks = _chunks(params, dialect)
+    dst = memoryview(buffer).cast("B") if memoryview(buffer).format != "B" else memoryview(buffer)
+    pos = 0
+    for c in chunks:
+        m = memoryview(c)
+        n = m.nbytes
+        if pos + n > dst.nbytes:
+            raise MlfError(f"buffer of {dst.nbytes} bytes is too small; {sum(memoryview(x).nbytes for x in chunks)} needed")
+        dst[pos:pos + n] = m.cast("B") if (m.ndim != 1 or m.format != "B") else m
+        pos += n
+    return pos
+
+
+def nbytes(params: Mapping[str, Any] | ParamsFile, *, dialect: str | _dt.Dialect | None = None) -> int:
+    """Size in bytes of the .params file ``params`` would be written as."""
+    return sum(memoryview(c).nbytes for c in _chunks(params, dialect))
+
+
+def save(params: Mapping[str, Any] | ParamsFile, path: str | os.PathLike, *,
+         dialect: str | _dt.Dialect | None = None, durable: bool = False) -> None:
     """Write ``params`` to ``path`` via a temporary file renamed into place, so a failed
-    write never leaves a partial file or destroys an existing one."""
-    atomic_write_chunks(Path(path), _chunks(params, dialect))
+    write never leaves a partial file or destroys an existing one. Tensor bytes are
+    written from the arrays' own memory (vectored writes, no joined copy). ``durable``
+    fsyncs before the rename."""
+    atomic_write_chunks(Path(path), _chunks(params, dialect), durable=durable)
 
 
 __all__ = [
+    "dumps_into",
+    "nbytes",
     "ALIGNMENT",
     "LazyParams",
     "ParamsFile",

@@ -301,3 +301,31 @@ def test_file_size_with_pread_path(tmp_path):
     p = params.load(path)
     np.testing.assert_array_equal(p["big"], big)
     assert os.path.getsize(path) == len(params.dumps(p))
+
+
+def test_runs_of_identical_records_take_the_bulk_paths():
+    # >= 32 equal-length names and >= 17 identical headers: bulk readers and strided copies
+    d = {f"name{i:03d}": np.arange(6, dtype="float32").reshape(2, 3) + i for i in range(40)}
+    d.update({f"n{i}": np.full((4,), i, "int16") for i in range(20)})
+    d["tail"] = params.StoredTensor.of(0, 4, 1, (3,), b"\x01\x02\x03")
+    d.update({f"s{i}": params.StoredTensor.of(2, 32, 2, (2,), bytes(range(8))) for i in range(12)})
+    data = params.dumps(d)
+    p = params.loads(data)
+    assert list(p) == list(d)
+    for name, value in d.items():
+        got = p[name]
+        if isinstance(value, params.StoredTensor):
+            assert bytes(got.data) == bytes(value.data) and got.shape == value.shape
+        else:
+            np.testing.assert_array_equal(got, value)
+            assert got.ctypes.data % params.ALIGNMENT == 0 and got.flags.c_contiguous
+    p["name005"][0, 0] = -1  # views of one arena block stay independent tensors
+    assert p["name006"][0, 0] == 6
+    assert params.dumps(p) != data and params.loads(params.dumps(p))["name005"][0, 0] == -1
+    # a corrupt record in the middle of a run is still found, with its index
+    bad = bytearray(data)
+    rec = params.open(data).index[25]
+    struct.pack_into("<q", bad, rec.offset - 8, 999)
+    with pytest.raises(ConstraintError) as err:
+        params.loads(bytes(bad))
+    assert err.value.field == "arrays[25].data_byte_size"

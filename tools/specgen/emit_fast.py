@@ -9,6 +9,8 @@ flattened: ``dtype.bits`` becomes ``dtype_bits``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from .common import camel, header, inline_scalars, min_size
 from .expr import Expr
 from .ir import SCALARS
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import struct
 
-from mlf_spec.errors import TruncatedError
+from typing import Any
+
+from mlf_spec.errors import LengthError, TruncatedError
 
 U64 = struct.Struct("<Q").unpack_from
 U64P = struct.Struct("<Q").pack
 LATEST = (999, 0)
-_ARRAYS: dict[tuple[str, int], struct.Struct] = {}
+_ARRAYS: dict[tuple, struct.Struct] = {}
 
 
 def array_struct(code: str, n: int) -> struct.Struct:
@@ -34,6 +38,64 @@ def array_struct(code: str, n: int) -> struct.Struct:
     if s is None:
         s = _ARRAYS[(code, n)] = struct.Struct(f"<{n}{code}")
     return s
+
+
+def array_run_struct(code: str, n: int, tail: str) -> struct.Struct:
+    """A cached Struct for ``n`` scalars of format ``code`` followed by the fixed ``tail``."""
+    key = (code, n, tail)
+    s = _ARRAYS.get(key)  # type: ignore[call-overload]
+    if s is None:
+        s = _ARRAYS[key] = struct.Struct(f"<{n}{code}{tail}")  # type: ignore[index]
+    return s
+
+
+def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int) -> int:
+    """How many of the ``k`` records at ``start``, ``start + stride``, ... begin with the
+    same ``head`` bytes as the record at ``first`` (compared in C by NumPy, no copy)."""
+    import numpy as np
+
+    if head == 0:
+        return k
+    ref = np.ndarray((head,), np.uint8, buf, first)
+    block = np.ndarray((k, head), np.uint8, buf, start, (stride, 1))
+    same = (block == ref).all(axis=1)
+    return k if bool(same.all()) else int(same.argmin())
+
+
+def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
+    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk."""
+    out: list = []
+    while len(out) < n:
+        i = len(out)
+        if end - pos < 8:
+            raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
+        ln = U64(buf, pos)[0]
+        if ln > end - pos - 8:
+            raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
+        stride = 8 + ln
+        k = min(n - i, (end - pos) // stride)
+        if k >= 32:
+            import numpy as np
+
+            lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
+            same = lens == ln
+            m = k if bool(same.all()) else int(same.argmin())
+            if m >= 32:
+                raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
+                if text and raw.isascii():
+                    joined = raw.decode("ascii")
+                    out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
+                elif text:
+                    out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
+                               if ln else [""] * m)
+                else:
+                    out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
+                pos += m * stride
+                continue
+        chunk = buf[pos + 8:pos + stride]
+        out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
+        pos += stride
+    return out, pos
 
 
 def numel(shape: tuple[int, ...] | list[int]) -> int:
@@ -90,6 +152,7 @@ class StructEmitter:
         self.locals: dict[str, str] = {}  # dotted name -> local variable
         self.slots: list[tuple[str, str]] = []  # (attribute, python type)
         self.runs: list[tuple[str, str]] = []  # (name, format)
+        self.segments: list[tuple[str, Any, Any]] = []  # how the reader grouped the fields
         self.tmp = 0
 
     # ---------------------------------------------------------------- naming
@@ -106,7 +169,7 @@ class StructEmitter:
         raise KeyError(dotted)
 
     def py(self, e: Expr) -> str:
-        return e.translate(self.local, func_prefix="_")
+        return e.translate(self.local, func_prefix="_", inline=True)
 
     def new_tmp(self) -> str:
         self.tmp += 1
@@ -145,6 +208,12 @@ class StructEmitter:
             e = f.exprs["constraint"]
             if "each" in e.names and f.is_array:
                 size = SCALARS[s.type][0] if s.type in SCALARS else None
+                if e.is_pure_bounds("each"):
+                    # min/max run in C; the per-element loop only runs to name the culprit
+                    lo, hi = e.int_bounds("each")
+                    tests = ([f"min({var}) < {lo}"] if lo is not None else []) + ([f"max({var}) > {hi}"] if hi is not None else [])
+                    c(f"if {var} and ({' or '.join(tests)}):")
+                    c.indent()
                 c(f"for _i, each in enumerate({var}):")
                 c.indent()
                 c(f"if not ({self.py(e)}):")
@@ -153,6 +222,8 @@ class StructEmitter:
                 c(f"raise ConstraintError(f\"{dotted}[{{_i}}] is {{each}}, which breaks `{e.source}`\", field=f\"{dotted}[{{_i}}]\", offset={off})")
                 c.dedent()
                 c.dedent()
+                if e.is_pure_bounds("each"):
+                    c.dedent()
             else:
                 c(f"if not ({self.py(e)}):")
                 c.indent()
@@ -203,6 +274,7 @@ class StructEmitter:
             ends.append((start, off, f.name))
         run = f"_{self.rs.name.upper()}_RUN{len(self.runs)}"
         self.runs.append((run, fmt))
+        self.segments.append(("run", run, names))
         ends_name = run + "_ENDS"
         self.runs.append((ends_name, repr(tuple(ends))))
         c(f"if end - pos < {off}:")
@@ -218,6 +290,58 @@ class StructEmitter:
                 assert f.struct is not None
                 self.struct_checks(f.struct, f.name, offsets)
                 self.checks(f, self.locals[f.name], f.name, f"pos + {offsets[f.name]}")
+        c(f"pos += {off}")
+
+    def mergeable_array(self, fields: list[RField], i: int) -> bool:
+        """A counted scalar array followed by fixed scalars: read both with one unpack."""
+        f = fields[i]
+        return (f.kind == "scalar" and f.is_array and not f.conditional and i + 1 < len(fields)
+                and self.runnable(fields[i + 1]) and fields[i + 1].kind == "scalar")
+
+    def emit_array_with_run(self, arr: RField, run: list[RField]) -> None:
+        c = self.c
+        name = arr.name
+        size, code = SCALARS[arr.spec.type]
+        tail = "".join(SCALARS[f.spec.type][1] for f in run)
+        ends: list[tuple[int, int, str]] = []
+        off = 0
+        offsets = {}
+        for f in run:
+            fsize = SCALARS[f.spec.type][0]
+            ends.append((off, off + fsize, f.name))
+            offsets[f.name] = off
+            off += fsize
+        ends_name = f"_{self.rs.name.upper()}_TAIL{len(self.runs)}_ENDS"
+        self.runs.append((ends_name, repr(tuple(ends))))
+        self.locals[name] = name
+        self.segments.append(("merged", (code, tail), [name] + [f.name for f in run]))
+        c(f"_start_{name} = pos")
+        c(f"_n = {self.py(arr.exprs['count'])}")
+        c("if _n < 0:")
+        c.indent()
+        c(f"raise ConstraintError(f\"{name} count is {{_n}}\", field={name!r}, offset=pos)")
+        c.dedent()
+        c(f"_s = _arr_run({code!r}, _n, {tail!r})")
+        c("if _s.size > end - pos:")
+        c.indent()
+        c(f"if _n * {size} > end - pos:")
+        c.indent()
+        c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} x {size} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
+        c.dedent()
+        c(f"raise _truncated(pos + _n * {size}, end, {ends_name})")
+        c.dedent()
+        c("_v = _s.unpack_from(buf, pos)")
+        c(f"{name} = _v[:_n]")
+        names = [f.name for f in run]
+        c(f"{', '.join(names)}{',' if len(names) == 1 else ''} = _v[_n:]")
+        for f in run:
+            self.locals[f.name] = f.name
+        self.slots.append((name, "tuple"))
+        self.checks(arr, name, name, f"_start_{name}")
+        c(f"pos += _n * {size}")
+        for f in run:
+            self.slots.append((f.name, "float" if SCALARS[f.spec.type][1] in "fd" else "int"))
+            self.checks(f, f.name, f.name, f"pos + {offsets[f.name]}")
         c(f"pos += {off}")
 
     def read_u64(self, var: str, dotted: str, what: str) -> None:
@@ -368,6 +492,19 @@ class StructEmitter:
                 size, code = SCALARS[elem_type]
                 c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
                 c(f"pos += _n * {size}")
+            elif f.kind != "map" and (elem_type == "str" or (elem_struct is not None and has_many(elem_struct))):
+                # bulk readers: runs of equal-length strings / identical record headers in one go
+                c("try:")
+                c.indent()
+                if elem_type == "str":
+                    c(f"{name}, pos = _read_strs(buf, pos, end, _n, {bool(s.encoding)!r})")
+                else:
+                    c(f"{name}, pos = read_{elem_struct.name}_many(buf, pos, end, _n, era)")  # type: ignore[union-attr]
+                c.dedent()
+                c("except MlfError as _e:")
+                c.indent()
+                c(f"raise _e.prefixed({name!r}) from None")
+                c.dedent()
             else:
                 c(f"{name} = []")
                 c("for _i in range(_n):")
@@ -454,7 +591,14 @@ class StructEmitter:
                     j += 1
                 self.emit_run(fields[i:j])
                 i = j
+            elif self.mergeable_array(fields, i):
+                j = i + 1
+                while j < len(fields) and self.runnable(fields[j]) and fields[j].kind == "scalar":
+                    j += 1
+                self.emit_array_with_run(fields[i], fields[i + 1:j])
+                i = j
             else:
+                self.segments.append(("field", None, fields[i]))
                 self.emit_field(fields[i])
                 i += 1
         cls = camel(rs.name)
@@ -495,28 +639,15 @@ class StructEmitter:
         c.indent()
         c('"""Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""')
         c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
-        fields = rs.fields
-        run_index = 0
-        i = 0
-        while i < len(fields):
-            if self.runnable(fields[i]):
-                j = i
-                names: list[str] = []
-                while j < len(fields) and self.runnable(fields[j]):
-                    f = fields[j]
-                    if f.kind == "scalar":
-                        names.append(f.name)
-                    else:
-                        names.extend(m[0] for m in inline_scalars(f.struct, f.name, f.name))  # type: ignore[arg-type]
-                    j += 1
-                run = f"_{rs.name.upper()}_RUN{run_index}"
-                run_index += 2
-                c(f"append({run}.pack({', '.join(names)}))")
-                i = j
-                continue
-            f = fields[i]
-            self.write_field(f)
-            i += 1
+        for kind, what, members in self.segments:
+            if kind == "run":
+                c(f"append({what}.pack({', '.join(members)}))")
+            elif kind == "merged":
+                code, tail = what
+                arr, rest = members[0], members[1:]
+                c(f"append(_arr_run({code!r}, len({arr}), {tail!r}).pack(*{arr}, {', '.join(rest)}))")
+            else:
+                self.write_field(members)
         c.dedent()
 
     def write_field(self, f: RField) -> None:
@@ -655,6 +786,58 @@ class StructEmitter:
         c.dedent()
 
 
+def has_many(rs: RStruct) -> bool:
+    """Structs that end in lazy bytes get a bulk reader for runs of identical headers."""
+    last = rs.fields[-1] if rs.fields else None
+    return bool(last is not None and last.kind == "bytes" and last.spec.lazy and not last.conditional
+                and not any(f.kind == "bytes" and f.spec.lazy for f in rs.fields[:-1]))
+
+
+def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
+    """``read_<s>_many``: n records; after each one, the following records whose header
+    bytes equal it are taken in bulk (they parse to the same values, and pass or fail the
+    same checks), differing only in where their payload starts."""
+    cls = camel(rs.name)
+    lazy_slot = f"{rs.fields[-1].name}_offset"
+    k = slots.index(lazy_slot)
+    c()
+    c()
+    c(f"def read_{rs.name}_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[{cls}], int]:")
+    c.indent()
+    c(f'"""Read ``n`` consecutive {rs.name} records (bulk path for runs of identical headers)."""')
+    c(f"out: list[{cls}] = []")
+    c("while len(out) < n:")
+    c.indent()
+    c("i = len(out)")
+    c("try:")
+    c.indent()
+    c(f"rec, nxt = read_{rs.name}(buf, pos, end, era)")
+    c.dedent()
+    c("except MlfError as _e:")
+    c.indent()
+    c("raise _e.prefixed(f\"[{i}]\") from None")
+    c.dedent()
+    c("out.append(rec)")
+    c("rest = n - i - 1")
+    c("stride = nxt - pos")
+    c("if rest >= 16 and stride > 0:")
+    c.indent()
+    c("k = min(rest, (end - nxt) // stride)")
+    c(f"m = _same_heads(buf, pos, nxt, stride, rec[{k}] - pos, k) if k >= 16 else 0")
+    c("if m:")
+    c.indent()
+    c(f"head, tail = rec[:{k}], rec[{k + 1}:]")
+    c(f"first = rec[{k}] + stride")
+    c(f"out.extend([_new({cls}, head + (o,) + tail) for o in range(first, first + m * stride, stride)])")
+    c("nxt += m * stride")
+    c.dedent()
+    c.dedent()
+    c("pos = nxt")
+    c.dedent()
+    c("return out, pos")
+    c.dedent()
+
+
 def _annot(typ: str) -> str:
     return {"tuple": "tuple", "list": "list", "object": "Any"}.get(typ, typ)
 
@@ -685,11 +868,14 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c(")")
     c()
     c("from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401")
-    c("from ._fastlib import numel as _numel, truncated as _truncated  # noqa: F401")
+    c("from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401")
+    c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401")
+    c("from math import prod as _prod  # noqa: F401")
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
-        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" for s in ub.structs if s in ub.structs]
+        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many" if has_many(ub.structs[s]) else "")
+                 for s in ub.structs]
         c(f"from .{used}_fast import {', '.join(names)}  # noqa: F401")
         for k in ub.spec.constants:
             consts[k.name] = k.value
@@ -710,4 +896,6 @@ def emit_fast(model: Model, binary: Binary) -> str:
         slots = em.emit_reader()
         em.emit_writer(slots)
         em.emit_new(slots)
+        if has_many(rs):
+            emit_many(c, rs, slots)
     return c.text()

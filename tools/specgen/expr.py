@@ -89,8 +89,10 @@ class Expr:
         for child in ast.iter_child_nodes(node):
             self._collect(child)
 
-    def translate(self, name_to_source: Callable[[str], str], func_prefix: str = "") -> str:
-        """Python source of this expression with every dotted name rewritten."""
+    def translate(self, name_to_source: Callable[[str], str], func_prefix: str = "", inline: bool = False) -> str:
+        """Python source of this expression with every dotted name rewritten; helper
+        functions get ``func_prefix``, or with ``inline`` become plain arithmetic
+        (``ceil_div(a, b)`` -> ``-(-(a) // (b))``, ``numel(s)`` -> ``_prod(s)``)."""
 
         class Rewrite(ast.NodeTransformer):
             def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -105,12 +107,31 @@ class Expr:
             def visit_Call(self, node: ast.Call) -> ast.AST:
                 node.args = [self.visit(a) for a in node.args]
                 assert isinstance(node.func, ast.Name)
-                if node.func.id in ("numel", "ceil_div"):
+                if inline and node.func.id == "ceil_div":
+                    a, b = (ast.unparse(x) for x in node.args)
+                    return ast.parse(f"-(-({a}) // ({b}))", mode="eval").body
+                if inline and node.func.id == "numel":
+                    node.func = ast.Name(id="_prod", ctx=ast.Load())
+                elif node.func.id in ("numel", "ceil_div"):
                     node.func = ast.Name(id=func_prefix + node.func.id, ctx=ast.Load())
                 return node
 
         tree = Rewrite().visit(ast.parse(self.source, mode="eval"))
         return ast.unparse(tree)
+
+    def is_pure_bounds(self, subject: str) -> bool:
+        """True if the expression only compares ``subject`` with integer literals
+        (so checking min and max of an array decides it)."""
+        body = self.tree.body
+        parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
+        for part in parts:
+            if not isinstance(part, ast.Compare) or not all(
+                    isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in part.ops):
+                return False
+            for item in [part.left, *part.comparators]:
+                if _dotted(item) != subject and _int(item) is None:
+                    return False
+        return True
 
     def int_bounds(self, subject: str) -> tuple[int | None, int | None]:
         """(low, high) inclusive bounds this expression puts on ``subject``, if it is a
