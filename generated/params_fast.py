@@ -24,7 +24,7 @@ from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, 
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401
 from math import prod as _prod  # noqa: F401
-from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many  # noqa: F401
+from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
@@ -95,8 +95,7 @@ def write_params_file(append: Callable[[Any], Any], rec: ParamsFile, lazy: Lazy 
         append(_U64P(len(_b)))
         append(_b)
     append(_PARAMS_FILE_RUN2.pack(count))
-    for _v in arrays:
-        write_tensor_record(append, _v, lazy, era)
+    write_tensor_record_many(append, arrays, lazy, era)
 
 
 def new_params_file(*, names: Any, arrays: Any, magic: Any = 17862838867561061559, reserved: Any = 0, count: Any = None) -> ParamsFile:

@@ -198,3 +198,18 @@ def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[
                 nxt += m * stride
         pos = nxt
     return out, pos
+
+
+def write_tensor_record_many(append: Callable[[Any], Any], recs: list[TensorRecord], lazy: Lazy, era: tuple[int, ...] = LATEST) -> None:
+    """Append the bytes of every record of ``recs``, encoding each distinct header once."""
+    heads: dict[tuple, bytes] = {}
+    marker = object()
+    for rec in recs:
+        key = rec[:10] + rec[11:]
+        head = heads.get(key)
+        if head is None:
+            parts: list[Any] = []
+            write_tensor_record(parts.append, rec, lambda _f, _r: marker, era)
+            head = heads[key] = b''.join(parts[:-1])
+        append(head)
+        append(lazy('data', rec) if lazy is not None else b'')

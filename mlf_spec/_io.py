@@ -102,41 +102,32 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True, durab
     atomic_write_chunks(path, [data], overwrite=overwrite, durable=durable)
 
 
+_SMALL = 64 << 10  # buffers below this are gathered into one write; larger ones go straight from their memory
+_GATHER = 1 << 20
+
+
 def write_buffers(f: IO[bytes], chunks: Iterable[Any]) -> None:
-    """Write every buffer of ``chunks`` to the file ``f`` without joining them first."""
-    if not hasattr(os, "writev"):  # pragma: no cover - platforms without writev
-        for c in chunks:
-            f.write(c)
-        return
-    f.flush()
-    fd = f.fileno()
+    """Write every buffer of ``chunks`` to the file ``f`` in order: small buffers are
+    joined into one write per MiB, large ones are written from their own memory."""
     batch: list[Any] = []
+    pending = 0
     for c in chunks:
-        batch.append(c)
-        if len(batch) == 1024:
-            _writev_all(fd, batch)
-            batch = []
+        n = getattr(c, "nbytes", None)
+        if n is None:
+            n = len(c)  # bytes / bytearray
+        if n < _SMALL:
+            batch.append(c)
+            pending += n
+            if pending >= _GATHER:
+                f.write(b"".join(batch))
+                batch, pending = [], 0
+        else:
+            if batch:
+                f.write(b"".join(batch))
+                batch, pending = [], 0
+            f.write(c)
     if batch:
-        _writev_all(fd, batch)
-
-
-def _writev_all(fd: int, bufs: list[Any]) -> None:
-    written = os.writev(fd, bufs)
-    sizes = [memoryview(b).nbytes for b in bufs]
-    if written == sum(sizes):
-        return
-    # a short write: continue from where it stopped
-    views = [memoryview(b).cast("B") if memoryview(b).ndim != 1 or memoryview(b).format != "B" else memoryview(b)
-             for b in bufs]
-    i = 0
-    while i < len(views):
-        if written >= sizes[i]:
-            written -= sizes[i]
-            i += 1
-            continue
-        views[i] = views[i][written:]
-        sizes[i] -= written
-        written = os.writev(fd, views[i:i + 1024])
+        f.write(b"".join(batch))
 
 
 def _umask() -> int:

@@ -443,19 +443,28 @@ def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect |
         reserved, trailing = 0, b""
     names: list[str] = []
     records: list[TensorRecord] = []
-    datas: dict[int, Any] = {}
+    datas: list[Any] = []
+    templates: dict[tuple, TensorRecord] = {}  # (dtype, shape) -> record: one per distinct tensor type
+    ndarray = np.ndarray
     for name, value, original in items:
         if original is not None:
             # unchanged since it was read: keep the record's header exactly (reserved, device id)
-            rec, data = original, (_buffer_of(value) if type(value) is np.ndarray else value.data)
+            rec, data = original, (_buffer_of(value) if type(value) is ndarray else value.data)
+        elif type(value) is ndarray and value.flags.c_contiguous and value.dtype.byteorder != ">" and not _BIG_ENDIAN_HOST:
+            key = (value.dtype, value.shape)
+            rec = templates.get(key)
+            if rec is None:
+                rec = templates[key] = _as_record_and_data(name, value, d)[0]
+            data = _buffer_of(value)
         else:
             rec, data = _as_record_and_data(name, value, d)
         names.append(name)
         records.append(rec)
-        datas[id(rec)] = data
+        datas.append(data)
     out: list[Any] = []
+    payloads = iter(datas)  # the writer asks for payloads in record order
     write_params_file(out.append, new_params_file(names=names, arrays=records, reserved=reserved),
-                      lambda _field, r: datas[id(r)])
+                      lambda _field, _rec: next(payloads))
     if trailing:
         out.append(trailing)
     return out

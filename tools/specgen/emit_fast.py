@@ -694,6 +694,8 @@ class StructEmitter:
                 struct = f.struct if f.is_array else f.elem_struct
                 if elem in SCALARS:
                     c(f"append(_arr({SCALARS[elem][1]!r}, len({name})).pack(*{name}))")
+                elif struct is not None and has_many(struct):
+                    c(f"write_{struct.name}_many(append, {name}, lazy, era)")
                 else:
                     c(f"for _v in {name}:")
                     c.indent()
@@ -838,6 +840,36 @@ def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c.dedent()
 
 
+def emit_write_many(c: Code, rs: RStruct, slots: list[str]) -> None:
+    """``write_<s>_many``: records that differ only in their lazy payload share one
+    encoded header (cached by the record minus its payload offset)."""
+    cls = camel(rs.name)
+    lazy_slot = f"{rs.fields[-1].name}_offset"
+    k = slots.index(lazy_slot)
+    field = rs.fields[-1].name
+    c()
+    c()
+    c(f"def write_{rs.name}_many(append: Callable[[Any], Any], recs: list[{cls}], lazy: Lazy, era: tuple[int, ...] = LATEST) -> None:")
+    c.indent()
+    c('"""Append the bytes of every record of ``recs``, encoding each distinct header once."""')
+    c("heads: dict[tuple, bytes] = {}")
+    c("marker = object()")
+    c("for rec in recs:")
+    c.indent()
+    c(f"key = rec[:{k}] + rec[{k + 1}:]")
+    c("head = heads.get(key)")
+    c("if head is None:")
+    c.indent()
+    c("parts: list[Any] = []")
+    c(f"write_{rs.name}(parts.append, rec, lambda _f, _r: marker, era)")
+    c("head = heads[key] = b''.join(parts[:-1])")
+    c.dedent()
+    c("append(head)")
+    c(f"append(lazy({field!r}, rec) if lazy is not None else b'')")
+    c.dedent()
+    c.dedent()
+
+
 def _annot(typ: str) -> str:
     return {"tuple": "tuple", "list": "list", "object": "Any"}.get(typ, typ)
 
@@ -874,7 +906,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
-        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many" if has_many(ub.structs[s]) else "")
+        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, write_{s}_many" if has_many(ub.structs[s]) else "")
                  for s in ub.structs]
         c(f"from .{used}_fast import {', '.join(names)}  # noqa: F401")
         for k in ub.spec.constants:
@@ -898,4 +930,5 @@ def emit_fast(model: Model, binary: Binary) -> str:
         em.emit_new(slots)
         if has_many(rs):
             emit_many(c, rs, slots)
+            emit_write_many(c, rs, slots)
     return c.text()
