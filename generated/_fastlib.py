@@ -14,6 +14,27 @@ LATEST = (999, 0)
 _ARRAYS: dict[tuple, struct.Struct] = {}
 
 
+class Record(tuple):
+    """Base of the generated records: a tuple with named, read-only fields (like a
+    NamedTuple, but without the per-class code generation that slows imports)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+        return f"{type(self).__name__}({inner})"
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self))
+
+    def _replace(self, **changes: Any) -> Any:
+        values = [changes.pop(k, v) for k, v in zip(self._fields, self)]
+        if changes:
+            raise TypeError(f"unknown fields {sorted(changes)}")
+        return tuple.__new__(type(self), values)
+
+
 def array_struct(code: str, n: int) -> struct.Struct:
     """A cached Struct for ``n`` little-endian scalars of format ``code``."""
     s = _ARRAYS.get((code, n))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from operator import itemgetter as _item
+from typing import Any
 
 from mlf_spec.errors import (  # noqa: F401
     ConstMismatchError,
@@ -22,7 +23,7 @@ from mlf_spec.errors import (  # noqa: F401
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
-from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
@@ -33,14 +34,16 @@ _new = tuple.__new__
 PARAMS_MAGIC = 0xf7e58d4f05049cb7  # kTVMNDArrayListMagic.
 
 
-class ParamsFile(NamedTuple):
+class ParamsFile(Record):
     """A whole .params file. (flat record of params_file)."""
 
-    magic: int
-    reserved: int
-    names: list
-    count: int
-    arrays: list
+    __slots__ = ()
+    _fields = ('magic', 'reserved', 'names', 'count', 'arrays')
+    magic: int = property(_item(0))  # type: ignore[assignment]
+    reserved: int = property(_item(1))  # type: ignore[assignment]
+    names: list = property(_item(2))  # type: ignore[assignment]
+    count: int = property(_item(3))  # type: ignore[assignment]
+    arrays: list = property(_item(4))  # type: ignore[assignment]
 
 
 _PARAMS_FILE_RUN0 = struct.Struct('<QQ')

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from operator import itemgetter as _item
+from typing import Any
 
 from mlf_spec.errors import (  # noqa: F401
     ConstMismatchError,
@@ -22,7 +23,7 @@ from mlf_spec.errors import (  # noqa: F401
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
-from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401
 from math import prod as _prod  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
@@ -31,12 +32,14 @@ _new = tuple.__new__
 TENSOR_MAGIC = 0xdd5e40f096b4a13f  # kTVMNDArrayMagic / kTVMTensorMagic, unchanged since 0.2.
 
 
-class DlDatatype(NamedTuple):
+class DlDatatype(Record):
     """DLPack DLDataType as TVM serialises it. (flat record of dl_datatype)."""
 
-    code: int
-    bits: int
-    lanes: int
+    __slots__ = ()
+    _fields = ('code', 'bits', 'lanes')
+    code: int = property(_item(0))  # type: ignore[assignment]
+    bits: int = property(_item(1))  # type: ignore[assignment]
+    lanes: int = property(_item(2))  # type: ignore[assignment]
 
 
 _DL_DATATYPE_RUN0 = struct.Struct('<BBH')
@@ -63,11 +66,13 @@ def new_dl_datatype(*, code: Any, bits: Any, lanes: Any) -> DlDatatype:
     return _new(DlDatatype, (code, bits, lanes))
 
 
-class DlDevice(NamedTuple):
+class DlDevice(Record):
     """DLPack DLDevice. (flat record of dl_device)."""
 
-    device_type: int
-    device_id: int
+    __slots__ = ()
+    _fields = ('device_type', 'device_id')
+    device_type: int = property(_item(0))  # type: ignore[assignment]
+    device_id: int = property(_item(1))  # type: ignore[assignment]
 
 
 _DL_DEVICE_RUN0 = struct.Struct('<ii')
@@ -94,20 +99,22 @@ def new_dl_device(*, device_type: Any = 1, device_id: Any = 0) -> DlDevice:
     return _new(DlDevice, (device_type, device_id))
 
 
-class TensorRecord(NamedTuple):
+class TensorRecord(Record):
     """One tensor (magic, device, shape, dtype and the contiguous row-major data). (flat record of tensor_record)."""
 
-    magic: int
-    reserved: int
-    device_type: int
-    device_id: int
-    ndim: int
-    dtype_code: int
-    dtype_bits: int
-    dtype_lanes: int
-    shape: tuple
-    data_byte_size: int
-    data_offset: int
+    __slots__ = ()
+    _fields = ('magic', 'reserved', 'device_type', 'device_id', 'ndim', 'dtype_code', 'dtype_bits', 'dtype_lanes', 'shape', 'data_byte_size', 'data_offset')
+    magic: int = property(_item(0))  # type: ignore[assignment]
+    reserved: int = property(_item(1))  # type: ignore[assignment]
+    device_type: int = property(_item(2))  # type: ignore[assignment]
+    device_id: int = property(_item(3))  # type: ignore[assignment]
+    ndim: int = property(_item(4))  # type: ignore[assignment]
+    dtype_code: int = property(_item(5))  # type: ignore[assignment]
+    dtype_bits: int = property(_item(6))  # type: ignore[assignment]
+    dtype_lanes: int = property(_item(7))  # type: ignore[assignment]
+    shape: tuple = property(_item(8))  # type: ignore[assignment]
+    data_byte_size: int = property(_item(9))  # type: ignore[assignment]
+    data_offset: int = property(_item(10))  # type: ignore[assignment]
 
 
 _TENSOR_RECORD_RUN0 = struct.Struct('<QQiiiBBH')

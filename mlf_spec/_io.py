@@ -81,9 +81,12 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        mode = (path.stat().st_mode & 0o7777) if path.exists() else (0o666 & ~_umask())
-        os.chmod(tmp, mode)
+        old = _stat_or_none(path)
+        os.chmod(tmp, (old.st_mode & 0o7777) if old else (0o666 & ~_umask()))
+        held = _hold_if_large(path, old)
         os.replace(tmp, path)
+        if held is not None:
+            _release_later(held)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -128,6 +131,30 @@ def write_buffers(f: IO[bytes], chunks: Iterable[Any]) -> None:
             f.write(c)
     if batch:
         f.write(b"".join(batch))
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _hold_if_large(path: Path, st: os.stat_result | None) -> int | None:
+    # Freeing a big replaced file's pages takes tens of ms; keep it open across the
+    # rename and let a background thread drop the last reference.
+    if st is None or st.st_size < (32 << 20):
+        return None
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _release_later(fd: int) -> None:
+    import threading
+
+    threading.Thread(target=os.close, args=(fd,), name="mlf-spec-release", daemon=True).start()
 
 
 def _umask() -> int:

@@ -7,7 +7,6 @@ The code table lives in spec/tables/dtype_codes.yaml; the generator turns it int
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
@@ -16,8 +15,6 @@ import numpy as np
 
 from .errors import MlfError, UnknownDtypeError, UnsupportedError
 from .generated import dtype_codes_table as _table
-
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 
 class Dialect:
@@ -51,6 +48,20 @@ DIALECTS: tuple[Dialect, ...] = tuple(
 LATEST = DIALECTS[-1]
 
 
+def _parse_version(text: str) -> tuple[int, int] | None:
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2:
+        return None
+    minor = ""
+    for ch in parts[1]:
+        if not ch.isdigit():
+            break
+        minor += ch
+    if not parts[0].isdigit() or not minor:
+        return None
+    return int(parts[0]), int(minor)
+
+
 def dialect(name: str | Dialect | None) -> Dialect:
     """The dialect named ``name``: a dialect id (``v0.13``), any TVM version string
     (``0.16``, ``0.16.dev0``, ``0.27.0.post1``) or ``latest``/None for the newest."""
@@ -61,13 +72,12 @@ def dialect(name: str | Dialect | None) -> Dialect:
     for d in DIALECTS:
         if d.id == name:
             return d
-    m = _VERSION.match(name.strip())
-    if not m:
+    version = _parse_version(name)
+    if version is None:
         raise UnsupportedError(
             f"unknown dtype dialect {name!r}; use a TVM version like 0.16 or one of "
             + ", ".join(d.id for d in DIALECTS)
         )
-    version = (int(m.group(1)), int(m.group(2)))
     for d in DIALECTS:
         if d.since <= version and (d.until is None or version < d.until):
             return d

@@ -24,14 +24,16 @@ import mmap
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
+from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 import numpy as np
 
 from . import dtypes as _dt
 from ._io import atomic_write_chunks, describe, read_source
 from .errors import MlfError, UnsupportedError
+from .generated._fastlib import Record
 from .generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
 from .generated.tensor_fast import TensorRecord, new_tensor_record
 
@@ -79,14 +81,17 @@ class StoredTensor:
 Tensor = np.ndarray | StoredTensor
 
 
-class TensorInfo(NamedTuple):
-    """Index entry of one tensor: where its data is, without reading it."""
+class TensorInfo(Record):
+    """Index entry of one tensor: where its data is, without reading it.
+    A tuple (name, dtype, shape, offset, nbytes) with those fields as attributes."""
 
-    name: str
-    dtype: _dt.DType
-    shape: tuple[int, ...]
-    offset: int
-    nbytes: int
+    __slots__ = ()
+    _fields = ("name", "dtype", "shape", "offset", "nbytes")
+    name: str = property(itemgetter(0))  # type: ignore[assignment]
+    dtype: _dt.DType = property(itemgetter(1))  # type: ignore[assignment]
+    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]
+    offset: int = property(itemgetter(3))  # type: ignore[assignment]
+    nbytes: int = property(itemgetter(4))  # type: ignore[assignment]
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -96,13 +101,13 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-class _Index(NamedTuple):
-    names: list[str]
-    records: list[TensorRecord]
-    magic: int
-    reserved: int
-    end: int
-    choice: _dt.DialectChoice
+class _Index:
+    __slots__ = ("names", "records", "magic", "reserved", "end", "choice")
+
+    def __init__(self, names: list[str], records: list[TensorRecord], magic: int, reserved: int, end: int,
+                 choice: _dt.DialectChoice) -> None:
+        self.names, self.records, self.magic, self.reserved, self.end, self.choice = (
+            names, records, magic, reserved, end, choice)
 
 
 def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
@@ -304,14 +309,10 @@ class LazyParams(Mapping):
         self.reserved = idx.reserved
         self.trailing_bytes = size - idx.end
         d = idx.choice.dialect
+        lookup, new = _dt.lookup, tuple.__new__
         self.index: list[TensorInfo] = [
-            TensorInfo(
-                n,
-                _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes),
-                r.shape,
-                r.data_offset,
-                r.data_byte_size,
-            )
+            new(TensorInfo, (n, lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes), r.shape, r.data_offset,
+                             r.data_byte_size))
             for n, r in zip(idx.names, idx.records)
         ]
         self._by_name = {info.name: info for info in self.index}

@@ -3,7 +3,7 @@
 The reader walks a buffer (bytes, bytearray, memoryview or mmap) with ``struct`` calls:
 runs of fixed-size fields are one ``unpack_from``; bulk bytes marked ``lazy`` are recorded
 by offset and never copied. Every length and count is checked against the bytes that
-remain before anything is allocated. Records are flat NamedTuples (inline structs are
+remain before anything is allocated. Records are flat tuples with named fields (inline structs are
 flattened: ``dtype.bits`` becomes ``dtype_bits``).
 """
 
@@ -30,6 +30,27 @@ U64 = struct.Struct("<Q").unpack_from
 U64P = struct.Struct("<Q").pack
 LATEST = (999, 0)
 _ARRAYS: dict[tuple, struct.Struct] = {}
+
+
+class Record(tuple):
+    """Base of the generated records: a tuple with named, read-only fields (like a
+    NamedTuple, but without the per-class code generation that slows imports)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+        return f"{type(self).__name__}({inner})"
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self))
+
+    def _replace(self, **changes: Any) -> Any:
+        values = [changes.pop(k, v) for k, v in zip(self._fields, self)]
+        if changes:
+            raise TypeError(f"unknown fields {sorted(changes)}")
+        return tuple.__new__(type(self), values)
 
 
 def array_struct(code: str, n: int) -> struct.Struct:
@@ -605,12 +626,14 @@ class StructEmitter:
         members = ", ".join(a for a, _ in self.slots)
         body(f"return _new({cls}, ({members}{',' if len(self.slots) == 1 else ''})), pos")
         self.c = saved
-        c(f"class {cls}(NamedTuple):")
+        c(f"class {cls}(Record):")
         c.indent()
         c(f'"""{rs.spec.doc.strip()} (flat record of {rs.name})."""')
         c()
-        for attr, typ in self.slots:
-            c(f"{attr}: {_annot(typ)}")
+        c("__slots__ = ()")
+        c(f"_fields = {tuple(a for a, _ in self.slots)!r}")
+        for k, (attr, typ) in enumerate(self.slots):
+            c(f"{attr}: {_annot(typ)} = property(_item({k}))  # type: ignore[assignment]")
         c.dedent()
         c()
         c()
@@ -891,7 +914,8 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c()
     c("import struct")
     c("from collections.abc import Callable")
-    c("from typing import Any, NamedTuple")
+    c("from operator import itemgetter as _item")
+    c("from typing import Any")
     c()
     c("from mlf_spec.errors import (  # noqa: F401")
     for name in ("ConstMismatchError", "ConstraintError", "CountMismatchError", "LengthError", "MlfError",
@@ -901,7 +925,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c()
     c("from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401")
     c("from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401")
-    c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads  # noqa: F401")
+    c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401")
     c("from math import prod as _prod  # noqa: F401")
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
