@@ -220,3 +220,11 @@ def write_tensor_record_many(append: Callable[[Any], Any], recs: list[TensorReco
             head = heads[key] = b''.join(parts[:-1])
         append(head)
         append(lazy('data', rec) if lazy is not None else b'')
+
+
+TENSOR_RECORD_OFFSETS = {'magic': 0, 'reserved': 8, 'device': 16, 'ndim': 24, 'dtype': 28}
+
+
+def start_of_tensor_record(rec: TensorRecord) -> int:
+    """Offset of the first byte of ``rec`` in the buffer it was read from."""
+    return rec.data_offset - (40 + len(rec.shape) * 8)

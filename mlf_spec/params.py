@@ -35,7 +35,12 @@ from ._io import atomic_write_chunks, describe, read_source
 from .errors import MlfError, UnsupportedError
 from .generated._fastlib import Record
 from .generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
-from .generated.tensor_fast import TensorRecord, new_tensor_record
+from .generated.tensor_fast import (
+    TENSOR_RECORD_OFFSETS,
+    TensorRecord,
+    new_tensor_record,
+    start_of_tensor_record,
+)
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 ALIGNMENT = 64
@@ -72,7 +77,7 @@ class StoredTensor:
         """A stored tensor from raw parts (checks the byte count)."""
         dt = _dt.lookup(_dt.dialect(dialect), code, bits, lanes)
         t = cls(dt, tuple(int(s) for s in shape), data)
-        expected = _numel(t.shape) * dt.itemsize
+        expected = new_tensor_record(dtype_code=code, dtype_bits=bits, dtype_lanes=lanes, shape=t.shape).data_byte_size
         if t.nbytes != expected:
             raise UnsupportedError(f"stored tensor has {t.nbytes} bytes, its shape and dtype need {expected}")
         return t
@@ -94,13 +99,6 @@ class TensorInfo(Record):
     nbytes: int = property(itemgetter(4))  # type: ignore[assignment]
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 class _Index:
     __slots__ = ("names", "records", "magic", "reserved", "end", "choice")
 
@@ -119,7 +117,7 @@ def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool)
     if strict and not all(_dt.lookup(d, *k).known for k in keys):
         for i, r in enumerate(records):
             dt = _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
-            _dt.require_known(dt, d, f"arrays[{i}].dtype", r.data_offset - 8 - 8 * r.ndim - 4)
+            _dt.require_known(dt, d, f"arrays[{i}].dtype", start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
     return _Index(rec.names, records, rec.magic, rec.reserved, end, choice)
 
 

@@ -893,6 +893,62 @@ def emit_write_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c.dedent()
 
 
+def emit_start_of(c: Code, rs: RStruct, em: StructEmitter) -> None:
+    """``start_of_<s>(rec)``: where a record began, from where its lazy payload begins
+    (so errors found after parsing can name the byte offset of any header field), and
+    ``<S>_OFFSETS``: the offsets of the leading fixed fields from that start."""
+    terms: list[str] = []
+    offsets: dict[str, int] = {}
+    fixed = 0
+    leading = True
+    for kind, what, members in em.segments[:-1]:
+        if kind == "run":
+            if leading:
+                pos = fixed
+                for f in rs.fields:
+                    if f.name in offsets:
+                        continue
+                    if f.kind == "scalar" and not f.is_array and f.name in members:
+                        offsets[f.name] = pos
+                        pos += SCALARS[f.spec.type][0]
+                    elif f.kind == "struct" and f.struct is not None and f.struct.inline and all(
+                            m[0] in members for m in inline_scalars(f.struct, f.name, f.name)):
+                        offsets[f.name] = pos
+                        pos += f.struct.fixed_size or 0
+            fixed += int(sum(SCALARS[_flat_type(rs, m)][0] for m in members))
+        elif kind == "merged":
+            code, tail = what
+            size = {v[1]: v[0] for v in SCALARS.values()}[code]
+            terms.append(f"len(rec.{members[0]}) * {size}")
+            fixed += sum({v[1]: v[0] for v in SCALARS.values()}[ch] for ch in tail)
+            leading = False
+        else:
+            return  # a layout this helper does not cover: emit nothing
+    lazy_slot = f"{rs.fields[-1].name}_offset"
+    total = " + ".join([str(fixed), *terms])
+    c()
+    c()
+    c(f"{rs.name.upper()}_OFFSETS = {offsets!r}")
+    c()
+    c()
+    c(f"def start_of_{rs.name}(rec: {camel(rs.name)}) -> int:")
+    c.indent()
+    c('"""Offset of the first byte of ``rec`` in the buffer it was read from."""')
+    c(f"return rec.{lazy_slot} - ({total})")
+    c.dedent()
+
+
+def _flat_type(rs: RStruct, flat: str) -> str:
+    for f in rs.fields:
+        if f.kind == "scalar" and f.name == flat:
+            return f.spec.type
+        if f.kind == "struct" and f.struct is not None and f.struct.inline:
+            for name, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
+                if name == flat:
+                    return sf.spec.type
+    raise KeyError(flat)
+
+
 def _annot(typ: str) -> str:
     return {"tuple": "tuple", "list": "list", "object": "Any"}.get(typ, typ)
 
@@ -930,7 +986,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
-        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, write_{s}_many" if has_many(ub.structs[s]) else "")
+        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")
                  for s in ub.structs]
         c(f"from .{used}_fast import {', '.join(names)}  # noqa: F401")
         for k in ub.spec.constants:
@@ -955,4 +1011,5 @@ def emit_fast(model: Model, binary: Binary) -> str:
         if has_many(rs):
             emit_many(c, rs, slots)
             emit_write_many(c, rs, slots)
+            emit_start_of(c, rs, em)
     return c.text()
