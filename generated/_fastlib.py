@@ -125,3 +125,99 @@ def truncated(pos: int, end: int, ends: tuple[tuple[int, int, str], ...]) -> Tru
                 offset=pos + start,
             )
     return TruncatedError("input ends early", offset=pos)
+
+
+# ------------------------------------------------------------------ expression helpers
+# (used by specs that say so: import trees, keyed lists, version-dependent sections)
+
+def nondecreasing(seq: Any) -> bool:
+    """Whether every element is >= the one before."""
+    return all(a <= b for a, b in zip(seq, seq[1:]))
+
+
+def unique(seq: Any) -> bool:
+    """Whether no element occurs twice."""
+    return len(set(seq)) == len(seq)
+
+
+def _field_of(rec: Any, name: str) -> Any:
+    return rec[name] if isinstance(rec, dict) else getattr(rec, name)
+
+
+def count_where(seq: Any, name: str, value: Any) -> int:
+    """How many records of ``seq`` have ``value`` in field ``name``."""
+    return sum(1 for rec in seq if _field_of(rec, name) == value)
+
+
+def find_where(seq: Any, name: str, value: Any) -> Any:
+    """The first record of ``seq`` with ``value`` in field ``name`` (None if there is none)."""
+    for rec in seq:
+        if _field_of(rec, name) == value:
+            return rec
+    return None
+
+
+def acyclic(row_ptr: Any, child_indices: Any) -> bool:
+    """Whether the CSR graph (row i -> child_indices[row_ptr[i]:row_ptr[i+1]]) has no
+    cycle. Iterative, linear in its size; indices out of range are not edges."""
+    n = max(len(row_ptr) - 1, 0)
+    m = len(child_indices)
+    state = [0] * n  # 0 new, 1 on the stack, 2 done
+    for start in range(n):
+        if state[start]:
+            continue
+        stack = [(start, min(row_ptr[start], m))]
+        state[start] = 1
+        while stack:
+            node, j = stack[-1]
+            stop = min(row_ptr[node + 1], m)
+            if j >= stop:
+                state[node] = 2
+                stack.pop()
+                continue
+            stack[-1] = (node, j + 1)
+            child = child_indices[j]
+            if child >= n:
+                continue
+            if state[child] == 1:
+                return False
+            if state[child] == 0:
+                state[child] = 1
+                stack.append((child, min(row_ptr[child], m)))
+    return True
+
+
+def _version_key(v: Any) -> tuple[int, ...]:
+    if isinstance(v, tuple):
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        v = bytes(v).decode("ascii", "replace")
+    import re
+
+    m = re.match(r"v?([0-9]{1,4})[.]([0-9]{1,4})", v)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def at_least(version: Any, minimum: str) -> bool:
+    """Whether a TVM version (a string such as 0.16.dev0, or a tuple) is ``minimum`` or later;
+    an unreadable version counts as the oldest."""
+    return _version_key(version) >= _version_key(minimum)
+
+
+def decimal(s: Any) -> int:
+    """The value of a decimal string of at most 19 digits, -1 for anything else."""
+    if isinstance(s, (bytes, bytearray, memoryview)):
+        s = bytes(s).decode("ascii", "replace")
+    return int(s) if 0 < len(s) <= 19 and s.isascii() and s.isdigit() else -1
+
+
+#: Runtime registries of extra switch cases (spec `switch.extensible`): registry name ->
+#: {case value -> codec with read(buf, pos, end, era) -> (value, pos) and
+#: write(append, value, era)}. mlf_spec.blob.register_payload fills "module_payloads".
+EXTENSIONS: dict[str, dict[Any, Any]] = {}
+
+
+def ext_lookup(registry: str, key: Any) -> Any:
+    """The codec registered for ``key`` in ``registry``, or None."""
+    table = EXTENSIONS.get(registry)
+    return table.get(key) if table else None

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConstMismatchError, LengthError, MalformedError, TruncatedError
+from .errors import ConstMismatchError, LengthError, TruncatedError, UnsupportedError
 
 LATEST = (999, 0)
 Path = tuple[Any, ...]
@@ -127,7 +127,7 @@ class Builder:
                 ns[n] = f["canonical"]
             elif n in sources:
                 ns[n] = len(ns[sources[n]])
-            elif "equals" in f:
+            elif "equals" in f and f["kind"] not in ("vec", "map"):
                 ns[n] = f["equals"][1](ns)
             elif "derive" in f:
                 ns[n] = f["derive"][1](ns)
@@ -136,35 +136,55 @@ class Builder:
             fpath = path + (n,)
             if not _present(f, ns, self.era):
                 continue
-            value = ns.get(n)
-            kind = f["kind"]
-            if kind == "switch":
-                key = f["switch_on"](ns)
-                type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
-                self._value(type_name, value, fpath, f)
-            elif "count" in f:
-                for i, v in enumerate(value):
-                    self._value(f["type"], v, fpath + (i,), f)
-            elif kind == "scalar":
-                self._scalar(f["type"], value, fpath)
-            elif kind == "str":
-                self._value("str", value, fpath, f)
-            elif kind == "bytes":
-                raw = bytes.fromhex(value) if isinstance(value, str) else bytes(value)
-                self.out += self.overrides.get(fpath, raw)
-            elif kind == "vec":
-                self._len(len(value), fpath)
-                for i, v in enumerate(value):
-                    self._value(f["elem"], v, fpath + (i,), f)
-            elif kind == "map":
-                self._len(len(value), fpath)
-                for i, (k, v) in enumerate(value):
-                    self._value(f["key"], k, fpath + (i, "key"), f)
-                    self._value(f["value"], v, fpath + (i, "value"), f)
-            elif kind == "struct":
-                ns[n] = self.struct(f["struct"], value, fpath)
+            if f.get("sized"):
+                self._sized(f, ns, fpath)
+                continue
+            self._field(f, ns, fpath)
         return ns
 
+    def _sized(self, f: dict, ns: dict, fpath: Path) -> None:
+        """A sized field: its content, then the u64 length in front of it."""
+        outer = self.out
+        self.out = bytearray()
+        try:
+            self._field(f, ns, fpath)
+            content = self.out
+        finally:
+            self.out = outer
+        self._len(len(content), fpath)
+        self.out += content
+
+    def _field(self, f: dict, ns: dict, fpath: Path) -> None:
+        n = f["name"]
+        value = ns.get(n)
+        kind = f["kind"]
+        if kind == "switch":
+            key = f["switch_on"](ns)
+            type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
+            if type_name is None:
+                raise UnsupportedError(f"no layout for {n} = {key!r}", field=path_str(fpath))
+            self._value(type_name, value, fpath, f)
+        elif "count" in f:
+            for i, v in enumerate(value):
+                self._value(f["type"], v, fpath + (i,), f)
+        elif kind == "scalar":
+            self._scalar(f["type"], value, fpath)
+        elif kind == "str":
+            self._value("str", value, fpath, f)
+        elif kind == "bytes":
+            raw = bytes.fromhex(value) if isinstance(value, str) else bytes(value)
+            self.out += self.overrides.get(fpath, raw)
+        elif kind == "vec":
+            self._len(len(value), fpath)
+            for i, v in enumerate(value):
+                self._value(f["elem"], v, fpath + (i,), f)
+        elif kind == "map":
+            self._len(len(value), fpath)
+            for i, (k, v) in enumerate(value):
+                self._value(f["key"], k, fpath + (i, "key"), f)
+                self._value(f["value"], v, fpath + (i, "value"), f)
+        elif kind == "struct":
+            ns[n] = self.struct(f["struct"], value, fpath)
 
 def build(
     structs: dict, name: str, tree: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None
@@ -180,12 +200,13 @@ class Tracer:
     def __init__(self, structs: dict, buf: bytes, era: tuple[int, ...] = LATEST) -> None:
         self.structs, self.buf, self.era = structs, buf, era
         self.pos = 0
+        self.end = len(buf)  # end of the region being read (a sized field narrows it)
         self.spans: list[Span] = []
 
     def _take(self, n: int, path: Path) -> bytes:
-        if n < 0 or n > len(self.buf) - self.pos:
+        if n < 0 or n > self.end - self.pos:
             raise TruncatedError(
-                f"needs {n} bytes, {len(self.buf) - self.pos} remain", field=path_str(path), offset=self.pos
+                f"needs {n} bytes, {self.end - self.pos} remain", field=path_str(path), offset=self.pos
             )
         b = self.buf[self.pos : self.pos + n]
         self.pos += n
@@ -204,7 +225,7 @@ class Tracer:
             return self._scalar(type_name, path, f)
         if type_name == "str":
             n = self._scalar("u64", path + ("#count",), f, "length")
-            if n > len(self.buf) - self.pos:
+            if n > self.end - self.pos:
                 raise LengthError(f"string claims {n} bytes", field=path_str(path), offset=self.pos - 8)
             start = self.pos
             raw = self._take(n, path)
@@ -221,50 +242,60 @@ class Tracer:
             if not _present(f, ns, self.era):
                 ns[n] = None
                 continue
-            kind = f["kind"]
-            start = self.pos
-            if kind == "switch":
-                key = f["switch_on"](ns)
-                type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
-                if type_name is None:
-                    raise MalformedError(
-                        f"no layout for {n} = {key!r}", field=path_str(fpath), offset=self.pos
-                    )
-                ns[n] = self._value(type_name, fpath, f)
-            elif "count" in f:
-                count = f["count"][1](ns)
-                ns[n] = [self._value(f["type"], fpath + (i,), f) for i in range(count)]
-            elif kind == "scalar":
-                ns[n] = self._scalar(f["type"], fpath, f)
-            elif kind == "str":
-                ns[n] = self._value("str", fpath, f)
-            elif kind == "bytes":
-                size = f["size"][1](ns)
-                ns[n] = self._take(size, fpath)
-                self.spans.append(Span(fpath, start, size, f, "payload"))
-            elif kind in ("vec", "map"):
-                count = self._scalar("u64", fpath + ("#count",), f, "count")
-                if count > len(self.buf) - self.pos:
-                    raise LengthError(
-                        f"{n} claims {count} elements", field=path_str(fpath), offset=self.pos - 8
-                    )
-                if kind == "vec":
-                    ns[n] = [self._value(f["elem"], fpath + (i,), f) for i in range(count)]
-                else:
-                    ns[n] = [
-                        (
-                            self._value(f["key"], fpath + (i, "key"), f),
-                            self._value(f["value"], fpath + (i, "value"), f),
-                        )
-                        for i in range(count)
-                    ]
-            elif kind == "struct":
-                ns[n] = self.struct(f["struct"], fpath)
-            if "const" in f and ns[n] != f["const"]:
-                raise ConstMismatchError(
-                    f"{n} is {ns[n]!r}, expected {f['const']!r}", field=path_str(fpath), offset=start
-                )
+            if not f.get("sized"):
+                self._field(f, ns, fpath)
+                continue
+            size = self._scalar("u64", fpath + ("#count",), f, "length")
+            if size > self.end - self.pos:
+                raise LengthError(f"{n} claims {size} bytes", field=path_str(fpath), offset=self.pos - 8)
+            outer, self.end = self.end, self.pos + size
+            self._field(f, ns, fpath)
+            if self.pos != self.end:
+                raise LengthError(f"{n} ends {self.end - self.pos} bytes early", field=path_str(fpath), offset=self.pos)
+            self.end = outer
         return ns
+
+    def _field(self, f: dict, ns: dict, fpath: Path) -> None:
+        n = f["name"]
+        kind = f["kind"]
+        start = self.pos
+        if kind == "switch":
+            key = f["switch_on"](ns)
+            type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
+            if type_name is None:
+                raise UnsupportedError(f"no layout for {n} = {key!r}", field=path_str(fpath), offset=self.pos)
+            ns[n] = self._value(type_name, fpath, f)
+        elif "count" in f:
+            count = f["count"][1](ns)
+            ns[n] = [self._value(f["type"], fpath + (i,), f) for i in range(count)]
+        elif kind == "scalar":
+            ns[n] = self._scalar(f["type"], fpath, f)
+        elif kind == "str":
+            ns[n] = self._value("str", fpath, f)
+        elif kind == "bytes":
+            size = f["size"][1](ns, remaining=self.end - self.pos) if "remaining" in f["size"][0] else f["size"][1](ns)
+            ns[n] = self._take(size, fpath)
+            self.spans.append(Span(fpath, start, size, f, "payload"))
+        elif kind in ("vec", "map"):
+            count = self._scalar("u64", fpath + ("#count",), f, "count")
+            if count > self.end - self.pos:
+                raise LengthError(f"{n} claims {count} elements", field=path_str(fpath), offset=self.pos - 8)
+            if kind == "vec":
+                ns[n] = [self._value(f["elem"], fpath + (i,), f) for i in range(count)]
+            else:
+                ns[n] = [
+                    (
+                        self._value(f["key"], fpath + (i, "key"), f),
+                        self._value(f["value"], fpath + (i, "value"), f),
+                    )
+                    for i in range(count)
+                ]
+        elif kind == "struct":
+            ns[n] = self.struct(f["struct"], fpath)
+        if "const" in f:
+            const = f["const"].encode() if isinstance(f["const"], str) and not f.get("encoding") else f["const"]
+            if ns[n] != const:
+                raise ConstMismatchError(f"{n} is {ns[n]!r}, expected {const!r}", field=path_str(fpath), offset=start)
 
 
 def trace(structs: dict, name: str, buf: bytes, era: tuple[int, ...] = LATEST) -> tuple[dict, list[Span]]:

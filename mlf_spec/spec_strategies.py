@@ -71,9 +71,16 @@ def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_el
         hint = f.get("strategy", {})
         if "const" in f:
             ns[n] = f["const"]
+        elif "choices" in f and kind == "scalar":
+            ns[n] = draw(st.sampled_from(f["choices"]))
         elif n in pins and kind == "scalar":
             lo, hi = _bounds({**f, "bounds": pins[n]})
             ns[n] = draw(st.integers(lo, hi))
+        elif "equals" in f and kind in ("vec", "map"):  # exactly that many elements
+            size = f["equals"][1](ns)
+            elem = _element(structs, f, f["elem"], era, max_elems) if kind == "vec" else st.tuples(
+                _element(structs, f, f["key"], era, max_elems), _element(structs, f, f["value"], era, max_elems))
+            ns[n] = draw(st.lists(elem, min_size=size, max_size=size))
         elif "equals" in f:
             ns[n] = f["equals"][1](ns)
         elif "derive" in f:
@@ -88,6 +95,7 @@ def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_el
             ns[n] = draw(st.sampled_from(row["numpy_bits"]) | st.integers(*_bounds(f)))
         elif "count" in f:
             count = f["count"][1](ns)
+            assume(0 <= count <= 64)
             ns[n] = [draw(_element(structs, f, f["type"], era, max_elems, each=True)) for _ in range(count)]
         elif kind == "scalar":
             if "canonical" in f and "bounds" not in f:
@@ -99,11 +107,15 @@ def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_el
                 ns[n] = draw(_element(structs, f, f["type"], era, max_elems))
         elif kind == "str":
             ns[n] = draw(_element(structs, f, "str", era, max_elems))
+        elif kind == "bytes" and "remaining" in f["size"][0]:  # the rest of its region: any bytes
+            ns[n] = draw(st.binary(max_size=hint.get("max_size", 16)))
         elif kind == "bytes":
             size = f["size"][1](ns)
             ns[n] = draw(st.binary(min_size=size, max_size=size))
         elif kind == "vec":
-            ns[n] = draw(st.lists(_element(structs, f, f["elem"], era, max_elems), max_size=hint.get("max_size", max_elems)))
+            unique = f.get("constraint", ("",))[0] == f"unique({n})"
+            ns[n] = draw(st.lists(_element(structs, f, f["elem"], era, max_elems), max_size=hint.get("max_size", max_elems),
+                                  unique=unique))
         elif kind == "map":
             ns[n] = draw(st.lists(st.tuples(_element(structs, f, f["key"], era, max_elems),
                                             _element(structs, f, f["value"], era, max_elems)),
@@ -113,7 +125,10 @@ def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_el
         elif kind == "switch":
             key = f["switch_on"](ns)
             type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
+            assume(type_name is not None)
             ns[n] = draw(_element(structs, f, type_name, era, max_elems))
+        if "constraint" in f and kind in ("vec", "map", "str") and "each" not in f["constraint"][0]:
+            assume(f["constraint"][1](ns))  # rules the drawing above does not enforce by construction
     return ns
 
 
@@ -124,9 +139,14 @@ def _element(structs: dict, f: dict, type_name: str, era: tuple[int, ...], max_e
         return st.floats(allow_nan=False, width=32 if type_name == "f32" else 64)
     if type_name == "str":
         hint = f.get("strategy", {})
+        if hint.get("alphabet") == "decimal":
+            return st.integers(0, 3).map(str)
+        if hint.get("alphabet") == "tvm_version":
+            return st.sampled_from(["0.8.0", "0.9.0", "0.13.0", "0.14.dev0", "0.16.0", "0.19.0"])
+        size = hint.get("max_size", 12) if f["kind"] == "str" else 12  # a vec's max_size counts elements
         if f.get("encoding") or hint.get("alphabet") == "text":
-            return st.text(max_size=12)
-        return st.binary(max_size=12)
+            return st.text(max_size=size)
+        return st.binary(max_size=size)
     return valid_tree(structs, type_name, era, max_elems)
 
 

@@ -95,3 +95,17 @@ SPECS = {"params": _params_ir.STRUCTS}
 
 __all__ = ["PARAMS_BROKEN_KINDS", "arrays", "broken_params_bytes", "numpy_dtypes", "param_dicts", "params_bytes",
            "stored_tensors"]
+
+# Module blobs (both layouts): valid module trees and blobs, and blobs broken by named kind.
+from .blob_strategies import (  # noqa: E402
+    BLOB_BROKEN_KINDS,
+    BLOB_ERAS,
+    BrokenBlob,
+    blob_bytes,
+    blob_payloads,
+    broken_blob_bytes,
+    module_trees,
+)
+
+__all__ += ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "BrokenBlob", "blob_bytes", "blob_payloads", "broken_blob_bytes",
+            "module_trees"]

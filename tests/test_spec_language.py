@@ -116,7 +116,7 @@ def test_duplicate_yaml_key_is_an_error(tmp_path):
         load(spec)
 
 
-@pytest.mark.parametrize("source", ["__import__('os')", "a.b()", "lambda: 1", "x[0]", "1.5 + n"])
+@pytest.mark.parametrize("source", ["__import__('os')", "a.b()", "lambda: 1", "x[i]", "x[0:2]", "1.5 + n"])
 def test_expression_language_rejects_python_beyond_the_subset(source):
     with pytest.raises(ExprError):
         Expr(source)

@@ -42,6 +42,8 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
         cases = ", ".join(f"{k!r}: {_type(v, None)}" for k, v in s.switch.cases.items())
         default = _type(s.switch.default, None) if s.switch.default else "Error"
         base = f"Switch(lambda ctx: {_ctx(f.switch_on, consts)}, {{{cases}}}, default={default})"
+    elif f.kind == "bytes" and "remaining" in f.exprs["size"].helpers:
+        base = "GreedyBytes"  # size: remaining() -- the rest of the enclosing region
     elif f.kind == "bytes":
         base = f"Bytes(lambda ctx: {_ctx(f.exprs['size'], consts)})"
     elif f.kind == "vec":
@@ -52,10 +54,12 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
         base = _type(s.type, s.encoding)
     if f.is_array:
         base = f"Array(lambda ctx: {_ctx(f.exprs['count'], consts)}, {base})"
+    if s.sized:
+        base = f"Prefixed(Int64ul, {base})"
     if s.const is not None:
         value = s.const if isinstance(s.const, int) else s.const.encode()
         base = f"Const({value!r}, {base})"
-    elif "equals" in f.exprs:
+    elif "equals" in f.exprs and f.kind not in ("vec", "map"):
         base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['equals'], consts)})"
     elif "derive" in f.exprs:
         base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['derive'], consts)})"
@@ -73,10 +77,11 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
     out.append(f"{s.name!r} / {base},")
     for key in ("equals", "derive"):
         if key in f.exprs:
-            out.append(f"Check(lambda ctx: ctx.{s.name} == {_ctx(f.exprs[key], consts)}),")
+            value = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
+            out.append(f"Check(lambda ctx: {value} == {_ctx(f.exprs[key], consts)}),")
     if "constraint" in f.exprs:
         e = f.exprs["constraint"]
-        if "each" in e.names and f.is_array:
+        if "each" in e.names and (f.is_array or f.kind == "vec"):
             out.append(f"Check(lambda ctx: all({_ctx(e, consts)} for each in ctx.{s.name})),")
         else:
             out.append(f"Check(lambda ctx: {_ctx(e, consts)}),")
@@ -98,6 +103,9 @@ def emit_construct(model: Model, binary: Binary) -> str:
     c()
     c("from ._construct_lib import _era, _Str, _Text")
     c("from ._fastlib import ceil_div as _ceil_div, numel as _numel")
+    extras = _helpers(binary)
+    if extras:
+        c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}")
     consts = {k.name: k.value for k in binary.spec.constants}
     for used in binary.spec.uses:
         consts.update({k.name: k.value for k in model.binaries[used].spec.constants})
@@ -113,9 +121,31 @@ def emit_construct(model: Model, binary: Binary) -> str:
         for f in rs.fields:
             for line in _field(f, consts):
                 c(line)
+        for inv, e, _loc in rs.invariants:
+            if inv.severity != "error":
+                continue
+            cond = ([f"_era(ctx) < {vkey(inv.since)!r}"] if inv.since else []) + (
+                [f"_era(ctx) >= {vkey(inv.until)!r}"] if inv.until else [])
+            rule = _ctx(e, consts)
+            c(f"Check(lambda ctx: {' or '.join(cond + [rule])}),  # invariant {inv.name}")
         c.dedent()
         c(")")
     return c.text()
+
+
+def _helpers(binary: Binary) -> list[str]:
+    """The _fastlib helpers the grammar's expressions call (remaining() becomes GreedyBytes)."""
+    used: set[str] = set()
+    for rs in binary.structs.values():
+        if rs.owner != binary.name:
+            continue
+        for f in rs.fields:
+            for e in f.exprs.values():
+                used |= e.helpers
+        for _inv, e, _loc in rs.invariants:
+            used |= e.helpers
+    used.discard("remaining")
+    return sorted(used)
 
 
 CONSTRUCT_LIB = '''"""Small Construct pieces shared by the generated grammars."""

@@ -9,6 +9,7 @@ from pprint import pformat
 
 from .common import camel, header
 from .emit_fast import Code
+from .expr import Expr
 from .ir import SCALARS
 from .load import Binary, Model, RField, table_dialects, vkey
 
@@ -34,6 +35,10 @@ def _field(f: RField, consts: dict[str, int]) -> str:
             d[key] = v
     if s.lazy:
         d["lazy"] = True
+    if s.sized:
+        d["sized"] = True
+    if s.keep_span:
+        d["keep_span"] = True
     if f.kind == "struct" and f.struct is not None:
         d["struct"] = f.struct.name
     if f.elem:
@@ -48,21 +53,31 @@ def _field(f: RField, consts: dict[str, int]) -> str:
         d["strategy"] = s.strategy.model_dump(exclude_none=True)
     if s.switch:
         d["switch"] = {"on": s.switch.on, "cases": dict(s.switch.cases), "default": s.switch.default}
+        if s.switch.extensible:
+            d["switch"]["extensible"] = s.switch.extensible
     lines = [pformat(d, width=100, sort_dicts=False)[:-1] + ","]
     for key, e in f.exprs.items():
-        fn = f"lambda ns, each=None: {e.translate(lambda n: _ns(n, consts))}"
-        fn = fn.replace("numel(", "_numel(").replace("ceil_div(", "_ceil_div(")
-        lines.append(f"  {key!r}: ({e.source!r}, {fn}),")
+        lines.append(f"  {key!r}: ({e.source!r}, {_lambda(e, consts)}),")
         if key == "constraint":
             subject = "each" if "each" in e.names else s.name
             lines.append(f"  'bounds': {e.int_bounds(subject)!r},")
             nested = {n.split(".", 1)[1]: e.int_bounds(n) for n in e.names if n.startswith(s.name + ".")}
             if nested:
                 lines.append(f"  'member_bounds': {nested!r},")
+            choices = e.choices(subject)
+            if choices is not None:
+                lines.append(f"  'choices': {[consts.get(v, v) if isinstance(v, str) else v for v in choices]!r},")
     if f.switch_on is not None:
-        fn = f"lambda ns, each=None: {f.switch_on.translate(lambda n: _ns(n, consts))}"
-        lines.append(f"  'switch_on': {fn},")
+        lines.append(f"  'switch_on': {_lambda(f.switch_on, consts)},")
     return "\n".join(lines) + "}"
+
+
+def _lambda(e: Expr, consts: dict[str, int]) -> str:
+    """A lambda over a field namespace ``ns`` (dict tree); ``remaining`` is passed by the
+    engine where the expression asks for remaining()."""
+    body = e.translate(lambda n: _ns(n, consts), func_prefix="_", remaining="remaining", attr_items=True)
+    extra = ", remaining=None" if "remaining" in e.helpers else ""
+    return f"lambda ns, each=None{extra}: {body}"
 
 
 def emit_binary_data(model: Model, binary: Binary) -> str:
@@ -73,6 +88,11 @@ def emit_binary_data(model: Model, binary: Binary) -> str:
     c(f'"""{binary.spec.title}: the spec as data (structs, fields, compiled expressions)."""')
     c()
     c("from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401")
+    extras = sorted({h for rs in binary.structs.values() if rs.owner == binary.name
+                     for e in [*(x for f in rs.fields for x in f.exprs.values()), *(x for _i, x, _l in rs.invariants)]
+                     for h in e.helpers} - {"remaining"})
+    if extras:
+        c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}  # noqa: F401")
     consts = {k.name: k.value for k in binary.spec.constants}
     for used in binary.spec.uses:
         consts.update({k.name: k.value for k in model.binaries[used].spec.constants})
@@ -99,6 +119,15 @@ def emit_binary_data(model: Model, binary: Binary) -> str:
                 c("        " + line)
             c.lines[-1] += ","
         c("    ],")
+        if rs.invariants:
+            c("    'invariants': [")
+            for inv, e, _loc in rs.invariants:
+                since = vkey(inv.since) if inv.since else None
+                until = vkey(inv.until) if inv.until else None
+                c(f"        {{'name': {inv.name!r}, 'severity': {inv.severity!r}, 'since': {since!r}, 'until': {until!r},")
+                c(f"         'doc': {' '.join(inv.doc.split())!r},")
+                c(f"         'rule': ({e.source!r}, {_lambda(e, consts)})}},")
+            c("    ],")
         c("}")
     examples = [ex.model_dump() for ex in binary.spec.examples]
     c(f"EXAMPLES = {pformat(examples, width=100, sort_dicts=False)}")

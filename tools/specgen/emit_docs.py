@@ -24,6 +24,8 @@ def _type_text(f: RField) -> str:
         t = s.type
     if f.is_array:
         t = f"{t}[{s.count}]"
+    if s.sized:
+        t = f"u64 length, then {t}"
     return t
 
 
@@ -53,11 +55,15 @@ def _rules(f: RField) -> str:
     if s.switch:
         cases = ", ".join(f"`{k}` → {v}" for k, v in s.switch.cases.items())
         parts.append(cases + (f", else {s.switch.default}" if s.switch.default else ", else error"))
+        if s.switch.extensible:
+            parts.append(f"codecs registered at run time (registry `{s.switch.extensible}`) come first")
+    if s.sized:
+        parts.append("the value must fill the stated length exactly")
     return "; ".join(parts)
 
 
 def _size(f: RField) -> int | None:
-    if f.conditional or f.is_array:
+    if f.conditional or f.is_array or f.spec.sized:
         return None
     if f.kind == "scalar":
         return SCALARS[f.spec.type][0]
@@ -90,6 +96,12 @@ def struct_section(rs: RStruct) -> list[str]:
             offset = None
             anchor, rel = f.name, 0
     out += ["", "```", "| " + " | ".join(diagram) + " |", "```", ""]
+    if rs.invariants:
+        out += ["Rules over several fields:", ""]
+        for inv, _e, _loc in rs.invariants:
+            when = (f", from {inv.since}" if inv.since else "") + (f", until {inv.until}" if inv.until else "")
+            out.append(f"- `{inv.name}` ({inv.severity}{when}): `{inv.rule}`. {' '.join(inv.doc.split())}")
+        out.append("")
     return out
 
 
@@ -125,10 +137,17 @@ def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str,
                 r.append(f"must equal `{f.spec.derive}` (ConstraintError)")
             if f.spec.constraint:
                 r.append(f"must satisfy `{f.spec.constraint}` (ConstraintError)")
-            if f.kind in ("vec", "map", "str", "bytes") or f.is_array:
+            if f.kind in ("vec", "map", "str", "bytes") or f.is_array or f.spec.sized:
                 r.append("its length is checked against the bytes that remain before anything is read (LengthError / TruncatedError)")
+            if f.spec.sized:
+                r.append("its value must end exactly where its stated length does (LengthError)")
+            if f.spec.switch is not None and not f.spec.switch.default:
+                r.append(f"a `{f.spec.switch.on}` with no layout is UnsupportedError")
             if r:
                 out.append(f"- `{rs.name}.{f.name}`: " + "; ".join(r) + ".")
+        for inv, _e, _loc in rs.invariants:
+            what = "ConstraintError" if inv.severity == "error" else f"reported by `lint_{rs.name}`"
+            out.append(f"- `{rs.name}` rule `{inv.name}`: `{inv.rule}` ({what}).")
     out.append("")
     for name, doc, lines in examples:
         out += [f"## Example: {name}", "", doc, "", "```", *lines, "```", ""]

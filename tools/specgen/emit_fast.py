@@ -143,6 +143,102 @@ def truncated(pos: int, end: int, ends: tuple[tuple[int, int, str], ...]) -> Tru
                 offset=pos + start,
             )
     return TruncatedError("input ends early", offset=pos)
+
+
+# ------------------------------------------------------------------ expression helpers
+# (used by specs that say so: import trees, keyed lists, version-dependent sections)
+
+def nondecreasing(seq: Any) -> bool:
+    """Whether every element is >= the one before."""
+    return all(a <= b for a, b in zip(seq, seq[1:]))
+
+
+def unique(seq: Any) -> bool:
+    """Whether no element occurs twice."""
+    return len(set(seq)) == len(seq)
+
+
+def _field_of(rec: Any, name: str) -> Any:
+    return rec[name] if isinstance(rec, dict) else getattr(rec, name)
+
+
+def count_where(seq: Any, name: str, value: Any) -> int:
+    """How many records of ``seq`` have ``value`` in field ``name``."""
+    return sum(1 for rec in seq if _field_of(rec, name) == value)
+
+
+def find_where(seq: Any, name: str, value: Any) -> Any:
+    """The first record of ``seq`` with ``value`` in field ``name`` (None if there is none)."""
+    for rec in seq:
+        if _field_of(rec, name) == value:
+            return rec
+    return None
+
+
+def acyclic(row_ptr: Any, child_indices: Any) -> bool:
+    """Whether the CSR graph (row i -> child_indices[row_ptr[i]:row_ptr[i+1]]) has no
+    cycle. Iterative, linear in its size; indices out of range are not edges."""
+    n = max(len(row_ptr) - 1, 0)
+    m = len(child_indices)
+    state = [0] * n  # 0 new, 1 on the stack, 2 done
+    for start in range(n):
+        if state[start]:
+            continue
+        stack = [(start, min(row_ptr[start], m))]
+        state[start] = 1
+        while stack:
+            node, j = stack[-1]
+            stop = min(row_ptr[node + 1], m)
+            if j >= stop:
+                state[node] = 2
+                stack.pop()
+                continue
+            stack[-1] = (node, j + 1)
+            child = child_indices[j]
+            if child >= n:
+                continue
+            if state[child] == 1:
+                return False
+            if state[child] == 0:
+                state[child] = 1
+                stack.append((child, min(row_ptr[child], m)))
+    return True
+
+
+def _version_key(v: Any) -> tuple[int, ...]:
+    if isinstance(v, tuple):
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        v = bytes(v).decode("ascii", "replace")
+    import re
+
+    m = re.match(r"v?([0-9]{1,4})[.]([0-9]{1,4})", v)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def at_least(version: Any, minimum: str) -> bool:
+    """Whether a TVM version (a string such as 0.16.dev0, or a tuple) is ``minimum`` or later;
+    an unreadable version counts as the oldest."""
+    return _version_key(version) >= _version_key(minimum)
+
+
+def decimal(s: Any) -> int:
+    """The value of a decimal string of at most 19 digits, -1 for anything else."""
+    if isinstance(s, (bytes, bytearray, memoryview)):
+        s = bytes(s).decode("ascii", "replace")
+    return int(s) if 0 < len(s) <= 19 and s.isascii() and s.isdigit() else -1
+
+
+#: Runtime registries of extra switch cases (spec `switch.extensible`): registry name ->
+#: {case value -> codec with read(buf, pos, end, era) -> (value, pos) and
+#: write(append, value, era)}. mlf_spec.blob.register_payload fills "module_payloads".
+EXTENSIONS: dict[str, dict[Any, Any]] = {}
+
+
+def ext_lookup(registry: str, key: Any) -> Any:
+    """The codec registered for ``key`` in ``registry``, or None."""
+    table = EXTENSIONS.get(registry)
+    return table.get(key) if table else None
 '''
 
 
@@ -174,6 +270,7 @@ class StructEmitter:
         self.slots: list[tuple[str, str]] = []  # (attribute, python type)
         self.runs: list[tuple[str, str]] = []  # (name, format)
         self.segments: list[tuple[str, Any, Any]] = []  # how the reader grouped the fields
+        self.started: set[str] = set()  # fields with a _start_<name> local
         self.tmp = 0
 
     # ---------------------------------------------------------------- naming
@@ -190,7 +287,7 @@ class StructEmitter:
         raise KeyError(dotted)
 
     def py(self, e: Expr) -> str:
-        return e.translate(self.local, func_prefix="_", inline=True)
+        return e.translate(self.local, func_prefix="_", inline=True, remaining="end - pos")
 
     def new_tmp(self) -> str:
         self.tmp += 1
@@ -211,7 +308,13 @@ class StructEmitter:
                 c.indent()
                 c(f"raise ConstMismatchError(f\"{dotted} is {{{var}!r}}, expected {lit!r}\", field={dotted!r}, offset={offset})")
             c.dedent()
-        if "equals" in f.exprs:
+        if "equals" in f.exprs and f.kind in ("vec", "map") and not f.is_array:
+            e = f.exprs["equals"]  # a vec/map: its element count must equal the expression
+            c(f"if len({var}) != {self.py(e)}:")
+            c.indent()
+            c(f"raise CountMismatchError(f\"{dotted} has {{len({var})}} elements but {e.source} is {{{self.py(e)}}}\", field={dotted!r}, offset={offset})")
+            c.dedent()
+        elif "equals" in f.exprs:
             e = f.exprs["equals"]
             c(f"if {var} != {self.py(e)}:")
             c.indent()
@@ -227,8 +330,11 @@ class StructEmitter:
             c.dedent()
         if "constraint" in f.exprs:
             e = f.exprs["constraint"]
-            if "each" in e.names and f.is_array:
+            if "each" in e.names and (f.is_array or f.kind == "vec"):
                 size = SCALARS[s.type][0] if s.type in SCALARS else None
+                if f.kind == "vec" and not f.is_array:  # elements follow the u64 count
+                    size = SCALARS[f.elem][0] if f.elem in SCALARS else None
+                    offset = f"{offset} + 8"
                 if e.is_pure_bounds("each"):
                     # min/max run in C; the per-element loop only runs to name the culprit
                     lo, hi = e.int_bounds("each")
@@ -246,7 +352,7 @@ class StructEmitter:
                 if e.is_pure_bounds("each"):
                     c.dedent()
             else:
-                c(f"if not ({self.py(e)}):")
+                c(f"if {_negated(self.py(e))}:")
                 c.indent()
                 c(f"raise ConstraintError(f\"{dotted} is {{{var}}}, which breaks `{e.source}`\", field={dotted!r}, offset={offset})")
                 c.dedent()
@@ -263,7 +369,7 @@ class StructEmitter:
 
     # ---------------------------------------------------------------- reader
     def runnable(self, f: RField) -> bool:
-        if f.conditional or f.is_array:
+        if f.conditional or f.is_array or f.spec.sized or f.spec.keep_span:
             return False
         return f.kind == "scalar" or (f.kind == "struct" and f.struct is not None and f.struct.inline)
 
@@ -440,8 +546,12 @@ class StructEmitter:
         self.locals[name] = slot_name
         if cond_parts:
             c(f"{slot_name} = None")
+            if s.keep_span:
+                c(f"{name}_span = None")
             c(f"if {' and '.join(cond_parts)}:")
             c.indent()
+        if s.sized:
+            self.sized_open(name)
         start = "_start_" + name
         c(f"{start} = pos")
         if f.kind == "scalar" and f.is_array:
@@ -555,6 +665,21 @@ class StructEmitter:
             assert s.switch is not None and f.switch_on is not None
             c(f"_k = {self.py(f.switch_on)}")
             first = True
+            if s.switch.extensible:
+                # a codec registered at run time takes precedence over the spec's cases
+                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
+                c("if _x is not None:")
+                c.indent()
+                c("try:")
+                c.indent()
+                c(f"{name}, pos = _x.read(buf, pos, end, era)")
+                c.dedent()
+                c("except MlfError as _e:")
+                c.indent()
+                c(f"raise _e.prefixed({name!r}) from None")
+                c.dedent()
+                c.dedent()
+                first = False
             for value, type_name in s.switch.cases.items():
                 c(f"{'if' if first else 'elif'} _k == {value!r}:")
                 first = False
@@ -569,10 +694,85 @@ class StructEmitter:
                 c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r}, offset=pos)")
             c.dedent()
             self.slots.append((name, "object"))
+        if s.sized:
+            self.sized_close(name)
+        if s.keep_span:
+            c(f"{name}_span = ({start}, pos)")
+            self.slots.append((f"{name}_span", "tuple"))
+        self.started.add(name)
         if not (f.kind == "bytes" and s.lazy):
             self.checks(f, self.locals[name], name, start)
         if cond_parts:
             c.dedent()
+
+    def era_condition(self, since: str | None, until: str | None) -> list[str]:
+        out = []
+        if since:
+            out.append(f"era >= {vkey(since)!r}")
+        if until:
+            out.append(f"era < {vkey(until)!r}")
+        return out
+
+    def invariant_check(self, inv: Any, e: Expr) -> None:
+        """An error invariant: raise at the first field the rule names (or the struct start)."""
+        c = self.c
+        cond = self.era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
+        first = next((n.split(".")[0] for n in e.names if n.split(".")[0] in self.started), None)
+        offset = f"_start_{first}" if first else "_pos0"
+        summary = inv.doc.strip().split(". ")[0].rstrip(".").replace('"', "'").replace("{", "{{").replace("}", "}}")
+        c(f"if {' and '.join(cond)}:")
+        c.indent()
+        c(f"raise ConstraintError(\"breaks {inv.name}: {summary}\", field={(first or inv.name)!r}, offset={offset})")
+        c.dedent()
+
+    def emit_lint(self, slots: list[str]) -> None:
+        """``lint_<struct>(rec, era)``: the warning invariants that ``rec`` breaks."""
+        warnings = [(inv, e) for inv, e, _ in self.rs.invariants if inv.severity == "warning"]
+        if not warnings:
+            return
+        c = self.c
+        cls = camel(self.rs.name)
+        c()
+        c()
+        c(f"def lint_{self.rs.name}(rec: {cls}, era: tuple[int, ...] = LATEST) -> list[tuple[str, str]]:")
+        c.indent()
+        c(f'"""(name, explanation) of every warning-level invariant of {self.rs.name} that ``rec`` breaks."""')
+        if slots:
+            c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
+        c("out: list[tuple[str, str]] = []")
+        for inv, e in warnings:
+            cond = self.era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
+            c(f"if {' and '.join(cond)}:")
+            c.indent()
+            c(f"out.append(({inv.name!r}, {' '.join(inv.doc.split())!r}))")
+            c.dedent()
+        c("return out")
+        c.dedent()
+
+    def sized_open(self, name: str) -> None:
+        """A sized field: read its u64 length and narrow ``end`` to its content."""
+        c = self.c
+        c("if end - pos < 8:")
+        c.indent()
+        c(f"raise TruncatedError(\"input ends inside the length of {name}\", field={name!r}, offset=pos)")
+        c.dedent()
+        c("_z = _U64(buf, pos)[0]")
+        c("if _z > end - pos - 8:")
+        c.indent()
+        c(f"raise LengthError(f\"{name} claims {{_z}} bytes but {{end - pos - 8}} remain\", field={name!r}, offset=pos)")
+        c.dedent()
+        c("pos += 8")
+        c(f"_end_{name} = end")
+        c("end = pos + _z")
+
+    def sized_close(self, name: str) -> None:
+        """The content of a sized field must fill its length exactly; restore ``end``."""
+        c = self.c
+        c("if pos != end:")
+        c.indent()
+        c(f"raise LengthError(f\"{name}: its layout ends {{end - pos}} bytes before its stated length\", field={name!r}, offset=pos)")
+        c.dedent()
+        c(f"end = _end_{name}")
 
     def emit_switch_case(self, name: str, type_name: str) -> None:
         c = self.c
@@ -603,6 +803,9 @@ class StructEmitter:
         saved = self.c
         self.c = body
         body.level = 1
+        errors = [(inv, e) for inv, e, _ in rs.invariants if inv.severity == "error"]
+        if errors:
+            body("_pos0 = pos")
         fields = rs.fields
         i = 0
         while i < len(fields):
@@ -622,6 +825,8 @@ class StructEmitter:
                 self.segments.append(("field", None, fields[i]))
                 self.emit_field(fields[i])
                 i += 1
+        for inv, e in errors:
+            self.invariant_check(inv, e)
         cls = camel(rs.name)
         members = ", ".join(a for a, _ in self.slots)
         body(f"return _new({cls}, ({members}{',' if len(self.slots) == 1 else ''})), pos")
@@ -661,7 +866,8 @@ class StructEmitter:
         c(f"def write_{rs.name}(append: Callable[[Any], Any], rec: {cls}, lazy: Lazy | None = None, era: tuple[int, ...] = LATEST) -> None:")
         c.indent()
         c('"""Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""')
-        c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
+        if slots:
+            c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
         for kind, what, members in self.segments:
             if kind == "run":
                 c(f"append({what}.pack({', '.join(members)}))")
@@ -688,6 +894,10 @@ class StructEmitter:
         if cond:
             c(f"if {' and '.join(cond)}:")
             c.indent()
+        if s.sized:  # write the content aside, then its length and the content
+            c(f"_outer_{name} = append")
+            c(f"_sub_{name}: list = []")
+            c(f"append = _sub_{name}.append")
         enc = "'utf-8', 'surrogateescape'"
         if f.kind == "scalar" and f.is_array:
             size, code = SCALARS[s.type]
@@ -731,6 +941,13 @@ class StructEmitter:
             assert s.switch is not None and f.switch_on is not None
             c(f"_k = {self.py(f.switch_on)}")
             first = True
+            if s.switch.extensible:
+                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
+                c("if _x is not None:")
+                c.indent()
+                c(f"_x.write(append, {name}, era)")
+                c.dedent()
+                first = False
             cases = list(s.switch.cases.items()) + ([(None, s.switch.default)] if s.switch.default else [])
             for value, type_name in cases:
                 if value is None:
@@ -741,6 +958,16 @@ class StructEmitter:
                 c.indent()
                 self.write_element(type_name, name, None if type_name in SCALARS or type_name == "str" else self.binary.structs.get(type_name))
                 c.dedent()
+            if not s.switch.default:
+                c("else:")
+                c.indent()
+                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r})")
+                c.dedent()
+        if s.sized:
+            c(f"append = _outer_{name}")
+            c(f"_b = b''.join(_sub_{name})")
+            c("append(_U64P(len(_b)))")
+            c("append(_b)")
         if cond:
             c.dedent()
         del var
@@ -777,7 +1004,7 @@ class StructEmitter:
             elif flat in count_sources:
                 defaults[flat] = "None"
                 computed.insert(0, (flat, f"len({count_sources[flat]})"))
-            elif "equals" in f.exprs:
+            elif "equals" in f.exprs and f.kind not in ("vec", "map"):
                 defaults[flat] = "None"
                 computed.append((flat, self.py(f.exprs["equals"])))
             elif "derive" in f.exprs:
@@ -787,9 +1014,12 @@ class StructEmitter:
                 defaults[flat] = "0"
             elif f.conditional:
                 defaults[flat] = "None"
+            if s.keep_span:
+                defaults[f"{flat}_span"] = "None"
 
         for f in rs.fields:
-            if f.kind == "struct" and f.struct is not None and f.struct.inline and not f.conditional and not f.is_array:
+            if (f.kind == "struct" and f.struct is not None and f.struct.inline and not f.conditional and not f.is_array
+                    and not f.spec.sized and not f.spec.keep_span):
                 for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
                     visit(sf, flat)
             else:
@@ -949,6 +1179,34 @@ def _flat_type(rs: RStruct, flat: str) -> str:
     raise KeyError(flat)
 
 
+def _negated(source: str) -> str:
+    """``not (source)``, written ``a not in b`` for a membership test."""
+    import ast
+
+    tree = ast.parse(source, mode="eval").body
+    if isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.ops[0], (ast.In, ast.NotIn)):
+        tree.ops = [ast.NotIn() if isinstance(tree.ops[0], ast.In) else ast.In()]
+        return ast.unparse(tree)
+    return f"not ({source})"
+
+
+def _helpers_used(binary: Binary) -> list[str]:
+    """The _fastlib helpers that the readers of ``binary``'s own structs call."""
+    used: set[str] = set()
+    for rs in binary.structs.values():
+        if rs.owner != binary.name:
+            continue
+        for f in rs.fields:
+            for e in [*f.exprs.values(), *([f.switch_on] if f.switch_on is not None else [])]:
+                used |= e.helpers
+            if f.spec.switch is not None and f.spec.switch.extensible:
+                used.add("ext_lookup")
+        for _inv, e, _loc in rs.invariants:
+            used |= e.helpers
+    used.discard("remaining")
+    return sorted(used)
+
+
 def _annot(typ: str) -> str:
     return {"tuple": "tuple", "list": "list", "object": "Any"}.get(typ, typ)
 
@@ -983,6 +1241,9 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c("from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401")
     c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401")
     c("from math import prod as _prod  # noqa: F401")
+    extras = _helpers_used(binary)
+    if extras:
+        c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}  # noqa: F401")
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
@@ -1008,6 +1269,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
         slots = em.emit_reader()
         em.emit_writer(slots)
         em.emit_new(slots)
+        em.emit_lint(slots)
         if has_many(rs):
             emit_many(c, rs, slots)
             emit_write_many(c, rs, slots)

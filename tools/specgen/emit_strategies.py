@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from .common import header
 from .emit_fast import Code
-from .load import Binary, Model, RStruct
+from .load import Binary, Model, RField, RStruct
 
 
 def broken_kinds(binary: Binary) -> list[str]:
     """Every way to break a file that the spec makes nameable, in spec order."""
     kinds = ["truncated"]
     seen: set[str] = set()
+    structs = _all_structs(binary)
 
     def visit(rs: RStruct) -> None:
         if rs.name in seen:
@@ -25,20 +26,70 @@ def broken_kinds(binary: Binary) -> list[str]:
                 kinds.append(f"count_mismatch:{where}")
             if f.spec.derive:
                 kinds.append(f"bad_derived:{where}")
-            if f.kind in ("vec", "map", "str") and not f.is_array:
+            if (f.kind in ("vec", "map", "str") or f.spec.sized) and not f.is_array:
                 kinds.append(f"lying_length:{where}")
-            if f.spec.constraint:
+            if f.spec.constraint and _breakable(f):
                 kinds.append(f"constraint:{where}")
             if f.spec.table:
                 kinds.append(f"unknown_code:{where}")
             for sub in (f.struct, f.elem_struct, f.value_struct):
                 if sub is not None:
                     visit(sub)
+            if f.spec.switch is not None:
+                for type_name in [*f.spec.switch.cases.values(), f.spec.switch.default]:
+                    if type_name in structs:
+                        visit(structs[type_name])
 
     for rs in binary.structs.values():
         if rs.spec.root:
             visit(rs)
     return kinds
+
+
+def _breakable(f: RField) -> bool:
+    """Whether the generic strategy can write a value that breaks the field's constraint:
+    integer bounds on a scalar, an integer array or an inline struct's members."""
+    e = f.exprs["constraint"]
+    subject = "each" if "each" in e.names else f.name
+    if f.kind == "scalar" or (f.kind == "vec" and f.elem in ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64")):
+        return e.int_bounds(subject) != (None, None)
+    return f.kind == "struct" and any(n.startswith(f.name + ".") for n in e.names)
+
+
+def _all_structs(binary: Binary) -> dict[str, RStruct]:
+    out: dict[str, RStruct] = {}
+
+    def add(rs: RStruct | None) -> None:
+        if rs is None or rs.name in out:
+            return
+        out[rs.name] = rs
+        for f in rs.fields:
+            for sub in (f.struct, f.elem_struct, f.value_struct):
+                add(sub)
+
+    for rs in binary.structs.values():
+        add(rs)
+    return out
+
+
+def _generic(rs: RStruct, seen: set[str] | None = None) -> bool:
+    """Whether the generic valid_tree strategy yields only valid values of ``rs``: no rules
+    over several fields and no constraint it cannot satisfy by construction."""
+    seen = seen if seen is not None else set()
+    if rs.name in seen:
+        return True
+    seen.add(rs.name)
+    if rs.invariants:
+        return False
+    for f in rs.fields:
+        if f.spec.constraint and f.kind not in ("scalar", "struct") and not _breakable(f):
+            return False
+        if f.spec.switch is not None:
+            return False
+        for sub in (f.struct, f.elem_struct, f.value_struct):
+            if sub is not None and not _generic(sub, seen):
+                return False
+    return True
 
 
 def emit_strategies(model: Model, binary: Binary) -> str:
@@ -56,6 +107,10 @@ def emit_strategies(model: Model, binary: Binary) -> str:
     c(f"BROKEN_KINDS = {tuple(broken_kinds(binary))!r}")
     for rs in binary.structs.values():
         if rs.owner != binary.name or not rs.spec.root:
+            continue
+        if not _generic(rs):
+            c()
+            c(f"# valid {rs.name} values need rules across fields: see mlf_spec.strategies")
             continue
         c()
         c()

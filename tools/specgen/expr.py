@@ -5,6 +5,15 @@ element under test in array constraints (``each``), upper-case constants of the 
 integer and string literals, and the functions ``len``, ``numel`` (product of a
 sequence, 1 for an empty one), ``ceil_div``, ``min`` and ``max``. Each emitter
 translates the checked tree into its own target form.
+
+Structural helpers (for import trees and keyed lists): ``nondecreasing(seq)``,
+``unique(seq)``, ``count_where(records, "field", value)``, ``find_where(records,
+"field", value)`` (the first such record, whose fields can then be named with ``.``),
+``acyclic(row_ptr, child_indices)`` (a CSR graph without cycles), ``at_least(version,
+"0.14")`` (a TVM version string is that version or later), ``decimal(s)`` (a decimal
+string's value, -1 if it is none) and ``remaining()`` (bytes left in the enclosing
+region; only in ``size``). Subscripts take integer literals only (``row_ptr[0]``,
+``row_ptr[-1]``).
 """
 
 from __future__ import annotations
@@ -13,6 +22,9 @@ import ast
 from collections.abc import Callable
 
 FUNCTIONS = {"len", "numel", "ceil_div", "min", "max"}
+# Helpers beyond arithmetic: generated code imports them from generated/_fastlib.py.
+HELPERS = {"nondecreasing", "unique", "count_where", "find_where", "acyclic", "at_least", "decimal", "remaining"}
+FUNCTIONS |= HELPERS
 
 _ALLOWED = (
     ast.Expression,
@@ -48,6 +60,7 @@ _ALLOWED = (
     ast.Call,
     ast.Tuple,
     ast.List,
+    ast.Subscript,
 )
 
 
@@ -75,7 +88,15 @@ class Expr:
                     raise ExprError(f"keyword arguments are not allowed in {source!r}")
             if isinstance(node, ast.Constant) and not isinstance(node.value, (int, str)):
                 raise ExprError(f"only int and str literals are allowed in {source!r}")
+            if isinstance(node, ast.Subscript) and _int(node.slice) is None:
+                raise ExprError(f"subscripts must be integer literals in {source!r}")
         self._collect(self.tree.body)
+
+    @property
+    def helpers(self) -> set[str]:
+        """The helper functions (HELPERS) this expression calls."""
+        return {n.func.id for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id in HELPERS}
 
     def _collect(self, node: ast.AST) -> None:
         dotted = _dotted(node)
@@ -89,16 +110,22 @@ class Expr:
         for child in ast.iter_child_nodes(node):
             self._collect(child)
 
-    def translate(self, name_to_source: Callable[[str], str], func_prefix: str = "", inline: bool = False) -> str:
+    def translate(self, name_to_source: Callable[[str], str], func_prefix: str = "", inline: bool = False,
+                  remaining: str = "remaining", attr_items: bool = False) -> str:
         """Python source of this expression with every dotted name rewritten; helper
         functions get ``func_prefix``, or with ``inline`` become plain arithmetic
-        (``ceil_div(a, b)`` -> ``-(-(a) // (b))``, ``numel(s)`` -> ``_prod(s)``)."""
+        (``ceil_div(a, b)`` -> ``-(-(a) // (b))``, ``numel(s)`` -> ``_prod(s)``).
+        ``remaining()`` becomes the source ``remaining``; with ``attr_items`` a field of a
+        computed record (``find_where(...).payload``) is read by subscript (dict trees)."""
 
         class Rewrite(ast.NodeTransformer):
             def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
                 dotted = _dotted(node)
                 if dotted is None:
-                    return self.generic_visit(node)
+                    node = self.generic_visit(node)  # type: ignore[assignment]
+                    if attr_items:
+                        return ast.Subscript(value=node.value, slice=ast.Constant(node.attr), ctx=ast.Load())
+                    return node
                 return ast.parse(name_to_source(dotted), mode="eval").body
 
             def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -113,6 +140,10 @@ class Expr:
                 if inline and node.func.id == "numel":
                     node.func = ast.Name(id="_prod", ctx=ast.Load())
                 elif node.func.id in ("numel", "ceil_div"):
+                    node.func = ast.Name(id=func_prefix + node.func.id, ctx=ast.Load())
+                elif node.func.id == "remaining":
+                    return ast.parse(f"({remaining})", mode="eval").body
+                elif node.func.id in HELPERS:
                     node.func = ast.Name(id=func_prefix + node.func.id, ctx=ast.Load())
                 return node
 
@@ -132,6 +163,25 @@ class Expr:
                 if _dotted(item) != subject and _int(item) is None:
                     return False
         return True
+
+    def choices(self, subject: str) -> list[int | str] | None:
+        """The values ``subject`` may take if the expression is ``subject in (A, B, ...)``
+        (ints, or names of constants for the caller to resolve); None otherwise."""
+        body = self.tree.body
+        if (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.In)
+                and _dotted(body.left) == subject and isinstance(body.comparators[0], (ast.Tuple, ast.List))):
+            out: list[int | str] = []
+            for elt in body.comparators[0].elts:
+                v = _int(elt)
+                name = _dotted(elt)
+                if v is not None:
+                    out.append(v)
+                elif name is not None:
+                    out.append(name)
+                else:
+                    return None
+            return out
+        return None
 
     def int_bounds(self, subject: str) -> tuple[int | None, int | None]:
         """(low, high) inclusive bounds this expression puts on ``subject``, if it is a

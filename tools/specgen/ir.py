@@ -50,6 +50,9 @@ class Switch(Strict):
     on: str = Field(description="Expression whose value selects the case.")
     cases: dict[str | int, str] = Field(description="Value -> type name.")
     default: str | None = Field(None, description="Type for values not listed; absent = error.")
+    extensible: str | None = Field(
+        None, description="Name of a runtime registry of extra cases, consulted first (mlf_spec.blob.register_payload)."
+    )
 
 
 class Strategy(Strict):
@@ -86,6 +89,21 @@ class FieldSpec(Strict):
     switch: Switch | None = None
     strategy: Strategy | None = None
     role: str | None = Field(None, description="Meaning for engines, e.g. tensor_payload, name.")
+    sized: bool = Field(False, description="Stored like a str: a u64 byte length, then the value, which must fill it.")
+    keep_span: bool = Field(False, description="Records also get <name>_span: (start, end) offsets of the value.")
+
+    _v_since = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
+
+
+class InvariantSpec(Strict):
+    """A rule over several fields of a struct, checked once the struct has been read."""
+
+    name: str = Field(pattern=IDENT)
+    rule: str = Field(description="Boolean expression over the struct's fields.")
+    doc: str
+    severity: Literal["error", "warning"] = Field("error", description="error: reading fails; warning: reported by lint_<struct>.")
+    since: str | None = Field(None, description="First TVM version whose readers enforce it.")
+    until: str | None = Field(None, description="First TVM version that no longer does.")
 
     _v_since = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
 
@@ -97,6 +115,7 @@ class StructSpec(Strict):
     doc: str
     fields: list[FieldSpec]
     root: bool = Field(False, description="A whole file has this layout.")
+    invariants: list[InvariantSpec] = Field(default_factory=list, description="Rules over several fields.")
 
 
 class ConstantSpec(Strict):

@@ -71,6 +71,7 @@ class RStruct:
     owner: str
     loc: tuple
     fields: list[RField] = field(default_factory=list)
+    invariants: list[tuple] = field(default_factory=list)  # (InvariantSpec, Expr, loc)
 
     @property
     def name(self) -> str:
@@ -80,7 +81,7 @@ class RStruct:
     def inline(self) -> bool:
         """Fixed-size, unconditional, scalars and inline structs only: read with one unpack."""
         for f in self.fields:
-            if f.conditional or f.is_array:
+            if f.conditional or f.is_array or f.spec.sized:
                 return False
             if f.kind == "scalar":
                 continue
@@ -298,8 +299,12 @@ def _resolve_fields(model: Model, doc: SpecDocument, rs: RStruct, struct, consta
             raise doc.error(loc + ("lazy",), "'lazy' is only for bytes fields")
         if f.const is not None and rf.kind not in ("scalar", "str"):
             raise doc.error(loc + ("const",), "'const' is only for scalars and str")
-        if f.encoding and rf.kind != "str" and rf.elem != "str":
+        if f.encoding and rf.kind != "str" and rf.elem != "str" and not (rf.kind == "map" and "str" in (rf.key, rf.value)):
             raise doc.error(loc + ("encoding",), "'encoding' is only for str fields")
+        if f.sized and (rf.kind not in ("struct", "switch", "vec", "map") or f.count is not None):
+            raise doc.error(loc + ("sized",), "'sized' is only for a single struct, switch, vec or map field")
+        if f.keep_span and f.count is not None:
+            raise doc.error(loc + ("keep_span",), "'keep_span' is not for arrays")
         if f.table and f.table not in model.tables:
             raise doc.error(loc + ("table",), f"unknown table {f.table!r}")
         for key in ("since", "until"):
@@ -321,9 +326,39 @@ def _resolve_fields(model: Model, doc: SpecDocument, rs: RStruct, struct, consta
                 if head == f.name and key in ("constraint",):
                     continue
                 raise doc.error(loc + (key,), f"{name!r} is not an earlier field of {rs.name}")
+            if "remaining" in e.helpers and key != "size":
+                raise doc.error(loc + (key,), "remaining() is only allowed in 'size'")
+            _check_at_least(model, doc, loc + ("if" if key == "when" else key,), e)
             rf.exprs[key] = e
         seen[f.name] = rf
         rs.fields.append(rf)
+    for k, inv in enumerate(rs.spec.invariants):
+        loc = rs.loc + ("invariants", k)
+        for key in ("since", "until"):
+            _check_version_known(model, doc, loc + (key,), getattr(inv, key))
+        try:
+            e = Expr(inv.rule)
+        except ExprError as exc:
+            raise doc.error(loc + ("rule",), str(exc)) from None
+        for name in e.names:
+            if name.split(".")[0] not in seen and name.split(".")[0] not in constants:
+                raise doc.error(loc + ("rule",), f"{name!r} is not a field of {rs.name}")
+        if "remaining" in e.helpers:
+            raise doc.error(loc + ("rule",), "remaining() is only allowed in 'size'")
+        _check_at_least(model, doc, loc + ("rule",), e)
+        rs.invariants.append((inv, e, loc))
+
+
+def _check_at_least(model: Model, doc: SpecDocument, loc: tuple, e: Expr) -> None:
+    """at_least(x, "0.14"): the version must be a string literal listed in eras.yaml."""
+    import ast
+
+    for node in ast.walk(e.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least":
+            arg = node.args[1] if len(node.args) == 2 else None
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                raise doc.error(loc, "at_least(x, version) needs a version string literal, e.g. at_least(version, '0.14')")
+            _check_version_known(model, doc, loc, arg.value)
 
 
 def active(row: dict, version: str) -> bool:

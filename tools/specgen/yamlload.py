@@ -6,6 +6,7 @@ composed nodes carry the marks, so the loader keeps a map from data path to line
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,16 @@ def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) 
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+# YAML 1.2 booleans: only true/false. YAML 1.1's yes/no/on/off would turn the `on:` key of
+# a switch into True.
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def _walk(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:

@@ -1,0 +1,228 @@
+"""Hypothesis strategies for module blobs (re-exported by :mod:`mlf_spec.strategies`).
+
+Valid blobs are drawn as module trees: the kinds come from the spec's payload switch of
+each layout, every payload from the spec-driven ``valid_tree`` of its struct, and the
+bytes from :func:`mlf_spec.blob.build` (TVM's numbering and CSR import tree). Broken blobs
+start from a valid one and break one named thing, through the spec engine's value tree and
+field spans (no layout is restated here).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from . import blob as _blob
+from .errors import MlfError
+from .generated import blob_ffi_ir as _ffi_ir
+from .generated import blob_legacy_ir as _leg_ir
+from .generated import payloads_ir as _payloads_ir
+from .spec_engine import Builder, trace
+from .spec_strategies import valid_tree
+
+
+class _Named(dict):
+    """A dict of structs with a short repr (hypothesis prints strategy arguments)."""
+
+    def __init__(self, name: str, data: dict) -> None:
+        super().__init__(data)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} structs>"
+
+
+_PAYLOAD_STRUCTS = _Named("payloads", _payloads_ir.STRUCTS)
+_ROOTS = {"ffi": (_Named("blob_ffi", _ffi_ir.STRUCTS), "ffi_blob"),
+          "legacy": (_Named("blob_legacy", _leg_ir.STRUCTS), "legacy_blob")}
+
+#: TVM versions whose writers the strategies imitate, per layout (LATEST = 0.24 and later).
+BLOB_ERAS: dict[str, tuple[tuple[int, ...], ...]] = {
+    "ffi": (_blob.LATEST, (0, 23)),
+    "legacy": ((0, 6), (0, 7), (0, 8), (0, 14), (0, 20), (0, 21)),
+}
+
+#: Kinds no grammar knows, for opaque tvm-ffi payloads.
+_UNKNOWN_KINDS = ("my_npu", "vendor.Runtime", "x")
+
+#: The named ways :func:`broken_blob_bytes` breaks a blob, and what a reader must do:
+#: "error" (raise MlfError) or "warning" (read it and report the named finding).
+BLOB_BROKEN_KINDS: dict[str, str] = {
+    "truncated": "error",
+    "lying_length": "error",
+    "payload_length_mismatch": "error",
+    "child_out_of_range": "error",
+    "row_ptr_decreasing": "error",
+    "row_ptr_past_children": "error",
+    "duplicate_lib_legacy": "error",
+    "unknown_kind_legacy": "error",
+    "cyclic_import_tree": "warning",
+    "duplicate_lib_ffi": "warning",
+}
+
+
+class BrokenBlob(NamedTuple):
+    """A blob broken in one named way, with the layout and TVM version it imitates (read it
+    with ``blob.parse(data, format=format, era=era)``)."""
+
+    kind: str
+    data: bytes
+    format: str
+    era: tuple[int, ...]
+
+
+@st.composite
+def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: tuple[int, ...] | None = None) -> _blob.Payload:  # noqa: A002
+    """A valid payload of ``kind`` (from the spec's struct for it; unknown kinds get opaque
+    bytes in the ffi layout)."""
+    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[format]))
+    struct = _blob.known_kinds(format).get(kind, "opaque_payload" if format == "ffi" else None)
+    if struct is None:
+        raise ValueError(f"no payload grammar for {kind!r} in the legacy layout")
+    tree = draw(valid_tree(_PAYLOAD_STRUCTS, struct, e))
+    from .spec_engine import build
+
+    data = build(_PAYLOAD_STRUCTS, struct, tree, e)
+    return _blob.parse_payload(kind, data, format=format, era=e)
+
+
+def _kinds(format: str) -> list[str]:  # noqa: A002
+    kinds = sorted(_blob.known_kinds(format))
+    return kinds + list(_UNKNOWN_KINDS) if format == "ffi" else kinds
+
+
+@st.composite
+def module_trees(draw: Any, format: str = "ffi", era: tuple[int, ...] | None = None,  # noqa: A002
+                 max_modules: int = 5) -> _blob.Module:
+    """A module tree that TVM's writer for ``format`` and ``era`` can pack: every kind of the
+    spec (and, for ffi, unknown kinds), at most one ``_lib`` from 0.8 (several in 0.7), and
+    for 0.6 and earlier a ``_lib`` root with one level of imports."""
+    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[format]))
+    n = draw(st.integers(1, max_modules))
+    kinds = _kinds(format)
+    if format == "legacy" and e < (0, 7):
+        leaves = [_blob.Module(k, draw(blob_payloads(k, format, e)))
+                  for k in draw(st.lists(st.sampled_from(kinds), max_size=n - 1))]
+        return _blob.Module.lib(*leaves)
+    several_libs = format == "legacy" and e < (0, 8)
+    lib_at = draw(st.sampled_from([None, *range(n)]))
+    nodes: list[_blob.Module] = []
+    for i in range(n):
+        is_lib = i == lib_at or (several_libs and draw(st.integers(0, 4)) == 0)
+        if is_lib:
+            nodes.append(_blob.Module.lib())
+        else:
+            k = draw(st.sampled_from(kinds))
+            nodes.append(_blob.Module(k, draw(blob_payloads(k, format, e))))
+    for i in range(1, n):  # a tree: each module has a parent numbered before it
+        nodes[draw(st.integers(0, i - 1))].imports.append(nodes[i])
+    if n > 2 and draw(st.booleans()):  # sometimes share a module (a DAG)
+        a = draw(st.integers(0, n - 2))
+        b = draw(st.integers(a + 1, n - 1))
+        if nodes[b] not in nodes[a].imports:
+            nodes[a].imports.append(nodes[b])
+    return nodes[0]
+
+
+@st.composite
+def blob_bytes(draw: Any, format: str | None = None, era: tuple[int, ...] | None = None) -> bytes:  # noqa: A002
+    """Valid blobs of either layout (or ``format``) as TVM's writer of a drawn (or the given)
+    version packs them."""
+    fmt = format or draw(st.sampled_from(_blob.FORMATS))
+    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[fmt]))
+    return _build(draw, fmt, e)
+
+
+def _build(draw: Any, fmt: str, e: tuple[int, ...]) -> bytes:
+    root = draw(module_trees(fmt, e))
+    try:
+        return _blob.build(root, format=fmt, era=e)
+    except MlfError:  # a shared module that TVM's numbering cannot place after its parents
+        assume(False)
+        raise
+
+
+@st.composite
+def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> BrokenBlob:
+    """A blob broken in one named way (:data:`BLOB_BROKEN_KINDS`)."""
+    kind = draw(st.sampled_from(kinds or tuple(BLOB_BROKEN_KINDS)))
+    if kind in ("duplicate_lib_legacy", "unknown_kind_legacy"):
+        fmt = "legacy"
+    elif kind == "duplicate_lib_ffi":
+        fmt = "ffi"
+    else:
+        fmt = draw(st.sampled_from(_blob.FORMATS))
+    eras = [e for e in BLOB_ERAS[fmt] if e >= (0, 8)] if kind == "duplicate_lib_legacy" else BLOB_ERAS[fmt]
+    e = draw(st.sampled_from(eras))
+    data = _build(draw, fmt, e)
+    structs, root = _ROOTS[fmt]
+    tree, spans = trace(structs, root, data, e)
+    body = tree["body"]
+    if kind == "truncated":
+        return BrokenBlob(kind, data[: draw(st.integers(0, len(data) - 1))], fmt, e)
+    if kind in ("lying_length", "payload_length_mismatch"):
+        if kind == "lying_length":
+            places = [s for s in spans if s.role in ("count", "length")]
+            value = draw(st.integers(len(data), 2**64 - 1))
+        else:
+            places = [s for s in spans if s.role == "length" and s.path[-2:] == ("payload", "#count")]
+            assume(bool(places))
+            value = None
+        span = draw(st.sampled_from(places))
+        old = int.from_bytes(data[span.offset : span.offset + 8], "little")
+        if value is None:
+            value = draw(st.sampled_from([old - 1, old + 1, old + 8])) if old else old + 1
+        return BrokenBlob(kind, data[: span.offset] + value.to_bytes(8, "little") + data[span.offset + 8 :], fmt, e)
+    if kind == "unknown_kind_legacy":
+        known = set(_blob.known_kinds("legacy")) | {_blob.LIB, _blob.IMPORT_TREE}
+        places = [s for s in spans if s.role == "payload" and s.path[-1] == "kind" and s.size > 0
+                  and bytes(data[s.offset : s.offset + s.size]).decode("utf-8", "replace") not in (_blob.LIB, _blob.IMPORT_TREE)]
+        assume(bool(places))
+        span = draw(st.sampled_from(places))
+        name = draw(st.text("abcdefghijklmnopqrstuvwxyz_.", min_size=span.size, max_size=span.size).filter(
+            lambda s: s not in known))
+        return BrokenBlob(kind, data[: span.offset] + name.encode() + data[span.offset + span.size :], fmt, e)
+    # The remaining kinds rewrite the import tree (and, for a second _lib, the module list).
+    tree_node = body if fmt == "ffi" else next((x["payload"] for x in body["entries"] if x["kind"] == _blob.IMPORT_TREE), None)
+    assume(tree_node is not None)
+    row_ptr, child = list(tree_node["row_ptr"]), list(tree_node["child_indices"])
+    n = len(row_ptr) - 1
+    edges = [[child[j] for j in range(row_ptr[i], row_ptr[i + 1])] for i in range(n)]
+    if kind == "child_out_of_range":
+        assume(bool(child))
+        j = draw(st.integers(0, len(child) - 1))
+        child[j] = draw(st.integers(n, 2**64 - 1))
+    elif kind == "row_ptr_decreasing":
+        assume(n >= 2)
+        i = draw(st.integers(1, n - 1))
+        row_ptr[i] = row_ptr[i + 1] + draw(st.integers(1, 4))
+    elif kind == "row_ptr_past_children":
+        row_ptr[-1] += draw(st.integers(1, 4))
+    else:
+        if kind == "cyclic_import_tree":
+            assume(n >= 2)
+            i = draw(st.integers(1, n - 1))
+            edges[i].append(0)
+        else:  # a second _lib, imported by the root
+            mods = body["modules"] if fmt == "ffi" else body["entries"]
+            assume(any(m["kind"] == _blob.LIB for m in mods))
+            edges.append([])
+            edges[0].append(n)
+            lib = {"kind": _blob.LIB, "payload": None}
+            if fmt == "ffi":
+                body["modules"].append(lib)
+            else:
+                body["entries"].insert(len(body["entries"]) - 1, lib)
+                body["count"] = None
+        row_ptr, child = [0], []
+        for row in edges:
+            child.extend(row)
+            row_ptr.append(len(child))
+    tree_node["row_ptr"], tree_node["child_indices"] = row_ptr, child
+    return BrokenBlob(kind, Builder(structs, e).build(root, tree), fmt, e)
+
+
+__all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "BrokenBlob", "blob_bytes", "blob_payloads", "broken_blob_bytes",
+           "module_trees"]
