@@ -126,7 +126,7 @@ relay_vm_body = Struct(
     'const_device_types' / If(lambda ctx: (not _at_least(ctx.version, '0.9')), PrefixedArray(Int64ul, Int64sl)),
     'constants' / If(lambda ctx: (_at_least(ctx.version, '0.9')), Array(lambda ctx: ctx.constant_count, relay_constant)),
     'const_device_indexes' / If(lambda ctx: (_at_least(ctx.version, '0.9')), PrefixedArray(Int64ul, Int64sl)),
-    Check(lambda ctx: len(ctx.const_device_indexes) == ctx.constant_count),
+    Check(lambda ctx: not (_at_least(ctx.version, '0.9')) or len(ctx.const_device_indexes) == ctx.constant_count),
     'primitive_names' / PrefixedArray(Int64ul, _Text),
     'primitive_attrs' / PrefixedArray(Int64ul, Struct('key' / Int64ul, 'value' / string_map)),
     'function_count' / Int64ul,

@@ -792,17 +792,17 @@ def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | 
     if format is not None:
         _check_format(format)
     layouts = [format] if format else _layouts(data, symbol)
-    first_error: MlfError | None = None
+    errors: list[MlfError] = []
     for layout in layouts:
         eras = [_era_of(era, layout)] if era is not None else _candidates(layout, symbol)
         for e in eras:
             try:
                 return _parse_as(data, layout, e, symbol, name)
             except MlfError as exc:
-                if first_error is None:
-                    first_error = exc
-    assert first_error is not None
-    raise _decorate(first_error, symbol, name)
+                errors.append(exc)
+    # The reading that got furthest is the likeliest to be the right one (first on a tie).
+    best = max(errors, key=lambda exc: exc.offset if exc.offset is not None else -1)
+    raise _decorate(best, symbol, name)
 
 
 def _decorate(exc: MlfError, symbol: str, name: str) -> MlfError:

@@ -150,7 +150,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
     kind = draw(st.sampled_from(kinds or tuple(BLOB_BROKEN_KINDS)))
     if kind in ("duplicate_lib_legacy", "unknown_kind_legacy"):
         fmt = "legacy"
-    elif kind == "duplicate_lib_ffi":
+    elif kind in ("duplicate_lib_ffi", "payload_length_mismatch"):
         fmt = "ffi"
     else:
         fmt = draw(st.sampled_from(_blob.FORMATS))
@@ -166,8 +166,10 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         if kind == "lying_length":
             places = [s for s in spans if s.role in ("count", "length")]
             value = draw(st.integers(len(data), 2**64 - 1))
-        else:
-            places = [s for s in spans if s.role == "length" and s.path[-2:] == ("payload", "#count")]
+        else:  # the length of a payload whose grammar is known (an opaque one takes any length)
+            known = _blob.known_kinds("ffi")
+            places = [s for s in spans if s.role == "length" and s.path[-2:] == ("payload", "#count")
+                      and body["modules"][s.path[2]]["kind"] in known]
             assume(bool(places))
             value = None
         span = draw(st.sampled_from(places))

@@ -75,16 +75,19 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
     if cond:
         base = f"If(lambda ctx: {' and '.join(cond)}, {base})"
     out.append(f"{s.name!r} / {base},")
+    # a conditional field's checks apply only when it is present
+    inner = " and ".join(cond)
+    guard = "" if not cond else f"not {inner} or " if len(cond) == 1 and inner.startswith("(") else f"not ({inner}) or "
     for key in ("equals", "derive"):
         if key in f.exprs:
             value = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
-            out.append(f"Check(lambda ctx: {value} == {_ctx(f.exprs[key], consts)}),")
+            out.append(f"Check(lambda ctx: {guard}{value} == {_ctx(f.exprs[key], consts)}),")
     if "constraint" in f.exprs:
         e = f.exprs["constraint"]
         if "each" in e.names and (f.is_array or f.kind == "vec"):
-            out.append(f"Check(lambda ctx: all({_ctx(e, consts)} for each in ctx.{s.name})),")
+            out.append(f"Check(lambda ctx: {guard}all({_ctx(e, consts)} for each in ctx.{s.name})),")
         else:
-            out.append(f"Check(lambda ctx: {_ctx(e, consts)}),")
+            out.append(f"Check(lambda ctx: {guard}{_ctx(e, consts)}),")
     return out
 
 

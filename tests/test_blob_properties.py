@@ -1,0 +1,107 @@
+"""Property tests for module blobs: exact round trips of valid blobs of every era (bytes ->
+tree -> bytes through TVM's numbering), the fast reader against the Construct grammar, the
+named broken kinds, and malformed input that only ever gives a result or an MlfError, in
+memory bounded by the input's size."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mlf_spec.generated import blob_ffi_construct, blob_legacy_construct
+
+from mlf_spec import blob
+from mlf_spec import strategies as ms
+from mlf_spec.errors import MlfError
+
+FORMAT_ERAS = st.sampled_from([(f, e) for f in blob.FORMATS for e in ms.BLOB_ERAS[f]])
+
+
+def with_era():
+    return FORMAT_ERAS.flatmap(lambda fe: st.tuples(st.just(fe), ms.blob_bytes(*fe)))
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(with_era())
+def test_valid_blobs_round_trip_through_bytes_and_trees(arg):
+    (fmt, era), data = arg
+    assert blob.parse(data).to_bytes() == data  # whatever grammar the detection picks
+    b = blob.parse(data, format=fmt, era=era)
+    assert b.to_bytes() == data
+    assert blob.build(b.root(), format=fmt, era=era) == data
+    for e in b.entries:
+        if e.payload is not None:
+            assert e.payload.to_bytes(era) == data[e.payload_offset:e.payload_offset + e.payload_size]
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(with_era())
+def test_fast_reader_and_construct_grammar_agree(arg):
+    (fmt, era), data = arg
+    b = blob.parse(data, format=fmt, era=era)
+    if fmt == "ffi":
+        parsed = blob_ffi_construct.ffi_blob.parse(data, era=era)
+        kinds = [m.kind for m in parsed.body.modules]
+        assert blob_ffi_construct.ffi_blob.build(parsed, era=era) == data
+        assert list(parsed.body.row_ptr) == list(b.row_ptr)
+    else:
+        parsed = blob_legacy_construct.legacy_blob.parse(data, era=era)
+        kinds = [x.kind for x in parsed.body.entries if x.kind != "_import_tree"]
+        assert blob_legacy_construct.legacy_blob.build(parsed, era=era) == data
+    assert kinds == [e.kind for e in b.entries]
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(ms.broken_blob_bytes())
+def test_broken_blobs_fail_or_warn_as_named(broken):
+    expect = ms.BLOB_BROKEN_KINDS[broken.kind]
+    try:
+        b = blob.parse(broken.data, format=broken.format, era=broken.era)
+    except MlfError as exc:
+        assert expect == "error", (broken.kind, exc)
+        assert exc.offset is not None and 0 <= exc.offset <= len(broken.data), (broken.kind, exc)
+        assert exc.field, (broken.kind, exc)
+        return
+    assert expect == "warning", (broken.kind, broken.data.hex())
+    code = {"cyclic_import_tree": "acyclic", "duplicate_lib_ffi": "single_lib"}[broken.kind]
+    assert code in [f.code for f in b.findings]
+    list(b.root().walk())  # a cyclic graph is walked once
+
+
+@st.composite
+def mutated(draw):
+    data = bytearray(draw(ms.blob_bytes()))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["flip", "cut", "insert", "u64"]))
+        if op == "flip" and data:
+            data[draw(st.integers(0, len(data) - 1))] ^= 1 << draw(st.integers(0, 7))
+        elif op == "cut" and data:
+            i = draw(st.integers(0, len(data) - 1))
+            del data[i:i + draw(st.integers(1, 16))]
+        elif op == "insert":
+            i = draw(st.integers(0, len(data)))
+            data[i:i] = draw(st.binary(min_size=1, max_size=16))
+        elif op == "u64" and len(data) >= 8:
+            i = draw(st.integers(0, len(data) - 8))
+            data[i:i + 8] = draw(st.sampled_from([0, 1, 2**31, 2**63, 2**64 - 1, len(data)])).to_bytes(8, "little")
+    if len(data) >= 8 and draw(st.booleans()):  # keep the size prefix honest so the body gets read
+        data[:8] = (len(data) - 8).to_bytes(8, "little")
+    return bytes(data)
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(mutated())
+def test_any_input_gives_a_result_or_mlf_error_in_bounded_memory(data):
+    tracemalloc.start()
+    try:
+        b = blob.parse(data)
+    except MlfError as exc:
+        assert exc.offset is None or 0 <= exc.offset <= len(data), exc
+    else:
+        assert b.to_bytes() == data
+        list(b.root().walk())
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak <= 64 * len(data) + (1 << 20), (peak, len(data))
