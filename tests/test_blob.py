@@ -414,3 +414,29 @@ def test_cli_errors_are_one_line_with_file_field_and_offset(tmp_path, capsys):
     empty.write_bytes(b"")
     assert cli.main(["blob", "dump", str(empty)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize("ir", [__import__("mlf_spec.generated.blob_ffi_ir", fromlist=["x"]),
+                                __import__("mlf_spec.generated.blob_legacy_ir", fromlist=["x"])])
+def test_spec_examples_read_and_rebuild(ir):
+    from mlf_spec.spec_engine import build
+
+    for ex in ir.EXAMPLES:
+        data = build(ir.STRUCTS, ex["struct"], ex["value"])
+        b = blob.parse(data)
+        assert b.to_bytes() == data and b.findings == []
+        assert blob.build(b.root(), format=b.format, era=b.era) == data
+
+
+def test_legacy_vm_executables_declare_their_functions():
+    body = (u64(0xD225DE2F4214151D) + s("0.14") + u64(1) + struct.pack("<i", 1) + s("main") + struct.pack("<4q", 0, 1, 1, 2)
+            + u64(0) + u64(0) + u64(0) + u64(0))
+    p = blob.parse_payload("relax.Executable", s(body), format="legacy", era="0.16")
+    assert p.functions == ["main"] and p.to_bytes("0.16") == s(body)
+    relay = (u64(0xD225DE2F4214151D) + s("0.16.0") + u64(0) + struct.pack("<i", 0) + u64(1) + s("main")
+             + u64(0) + u64(0) + u64(0) + u64(0)  # constants, their devices, primitive names and attrs
+             + u64(1) + u64(3) + s("main") + s("2") + s("1") + u64(0) + u64(0) + u64(3) + b"".join(map(u64, (1, 1, 0))))
+    p = blob.parse_payload("VMExecutable", s(relay), format="legacy")
+    assert p.functions == ["main"] and p.record.body.functions[0].instructions[0].words == (1, 1, 0)
+    with pytest.raises(ConstraintError, match="num_instructions"):
+        blob.parse_payload("VMExecutable", s(relay.replace(s("1"), s("x"))), format="legacy")

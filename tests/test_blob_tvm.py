@@ -10,6 +10,7 @@ builds are compiled into shared objects with the system C compiler and loaded wi
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -280,3 +281,25 @@ def test_crafted_blobs_are_judged_alike(tmp_path):
             assert finding in [f.code for f in b.findings], name
         if tvm_ok and name != "cycle":
             assert loaded_tree(*kinds) == our_tree(b.root()), name
+
+
+def test_cli_dumps_and_extracts_every_export(libraries, tmp_path, capsys):
+    from mlf_spec import cli
+
+    for lib in libraries:
+        code = cli.main(["blob", "dump", str(lib.path), "--json"])
+        out, err = capsys.readouterr()
+        if not lib.has_blob:
+            assert code == 2 and "no module blob found" in err and err.count("\n") == 1
+            continue
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["format"] == "ffi" and doc["symbol"] == ta.BLOB_SYMBOL and doc["size"] == len(lib.packed_blob)
+        kinds = ["_lib" if k in DSO_KINDS else k for k in lib.module_kinds]
+        assert sorted(m["kind"] for m in doc["modules"]) == sorted(kinds)
+        assert [m["index"] for m in doc["modules"]] == list(range(len(kinds)))
+        assert doc["import_tree"]["row_ptr"][0] == 0 and len(doc["import_tree"]["row_ptr"]) == len(kinds) + 1
+        out_bin = tmp_path / f"{lib.path.name}.bin"
+        assert cli.main(["blob", "extract", str(lib.path), "-o", str(out_bin)]) == 0
+        assert out_bin.read_bytes() == lib.packed_blob
+        capsys.readouterr()
