@@ -91,10 +91,57 @@ def param_dicts(dialect: str | _dt.Dialect | None = None, max_size: int = 5) -> 
     return st.dictionaries(st.text(max_size=10), value, max_size=max_size)
 
 
+def mlf_metadata(version: int | None = None, style: str | None = None) -> st.SearchStrategy[tuple[int, str, dict]]:
+    """(version, style, document): MLF metadata documents valid against their version's model."""
+    from .generated import mlf_strategies as _mlf
+
+    return _mlf.valid_metadata(version, style)
+
+
+def broken_mlf_metadata(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, int, str, bytes]]:
+    """(kind, version, style, metadata.json bytes) broken in one named way (``MLF_METADATA_BROKEN_KINDS``)."""
+    from .generated import mlf_strategies as _mlf
+
+    return _mlf.broken_metadata(kinds)
+
+
+def mlf_archives(version: int | None = None, style: str | None = None) -> st.SearchStrategy[tuple[int, str, bytes]]:
+    """(version, style, tar bytes): MLF archives of every version and style as TVM wrote them."""
+    from .generated import mlf_strategies as _mlf
+
+    return _mlf.valid_archive(version, style)
+
+
+def broken_mlf_archives(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, bytes]]:
+    """(kind, tar bytes) broken in one named way (``MLF_ARCHIVE_BROKEN_KINDS``): unreadable
+    (``not_a_tar``, ``truncated``, ``unsafe:*``) or with a finding (``missing_member:*``,
+    ``finding:<code>``)."""
+    from .generated import mlf_strategies as _mlf
+
+    return _mlf.broken_archive(kinds)
+
+
+def graph_jsons() -> st.SearchStrategy[str]:
+    """GraphExecutor JSON texts as relay's codegen writes them (dmlc layout)."""
+    from . import graph_json as _graph
+    from .mlf_strategies import _graph_module
+
+    return _graph_module(0).map(lambda g: _graph.dumps(g[0]))
+
+
+def _mlf_kinds() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from .generated import mlf_strategies as _mlf
+
+    return _mlf.METADATA_BROKEN_KINDS, _mlf.ARCHIVE_BROKEN_KINDS
+
+
+MLF_METADATA_BROKEN_KINDS, MLF_ARCHIVE_BROKEN_KINDS = _mlf_kinds()
+
 SPECS = {"params": _params_ir.STRUCTS}
 
-__all__ = ["PARAMS_BROKEN_KINDS", "arrays", "broken_params_bytes", "numpy_dtypes", "param_dicts", "params_bytes",
-           "stored_tensors"]
+__all__ = ["MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROKEN_KINDS", "arrays",
+           "broken_mlf_archives", "broken_mlf_metadata", "broken_params_bytes", "graph_jsons", "mlf_archives",
+           "mlf_metadata", "numpy_dtypes", "param_dicts", "params_bytes", "stored_tensors"]
 
 # Module blobs (both layouts): valid module trees and blobs, and blobs broken by named kind.
 from .blob_strategies import (  # noqa: E402

@@ -24,6 +24,13 @@ from specgen.emit_docs import emit_binary_doc, emit_index, emit_table_doc  # noq
 from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
 from specgen.emit_records import emit_records  # noqa: E402
 from specgen.emit_strategies import emit_strategies  # noqa: E402
+from specgen.emit_versioned import (  # noqa: E402
+    RECORDLIB,
+    emit_findings,
+    emit_layout,
+    emit_timeline,
+    emit_versioned_strategies,
+)
 from specgen.load import Model, load  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
 
@@ -72,6 +79,16 @@ def render(model: Model) -> dict[str, str]:
         files[f"{binary.name}_strategies.py"] = emit_strategies(model, binary)
     for name in model.records:
         files.update(emit_records(model, name))
+    if any(r.timeline or r.lenient for r, _ in model.records.values()):
+        files["_recordlib.py"] = RECORDLIB
+    for name in model.timelines:
+        files.update(emit_timeline(model, name))
+    for name, (layout, _) in model.layouts.items():
+        files.update(emit_layout(model, name))
+        files[f"{layout.metadata}_strategies.py"] = emit_versioned_strategies(model, layout.metadata, name,
+                                                                             layout.findings)
+    for name in model.findings:
+        files.update(emit_findings(model, name))
     # Docs need the writers: import the new sources from memory and build the examples.
     modules = {p[:-3].replace("/", "."): t for p, t in files.items() if p.endswith(".py") and p != "__init__.py"}
     package = "_mlf_spec_generating"

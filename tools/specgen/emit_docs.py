@@ -201,4 +201,10 @@ def emit_index(model: Model) -> str:
         lines.append(f"- [{t.title}]({t.name}.md)")
     for r, _ in model.records.values():
         lines.append(f"- [{r.title}]({r.name}.md)")
+        if r.timeline:
+            lines.extend(f"  - [version {v}]({r.name}_v{v}.md)"
+                         for v in dict.fromkeys(x.version for x in model.timelines[r.timeline][0].revisions))
+    for kind in (model.timelines, model.layouts, model.findings):
+        for s, _ in kind.values():
+            lines.append(f"- [{s.title}]({s.name}.md)")
     return "\n".join(lines) + "\n"

@@ -48,6 +48,10 @@ def _split_union(t: str) -> list[str]:
 def emit_records(model: Model, name: str) -> dict[str, str]:
     """Files for one records spec: ``<name>_models.py``, its JSON Schema and its doc page."""
     spec, doc = model.records[name]
+    if spec.timeline is not None or spec.lenient:
+        from .emit_versioned import emit_lenient_records, emit_versioned_records
+
+        return emit_versioned_records(model, name) if spec.timeline else emit_lenient_records(model, name)
     names = {r.name for r in spec.records}
     c = Code()
     c.lines.append(header(model, [doc]).rstrip("\n"))

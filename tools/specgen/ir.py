@@ -184,12 +184,39 @@ class TableSpec(Strict):
 class RecordField(Strict):
     name: str
     doc: str
-    type: str = Field(description="str, int, bool, float, null, any, list[T], map[T], a record name, or T|U.")
+    type: str = Field(
+        description="str, int, bool, float, null, any, 'literal', list[T], map[T], map[int, T], "
+        "tuple[T, U], a record or alias name, or T|U."
+    )
     required: bool = True
     const: Any = None
     enum: list[Any] | None = None
-    since: str | None = None
-    until: str | None = None
+    since: str | None = Field(None, description="First revision of the records' timeline (or TVM version) with it.")
+    until: str | None = Field(None, description="First revision (or TVM version) without it.")
+    pattern: str | None = Field(None, description="Regular expression a str value must match.")
+    key_pattern: str | None = Field(None, description="Regular expression every key of a map must match.")
+    minimum: int | None = Field(None, description="Smallest allowed int value.")
+    min_items: int | None = Field(None, description="Fewest elements of a list or map.")
+    max_items: int | None = Field(None, description="Most elements of a list or map.")
+    item_enum: list[Any] | None = Field(None, description="Allowed values of the elements of a list.")
+    discriminator: str | None = Field(None, description="Key whose const value tells the records of a union apart.")
+    keyed_by: str | None = Field(None, description="map of records: each key equals this field of its value.")
+    role: Literal["version"] | None = Field(None, description="version: the metadata version number (const per version).")
+
+
+class RecordAlias(Strict):
+    """A named type with constraints, usable wherever a type is (e.g. a graph node entry)."""
+
+    name: str = Field(pattern=IDENT)
+    doc: str
+    type: str
+    pattern: str | None = None
+    minimum: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    dump: Literal["multiline"] | None = Field(
+        None, description="multiline: a dmlc JSONWriter writes this array on several lines whatever its length."
+    )
 
 
 class RecordSpec(Strict):
@@ -197,6 +224,46 @@ class RecordSpec(Strict):
     doc: str
     fields: list[RecordField]
     extra: Literal["forbid", "allow"] = "forbid"
+    extra_type: str | None = Field(None, description="With extra: allow, the type of the values of unknown keys.")
+    since: str | None = Field(None, description="First revision of the timeline with this record.")
+    until: str | None = Field(None, description="First revision without it.")
+
+
+class JsonDump(Strict):
+    """How a writer serialised a document (Python json.dump options)."""
+
+    indent: int | None = None
+    sort_keys: bool = False
+    ensure_ascii: bool = True
+    trailing_newline: bool = False
+    doc: str = ""
+
+
+class RootMatch(Strict):
+    """How a reader tells this root from the other roots of the same version."""
+
+    key: str
+    value: Any = None
+
+
+class RootSpec(Strict):
+    """One kind of whole document (a style) over a range of revisions."""
+
+    style: str
+    record: str
+    doc: str
+    since: str | None = None
+    until: str | None = None
+    match: RootMatch | None = Field(None, description="Chosen when the document has `key` (equal to `value` if given).")
+    json_dump: JsonDump = Field(default_factory=JsonDump, alias="json")
+
+
+class RecordsExample(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+    version: int | None = None
+    style: str | None = None
+    value: Any
 
 
 class RecordsSpec(Strict):
@@ -206,8 +273,132 @@ class RecordsSpec(Strict):
     name: str = Field(pattern=IDENT)
     title: str
     doc: str
-    root: str
+    root: str | None = Field(None, description="The whole document (records without a timeline).")
     records: list[RecordSpec]
+    timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
+    roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")
+    lenient: bool = Field(False, description="Models can be read leniently: unknown keys are kept and reported.")
+    aliases: list[RecordAlias] = Field(default_factory=list)
+    examples: list[RecordsExample] = Field(default_factory=list)
+
+
+REVISION_ID = r"^v[1-9][0-9]*(\.[a-z0-9_]+)?$"
+
+
+class RevisionSpec(Strict):
+    """One state of a writer: the format version it wrote and the commit that made it."""
+
+    id: str = Field(pattern=REVISION_ID)
+    version: int = Field(ge=1)
+    commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
+    date: str = Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    release: str | None = Field(None, description="First release that shipped this revision.")
+    doc: str
+
+
+class TimelineSpec(Strict):
+    """spec: timeline — the ordered revisions of a writer; records and layouts name them."""
+
+    spec: Literal["timeline"]
+    name: str = Field(pattern=IDENT)
+    title: str
+    doc: str
+    revisions: list[RevisionSpec]
+
+
+class LayoutKind(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+
+
+class LayoutPlaceholder(Strict):
+    """A `{name}` in a path pattern."""
+
+    name: str = Field(pattern=IDENT)
+    regex: str
+    doc: str
+    role: Literal["module", "module_lower", "counter"] | None = Field(
+        None, description="module: a module name; module_lower: its ASCII lower case; counter: 0, 1, ... per module."
+    )
+
+
+class LayoutCondition(Strict):
+    name: str = Field(pattern=IDENT)
+    scope: Literal["module", "archive"]
+    doc: str
+
+
+class LayoutGroup(Strict):
+    """Members a writer added with one tarfile call, in the order of the groups."""
+
+    name: str = Field(pattern=IDENT)
+    owner: Literal["reset", "source"] = Field(description="reset: uid/gid 0, root/root; source: the files' own.")
+    order: Literal["sorted_tree", "listed"]
+    directories: bool = Field(description="Whether directories are members of their own.")
+    doc: str
+
+
+class LayoutTar(Strict):
+    """How the writer made the tar container."""
+
+    root_member: str
+    prefix: str
+    format: Literal["pax", "gnu", "ustar"]
+    record_size: int
+    compression: Literal["none", "gzip"]
+    modes: dict[str, int] = Field(description="root, directory and file permission bits the writer's tree had.")
+    refused: list[LayoutKind] = Field(default_factory=list, description="Member kinds a reader refuses (unsafe).")
+    doc: str
+
+
+class LayoutEntry(Strict):
+    """One path pattern of the archive."""
+
+    id: str = Field(pattern=IDENT)
+    path: str
+    kind: str
+    doc: str
+    style: Literal["full-model", "operator", "both"] = "both"
+    required: bool = False
+    when: str | None = Field(None, description="A condition: the member is written exactly when it holds.")
+    group: str = "main"
+    since: str | None = None
+    until: str | None = None
+
+
+class LayoutSpec(Strict):
+    """spec: layout — the members of an archive: path patterns, content kinds, versions."""
+
+    spec: Literal["layout"]
+    name: str = Field(pattern=IDENT)
+    title: str
+    doc: str
+    timeline: str
+    metadata: str = Field(description="The records spec of the archive's metadata document.")
+    findings: str | None = Field(None, description="The findings spec of the checker of these archives.")
+    tar: LayoutTar
+    kinds: list[LayoutKind]
+    placeholders: list[LayoutPlaceholder]
+    conditions: list[LayoutCondition]
+    groups: list[LayoutGroup]
+    entries: list[LayoutEntry]
+
+
+class FindingSpec(Strict):
+    code: str = Field(pattern=r"^[a-z]+(\.[a-z0-9-]+)+$")
+    severity: Literal["error", "warning", "info"]
+    doc: str
+    broken: bool = Field(False, description="Strategies can build an artifact that has this finding.")
+
+
+class FindingsSpec(Strict):
+    """spec: findings — the stable codes of a checker's findings."""
+
+    spec: Literal["findings"]
+    name: str = Field(pattern=IDENT)
+    title: str
+    doc: str
+    findings: list[FindingSpec]
 
 
 SPEC_KINDS: dict[str, type[BaseModel]] = {
@@ -215,4 +406,7 @@ SPEC_KINDS: dict[str, type[BaseModel]] = {
     "eras": ErasSpec,
     "table": TableSpec,
     "records": RecordsSpec,
+    "timeline": TimelineSpec,
+    "layout": LayoutSpec,
+    "findings": FindingsSpec,
 }

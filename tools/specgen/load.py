@@ -20,9 +20,12 @@ from .ir import (
     BinarySpec,
     ErasSpec,
     FieldSpec,
+    FindingsSpec,
+    LayoutSpec,
     RecordsSpec,
     StructSpec,
     TableSpec,
+    TimelineSpec,
 )
 from .ir import SPEC_KINDS as KINDS
 from .yamlload import SpecDocument, SpecError
@@ -122,6 +125,9 @@ class Model:
     eras: ErasSpec | None = None
     eras_doc: SpecDocument | None = None
     records: dict[str, tuple[RecordsSpec, SpecDocument]] = field(default_factory=dict)
+    timelines: dict[str, tuple[TimelineSpec, SpecDocument]] = field(default_factory=dict)
+    layouts: dict[str, tuple[LayoutSpec, SpecDocument]] = field(default_factory=dict)
+    findings: dict[str, tuple[FindingsSpec, SpecDocument]] = field(default_factory=dict)
 
     def digest(self, doc: SpecDocument) -> str:
         """Content hash of one spec file (goes into generated headers)."""
@@ -170,9 +176,18 @@ def load(root: Path) -> Model:
             model.eras, model.eras_doc = spec, doc
         elif isinstance(spec, RecordsSpec):
             model.records[spec.name] = (spec, doc)
+        elif isinstance(spec, TimelineSpec):
+            model.timelines[spec.name] = (spec, doc)
+        elif isinstance(spec, LayoutSpec):
+            model.layouts[spec.name] = (spec, doc)
+        elif isinstance(spec, FindingsSpec):
+            model.findings[spec.name] = (spec, doc)
     _check_tables(model)
     for binary in model.binaries.values():
         _resolve_binary(model, binary)
+    from .versioned import check_versioned
+
+    check_versioned(model)
     return model
 
 

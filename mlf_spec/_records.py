@@ -1,0 +1,173 @@
+"""Validation of JSON documents against the generated records models.
+
+The generated models (``generated/*_models.py``) are strict; this module turns pydantic's
+errors into :class:`Issue` objects whose path is a readable JSON path
+(``modules.add.memory.sids[0].size_bytes``) resolved against the document itself, so
+union and discriminator tags never leak into it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+
+from .errors import ValidationError
+from .generated._recordlib import LENIENT, unknown_keys
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem of a document: ``kind`` is ``schema`` or ``unknown-key``."""
+
+    path: str
+    message: str
+    kind: str = "schema"
+
+
+def json_path(parts: tuple | list) -> str:
+    """``("modules", "add", "memory", "sids", 0)`` -> ``modules.add.memory.sids[0]``."""
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif _IDENT.match(str(p)):
+            out += ("." if out else "") + str(p)
+        else:
+            out += f"[{json.dumps(str(p), ensure_ascii=False)}]"
+    return out
+
+
+def _resolve(doc: Any, loc: tuple, missing: bool = False) -> tuple:
+    """Keep the parts of a pydantic location that are keys or indices of ``doc`` (and, for a
+    missing key, the key itself); union members, tags and validator names are dropped."""
+    out: list[Any] = []
+    cur = doc
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and isinstance(part, str) and part in cur:
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            out.append(part)
+            cur = cur[part]
+        elif missing and i == len(loc) - 1 and isinstance(part, str):
+            out.append(part)
+    return tuple(out)
+
+
+def issues_of(exc: pydantic.ValidationError, doc: Any) -> list[Issue]:
+    """Readable issues of a pydantic error raised while validating ``doc``."""
+    out: list[Issue] = []
+    seen: set[tuple[str, str]] = set()
+    for err in exc.errors(include_url=False):
+        etype = err.get("type", "")
+        loc = _resolve(doc, tuple(err.get("loc", ())), missing=etype == "missing")
+        ctx = err.get("ctx") or {}
+        if etype == "unknown_keys":
+            for key in ctx.get("names", []):
+                item = (json_path(loc + (key,)), "unknown key")
+                if item not in seen:
+                    seen.add(item)
+                    out.append(Issue(item[0], "unknown key", "unknown-key"))
+            continue
+        if etype == "keyed_by":
+            at = tuple(ctx.get("at", ()))
+            item = (json_path(loc + at), err["msg"])
+        elif etype == "missing":
+            item = (json_path(loc), "required key is missing")
+        elif etype == "extra_forbidden":
+            out.append(Issue(json_path(loc), "unknown key", "unknown-key"))
+            continue
+        else:
+            item = (json_path(loc), _message(err))
+        if item not in seen:
+            seen.add(item)
+            out.append(Issue(*item))
+    return out
+
+
+def _message(err: dict[str, Any]) -> str:
+    msg = str(err.get("msg", "invalid"))
+    got = err.get("input")
+    if err.get("type") in ("literal_error", "string_pattern_mismatch", "greater_than_equal", "too_long",
+                           "too_short", "int_type", "string_type", "list_type", "dict_type", "bool_type",
+                           "model_type", "model_attributes_type", "tuple_type", "none_required",
+                           "union_tag_invalid", "union_tag_not_found"):
+        text = json.dumps(got, ensure_ascii=False) if _jsonable(got) else type(got).__name__
+        if len(text) > 60:
+            text = text[:57] + "..."
+        msg = f"{msg} (got {text})"
+    return msg
+
+
+def _jsonable(v: Any) -> bool:
+    try:
+        json.dumps(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def validate(model: type[pydantic.BaseModel], doc: Any, *, lenient: bool = False) -> tuple[Any, list[Issue]]:
+    """Validate ``doc``: (instance or None, issues). In lenient mode unknown keys are kept
+    and reported as ``unknown-key`` issues; otherwise they make the document invalid."""
+    try:
+        value = model.model_validate(doc, strict=True, context=LENIENT if lenient else None)
+    except pydantic.ValidationError as exc:
+        return None, issues_of(exc, doc)
+    except RecursionError:
+        return None, [Issue("", "document is nested too deeply")]
+    extra = [Issue(json_path(path + (key,)), "unknown key", "unknown-key") for path, key in unknown_keys(value)]
+    return value, extra
+
+
+def raise_issues(issues: list[Issue], file: str | None, what: str) -> None:
+    """Raise the first issue as a ValidationError carrying all of them."""
+    first = issues[0]
+    more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
+    err = ValidationError(f"{what}: {first.message}{more}", file=file, field=first.path or None)
+    err.issues = issues  # type: ignore[attr-defined]
+    raise err
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return out
+
+
+def load_json(data: bytes | str, file: str | None, what: str) -> Any:
+    """Parse JSON text (UTF-8 bytes or str); raises ValidationError with line and column."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"{what} is not UTF-8: {exc.reason}", file=file, offset=exc.start) from None
+    else:
+        text = data
+    if text.startswith("\ufeff"):
+        raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
+    try:
+        return json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise ValidationError(f"{what} has the key {exc.args[0]!r} twice in one object (JSON readers keep only one)",
+                              file=file) from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                              file=file, offset=len(text[:exc.pos].encode("utf-8"))) from None
+    except RecursionError:
+        raise ValidationError(f"{what} is nested too deeply", file=file) from None

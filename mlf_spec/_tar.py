@@ -1,0 +1,341 @@
+"""Tar containers: a safe reader that keeps every header block, and a PAX writer.
+
+Reading walks the headers with :mod:`tarfile` over a seekable file, member by member (no
+data is read until asked for), refuses unsafe members before anything else happens
+(absolute paths, ``..``, backslashes, links, devices and other special members, duplicate
+paths, members inside file members, members larger than a limit, oversized extended
+headers) and records, per member, the exact bytes of its header blocks, so that writing
+the archive back reproduces it byte for byte. Nothing is ever extracted by this module.
+
+Writing encodes headers the way CPython's ``tarfile`` does for ``PAX_FORMAT`` (what TVM's
+``tarfile.open(path, "w")`` produced from Python 3.8 on): a ``././@PaxHeader`` record before
+every member whose mtime is fractional or whose name or owner does not fit ustar, then the
+ustar block; the archive ends with two zero blocks and is padded to 10240 bytes.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
+
+BLOCK = 512
+RECORD = 20 * BLOCK
+DEFAULT_MAX_MEMBER = 1 << 30
+DEFAULT_MAX_MEMBERS = 200_000
+MAX_EXTENDED_HEADER = 1 << 20
+
+FILE, DIRECTORY = "file", "directory"
+
+
+@dataclass
+class TarEntry:
+    """One member as stored: its name, normalised path, type, size, header fields and
+    where its header blocks and data are in the container."""
+
+    name: str
+    path: str
+    type: str
+    size: int
+    mode: int
+    uid: int
+    gid: int
+    uname: str
+    gname: str
+    mtime: float
+    pax_headers: dict[str, str] = field(default_factory=dict)
+    header_offset: int = 0
+    data_offset: int = 0
+    raw_header: bytes | None = None
+
+
+def normalize(name: str, *, file: str | None, offset: int | None) -> str:
+    """The path of a member name relative to the archive root (``.`` for the root).
+    Raises UnsafeArchiveError for names that could leave the root."""
+    if "\\" in name:
+        raise UnsafeArchiveError("member name contains a backslash", file=file, field=name, offset=offset)
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":" and name[0].isalpha()):
+        raise UnsafeArchiveError("absolute member name", file=file, field=name, offset=offset)
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeArchiveError("member name has a '..' component", file=file, field=name, offset=offset)
+    if any("\x00" in p for p in parts):
+        raise UnsafeArchiveError("member name contains NUL", file=file, field=name, offset=offset)
+    return "/".join(parts) or "."
+
+
+_KIND = {
+    tarfile.SYMTYPE: "symlink",
+    tarfile.LNKTYPE: "hardlink",
+    tarfile.CHRTYPE: "device",
+    tarfile.BLKTYPE: "device",
+    tarfile.FIFOTYPE: "fifo",
+}
+
+
+def _precheck(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
+    """Refuse an extended header (PAX, GNU long name) larger than MAX_EXTENDED_HEADER
+    before tarfile reads it into memory."""
+    f.seek(offset)
+    block = f.read(BLOCK)
+    if len(block) < BLOCK:
+        return
+    if block[156:157] in (b"x", b"g", b"L", b"K"):
+        try:
+            n = tarfile.nti(block[124:136])
+        except (tarfile.InvalidHeaderError, ValueError):
+            return
+        if n > MAX_EXTENDED_HEADER or offset + BLOCK + n > size:
+            raise LengthError(f"extended header of {n} bytes", file=file, offset=offset)
+
+
+def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member_size: int = DEFAULT_MAX_MEMBER,
+                 max_members: int = DEFAULT_MAX_MEMBERS) -> Iterator[TarEntry]:
+    """Yield the members of an uncompressed tar in ``f`` (seekable, ``size`` bytes), one at a
+    time, after the safety checks. At the end the generator returns the offset where the
+    end-of-archive blocks start (``StopIteration.value``)."""
+    try:
+        tar = tarfile.TarFile(fileobj=f, mode="r", encoding="utf-8", errors="surrogateescape")
+    except tarfile.TarError as exc:
+        raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
+    except (EOFError, OSError, ValueError, UnicodeError, OverflowError) as exc:
+        raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
+    seen: dict[str, str] = {}
+    count = 0
+    # tarfile read the first header while opening; rewind so that every member goes through
+    # the same checks (it re-reads from its own offset).
+    tar.members = []
+    tar.offset = 0
+    tar.firstmember = None
+    while True:
+        here = tar.offset
+        _precheck(f, here, size, file)
+        f.seek(here)
+        try:
+            info = tar.next()
+        except tarfile.TarError as exc:
+            raise MalformedError(f"bad tar header: {exc}", file=file, offset=here) from None
+        except Exception as exc:  # tarfile raises many kinds on hostile headers
+            raise MalformedError(f"bad tar header: {type(exc).__name__}: {exc}", file=file, offset=here) from None
+        if info is None:
+            tar.members = []
+            return here
+        tar.members = []  # keep no history: members are streamed
+        count += 1
+        if count > max_members:
+            raise UnsafeArchiveError(f"more than {max_members} members", file=file, offset=here)
+        name = info.name
+        kind = _KIND.get(info.type)
+        if kind is None and info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE):
+            kind = "fifo"
+        if kind is not None:
+            raise UnsafeArchiveError(f"member is a {kind}; only files and directories are allowed", file=file,
+                                     field=name, offset=info.offset)
+        path = normalize(name, file=file, offset=info.offset)
+        mtype = DIRECTORY if info.type == tarfile.DIRTYPE else FILE
+        if path in seen:
+            raise UnsafeArchiveError(f"duplicate member {path!r}", file=file, field=name, offset=info.offset)
+        parent = path
+        while "/" in parent:
+            parent = parent.rsplit("/", 1)[0]
+            if seen.get(parent) == FILE:
+                raise UnsafeArchiveError(f"member inside file member {parent!r}", file=file, field=name,
+                                         offset=info.offset)
+        if mtype == FILE and path == ".":
+            raise UnsafeArchiveError("a file member at the archive root path", file=file, field=name, offset=info.offset)
+        seen[path] = mtype
+        if info.size > max_member_size:
+            raise UnsafeArchiveError(f"member of {info.size} bytes exceeds the limit of {max_member_size}", file=file,
+                                     field=name, offset=info.offset)
+        if info.offset_data + info.size > size:
+            raise TruncatedError(f"member data needs {info.size} bytes, {max(0, size - info.offset_data)} remain",
+                                 file=file, field=name, offset=info.offset_data)
+        f.seek(info.offset)
+        raw = f.read(info.offset_data - info.offset)
+        yield TarEntry(name=name, path=path, type=mtype, size=info.size if mtype == FILE else 0,
+                       mode=info.mode, uid=info.uid, gid=info.gid, uname=info.uname, gname=info.gname,
+                       mtime=info.mtime, pax_headers=dict(info.pax_headers), header_offset=info.offset,
+                       data_offset=info.offset_data, raw_header=raw)
+
+
+def check_end(f: IO[bytes], end: int, size: int, *, file: str | None = None) -> bytes:
+    """The bytes from the end-of-archive marker to the end of the container (kept for an
+    exact rewrite). Raises if the container stops before the marker or a non-zero block
+    follows the last member (a corrupt header that tarfile would silently treat as the end)."""
+    f.seek(end)
+    tail = f.read(size - end)
+    if not tail:
+        raise TruncatedError("the archive ends without its end-of-archive blocks", file=file, offset=end)
+    first = tail[:BLOCK]
+    if len(first) < BLOCK and first.strip(b"\0"):
+        raise TruncatedError("the archive ends inside a header", file=file, offset=end)
+    if first.strip(b"\0"):
+        raise MalformedError("invalid tar header (neither a member nor the end of the archive)", file=file,
+                             offset=end)
+    return tail
+
+
+# ----------------------------------------------------------------- writing
+
+
+def _itn(n: int, digits: int) -> bytes:
+    if not 0 <= n < 8 ** (digits - 1):
+        raise ValueError("number does not fit its field")
+    return b"%0*o" % (digits - 1, n) + b"\0"
+
+
+def _stn(s: str, length: int, encoding: str, errors: str) -> bytes:
+    b = s.encode(encoding, errors)[:length]
+    return b + b"\0" * (length - len(b))
+
+
+def _header_block(info: dict[str, Any], magic: bytes, encoding: str, errors: str) -> bytes:
+    parts = [
+        _stn(info.get("name", ""), 100, encoding, errors),
+        _itn(info.get("mode", 0) & 0o7777, 8),
+        _itn(info.get("uid", 0), 8),
+        _itn(info.get("gid", 0), 8),
+        _itn(info.get("size", 0), 12),
+        _itn(info.get("mtime", 0), 12),
+        b"        ",
+        info.get("type", tarfile.REGTYPE),
+        _stn(info.get("linkname", ""), 100, encoding, errors),
+        magic,
+        _stn(info.get("uname", ""), 32, encoding, errors),
+        _stn(info.get("gname", ""), 32, encoding, errors),
+        b"\0" * 8,
+        b"\0" * 8,
+        _stn(info.get("prefix", ""), 155, encoding, errors),
+    ]
+    buf = b"".join(parts)
+    buf += b"\0" * (BLOCK - len(buf))
+    chksum = 256 + sum(buf[:148]) + sum(buf[156:])
+    return buf[:148] + b"%06o\0" % chksum + buf[155:]
+
+
+def _pax_records(headers: dict[str, str]) -> bytes:
+    binary = False
+    for value in headers.values():
+        try:
+            value.encode("utf-8", "strict")
+        except UnicodeEncodeError:
+            binary = True
+            break
+    records = b"21 hdrcharset=BINARY\n" if binary else b""
+    for keyword, value in headers.items():
+        k = keyword.encode("utf-8")
+        v = value.encode("utf-8", "surrogateescape") if binary else value.encode("utf-8")
+        length = len(k) + len(v) + 3
+        n = p = 0
+        while True:
+            n = length + len(str(p))
+            if n == p:
+                break
+            p = n
+        records += str(p).encode("ascii") + b" " + k + b"=" + v + b"\n"
+    return records
+
+
+def _payload(data: bytes) -> bytes:
+    pad = (-len(data)) % BLOCK
+    return data + b"\0" * pad
+
+
+def encode_header(entry: TarEntry, *, encoding: str = "utf-8") -> bytes:
+    """The header blocks of ``entry`` in PAX format as CPython's tarfile writes them
+    (``TarInfo.tobuf(PAX_FORMAT)``), including the ``././@PaxHeader`` record."""
+    name = entry.name + ("/" if entry.type == DIRECTORY and not entry.name.endswith("/") else "")
+    info: dict[str, Any] = {
+        "name": name, "mode": entry.mode, "uid": entry.uid, "gid": entry.gid,
+        "size": entry.size if entry.type == FILE else 0, "mtime": entry.mtime,
+        "type": tarfile.DIRTYPE if entry.type == DIRECTORY else tarfile.REGTYPE,
+        "linkname": "", "uname": entry.uname, "gname": entry.gname,
+    }
+    pax = dict(entry.pax_headers)
+    for key, hname, length in (("name", "path", 100), ("linkname", "linkpath", 100), ("uname", "uname", 32),
+                               ("gname", "gname", 32)):
+        if hname in pax:
+            continue
+        try:
+            info[key].encode("ascii", "strict")
+        except UnicodeEncodeError:
+            pax[hname] = info[key]
+            continue
+        if len(info[key]) > length:
+            pax[hname] = info[key]
+    for key, digits in (("uid", 8), ("gid", 8), ("size", 12), ("mtime", 12)):
+        needs = False
+        val = info[key]
+        is_float = isinstance(val, float)
+        val_int = round(val) if is_float else val
+        if not 0 <= val_int < 8 ** (digits - 1):
+            info[key] = 0
+            needs = True
+        elif is_float:
+            info[key] = val_int
+            needs = True
+        if needs and key not in pax:
+            pax[key] = str(val)
+    out = b""
+    if pax:
+        records = _pax_records(pax)
+        out = _header_block({"name": "././@PaxHeader", "type": tarfile.XHDTYPE, "size": len(records)},
+                            tarfile.POSIX_MAGIC, "ascii", "replace") + _payload(records)
+    return out + _header_block(info, tarfile.POSIX_MAGIC, "ascii", "replace")
+
+
+def end_blocks(offset: int) -> bytes:
+    """Two zero blocks, then zeros up to a multiple of RECORD (tarfile.TarFile.close)."""
+    offset += 2 * BLOCK
+    return b"\0" * (2 * BLOCK + ((-offset) % RECORD))
+
+
+def sniff(head: bytes) -> str:
+    """``gzip``, ``bzip2``, ``xz``, ``tar`` or ``unknown`` from the first bytes of a container."""
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if head[:3] == b"BZh":
+        return "bzip2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    if len(head) >= BLOCK:
+        try:
+            tarfile.TarInfo.frombuf(head[:BLOCK], "utf-8", "surrogateescape")
+            return "tar"
+        except tarfile.HeaderError:
+            return "unknown"
+    return "unknown"
+
+
+def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None) -> int:
+    """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes."""
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
+    opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    total = 0
+    try:
+        with opener(fileobj=src) as z:  # type: ignore[call-arg]
+            while True:
+                chunk = z.read(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > limit:
+                    raise UnsafeArchiveError(f"decompressed archive exceeds {limit} bytes", file=file)
+                dst.write(chunk)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        raise MalformedError(f"cannot decompress ({kind}): {exc}", file=file) from None
+    return total
+
+
+__all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "RECORD", "TarEntry", "check_end", "decompress_to",
+           "encode_header", "end_blocks", "normalize", "read_entries", "sniff"]
+

@@ -1,0 +1,733 @@
+"""Model Library Format archives: open, inspect, write back exactly, build, extract safely.
+
+    >>> from mlf_spec import archive
+    >>> with archive.open("model.tar") as a:          # a tarball, a directory or a binary file
+    ...     a.version, a.style, list(a.modules)
+    ...     mod = a.modules["add"]
+    ...     [i.name for i in mod.params.index]         # lazy params index, zero-copy
+    ...     mod.graph.input_names()                    # typed GraphExecutor JSON
+    ...     assert a.to_bytes() == open("model.tar", "rb").read()   # exact round trip
+
+Reading streams the tar headers (no member data is read until asked for) and refuses unsafe
+members (:class:`~mlf_spec.errors.UnsafeArchiveError`). Every member keeps its stored name,
+position and header blocks, so writing an archive that was read reproduces it byte for
+byte. :func:`build` writes a new archive the way TVM's writer did for the version and style
+(layout, ``.`` first, ``./`` names, sorted depth-first order, modes, owners, PAX headers,
+metadata dumped with the style's json options). Layouts come from spec/layouts/mlf_layout.yaml
+through :mod:`mlf_spec.layout`; metadata models from :mod:`mlf_spec.metadata`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import io
+import mmap
+import os
+import re
+import stat
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from . import _tar
+from . import graph_json as _graph
+from . import layout as _layout
+from . import metadata as _md
+from . import params as _params
+from ._io import atomic_writer, describe
+from ._records import load_json
+from .errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
+DEFAULT_MAX_MEMBER_SIZE = _tar.DEFAULT_MAX_MEMBER
+METADATA = "metadata.json"
+
+
+class Member:
+    """One member: ``name`` as stored (``./src/add.relay``), ``path`` relative to the root
+    (``src/add.relay``, ``.`` for the root), ``is_dir``, ``size`` and the tar header fields
+    (``mode``, ``uid``, ``gid``, ``uname``, ``gname``, ``mtime``, ``pax_headers``). The data
+    is read on demand: :meth:`view` (zero-copy where the source allows) or :meth:`read`."""
+
+    def __init__(self, name: str, path: str, is_dir: bool, size: int, *, mode: int = 0o644, uid: int = 0,
+                 gid: int = 0, uname: str = "", gname: str = "", mtime: float = 0,
+                 pax_headers: dict[str, str] | None = None, raw_header: bytes | None = None,
+                 loader: Any = None, group: str = "main") -> None:
+        self.name = name
+        self.path = path
+        self.is_dir = is_dir
+        self.size = size
+        self.mode = mode
+        self.uid, self.gid, self.uname, self.gname = uid, gid, uname, gname
+        self.mtime = mtime
+        self.pax_headers = dict(pax_headers or {})
+        self.raw_header = raw_header
+        self._loader = loader
+        self.group = group
+
+    def view(self) -> memoryview:
+        """The member's bytes (zero-copy for tar files and bytes; read for directories)."""
+        if self.is_dir:
+            return memoryview(b"")
+        data = self._loader() if self._loader is not None else b""
+        return data if isinstance(data, memoryview) else memoryview(data)
+
+    def read(self) -> bytes:
+        """A copy of the member's bytes."""
+        return bytes(self.view())
+
+    def text(self) -> str:
+        """The member decoded as UTF-8 (raises ValidationError otherwise)."""
+        try:
+            return self.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"not UTF-8 text: {exc.reason}", field=self.name, offset=exc.start) from None
+
+    def tar_entry(self) -> _tar.TarEntry:
+        """The header fields as a tar entry (to encode a header)."""
+        return _tar.TarEntry(self.name, self.path, _tar.DIRECTORY if self.is_dir else _tar.FILE, self.size,
+                             self.mode, self.uid, self.gid, self.uname, self.gname, self.mtime, dict(self.pax_headers))
+
+    def __repr__(self) -> str:
+        return f"<Member {self.name!r} {'dir' if self.is_dir else f'{self.size} bytes'}>"
+
+
+class Module:
+    """One module of an archive: ``name``, its ``metadata`` record, its files by kind
+    (``files``: content kind -> member paths) and lazy accessors for params, graph and text."""
+
+    def __init__(self, archive: Archive, name: str, metadata: Any) -> None:
+        self.archive = archive
+        self.name = name
+        self.metadata = metadata
+        self.files: dict[str, list[str]] = {}
+        self._params: _params.LazyParams | None = None
+        self._graph: _graph.GraphDocument | None = None
+
+    @property
+    def executor(self) -> str | None:
+        """``graph`` or ``aot`` (None for operator modules)."""
+        ex = getattr(self.metadata, "executors", None) or getattr(self.metadata, "runtimes", None) or []
+        return ex[0] if ex else None
+
+    @property
+    def targets(self) -> list[str]:
+        """Target strings (the values of a version 1-5 target dict)."""
+        t = self.metadata.target
+        return list(t.values()) if isinstance(t, dict) else list(t)
+
+    def member(self, kind: str) -> Member | None:
+        """The first member of a content kind (``params``, ``graph_json``, ``relay_text`` ...)."""
+        paths = self.files.get(kind) or []
+        return self.archive.member(paths[0]) if paths else None
+
+    @property
+    def params(self) -> _params.LazyParams | None:
+        """The module's parameters opened lazily over the archive's bytes (index of name,
+        dtype, shape, offset, nbytes; zero-copy views). None without a params member."""
+        if self._params is None:
+            m = self.member("params")
+            if m is None:
+                return None
+            try:
+                self._params = _params.open(m.view())
+            except MlfError as exc:
+                raise exc.with_file(f"{self.archive.file}:{m.name}") from None
+        return self._params
+
+    @property
+    def graph(self) -> _graph.GraphDocument | None:
+        """The module's GraphExecutor JSON, parsed and validated (None for AOT/operator)."""
+        if self._graph is None:
+            m = self.member("graph_json")
+            if m is None:
+                return None
+            self._graph = _graph.parse(m.read(), lenient=True, file=f"{self.archive.file}:{m.name}")
+        return self._graph
+
+    @property
+    def relay_text(self) -> str | None:
+        """The Relay text of a full-model module."""
+        m = self.member("relay_text")
+        return m.text() if m is not None else None
+
+    @property
+    def tir_texts(self) -> dict[str, str]:
+        """TIR text per member path (operator modules)."""
+        return {p: self.archive.member(p).text() for p in self.files.get("tir_text", [])}  # type: ignore[union-attr]
+
+    @property
+    def sources(self) -> list[str]:
+        """Member paths of the generated C/C++ sources."""
+        return list(self.files.get("c_source", []))
+
+    @property
+    def objects(self) -> list[str]:
+        """Member paths of the generated object files."""
+        return list(self.files.get("object_file", []))
+
+    @property
+    def headers(self) -> list[str]:
+        """Member paths of the C interface headers."""
+        return list(self.files.get("c_header", []))
+
+    def close(self) -> None:
+        """Release the params mapping."""
+        if self._params is not None:
+            self._params.close()
+            self._params = None
+
+    def __repr__(self) -> str:
+        return f"<Module {self.name!r} {self.executor or 'operator'}>"
+
+
+class Archive:
+    """An MLF archive read from a tar, a directory or bytes, or built new. See the module doc."""
+
+    def __init__(self, members: list[Member], *, file: str, container: str, compression: str | None = None,
+                 trailer: bytes | None = None, closer: Any = None) -> None:
+        self.members = members
+        self.file = file
+        self.container = container
+        self.compression = compression
+        self.trailer = trailer
+        self._closer = closer
+        self._by_path = {m.path: m for m in members}
+        self._metadata: _md.Metadata | None = None
+        self._modules: dict[str, Module] | None = None
+        self._metadata_override: _md.Metadata | None = None
+
+    # ------------------------------------------------------------- members
+
+    def member(self, path: str) -> Member | None:
+        """The member at ``path`` (``./`` prefix optional), or None."""
+        return self._by_path.get(_tar.normalize(path, file=self.file, offset=None) if path else ".")
+
+    def __contains__(self, path: str) -> bool:
+        return self.member(path) is not None
+
+    def __iter__(self) -> Iterator[Member]:
+        return iter(self.members)
+
+    def read(self, path: str) -> bytes:
+        """The bytes of the file member at ``path``; MlfError if there is none."""
+        m = self.member(path)
+        if m is None or m.is_dir:
+            raise MlfError("no such file member", file=self.file, field=path)
+        return m.read()
+
+    # ------------------------------------------------------------- metadata
+
+    def metadata_document(self) -> Any:
+        """metadata.json parsed as JSON (not validated). Raises MlfError."""
+        m = self.member(METADATA)
+        if m is None or m.is_dir:
+            raise ValidationError("the archive has no metadata.json", file=self.file, field=METADATA)
+        return load_json(m.view(), f"{self.file}:{m.name}", "metadata.json")
+
+    @property
+    def detection(self) -> _md.Detection:
+        """Declared version, style and shape-based fits of metadata.json."""
+        return _md.detect(self.metadata_document())
+
+    @property
+    def metadata(self) -> _md.Metadata:
+        """The typed metadata (read leniently: unknown keys are kept and listed in
+        ``metadata.unknown``; anything else invalid raises ValidationError)."""
+        if self._metadata_override is not None:
+            return self._metadata_override
+        if self._metadata is None:
+            m = self.member(METADATA)
+            doc = self.metadata_document()
+            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}",  # type: ignore[union-attr]
+                                               raw=m.read())  # type: ignore[union-attr]
+        return self._metadata
+
+    @property
+    def version(self) -> int:
+        """The metadata version."""
+        return self.metadata.version
+
+    @property
+    def style(self) -> str:
+        """``full-model`` or ``operator``."""
+        return self.metadata.style
+
+    def set_metadata(self, md: _md.Metadata) -> None:
+        """Replace metadata.json by ``md`` dumped as TVM did for its version and style."""
+        self._metadata_override = md
+        self.replace(METADATA, md.dumps())
+        self._modules = None
+
+    # ------------------------------------------------------------- modules
+
+    def placements(self) -> dict[str, _layout.Placement | None]:
+        """Layout placement of every member path (None: no entry of the layout matches)."""
+        md = self.metadata
+        names = list(md.modules)
+        return {m.path: _layout.classify(m.path, md.version, md.style, names) for m in self.members}
+
+    @property
+    def modules(self) -> dict[str, Module]:
+        """Module name -> :class:`Module`, in metadata order."""
+        if self._modules is None:
+            md = self.metadata
+            mods = {name: Module(self, name, rec) for name, rec in md.modules.items()}
+            for path, pl in self.placements().items():
+                if pl is None or pl.module is None or pl.module not in mods or pl.kind == "directory":
+                    continue
+                mods[pl.module].files.setdefault(pl.kind, []).append(path)
+            self._modules = mods
+        return self._modules
+
+    # ------------------------------------------------------------- writing
+
+    def replace(self, path: str, data: bytes | str, *, mtime: float | None = None) -> Member:
+        """Set the content of the file member at ``path`` (added in TVM's place if absent).
+        The member's other header fields are kept; its header is encoded anew."""
+        m = self.member(path)
+        if m is None:
+            return self.add(path, data, mtime=mtime)
+        if m.is_dir:
+            raise MlfError("is a directory", file=self.file, field=path)
+        buf = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        m.size = len(buf)
+        m.raw_header = None
+        m._loader = lambda b=buf: b  # type: ignore[misc]
+        if mtime is not None:
+            m.mtime = mtime
+            m.pax_headers.pop("mtime", None)
+        m.pax_headers.pop("size", None)
+        return m
+
+    def add(self, path: str, data: bytes | str | None, *, mtime: float | None = None, group: str | None = None) -> Member:
+        """Add a file (or, with ``data=None``, a directory) member in TVM's order, with the
+        writer's mode and owner for its group."""
+        rel = _tar.normalize(path, file=self.file, offset=None)
+        if rel in self._by_path:
+            raise UnsafeArchiveError("member exists", file=self.file, field=path)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        m = _new_member(rel, data, mtime if mtime is not None else time.time(), group or _group_of(rel), _owner(None))
+        self.members.append(m)
+        self._by_path[rel] = m
+        order = _layout.tvm_order((x.path, x.group) for x in self.members)
+        rank = {p: i for i, p in enumerate(order)}
+        self.members.sort(key=lambda x: rank[x.path])
+        self._modules = None
+        return m
+
+    def remove(self, path: str) -> None:
+        """Remove a member (and, for a directory, everything under it)."""
+        rel = _tar.normalize(path, file=self.file, offset=None)
+        self.members = [m for m in self.members if not (m.path == rel or m.path.startswith(rel + "/"))]
+        self._by_path = {m.path: m for m in self.members}
+        self._modules = None
+
+    def chunks(self) -> Iterator[Any]:
+        """The archive's bytes as buffers: each member's header (as read, or encoded),
+        data and padding, then the end blocks (as read, or TVM's)."""
+        offset = 0
+        for m in self.members:
+            header = m.raw_header if m.raw_header is not None else _tar.encode_header(m.tar_entry())
+            yield header
+            offset += len(header)
+            if not m.is_dir and m.size:
+                data = m.view()
+                if data.nbytes != m.size:
+                    raise MlfError(f"member data is {data.nbytes} bytes, its header says {m.size}", field=m.name)
+                yield data
+                pad = (-m.size) % _tar.BLOCK
+                if pad:
+                    yield b"\0" * pad
+                offset += m.size + pad
+        yield self.trailer if self.trailer is not None else _tar.end_blocks(offset)
+
+    def to_bytes(self) -> bytes:
+        """The whole archive as bytes."""
+        return b"".join(bytes(c) if isinstance(c, memoryview) else c for c in self.chunks())
+
+    def write(self, dest: str | os.PathLike | IO[bytes], *, overwrite: bool = True) -> None:
+        """Write the archive (uncompressed tar) to a path (atomically) or a binary file."""
+        if hasattr(dest, "write"):
+            for c in self.chunks():
+                dest.write(c)  # type: ignore[union-attr]
+            return
+        with atomic_writer(Path(dest), overwrite=overwrite) as f:  # type: ignore[arg-type]
+            for c in self.chunks():
+                f.write(c)
+
+    def extract(self, dest: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Extract into the directory ``dest`` (created if needed; must be empty unless
+        ``overwrite``). Nothing is written outside it: member paths were checked when read,
+        and no symbolic link inside ``dest`` is followed. Returns the resolved directory."""
+        root = Path(dest)
+        root.mkdir(parents=True, exist_ok=True)
+        if root.is_symlink():
+            raise UnsafeArchiveError("destination is a symbolic link", file=os.fspath(dest))
+        root = root.resolve()
+        if not overwrite and any(root.iterdir()):
+            raise OutputExistsError("destination is not empty; pass overwrite", file=os.fspath(root))
+        for m in self.members:
+            if m.path == ".":
+                continue
+            parts = m.path.split("/")
+            cur = root
+            for p in parts[:-1]:
+                cur = cur / p
+                _ensure_dir(cur, root)
+            target = cur / parts[-1]
+            if m.is_dir:
+                _ensure_dir(target, root)
+                continue
+            if target.is_symlink():
+                raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(target))
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            fd = os.open(target, flags, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(m.view())
+            with contextlib.suppress(OSError):
+                os.chmod(target, (m.mode & 0o777) or 0o644)
+        return root
+
+    # ------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        """Release mappings and files (views of member data must not outlive it)."""
+        for mod in (self._modules or {}).values():
+            mod.close()
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Archive {self.file!r} {self.container} {len(self.members)} members>"
+
+
+def _ensure_dir(path: Path, root: Path) -> None:
+    if path.is_symlink():
+        raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(path))
+    if path.exists() and not path.is_dir():
+        raise UnsafeArchiveError("a file is in the way of a directory", file=os.fspath(path))
+    path.mkdir(exist_ok=True)
+    if root not in path.resolve().parents and path.resolve() != root:
+        raise UnsafeArchiveError("path escapes the destination", file=os.fspath(path))
+
+
+# ----------------------------------------------------------------- opening
+
+
+def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # noqa: A001
+         max_members: int = _tar.DEFAULT_MAX_MEMBERS, max_total_size: int = 1 << 36) -> Archive:
+    """Open an MLF archive: a path to a tar (uncompressed, or gzip/bz2/xz: decompressed to a
+    temporary file first) or to a directory (an extracted archive), bytes, or a binary file
+    object. Headers are read streaming and checked; member data stays where it is (mmap)
+    until asked for. Raises MlfError (UnsafeArchiveError for unsafe members)."""
+    name = describe(source)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        if p.is_dir():
+            return _open_directory(p, max_member_size=max_member_size, max_members=max_members)
+        try:
+            f = builtins.open(p, "rb")
+        except OSError as exc:
+            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        return _open_file(f, name, own=True, max_member_size=max_member_size, max_members=max_members,
+                          max_total_size=max_total_size)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = source if isinstance(source, bytes) else bytes(source)
+        return _open_file(io.BytesIO(data), name, own=True, max_member_size=max_member_size,
+                          max_members=max_members, max_total_size=max_total_size)
+    if hasattr(source, "read"):
+        seekable = False
+        with contextlib.suppress(Exception):
+            seekable = source.seekable() and source.tell() == 0  # type: ignore[union-attr]
+        if not seekable:
+            tmp = tempfile.TemporaryFile()
+            total = 0
+            while True:
+                chunk = source.read(1 << 20)
+                if not chunk:
+                    break
+                if not isinstance(chunk, (bytes, bytearray)):
+                    tmp.close()
+                    raise MlfError("file object must be opened in binary mode", file=name)
+                total += len(chunk)
+                if total > max_total_size:
+                    tmp.close()
+                    raise UnsafeArchiveError(f"archive exceeds {max_total_size} bytes", file=name)
+                tmp.write(chunk)
+            tmp.seek(0)
+            return _open_file(tmp, name, own=True, max_member_size=max_member_size, max_members=max_members,
+                              max_total_size=max_total_size)
+        return _open_file(source, name, own=False, max_member_size=max_member_size,  # type: ignore[arg-type]
+                          max_members=max_members, max_total_size=max_total_size)
+    raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def _size_of(f: IO[bytes]) -> int:
+    pos = f.tell()
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(pos)
+    return size
+
+
+def _buffer_of(f: IO[bytes], size: int) -> tuple[Any, Any]:
+    """A zero-copy buffer over the container and its closer."""
+    if isinstance(f, io.BytesIO):
+        return f.getbuffer(), None
+    if size == 0:
+        return memoryview(b""), None
+    try:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        f.seek(0)
+        return memoryview(f.read()), None
+
+    def close() -> None:
+        with contextlib.suppress(BufferError):
+            mm.close()
+
+    return mm, close
+
+
+def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_members: int,
+               max_total_size: int) -> Archive:
+    closers: list[Any] = []
+    if own:
+        closers.append(f.close)
+
+    def close_all() -> None:
+        for c in reversed(closers):
+            with contextlib.suppress(Exception):
+                c()
+
+    try:
+        f.seek(0)
+        head = f.read(_tar.BLOCK)
+        f.seek(0)
+        kind = _tar.sniff(head)
+        compression = None
+        if kind in ("gzip", "bzip2", "xz"):
+            tmp = tempfile.TemporaryFile()
+            closers.append(tmp.close)
+            _tar.decompress_to(f, kind, tmp, max_total_size, file=name)
+            tmp.flush()
+            tmp.seek(0)
+            f, compression = tmp, kind
+        elif not head:
+            raise _tar.MalformedError("empty file: not a tar archive", file=name, offset=0)
+        size = _size_of(f)
+        buf, close_buf = _buffer_of(f, size)
+        if close_buf is not None:
+            closers.append(close_buf)
+        members: list[Member] = []
+        it = _tar.read_entries(f, size, file=name, max_member_size=max_member_size, max_members=max_members)
+        while True:
+            try:
+                e = next(it)
+            except StopIteration as stop:
+                end = stop.value
+                break
+            loader = _slicer(buf, e.data_offset, e.size) if e.type == _tar.FILE else None
+            members.append(Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
+                                  gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
+                                  pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
+                                  group=_group_of(e.path)))
+        trailer = _tar.check_end(f, end, size, file=name)
+    except BaseException:
+        close_all()
+        raise
+    return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all)
+
+
+def _slicer(buf: Any, start: int, n: int) -> Any:
+    return lambda: memoryview(buf)[start:start + n]
+
+
+def _owner_names(uid: int, gid: int) -> tuple[str, str]:
+    uname = gname = ""
+    with contextlib.suppress(Exception):
+        import pwd
+
+        uname = pwd.getpwuid(uid).pw_name
+    with contextlib.suppress(Exception):
+        import grp
+
+        gname = grp.getgrgid(gid).gr_name
+    return uname, gname
+
+
+def _open_directory(root: Path, *, max_member_size: int, max_members: int) -> Archive:
+    """An extracted archive: members in TVM's order, headers as TVM's tarfile.add would have
+    made them from this tree (main group reset to root, runtime/templates as on disk)."""
+    name = os.fspath(root)
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        st_root = os.lstat(root)
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror}", file=name) from None
+    found.append((".", st_root))
+    stack = [(root, "")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            raise MlfError(f"cannot list: {exc.strerror}", file=os.fspath(d)) from None
+        for e in entries:
+            path = f"{rel}/{e.name}" if rel else e.name
+            _tar.normalize(path, file=name, offset=None)
+            st = os.lstat(e.path)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafeArchiveError("symbolic link in the archive directory", file=name, field=path)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                raise UnsafeArchiveError("special file (device, FIFO or socket) in the archive directory", file=name,
+                                         field=path)
+            if stat.S_ISREG(st.st_mode) and st.st_size > max_member_size:
+                raise UnsafeArchiveError(f"file of {st.st_size} bytes exceeds the limit of {max_member_size}",
+                                         file=name, field=path)
+            found.append((path, st))
+            if len(found) > max_members:
+                raise UnsafeArchiveError(f"more than {max_members} members", file=name)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append((Path(e.path), path))
+    members: list[Member] = []
+    for path, st in found:
+        group = _group_of(path)
+        info = _layout.GROUP_INFO.get(group, {"directories": True, "owner": "reset"})
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if is_dir and not info["directories"] and path != ".":
+            continue
+        if info["owner"] == "reset":
+            uid = gid = 0
+            uname = gname = "root"
+        else:
+            uid, gid = st.st_uid, st.st_gid
+            uname, gname = _owner_names(uid, gid)
+        full = root / path if path != "." else root
+        loader = None if is_dir else (lambda p=full: _read_file(p, max_member_size))
+        members.append(Member("." if path == "." else _layout.TAR["prefix"] + path, path, is_dir,
+                              0 if is_dir else st.st_size, mode=stat.S_IMODE(st.st_mode), uid=uid, gid=gid,
+                              uname=uname, gname=gname, mtime=st.st_mtime, loader=loader, group=group))
+    order = _layout.tvm_order((m.path, m.group) for m in members)
+    rank = {p: i for i, p in enumerate(order)}
+    members.sort(key=lambda m: rank[m.path])
+    return Archive(members, file=name, container="directory")
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    try:
+        with builtins.open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror}", file=os.fspath(path)) from None
+    if len(data) > limit:
+        raise UnsafeArchiveError(f"file grew beyond the limit of {limit}", file=os.fspath(path))
+    return data
+
+
+# ----------------------------------------------------------------- building
+
+
+@functools.lru_cache(maxsize=8192)
+def _group_of(path: str) -> str:
+    """The writer's group of a path: the group of the layout entry (of any version) it
+    matches or lies above (runtime/, templates/), else main."""
+    if path == ".":
+        return "main"
+    for e in _layout.ENTRIES.values():
+        group = e.get("group", "main")
+        if group != "main" and (re.match(e["regex"], path) or e["path"].startswith(path + "/")):
+            return group
+    return "main"
+
+
+def _owner(owner: tuple[int, int, str, str] | None) -> tuple[int, int, str, str]:
+    if owner is not None:
+        return owner
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    gid = os.getgid() if hasattr(os, "getgid") else 0
+    return (uid, gid, *_owner_names(uid, gid))
+
+
+def _new_member(path: str, data: bytes | None, mtime: float, group: str, source_owner: tuple[int, int, str, str]) -> Member:
+    modes = _layout.TAR["modes"]
+    is_dir = data is None
+    if _layout.GROUP_INFO.get(group, {}).get("owner", "reset") == "reset":
+        uid, gid, uname, gname = 0, 0, "root", "root"
+    else:
+        uid, gid, uname, gname = source_owner
+    mode = modes["root"] if path == "." else modes["directory"] if is_dir else modes["file"]
+    name = _layout.TAR["root_member"] if path == "." else _layout.TAR["prefix"] + path
+    buf = b"" if data is None else bytes(data)
+    return Member(name, path, is_dir, len(buf), mode=mode, uid=uid, gid=gid, uname=uname, gname=gname,
+                  mtime=mtime, loader=None if is_dir else (lambda b=buf: b), group=group)
+
+
+def build(metadata: _md.Metadata | Any, files: Mapping[str, bytes | str], *, version: int | None = None,
+          style: str | None = None, mtime: float | Mapping[str, float] | None = None,
+          source_owner: tuple[int, int, str, str] | None = None) -> Archive:
+    """A new archive laid out as TVM's writer did: ``metadata.json`` dumped with the style's
+    json options, the given ``files`` (relative path -> content: codegen files, params,
+    Relay/TIR text, graph JSON, ``runtime/...``, ``templates/...``), every parent directory
+    plus the directories the writer always created, in TVM's member order, with the
+    writer's modes, owners (``root`` for the main tree; ``source_owner``, default the
+    current user, for runtime/ and templates/) and ``mtime`` (a float, or per path;
+    default now). Write it with :meth:`Archive.write` or :meth:`Archive.to_bytes`."""
+    if not isinstance(metadata, _md.Metadata):
+        if isinstance(metadata, dict):
+            metadata = _md.from_document(metadata, version=version, style=style)
+        else:
+            raw = _md.dumps(metadata, version, style)
+            metadata = _md.parse(raw)
+    md: _md.Metadata = metadata
+    owner = _owner(source_owner)
+    now = time.time()
+
+    def when(path: str) -> float:
+        if mtime is None:
+            return now
+        if isinstance(mtime, Mapping):
+            return mtime.get(path, now)
+        return mtime
+
+    contents: dict[str, bytes | None] = {METADATA: md.dumps()}
+    for p, data in files.items():
+        rel = _tar.normalize(p, file="<build>", offset=None)
+        if rel == METADATA:
+            raise MlfError("metadata.json comes from the metadata argument", field=p)
+        contents[rel] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    for e, path, _module in _layout.expected(md.version, md.style, md.modules):
+        if e["kind"] == "directory" and "{" not in path and path != ".":
+            contents.setdefault(path, None)
+    for rel in list(contents):
+        group = _group_of(rel)
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            d = "/".join(parts[:i])
+            if _layout.GROUP_INFO.get(_group_of(d), {}).get("directories", True) and \
+                    _layout.GROUP_INFO.get(group, {}).get("directories", True):
+                contents.setdefault(d, None)
+    members = [_new_member(".", None, when("."), "main", owner)]
+    members += [_new_member(rel, data, when(rel), _group_of(rel), owner) for rel, data in contents.items()]
+    order = _layout.tvm_order((m.path, m.group) for m in members)
+    rank = {p: i for i, p in enumerate(order)}
+    members.sort(key=lambda m: rank[m.path])
+    a = Archive(members, file="<new>", container="new")
+    a._metadata = md
+    return a
+
+
+__all__ = ["DEFAULT_MAX_MEMBER_SIZE", "Archive", "Member", "Module", "build", "open"]

@@ -1,0 +1,360 @@
+"""MLF ``metadata.json``: one strict model per version and style, detection, TVM's dumps.
+
+    >>> from mlf_spec import metadata
+    >>> md = metadata.parse(open("metadata.json", "rb").read())
+    >>> md.version, md.style, list(md.modules)
+    (7, 'full-model', ['add'])
+    >>> metadata.dumps(md) == open("metadata.json", "rb").read()   # TVM's json.dump options
+    True
+
+Everything version-specific comes from the spec (spec/records/mlf.yaml through the generated
+``mlf_v<N>_models`` modules and ``mlf_ir``): which keys exist in which version, which are
+required, their types and rules, the roots (full-model and operator documents) and how TVM
+dumped each of them. :func:`spec` returns a version's spec as data (records, keys, docs,
+revisions) for engines such as migrations.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ._records import Issue, json_path, load_json, raise_issues, validate
+from .errors import MlfError, ValidationError
+from .generated import _recordlib
+from .generated import mlf_ir as _ir
+from .generated import mlf_revisions_timeline as _timeline
+
+VERSIONS: tuple[int, ...] = tuple(_ir.VERSIONS)
+LATEST: int = VERSIONS[-1]
+STYLES: tuple[str, ...] = tuple(dict.fromkeys(r["style"] for p in _ir.PROJECTIONS.values() for r in p["roots"]))
+DATETIME_FORMAT = "%Y-%m-%d %H:%M:%SZ"
+
+
+def models(version: int) -> ModuleType:
+    """The generated pydantic models of ``version`` (``mlf_spec.generated.mlf_v<N>_models``)."""
+    if version not in VERSIONS:
+        raise MlfError(f"no MLF metadata version {version!r}; known: {list(VERSIONS)}")
+    return importlib.import_module(f"mlf_spec.generated.{_ir.NAME}_v{version}_models")
+
+
+def spec(version: int) -> dict[str, Any]:
+    """The spec of ``version`` as data: ``revisions``, ``roots`` (style, record, json.dump
+    options) and ``records`` (each with its fields: name, type, required, rules, doc and the
+    revisions that wrote it). A copy: callers may change it."""
+    if version not in VERSIONS:
+        raise MlfError(f"no MLF metadata version {version!r}; known: {list(VERSIONS)}")
+    return copy.deepcopy(_ir.PROJECTIONS[version])
+
+
+def revisions(version: int | None = None) -> list[dict[str, Any]]:
+    """The writer revisions (id, version, commit, date, release, doc), oldest first."""
+    return [dict(r) for r in _timeline.REVISIONS if version is None or r["version"] == version]
+
+
+def styles(version: int) -> list[str]:
+    """The document styles of ``version`` (full-model; operator from version 4)."""
+    return [r["style"] for r in _ir.PROJECTIONS[version]["roots"]]
+
+
+def _root(version: int, style: str) -> dict[str, Any]:
+    for r in _ir.PROJECTIONS[version]["roots"]:
+        if r["style"] == style:
+            return r
+    raise MlfError(f"version {version} has no {style!r} documents; styles: {styles(version)}")
+
+
+def model_for(version: int, style: str) -> type[_recordlib.Record]:
+    """The root model of a ``version`` document of ``style``."""
+    return getattr(models(version), _root(version, style)["class"])
+
+
+def json_options(version: int, style: str) -> dict[str, Any]:
+    """The ``json.dump`` options TVM used for this version and style."""
+    return dict(_root(version, style)["json"])
+
+
+def style_of(doc: Any, version: int) -> str:
+    """The style of a document of ``version``, from the roots' match rules in the spec."""
+    fallback = None
+    for r in _ir.PROJECTIONS[version]["roots"]:
+        m = r["match"]
+        if m is None:
+            fallback = fallback or r["style"]
+        elif isinstance(doc, dict) and m["key"] in doc and (m.get("value") is None or doc[m["key"]] == m["value"]):
+            return r["style"]
+    return fallback or _ir.PROJECTIONS[version]["roots"][0]["style"]
+
+
+@dataclass
+class Detection:
+    """What a document says about itself: the declared ``version`` (None unless it is an
+    int this project knows), its ``style``, and ``fits``: every (version, style) whose
+    model accepts the document once its ``version`` is set to that version."""
+
+    declared: Any
+    version: int | None
+    style: str | None
+    fits: list[tuple[int, str]] = field(default_factory=list)
+
+
+def declared_version(doc: Any) -> Any:
+    """The raw ``version`` value of a document (top level in every version and style)."""
+    return doc.get("version") if isinstance(doc, dict) else None
+
+
+def detect(doc: Any, *, shapes: bool = True) -> Detection:
+    """Detect version and style from the content (shape-based detection when ``shapes``)."""
+    raw = declared_version(doc)
+    version = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw in VERSIONS else None
+    style = style_of(doc, version) if version is not None else None
+    fits: list[tuple[int, str]] = []
+    if shapes and isinstance(doc, dict):
+        for v in VERSIONS:
+            trial = dict(doc)
+            trial["version"] = v
+            s = style_of(trial, v)
+            value, issues = validate(model_for(v, s), trial, lenient=False)
+            if value is not None and not issues:
+                fits.append((v, s))
+        if style is None and fits:
+            style = fits[-1][1]
+    return Detection(raw, version, style, fits)
+
+
+class Metadata:
+    """A validated metadata document: ``version``, ``style``, the typed ``document`` (a model
+    of ``mlf_v<N>_models``), ``modules`` (module name -> per-module metadata), ``raw`` (the
+    bytes read, if any) and ``unknown`` (JSON paths of unknown keys kept by lenient reading)."""
+
+    def __init__(self, version: int, style: str, document: _recordlib.Record, *, raw: bytes | None = None,
+                 unknown: list[str] | None = None, file: str | None = None) -> None:
+        self.version = version
+        self.style = style
+        self.document = document
+        self.raw = raw
+        self.unknown = unknown or []
+        self.file = file
+
+    @property
+    def modules(self) -> dict[str, _recordlib.Record]:
+        """Module name -> its metadata: the ``modules`` of a version 7 full-model document,
+        else the document itself under its ``model_name``."""
+        doc = self.document
+        mods = getattr(doc, "modules", None)
+        if isinstance(mods, dict):
+            return dict(mods)
+        return {doc.model_name: doc}  # type: ignore[attr-defined]
+
+    def to_data(self) -> dict[str, Any]:
+        """The document as plain JSON data (declared keys in spec order, then unknown keys)."""
+        return _recordlib.to_data(self.document)
+
+    def dumps(self) -> bytes:
+        """The bytes TVM's writer produced for this content (its json.dump options)."""
+        return dumps(self.document, self.version, self.style)
+
+    def __repr__(self) -> str:
+        return f"<Metadata v{self.version} {self.style} modules={list(self.modules)}>"
+
+
+def validate_document(doc: Any, version: int, style: str, *, lenient: bool = False) -> tuple[Any, list[Issue]]:
+    """Validate a parsed document against the model of ``version`` and ``style``: (typed
+    document or None, issues). Lenient reading keeps unknown keys and reports them."""
+    if not isinstance(doc, dict):
+        return None, [Issue("", f"a metadata document is a JSON object, not {type(doc).__name__}")]
+    return validate(model_for(version, style), doc, lenient=lenient)
+
+
+def unknown_keys(doc: Any, version: int, style: str) -> list[str]:
+    """JSON paths of every key the model of ``version``/``style`` does not have, found by
+    walking the document along the spec (independent of other problems it may have)."""
+    proj = _ir.PROJECTIONS[version]
+    out: list[str] = []
+
+    def walk(value: Any, rname: str, path: tuple) -> None:
+        if not isinstance(value, dict):
+            return
+        rec = proj["records"][rname]
+        fields = {f["name"]: f for f in rec["fields"]}
+        if rec["extra"] != "allow":
+            out.extend(json_path(path + (k,)) for k in value if k not in fields)
+        for name, f in fields.items():
+            if name in value:
+                for parts, sub in f["nested"]:
+                    descend(value[name], parts, sub, path + (name,))
+
+    def descend(value: Any, parts: list[Any], rname: str, path: tuple) -> None:
+        if not parts:
+            walk(value, rname, path)
+        elif parts[0] == "*":
+            if isinstance(value, list):
+                for i, v in enumerate(value):
+                    descend(v, parts[1:], rname, path + (i,))
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    descend(v, parts[1:], rname, path + (k,))
+        elif isinstance(value, list) and isinstance(parts[0], int) and parts[0] < len(value):
+            descend(value[parts[0]], parts[1:], rname, path + (parts[0],))
+
+    walk(doc, _root(version, style)["record"], ())
+    return out
+
+
+def check_document(doc: Any, version: int, style: str) -> tuple[Any, list[Issue]]:
+    """Every issue of a parsed document against ``version``/``style``: all unknown keys
+    (``unknown-key``) and the schema problems; the typed document when there are none
+    except unknown keys (read leniently)."""
+    if not isinstance(doc, dict):
+        return None, [Issue("", f"a metadata document is a JSON object, not {type(doc).__name__}")]
+    unknown = [Issue(p, "unknown key", "unknown-key") for p in unknown_keys(doc, version, style)]
+    value, issues = validate(model_for(version, style), doc, lenient=True)
+    return value, unknown + [i for i in issues if i.kind != "unknown-key"]
+
+
+def from_document(doc: Any, *, version: int | None = None, style: str | None = None, lenient: bool = False,
+                  file: str | None = None, raw: bytes | None = None) -> Metadata:
+    """A :class:`Metadata` from a parsed document. ``version`` overrides the declared one
+    (the document is then checked against that version's model). Raises ValidationError."""
+    if not isinstance(doc, dict):
+        raise ValidationError(f"metadata is a JSON {type(doc).__name__}, not an object", file=file)
+    if version is None:
+        raw_v = declared_version(doc)
+        if "version" not in doc:
+            raise ValidationError("metadata has no 'version' key", file=file, field="version")
+        if not isinstance(raw_v, int) or isinstance(raw_v, bool) or raw_v not in VERSIONS:
+            raise ValidationError(f"unknown metadata version {raw_v!r}; known: {list(VERSIONS)}", file=file,
+                                  field="version")
+        version = raw_v
+    style = style or style_of(doc, version)
+    value, issues = validate_document(doc, version, style, lenient=lenient)
+    errors = [i for i in issues if i.kind != "unknown-key" or not lenient]
+    if value is None or errors:
+        raise_issues(errors or issues, file, f"not a valid version {version} {style} document")
+    return Metadata(version, style, value, raw=raw, unknown=[i.path for i in issues if i.kind == "unknown-key"],
+                    file=file)
+
+
+def parse(data: bytes | str, *, version: int | None = None, lenient: bool = False, file: str | None = None) -> Metadata:
+    """Parse and validate metadata.json text. Raises ValidationError (with the JSON path)."""
+    doc = load_json(data, file, "metadata.json")
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return from_document(doc, version=version, lenient=lenient, file=file, raw=raw)
+
+
+def load(path: str | os.PathLike, *, version: int | None = None, lenient: bool = False) -> Metadata:
+    """Read and validate a metadata.json file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror}", file=os.fspath(path)) from None
+    return parse(data, version=version, lenient=lenient, file=os.fspath(path))
+
+
+def build(version: int, style: str, document: dict[str, Any]) -> _recordlib.Record:
+    """A typed document of ``version``/``style`` from plain data (strict; raises ValidationError)."""
+    return from_document(document, version=version, style=style).document
+
+
+def dumps(value: Metadata | _recordlib.Record | dict[str, Any], version: int | None = None,
+          style: str | None = None) -> bytes:
+    """Serialise as TVM's writer did for the style: full-model with
+    ``json.dump(indent=2, sort_keys=True)`` (int device-type keys sorted numerically),
+    operator with ``json.dump()`` in insertion order; ASCII, no trailing newline."""
+    if isinstance(value, Metadata):
+        version, style, value = value.version, value.style, value.document
+    if isinstance(value, dict):
+        if version is None:
+            version = declared_version(value)
+        if version not in VERSIONS:
+            raise MlfError(f"no MLF metadata version {version!r}")
+        value = from_document(value, version=version, style=style).document
+    if version is None or style is None:
+        name = type(value).__name__
+        for v in ([version] if version else list(VERSIONS)):
+            for r in _ir.PROJECTIONS[v]["roots"]:  # type: ignore[index]
+                if r["class"] == name and type(value).__module__.endswith(f"_v{v}_models"):
+                    version, style = v, r["style"]
+    if version is None or style is None:
+        raise MlfError("cannot tell the version and style of this document; pass them")
+    text = _recordlib.dump_json(value, **json_options(version, style))
+    return text.encode("ascii" if json_options(version, style)["ensure_ascii"] else "utf-8")
+
+
+def datetime_valid(text: str) -> bool:
+    """Whether ``export_datetime`` is a real date and time in TVM's format."""
+    try:
+        datetime.datetime.strptime(text, DATETIME_FORMAT)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+# ----------------------------------------------------------------- revisions
+
+
+def _span(since: str | None, until: str | None) -> set[str]:
+    ids = [r["id"] for r in _timeline.REVISIONS]
+    lo = ids.index(since) if since else 0
+    hi = ids.index(until) if until else len(ids)
+    return set(ids[lo:hi])
+
+
+def _admits(type_text: str, value: Any) -> bool:
+    parts = [p.strip() for p in type_text.split("|")]
+    if value is None:
+        return "null" in parts or "any" in parts
+    return True
+
+
+def consistent_revisions(md: Metadata) -> list[str]:
+    """The writer revisions of ``md.version`` that could have written this document: every
+    key it has existed in them (with a value their type allowed) and every key they always
+    wrote is there. Empty when no single revision fits (keys of revisions that never coexisted)."""
+    proj = _ir.PROJECTIONS[md.version]
+    allowed = set(proj["revisions"])
+    root = _root(md.version, md.style)
+    allowed &= set(root["present_in"])
+    by_class = {rec["class"]: name for name, rec in proj["records"].items()}
+
+    def visit(value: Any) -> None:
+        nonlocal allowed
+        if isinstance(value, _recordlib.Record):
+            rname = by_class.get(type(value).__name__)
+            if rname is None:
+                return
+            rec = proj["records"][rname]
+            allowed &= set(rec["present_in"])
+            for f in rec["fields"]:
+                if f["ident"] in value.model_fields_set:
+                    v = getattr(value, f["ident"])
+                    entries = [e for e in _ir.RECORDS[rname]["fields"] if e["name"] == f["name"]]
+                    ok: set[str] = set()
+                    for e in entries:
+                        if _admits(e["type"], v):
+                            ok |= _span(e.get("since"), e.get("until"))
+                    allowed &= ok
+                    visit(v)
+                elif f["required_in"]:
+                    allowed -= set(f["required_in"])
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+
+    visit(md.document)
+    return [r for r in proj["revisions"] if r in allowed]
+
+
+__all__ = ["DATETIME_FORMAT", "LATEST", "STYLES", "VERSIONS", "Detection", "Metadata", "build",
+           "check_document", "consistent_revisions", "datetime_valid", "declared_version", "detect", "dumps", "from_document",
+           "json_options", "json_path", "load", "model_for", "models", "parse", "revisions", "spec", "style_of",
+           "styles", "unknown_keys", "validate_document"]

@@ -1,0 +1,85 @@
+"""Property tests of MLF metadata and archives: valid artifacts of every version and style
+check clean and round-trip exactly; every named way to break one gives MlfError or the
+named finding, never another exception."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from mlf_spec.generated.mlf_check_findings import FINDINGS
+
+from mlf_spec import archive, check, metadata
+from mlf_spec import strategies as ms
+from mlf_spec.errors import MlfError, UnsafeArchiveError, ValidationError
+
+
+@pytest.mark.parametrize("version", metadata.VERSIONS)
+def test_valid_archives_of_each_version_check_clean(version):
+    @settings(max_examples=12)
+    @given(ms.mlf_archives(version))
+    def run(arc):
+        v, style, data = arc
+        report = check.check(data)
+        assert report.findings == [], [f.to_dict() for f in report.findings]
+        assert (report.version, report.style) == (v, style)
+        with archive.open(data) as a:
+            assert a.to_bytes() == data
+            assert metadata.parse(a.read("metadata.json")).dumps() == a.read("metadata.json")
+    run()
+
+
+@settings(max_examples=40)
+@given(ms.mlf_metadata())
+def test_schema_valid_documents_validate_strictly(doc):
+    version, style, value = doc
+    md = metadata.from_document(value, version=version, style=style)
+    assert metadata.parse(md.dumps()).to_data() == json.loads(md.dumps())
+
+
+@settings(max_examples=60)
+@given(ms.broken_mlf_metadata())
+def test_broken_metadata_is_a_validation_error(broken):
+    kind, version, style, data = broken
+    with pytest.raises(ValidationError):
+        metadata.parse(data)
+
+
+UNREADABLE = [k for k in ms.MLF_ARCHIVE_BROKEN_KINDS if k.split(":")[0] in ("not_a_tar", "truncated", "unsafe")]
+FINDING = [k for k in ms.MLF_ARCHIVE_BROKEN_KINDS if k not in UNREADABLE]
+
+
+@pytest.mark.parametrize("kind", UNREADABLE)
+def test_unreadable_kinds_raise_mlf_error(kind):
+    @settings(max_examples=6)
+    @given(ms.broken_mlf_archives((kind,)))
+    def run(arc):
+        _, data = arc
+        with pytest.raises(UnsafeArchiveError if kind.startswith("unsafe:") else MlfError):
+            archive.open(data)
+    run()
+
+
+@pytest.mark.parametrize("kind", FINDING)
+def test_finding_kinds_have_their_finding(kind):
+    what, _, target = kind.partition(":")
+    want = "layout.missing" if what == "missing_member" else target
+    if target == "metadata":
+        want = "metadata.missing"
+
+    @settings(max_examples=4)
+    @given(ms.broken_mlf_archives((kind,)))
+    def run(arc):
+        _, data = arc
+        report = check.check(data)
+        assert want in report.codes(), [f.to_dict() for f in report.findings]
+        if FINDINGS[want]["severity"] == "error":
+            assert not report.conformant
+    run()
+
+
+def test_every_broken_finding_in_the_spec_has_a_recipe():
+    from mlf_spec.mlf_strategies import RECIPES
+
+    assert sorted(RECIPES) == sorted(code for code, f in FINDINGS.items() if f["broken"])
