@@ -281,6 +281,7 @@ def ffi_blob(row_ptr: list[int], child: list[int], kinds: list[str]) -> bytes:
 
 @pytest.mark.parametrize(("row_ptr", "child", "field"), [
     ([], [], "row_ptr"),
+    ([0], [], "row_ptr"),
     ([1, 1, 1], [0], "row_ptr"),
     ([0, 1, 0], [1], "row_ptr"),
     ([0, 1, 1], [2], "child_indices[0]"),
