@@ -700,6 +700,12 @@ class Blob:
     findings: list[Finding] = field(default_factory=list)
     name: str = "<bytes>"
     unread_root: Entry | None = None
+    prefix: str = ""  # system-lib prefix in front of the symbol, where the blob was found
+
+    @property
+    def full_symbol(self) -> str:
+        """The symbol as it stands in the file: system-lib prefix + symbol."""
+        return self.prefix + self.symbol
 
     def imports_of(self, index: int) -> list[int]:
         """Indices of the modules module ``index`` imports (as the import tree says)."""
@@ -943,6 +949,7 @@ def _parse_located(loc: _locate.LocatedBlob, label: str, era: Any, format: str |
         if loc.prefix and exc.field:
             exc.field = loc.prefix + exc.field
         raise
+    b.prefix = loc.prefix
     return b
 
 
@@ -972,6 +979,8 @@ def write_c_source(blob: Blob | bytes, path: str | os.PathLike[str], *, symbol: 
         data = blob.data
         sym = symbol or blob.symbol or symbol_for(blob.format, blob.era)
         style = "current" if blob.format == "ffi" or blob.era >= (0, 14) else "legacy"
+        if system_lib_prefix is None and blob.prefix and symbol is None:
+            system_lib_prefix = blob.prefix  # found in a system library: register it like TVM does
     else:
         data = bytes(blob)
         sym = symbol or _locate.SYMBOL_FFI

@@ -41,7 +41,7 @@ def dump_document(b: _blob.Blob) -> dict[str, Any]:
                for e in b.entries]
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
-    return {"format": b.format, "symbol": b.symbol, "size": len(b.data), "era": b.era_label, "modules": modules,
+    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "era": b.era_label, "modules": modules,
             "import_tree": tree, "findings": findings}
 
 
@@ -64,7 +64,7 @@ def _dump(args: argparse.Namespace) -> int:
         return 0
     out = sys.stdout
     for b in blobs:
-        where = f" under {b.symbol}" if b.symbol else ""
+        where = f" under {b.full_symbol}" if b.symbol else ""
         out.write(f"{b.name}: {b.format} blob{where}, {len(b.data)} bytes, {len(b.entries)} modules "
                   f"(grammar of TVM {b.era_label})\n")
         for line in _tree_lines(b):

@@ -441,3 +441,14 @@ def test_legacy_vm_executables_declare_their_functions():
     assert p.functions == ["main"] and p.record.body.functions[0].instructions[0].words == (1, 1, 0)
     with pytest.raises(ConstraintError, match="num_instructions"):
         blob.parse_payload("VMExecutable", s(relay.replace(s("1"), s("x"))), format="legacy")
+
+
+def test_system_lib_prefix_is_kept(tmp_path, capsys):
+    data = blob.build(Module.lib(Module("const_loader", const_loader())))
+    (tmp_path / "devc.c").write_text(blob_locate.c_source_for_blob(data, "__tvm_ffi__library_bin", "mymodel_"))
+    b = blob.read_one(tmp_path / "devc.c")
+    assert (b.prefix, b.symbol, b.full_symbol) == ("mymodel_", "__tvm_ffi__library_bin", "mymodel___tvm_ffi__library_bin")
+    blob.write_c_source(b, tmp_path / "again.c")
+    assert "TVMFFIEnvModRegisterSystemLibSymbol" in (tmp_path / "again.c").read_text()
+    assert cli.main(["blob", "dump", str(tmp_path / "devc.c"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["symbol"] == "mymodel___tvm_ffi__library_bin"
