@@ -315,11 +315,37 @@ class Archive:
         m = _new_member(rel, data, mtime if mtime is not None else time.time(), group or _group_of(rel), _owner(None))
         self.members.append(m)
         self._by_path[rel] = m
-        order = _layout.tvm_order((x.path, x.group) for x in self.members)
-        rank = {p: i for i, p in enumerate(order)}
-        self.members.sort(key=lambda x: rank[x.path])
+        self.reorder()
         self._modules = None
         return m
+
+    def rename(self, old: str, new: str) -> Member:
+        """Move a member (and, for a directory, everything under it) to ``new``; header
+        fields are kept, headers re-encoded; the order is left as it is (see :meth:`reorder`)."""
+        src = _tar.normalize(old, file=self.file, offset=None)
+        dst = _tar.normalize(new, file=self.file, offset=None)
+        if src not in self._by_path:
+            raise MlfError("no such member", file=self.file, field=old)
+        moved = [m for m in self.members if m.path == src or m.path.startswith(src + "/")]
+        targets = {m.path: dst + m.path[len(src):] for m in moved}
+        clash = [t for t in targets.values() if t in self._by_path and t not in targets]
+        if clash:
+            raise UnsafeArchiveError("member exists", file=self.file, field=clash[0])
+        for m in moved:
+            m.path = targets[m.path]
+            m.name = _layout.TAR["prefix"] + m.path
+            m.raw_header = None
+            m.pax_headers.pop("path", None)
+            m.group = _group_of(m.path)
+        self._by_path = {m.path: m for m in self.members}
+        self._modules = None
+        return self._by_path[dst]
+
+    def reorder(self) -> None:
+        """Put the members in the order TVM's writer added them (groups, sorted trees)."""
+        order = _layout.tvm_order((m.path, m.group) for m in self.members)
+        rank = {p: i for i, p in enumerate(order)}
+        self.members.sort(key=lambda m: rank[m.path])
 
     def remove(self, path: str) -> None:
         """Remove a member (and, for a directory, everything under it)."""

@@ -433,12 +433,7 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, member
         if k > 1:
             c.add("memory.device", member, json_path(where + ("main",)), f"device {d} appears {k} times")
     op_max: dict[int, int] = {}
-    for j, f in enumerate(fn.operator_functions):
-        seen = Counter(w.device for w in f.workspace)
-        for d, k in seen.items():
-            if k > 1:
-                c.add("memory.device", member, json_path(where + ("operator_functions", j, "workspace")),
-                      f"device {d} appears {k} times")
+    for f in fn.operator_functions:
         for w in f.workspace:
             op_max[w.device] = max(op_max.get(w.device, 0), w.workspace_size_bytes)
     for i, e in enumerate(fn.main):

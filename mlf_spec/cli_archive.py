@@ -15,7 +15,9 @@ from typing import Any
 
 from . import archive as _archive
 from . import check as _check
+from . import graph_json as _graph
 from . import metadata as _md
+from .errors import MlfError
 from .generated._recordlib import to_data
 
 
@@ -52,19 +54,33 @@ def _memory(rec: Any) -> dict[str, Any]:
             "sids_bytes": sum(s.size_bytes for s in sids)}
 
 
-def inspect_document(a: _archive.Archive) -> dict[str, Any]:
-    """The JSON document of ``inspect --json`` (schema: mlf_inspect_output)."""
+def inspect_document(a: _archive.Archive, problems: list[str] | None = None) -> dict[str, Any]:
+    """The JSON document of ``inspect --json`` (schema: mlf_inspect_output). Parts that
+    cannot be read (a broken params file or graph) are null and described in ``problems``."""
+    problems = [] if problems is None else problems
     md = a.metadata
     placements = a.placements()
     modules = []
     for name, mod in a.modules.items():
         rec = mod.metadata
         params = None
-        if mod.params is not None:
+        try:
+            lazy = mod.params
+        except MlfError as exc:
+            problems.append(f"module {name!r}: params unreadable: {exc}")
+            lazy = None
+        if lazy is not None:
             params = [{"name": i.name, "dtype": i.dtype.name, "shape": list(i.shape), "offset": i.offset,
-                       "nbytes": i.nbytes} for i in mod.params.index]
+                       "nbytes": i.nbytes} for i in lazy.index]
         graph = None
-        g = mod.graph
+        try:
+            g = mod.graph
+        except MlfError as exc:
+            problems.append(f"module {name!r}: graph unreadable: {exc}")
+            g = None
+        if g is not None and _graph.structure_issues(g):
+            problems.append(f"module {name!r}: graph inconsistent: {_graph.structure_issues(g)[0].message}")
+            g = None
         if g is not None:
             graph = {"nodes": len(g.model.nodes),
                      "inputs": [{"name": n, "dtype": g.entry_dtype(g.input_entry(n)),  # type: ignore[arg-type]
@@ -90,8 +106,11 @@ def inspect_document(a: _archive.Archive) -> dict[str, Any]:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    problems: list[str] = []
     with _archive.open(args.path, max_member_size=args.max_member_size) as a:
-        doc = inspect_document(a)
+        doc = inspect_document(a, problems)
+    for p in problems:
+        print(f"mlf-spec: warning: {p} (run `mlf-spec check` for details)", file=sys.stderr)
     out = sys.stdout
     if args.json:
         json.dump(doc, out, indent=2, ensure_ascii=False)

@@ -390,6 +390,8 @@ def _path(spec: ArchiveSpec, kind: str, group: str = "main", **values: str) -> s
 
 def _array(t: Tensor, seed: int) -> np.ndarray:
     n = int(np.prod(t.shape))
+    if n * np.dtype(t.dtype).itemsize > 1 << 20:
+        return np.full(t.shape, seed, t.dtype)
     raw = (np.arange(n * np.dtype(t.dtype).itemsize, dtype=np.uint64) * 2654435761 + seed).astype(np.uint8)
     return raw.view(t.dtype).reshape(t.shape)
 

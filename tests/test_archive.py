@@ -18,6 +18,11 @@ from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, Truncat
 from mlf_spec.mlf_strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
 
+def scaled(n: int) -> int:
+    """``n`` examples under the dev profile, proportionally more under ci and fuzz."""
+    return max(1, n * settings.default.max_examples // 100)
+
+
 def _add_spec(version: int = 7, revision: str = "v7.templates", executor: str = "graph", **kw) -> ArchiveSpec:
     import json
 
@@ -58,7 +63,7 @@ def test_header_encoder_matches_cpython_tarfile():
         assert _tar.encode_header(e) == ti.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"), name
 
 
-@settings(max_examples=25)
+@settings(max_examples=scaled(25))
 @given(ms.mlf_archives())
 def test_every_version_and_style_written_and_read_back_exactly(arc):
     version, style, data = arc
@@ -180,7 +185,7 @@ def test_directory_with_a_symlink_is_refused(tmp_path, add_tar):
 @pytest.mark.parametrize("kind", ["absolute", "parent", "backslash", "symlink", "hardlink", "device", "fifo",
                                   "duplicate", "oversized"])
 def test_unsafe_members_are_refused(kind):
-    @settings(max_examples=5)
+    @settings(max_examples=scaled(5))
     @given(ms.broken_mlf_archives((f"unsafe:{kind}",)))
     def run(arc):
         _, data = arc
@@ -241,7 +246,7 @@ def test_corrupt_header_in_the_middle_is_not_taken_as_the_end(add_tar):
         archive.open(bytes(data))
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled(60))
 @given(st.binary(max_size=3000))
 def test_any_bytes_give_an_archive_or_mlf_error(data):
     try:
@@ -250,7 +255,7 @@ def test_any_bytes_give_an_archive_or_mlf_error(data):
         pass
 
 
-@settings(max_examples=30)
+@settings(max_examples=scaled(30))
 @given(ms.mlf_archives(), st.data())
 def test_damaged_archives_give_a_report_or_mlf_error(arc, data):
     _, _, tar = arc
@@ -281,3 +286,48 @@ def test_add_and_remove_members(add_tar):
         assert "executor-config/graph/add.graph" not in a
         codes = check.check_archive(a).codes()
     assert "layout.missing" in codes
+
+
+def test_rename_and_reorder_like_a_layout_migration():
+    """relay.txt moved to src/relay.txt (the v3 -> v4 layout step) keeps content and header fields."""
+    a = build_archive(_add_spec(version=3, revision="v3"))
+    before = a.read("relay.txt")
+    mtime = a.member("relay.txt").mtime
+    a.add("src", None)
+    a.rename("relay.txt", "src/relay.txt")
+    a.reorder()
+    assert a.read("src/relay.txt") == before and a.member("src/relay.txt").mtime == mtime
+    names = [m.name for m in a.members]
+    assert names.index("./src") < names.index("./src/relay.txt") and "./relay.txt" not in names
+    with archive.open(a.to_bytes()) as b:
+        assert b.read("./src/relay.txt") == before
+    with pytest.raises(UnsafeArchiveError):
+        a.rename("src/relay.txt", "metadata.json")
+
+
+def test_checking_a_large_archive_holds_no_member_in_memory(tmp_path):
+    import tracemalloc
+
+    spec = _add_spec()
+    big = spec.modules[0]
+    big.params = [Tensor("p0", "float32", [1, 2]), Tensor("w_big", "float32", [1 << 22])]
+    big.graph["nodes"].insert(3, {"op": "null", "name": "w_big", "inputs": []})
+    g = big.graph
+    g["nodes"][4]["inputs"].append([3, 0, 0])
+    g["nodes"][4]["attrs"]["num_inputs"] = "4"
+    g["arg_nodes"] = [0, 1, 2, 3]
+    g["heads"] = [[4, 0, 0]]
+    for key, value in (("dltype", "float32"), ("storage_id", 3), ("shape", [1 << 22])):
+        g["attrs"][key][1].insert(3, value)
+    g["attrs"]["storage_id"][1][4] = 4
+    g["attrs"]["device_index"][1].append(1)
+    g["node_row_ptr"] = [0, 1, 2, 3, 4, 5]
+    path = tmp_path / "big.tar"
+    build_archive(spec).write(path)
+    assert path.stat().st_size > 16 << 20
+    tracemalloc.start()
+    report = check.check(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert report.findings == [], [f.to_dict() for f in report.findings]
+    assert peak < 2 << 20, peak

@@ -107,3 +107,14 @@ def test_inspect_operator_and_directory(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["container"] == "directory" and doc["style"] == "operator" and doc["modules"][0]["executors"] == []
     assert main(["check", str(root)]) == 0
+
+
+def test_inspect_survives_a_broken_graph(tmp_path, capsys):
+    a = build_archive(ArchiveSpec(7, "v7", "full-model", [add_module()], 1.7e9))
+    a.replace("executor-config/graph/add.graph", b"{")
+    path = tmp_path / "bad.tar"
+    a.write(path)
+    assert main(["inspect", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["modules"][0]["graph"] is None
+    assert "graph unreadable" in captured.err

@@ -15,9 +15,14 @@ from mlf_spec import strategies as ms
 from mlf_spec.errors import MlfError, UnsafeArchiveError, ValidationError
 
 
+def scaled(n: int) -> int:
+    """``n`` examples under the dev profile, proportionally more under ci and fuzz."""
+    return max(1, n * settings.default.max_examples // 100)
+
+
 @pytest.mark.parametrize("version", metadata.VERSIONS)
 def test_valid_archives_of_each_version_check_clean(version):
-    @settings(max_examples=12)
+    @settings(max_examples=scaled(12))
     @given(ms.mlf_archives(version))
     def run(arc):
         v, style, data = arc
@@ -30,7 +35,7 @@ def test_valid_archives_of_each_version_check_clean(version):
     run()
 
 
-@settings(max_examples=40)
+@settings(max_examples=scaled(40))
 @given(ms.mlf_metadata())
 def test_schema_valid_documents_validate_strictly(doc):
     version, style, value = doc
@@ -38,7 +43,7 @@ def test_schema_valid_documents_validate_strictly(doc):
     assert metadata.parse(md.dumps()).to_data() == json.loads(md.dumps())
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled(60))
 @given(ms.broken_mlf_metadata())
 def test_broken_metadata_is_a_validation_error(broken):
     kind, version, style, data = broken
@@ -52,7 +57,7 @@ FINDING = [k for k in ms.MLF_ARCHIVE_BROKEN_KINDS if k not in UNREADABLE]
 
 @pytest.mark.parametrize("kind", UNREADABLE)
 def test_unreadable_kinds_raise_mlf_error(kind):
-    @settings(max_examples=6)
+    @settings(max_examples=scaled(6))
     @given(ms.broken_mlf_archives((kind,)))
     def run(arc):
         _, data = arc
@@ -68,7 +73,7 @@ def test_finding_kinds_have_their_finding(kind):
     if target == "metadata":
         want = "metadata.missing"
 
-    @settings(max_examples=4)
+    @settings(max_examples=scaled(4))
     @given(ms.broken_mlf_archives((kind,)))
     def run(arc):
         _, data = arc
