@@ -775,18 +775,17 @@ def _candidates(layout: str, symbol: str) -> list[tuple[int, ...]]:
     return [(0, 20), (0, 21), (0, 7)]
 
 
-def _layouts(data: bytes, symbol: str) -> list[str]:
+def _layouts(symbol: str) -> list[str]:
     if symbol == _locate.SYMBOL_FFI:
         return ["ffi"]
     if symbol == _locate.SYMBOL_LEGACY:
         return ["legacy"]
     if symbol == _locate.SYMBOL_FFI_V021:
         return ["legacy", "ffi"]  # 0.21 kept the legacy layout; 0.22 dev builds wrote the new one
-    # No symbol: a tvm-ffi body starts with len(row_ptr) >= 1 and row_ptr[0] == 0; a legacy
-    # body with a count and, unless the count is 0, a non-empty kind.
-    first = int.from_bytes(data[8:16], "little") if len(data) >= 16 else 0
-    second = int.from_bytes(data[16:24], "little") if len(data) >= 24 else 1
-    return ["ffi", "legacy"] if first >= 1 and second == 0 else ["legacy", "ffi"]
+    # No symbol: try both. A legacy body read as tvm-ffi fails at once (its first kind's
+    # length is taken for row_ptr[0], which must be 0); the other way round it fails at the
+    # empty first kind.
+    return ["ffi", "legacy"]
 
 
 def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | tuple[int, ...] | None = None,
@@ -797,7 +796,7 @@ def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | 
     data = bytes(data)
     if format is not None:
         _check_format(format)
-    layouts = [format] if format else _layouts(data, symbol)
+    layouts = [format] if format else _layouts(symbol)
     errors: list[MlfError] = []
     for layout in layouts:
         eras = [_era_of(era, layout)] if era is not None else _candidates(layout, symbol)

@@ -105,3 +105,23 @@ def test_any_input_gives_a_result_or_mlf_error_in_bounded_memory(data):
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     assert peak <= 64 * len(data) + (1 << 20), (peak, len(data))
+
+
+KINDS = st.sampled_from([(f, k) for f in blob.FORMATS for k in blob.known_kinds(f)])
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(KINDS, st.data())
+def test_any_payload_bytes_give_a_result_or_mlf_error(format_kind, draw):
+    fmt, kind = format_kind
+    era = draw.draw(st.sampled_from(ms.BLOB_ERAS[fmt]))
+    valid = draw.draw(ms.blob_payloads(kind, fmt, era)).to_bytes(era)
+    data = draw.draw(st.one_of(st.binary(max_size=64), st.just(valid[: len(valid) // 2]),
+                               st.builds(lambda i, b: valid[:i] + b + valid[i + 1:], st.integers(0, len(valid)),
+                                         st.binary(min_size=1, max_size=8))))
+    try:
+        p = blob.parse_payload(kind, data, format=fmt, era=era)
+    except MlfError as exc:
+        assert exc.offset is None or 0 <= exc.offset <= len(data)
+    else:
+        assert p.to_bytes(era) == data
