@@ -161,21 +161,20 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
                        data_offset=info.offset_data, raw_header=raw)
 
 
-def check_end(f: IO[bytes], end: int, size: int, *, file: str | None = None) -> bytes:
-    """The bytes from the end-of-archive marker to the end of the container (kept for an
-    exact rewrite). Raises if the container stops before the marker or a non-zero block
-    follows the last member (a corrupt header that tarfile would silently treat as the end)."""
-    f.seek(end)
-    tail = f.read(size - end)
-    if not tail:
+def check_end(f: IO[bytes], end: int, size: int, *, file: str | None = None) -> None:
+    """Check what follows the last member: the end-of-archive marker (whatever follows it
+    is kept, not read, for an exact rewrite). Raises if the container stops before the
+    marker or a non-zero block follows the last member (a corrupt header that tarfile
+    would silently treat as the end)."""
+    if end >= size:
         raise TruncatedError("the archive ends without its end-of-archive blocks", file=file, offset=end)
-    first = tail[:BLOCK]
+    f.seek(end)
+    first = f.read(BLOCK)
     if len(first) < BLOCK and first.strip(b"\0"):
         raise TruncatedError("the archive ends inside a header", file=file, offset=end)
     if first.strip(b"\0"):
         raise MalformedError("invalid tar header (neither a member nor the end of the archive)", file=file,
                              offset=end)
-    return tail
 
 
 # ----------------------------------------------------------------- writing

@@ -189,7 +189,7 @@ class Archive:
     """An MLF archive read from a tar, a directory or bytes, or built new. See the module doc."""
 
     def __init__(self, members: list[Member], *, file: str, container: str, compression: str | None = None,
-                 trailer: bytes | None = None, closer: Any = None) -> None:
+                 trailer: bytes | memoryview | None = None, closer: Any = None) -> None:
         self.members = members
         self.file = file
         self.container = container
@@ -571,7 +571,8 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                                   gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
                                   pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
                                   group=_group_of(e.path)))
-        trailer = _tar.check_end(f, end, size, file=name)
+        _tar.check_end(f, end, size, file=name)
+        trailer = memoryview(buf)[end:size]
     except BaseException:
         close_all()
         raise

@@ -53,9 +53,18 @@ def test_tvm_container_conventions(add_tar):
     assert add_tar[257:262] == b"ustar" and add_tar[:14] == b"././@PaxHeader"
 
 
+def _cpython_rounds_float_mtime() -> bool:
+    """CPython with bpo-45863 (3.11) puts round(mtime) in the ustar field, older ones 0."""
+    ti = tarfile.TarInfo("x")
+    ti.mtime = 1.5
+    return ti.tobuf(tarfile.PAX_FORMAT)[-512 + 136:-512 + 148] != b"00000000000\0"
+
+
 def test_header_encoder_matches_cpython_tarfile():
     for name, mtime, kind in [("./a.c", 1.5, "file"), ("./" + "x" * 120, 1_700_000_000.0, "file"), (".", 3.25, "directory"),
                               ("./modèle.params", 7, "file"), ("./codegen", 1_700_000_000, "directory")]:
+        if isinstance(mtime, float) and not _cpython_rounds_float_mtime():
+            continue
         e = _tar.TarEntry(name, name, kind, 5 if kind == "file" else 0, 0o644, 0, 0, "root", "root", mtime)
         ti = tarfile.TarInfo(name)
         ti.type = tarfile.DIRTYPE if kind == "directory" else tarfile.REGTYPE

@@ -321,9 +321,13 @@ def _schema_of(mod: types.ModuleType, classes: list[str], title: str, doc: str) 
 
 
 def _strip_null_defaults(node: Any) -> None:
+    """Tidy a pydantic JSON Schema: no ``default: null`` on keys that may only be absent, and
+    maps with constrained keys refuse the others (pydantic emits only patternProperties)."""
     if isinstance(node, dict):
         if node.get("default", 0) is None and "anyOf" not in node and node.get("type") != "null":
             del node["default"]
+        if "patternProperties" in node and "properties" not in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
         for v in node.values():
             _strip_null_defaults(v)
     elif isinstance(node, list):
