@@ -340,3 +340,22 @@ def test_checking_a_large_archive_holds_no_member_in_memory(tmp_path):
     tracemalloc.stop()
     assert report.findings == [], [f.to_dict() for f in report.findings]
     assert peak < 2 << 20, peak
+
+
+def test_tvm_consumers_read_our_archives(tmp_path):
+    """What TVM's own consumers did with an MLF: tarfile "r:" (uncompressed only), the
+    member "./metadata.json" by exact name, extraction, and the Zephyr/CRT globs."""
+    import json as _json
+
+    data = build_archive(_add_spec(executor="aot", crt=True, header=True)).to_bytes()
+    path = tmp_path / "model.tar"
+    path.write_bytes(data)
+    with tarfile.open(path, "r:") as t:
+        meta = _json.load(t.extractfile("./metadata.json"))
+        workspace = sum(m["memory"]["functions"]["main"][0]["workspace_size_bytes"] for m in meta["modules"].values())
+        assert workspace == 16
+        kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        t.extractall(tmp_path / "model", **kw)
+    root = tmp_path / "model"
+    assert sorted(p.name for p in (root / "codegen/host/src").glob("*.c")) == ["add_lib0.c", "add_lib1.c"]
+    assert (root / "codegen/host/include/tvmgen_add.h").is_file() and (root / "runtime").is_dir()

@@ -88,3 +88,19 @@ def test_every_broken_finding_in_the_spec_has_a_recipe():
     from mlf_spec.mlf_strategies import RECIPES
 
     assert sorted(RECIPES) == sorted(code for code, f in FINDINGS.items() if f["broken"])
+
+
+@settings(max_examples=scaled(40))
+@given(ms.mlf_archives(), ms.mlf_metadata())
+def test_any_valid_metadata_in_any_archive_gives_a_report(arc, doc):
+    """Cross-checks never crash on documents that are valid but unrelated to the files."""
+    from mlf_spec.cli_archive import inspect_document
+
+    _, _, data = arc
+    version, style, value = doc
+    with archive.open(data) as a:
+        a.replace("metadata.json", metadata.dumps(value, version, style))
+        report = check.check_archive(a)
+        assert report.version == version
+        problems: list[str] = []
+        inspect_document(a, problems)
