@@ -44,7 +44,7 @@ from .errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationE
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 DEFAULT_MAX_MEMBER_SIZE = _tar.DEFAULT_MAX_MEMBER
-METADATA = "metadata.json"
+METADATA: str = _layout.ENTRIES["metadata"]["path"]
 
 
 class Member:

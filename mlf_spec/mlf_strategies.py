@@ -669,7 +669,7 @@ def _io_size(mod: dict[str, Any], doc: dict[str, Any]) -> None:
 
 #: finding code -> (what the archive needs, how to break it)
 RECIPES: dict[str, tuple[dict[str, Any], Any]] = {
-    "metadata.missing": ({}, lambda a, s: a.remove("metadata.json")),
+    "metadata.missing": ({}, lambda a, s: a.remove(_archive.METADATA)),
     "metadata.json": ({}, lambda a, s: a.replace("metadata.json", b'{"version": 7, "modules": {')),
     "metadata.version": ({}, lambda a, s: _edit_metadata(a, s, lambda m, d: d.update(version=99))),
     "metadata.schema": ({}, lambda a, s: _edit_metadata(a, s, lambda m, d: m.update(export_datetime=20210310))),
