@@ -296,6 +296,60 @@ def datetime_valid(text: str) -> bool:
     return True
 
 
+# ----------------------------------------------------------------- composing
+
+
+class Candidates(dict):
+    """Values of one key by the kind of type a version gives it (``list``, ``map``,
+    ``intmap``, ``tuple``, a record name, or a basic type name), for :func:`compose`:
+    ``Candidates(intmap={"1": t}, list=[t])`` is a target in every version."""
+
+
+def _pick(value: Any, tree: list[Any]) -> Any:
+    if isinstance(value, Candidates):
+        key = tree[1] if tree[0] in ("ref", "basic") else tree[0]
+        return value[key]
+    return value
+
+
+def _compose_record(values: dict[str, Any], record: str, version: int, revision: str) -> dict[str, Any]:
+    rec = _ir.PROJECTIONS[version]["records"][record]
+    out: dict[str, Any] = {}
+    for f in rec["fields"]:
+        if revision not in f["present_in"]:
+            continue
+        if f["const"] is not None:
+            out[f["name"]] = f["const"]
+        elif f["name"] in values:
+            out[f["name"]] = _compose_value(_pick(values[f["name"]], f["tree"]), f["tree"], version, revision)
+    return out
+
+
+def _compose_value(value: Any, tree: list[Any], version: int, revision: str) -> Any:
+    kind = tree[0]
+    if kind == "ref" and tree[1] in _ir.PROJECTIONS[version]["records"]:
+        return _compose_record(value, tree[1], version, revision)
+    if kind == "list":
+        return [_compose_value(_pick(v, tree[1]), tree[1], version, revision) for v in value]
+    if kind in ("map", "intmap"):
+        return {k: _compose_value(_pick(v, tree[1]), tree[1], version, revision) for k, v in value.items()}
+    return value
+
+
+def compose(values: dict[str, Any], version: int, style: str, revision: str | None = None) -> dict[str, Any]:
+    """A plain document of ``version``/``style`` as writer ``revision`` (default: the last of
+    the version) wrote it, from a superset of values keyed by key name at every level:
+    keys the spec does not give that revision are left out, constants (``version``,
+    ``style``) are filled in, and :class:`Candidates` pick the value for the type the
+    version has. The version differences all come from the spec, so a migration can build
+    any version's document from one set of values. Validate it with :func:`from_document`."""
+    root = _root(version, style)
+    revision = revision or _ir.PROJECTIONS[version]["revisions"][-1]
+    if revision not in _ir.PROJECTIONS[version]["revisions"]:
+        raise MlfError(f"revision {revision!r} did not write version {version}")
+    return _compose_record(values, root["record"], version, revision)
+
+
 # ----------------------------------------------------------------- revisions
 
 
@@ -354,7 +408,7 @@ def consistent_revisions(md: Metadata) -> list[str]:
     return [r for r in proj["revisions"] if r in allowed]
 
 
-__all__ = ["DATETIME_FORMAT", "LATEST", "STYLES", "VERSIONS", "Detection", "Metadata", "build",
-           "check_document", "consistent_revisions", "datetime_valid", "declared_version", "detect", "dumps", "from_document",
+__all__ = ["DATETIME_FORMAT", "LATEST", "STYLES", "VERSIONS", "Candidates", "Detection", "Metadata", "build",
+           "check_document", "compose", "consistent_revisions", "datetime_valid", "declared_version", "detect", "dumps", "from_document",
            "json_options", "json_path", "load", "model_for", "models", "parse", "revisions", "spec", "style_of",
            "styles", "unknown_keys", "validate_document"]

@@ -297,43 +297,7 @@ def _operator_module(draw: Any, rid: str) -> ModuleSpec:
     return m
 
 
-class _Cand(dict):
-    """Candidate values of one field by type kind (the spec picks the one its version has)."""
-
-
-def _pick(value: Any, tree: list[Any]) -> Any:
-    if isinstance(value, _Cand):
-        key = tree[1] if tree[0] == "ref" else tree[0]
-        return value[key]
-    return value
-
-
-def _compose(values: dict[str, Any], record: str, version: int, rev: str) -> dict[str, Any]:
-    """A document of ``record`` in ``version`` as revision ``rev`` wrote it, from a superset of
-    values keyed by field name: only the fields the spec gives that revision are kept."""
-    rec = _ir.PROJECTIONS[version]["records"][record]
-    out: dict[str, Any] = {}
-    for f in rec["fields"]:
-        if rev not in f["present_in"]:
-            continue
-        if f["const"] is not None:
-            out[f["name"]] = f["const"]
-            continue
-        if f["name"] not in values:
-            continue
-        out[f["name"]] = _shape(_pick(values[f["name"]], f["tree"]), f["tree"], version, rev)
-    return out
-
-
-def _shape(value: Any, tree: list[Any], version: int, rev: str) -> Any:
-    kind = tree[0]
-    if kind == "ref" and tree[1] in _ir.PROJECTIONS[version]["records"]:
-        return _compose(value, tree[1], version, rev)
-    if kind == "list":
-        return [_shape(_pick(v, tree[1]), tree[1], version, rev) for v in value]
-    if kind in ("map", "intmap"):
-        return {k: _shape(_pick(v, tree[1]), tree[1], version, rev) for k, v in value.items()}
-    return value
+_Cand = _md.Candidates
 
 
 def _module_values(m: ModuleSpec, spec: ArchiveSpec) -> dict[str, Any]:
@@ -371,13 +335,12 @@ def _operator_values(m: ModuleSpec, spec: ArchiveSpec) -> dict[str, Any]:
 
 def document_of(spec: ArchiveSpec) -> dict[str, Any]:
     """The metadata document the writer revision of ``spec`` produced."""
-    root = next(r for r in _ir.PROJECTIONS[spec.version]["roots"] if r["style"] == spec.style)
     if spec.style == "operator":
-        return _compose(_operator_values(spec.modules[0], spec), root["record"], spec.version, spec.revision)
-    mods = {m.name: _module_values(m, spec) for m in spec.modules}
-    if root["record"] == "full_model":
-        return _compose(mods[spec.modules[0].name], root["record"], spec.version, spec.revision)
-    return _compose({"modules": mods}, root["record"], spec.version, spec.revision)
+        values = _operator_values(spec.modules[0], spec)
+    else:
+        mods = {m.name: _module_values(m, spec) for m in spec.modules}
+        values = {**mods[spec.modules[0].name], "modules": mods}
+    return _md.compose(values, spec.version, spec.style, spec.revision)
 
 
 def _path(spec: ArchiveSpec, kind: str, group: str = "main", **values: str) -> str:

@@ -256,3 +256,24 @@ def test_dumps_of_plain_documents_and_models():
 def test_datetime_validity():
     assert metadata.datetime_valid("2026-11-22 08:00:14Z")
     assert not metadata.datetime_valid("2026-13-22 08:00:14Z")
+
+
+def test_compose_builds_every_version_from_one_set_of_values():
+    target = "c -keys=cpu -model=host"
+    sids = [{"input_binding": "a", "size_bytes": 2, "storage_id": 0}]
+    main = {"constants_size_bytes": 0, "device": 1, "io_size_bytes": 2, "workspace_size_bytes": 0,
+            "inputs": {"a": {"dtype": "uint8", "size": 2}}, "outputs": {}}
+    module = {"executors": ["graph"], "runtimes": ["graph"], "export_datetime": "2022-01-01 00:00:00Z",
+              "model_name": "m", "target": metadata.Candidates(intmap={"1": target}, list=[target]),
+              "memory": metadata.Candidates(list=sids, memory_map={
+                  "functions": {"main": [main], "operator_functions": []}, "sids": sids})}
+    values = {**module, "modules": {"m": module}}
+    for v in metadata.VERSIONS:
+        doc = metadata.compose(values, v, "full-model")
+        md = metadata.from_document(doc, version=v)
+        assert list(md.modules) == ["m"]
+        assert ("runtimes" in json.dumps(doc)) == (v < 5)
+    early = metadata.compose(values, 7, "full-model", "v7")
+    assert "inputs" not in early["modules"]["m"]["memory"]["functions"]["main"][0]
+    with pytest.raises(MlfError):
+        metadata.compose(values, 7, "full-model", "v6")
