@@ -66,8 +66,11 @@ def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int)
 
 
 def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
-    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk."""
+    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk. The
+    bulk window starts small and doubles while the run lasts, so strings of varying
+    length never make it look far ahead."""
     out: list = []
+    window = 32
     while len(out) < n:
         i = len(out)
         if end - pos < 8:
@@ -76,29 +79,40 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
         if ln > end - pos - 8:
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
-        k = min(n - i, (end - pos) // stride)
-        if k >= 32:
+        k = min(n - i, (end - pos) // stride, window)
+        if k >= 32 and U64(buf, pos + stride)[0] == ln:
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
             same = lens == ln
             m = k if bool(same.all()) else int(same.argmin())
-            if m >= 32:
-                raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
-                if text and raw.isascii():
-                    joined = raw.decode("ascii")
-                    out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
-                elif text:
-                    out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
-                               if ln else [""] * m)
-                else:
-                    out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
-                pos += m * stride
-                continue
+            raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
+            if text and raw.isascii():
+                joined = raw.decode("ascii")
+                out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
+            elif text:
+                out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
+                           if ln else [""] * m)
+            else:
+                out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
+            pos += m * stride
+            window = min(window * 2, 1 << 16) if m == k else 32
+            continue
+        window = 32
         chunk = buf[pos + 8:pos + stride]
         out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
         pos += stride
     return out, pos
+
+
+def write_strs(append: Any, items: list, text: bool) -> None:
+    """Append a vec<str>: the count, then each length and its bytes, as one chunk."""
+    if text:
+        enc = [s.encode("utf-8", "surrogateescape") if type(s) is str else s for s in items]
+    else:
+        enc = items
+    append(U64P(len(enc)))
+    append(b"".join([part for e in enc for part in (U64P(len(e)), e)]))
 
 
 def numel(shape: tuple[int, ...] | list[int]) -> int:

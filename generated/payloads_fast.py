@@ -24,7 +24,7 @@ from mlf_spec.errors import (  # noqa: F401
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
-from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import unique as _unique  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
@@ -111,11 +111,7 @@ def write_function_info(append: Callable[[Any], Any], rec: FunctionInfo, lazy: L
     append(_U64P(len(arg_types)))
     for _v in arg_types:
         write_dl_datatype(append, _v, lazy, era)
-    append(_U64P(len(launch_param_tags)))
-    for _v in launch_param_tags:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, launch_param_tags, True)
     if era >= (0, 21):
         append(_U64P(len(arg_extra_tags)))
         append(_arr('i', len(arg_extra_tags)).pack(*arg_extra_tags))
@@ -862,11 +858,7 @@ def write_graph_executor_factory(append: Callable[[Any], Any], rec: GraphExecuto
     append(_U64P(len(_b)))
     append(_b)
     append(_GRAPH_EXECUTOR_FACTORY_RUN0.pack(count))
-    append(_U64P(len(names)))
-    for _v in names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, names, True)
     write_tensor_record_many(append, arrays, lazy, era)
     _b = module_name.encode('utf-8', 'surrogateescape') if isinstance(module_name, str) else module_name
     append(_U64P(len(_b)))
@@ -938,11 +930,7 @@ def write_aot_executor_factory(append: Callable[[Any], Any], rec: AotExecutorFac
     """Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""
     count, names, arrays, module_name = rec
     append(_AOT_EXECUTOR_FACTORY_RUN0.pack(count))
-    append(_U64P(len(names)))
-    for _v in names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, names, True)
     write_tensor_record_many(append, arrays, lazy, era)
     _b = module_name.encode('utf-8', 'surrogateescape') if isinstance(module_name, str) else module_name
     append(_U64P(len(_b)))
@@ -1008,11 +996,7 @@ def read_str_list(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST
 def write_str_list(append: Callable[[Any], Any], rec: StrList, lazy: Lazy | None = None, era: tuple[int, ...] = LATEST) -> None:
     """Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""
     items, = rec
-    append(_U64P(len(items)))
-    for _v in items:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, items, True)
 
 
 def new_str_list(*, items: Any) -> StrList:
@@ -1102,18 +1086,10 @@ def read_const_loader_payload(buf: Buffer, pos: int, end: int, era: tuple[int, .
 def write_const_loader_payload(append: Callable[[Any], Any], rec: ConstLoaderPayload, lazy: Lazy | None = None, era: tuple[int, ...] = LATEST) -> None:
     """Append the bytes of ``rec`` as chunks; ``lazy(field, rec)`` supplies lazy bytes fields."""
     variables, count, arrays, symbols, symbol_count, const_vars = rec
-    append(_U64P(len(variables)))
-    for _v in variables:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, variables, True)
     append(_CONST_LOADER_PAYLOAD_RUN0.pack(count))
     write_tensor_record_many(append, arrays, lazy, era)
-    append(_U64P(len(symbols)))
-    for _v in symbols:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, symbols, True)
     append(_CONST_LOADER_PAYLOAD_RUN2.pack(symbol_count))
     for _v in const_vars:
         write_str_list(append, _v, lazy, era)
@@ -1170,11 +1146,7 @@ def write_static_library_payload(append: Callable[[Any], Any], rec: StaticLibrar
     _b = data.encode('utf-8', 'surrogateescape') if isinstance(data, str) else data
     append(_U64P(len(_b)))
     append(_b)
-    append(_U64P(len(func_names)))
-    for _v in func_names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, func_names, True)
 
 
 def new_static_library_payload(*, data: Any, func_names: Any) -> StaticLibraryPayload:
@@ -1249,16 +1221,8 @@ def write_c_source_payload(append: Callable[[Any], Any], rec: CSourcePayload, la
     _b = fmt.encode('utf-8', 'surrogateescape') if isinstance(fmt, str) else fmt
     append(_U64P(len(_b)))
     append(_b)
-    append(_U64P(len(func_names)))
-    for _v in func_names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
-    append(_U64P(len(const_vars)))
-    for _v in const_vars:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, func_names, True)
+    _write_strs(append, const_vars, True)
 
 
 def new_c_source_payload(*, code: Any, fmt: Any, func_names: Any, const_vars: Any) -> CSourcePayload:
@@ -1321,11 +1285,7 @@ def write_json_runtime_payload(append: Callable[[Any], Any], rec: JsonRuntimePay
     _b = graph_json.encode('utf-8', 'surrogateescape') if isinstance(graph_json, str) else graph_json
     append(_U64P(len(_b)))
     append(_b)
-    append(_U64P(len(const_names)))
-    for _v in const_names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, const_names, True)
 
 
 def new_json_runtime_payload(*, symbol_name: Any, graph_json: Any, const_names: Any) -> JsonRuntimePayload:

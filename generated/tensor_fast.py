@@ -23,7 +23,7 @@ from mlf_spec.errors import (  # noqa: F401
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
-from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
 from math import prod as _prod  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
@@ -186,6 +186,7 @@ def new_tensor_record(*, dtype_code: Any, dtype_bits: Any, dtype_lanes: Any, sha
 def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[TensorRecord], int]:
     """Read ``n`` consecutive tensor_record records (bulk path for runs of identical headers)."""
     out: list[TensorRecord] = []
+    window = 16
     while len(out) < n:
         i = len(out)
         try:
@@ -196,8 +197,11 @@ def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[
         rest = n - i - 1
         stride = nxt - pos
         if rest >= 16 and stride > 0:
-            k = min(rest, (end - nxt) // stride)
-            m = _same_heads(buf, pos, nxt, stride, rec[10] - pos, k) if k >= 16 else 0
+            head_len = rec[10] - pos
+            k = min(rest, (end - nxt) // stride, window)
+            # probe the next record first; the bulk compare runs only inside a run
+            m = _same_heads(buf, pos, nxt, stride, head_len, k) if k >= 16 and buf[pos:pos + head_len] == buf[nxt:nxt + head_len] else 0
+            window = min(window * 2, 1 << 16) if m == k else 16
             if m:
                 head, tail = rec[:10], rec[11:]
                 first = rec[10] + stride
@@ -211,13 +215,17 @@ def write_tensor_record_many(append: Callable[[Any], Any], recs: list[TensorReco
     """Append the bytes of every record of ``recs``, encoding each distinct header once."""
     heads: dict[tuple, bytes] = {}
     marker = object()
+    last: Any = None
+    head = b''
     for rec in recs:
-        key = rec[:10] + rec[11:]
-        head = heads.get(key)
-        if head is None:
-            parts: list[Any] = []
-            write_tensor_record(parts.append, rec, lambda _f, _r: marker, era)
-            head = heads[key] = b''.join(parts[:-1])
+        if rec is not last:  # writers often pass one record object for many tensors
+            last = rec
+            key = rec[:10] + rec[11:]
+            head = heads.get(key)
+            if head is None:
+                parts: list[Any] = []
+                write_tensor_record(parts.append, rec, lambda _f, _r: marker, era)
+                head = heads[key] = b''.join(parts[:-1])
         append(head)
         append(lazy('data', rec) if lazy is not None else b'')
 

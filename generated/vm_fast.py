@@ -23,7 +23,7 @@ from mlf_spec.errors import (  # noqa: F401
 
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
-from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401
+from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import at_least as _at_least, decimal as _decimal  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
@@ -98,11 +98,7 @@ def write_vm_func_info(append: Callable[[Any], Any], rec: VmFuncInfo, lazy: Lazy
     append(_U64P(len(_b)))
     append(_b)
     append(_VM_FUNC_INFO_RUN2.pack(start_instr, end_instr, num_args, register_file_size))
-    append(_U64P(len(param_names)))
-    for _v in param_names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, param_names, True)
 
 
 def new_vm_func_info(*, kind: Any, name: Any, start_instr: Any, end_instr: Any, num_args: Any, register_file_size: Any, param_names: Any) -> VmFuncInfo:
@@ -993,11 +989,7 @@ def write_relay_vm_function(append: Callable[[Any], Any], rec: RelayVmFunction, 
     _b = num_instructions.encode('utf-8', 'surrogateescape') if isinstance(num_instructions, str) else num_instructions
     append(_U64P(len(_b)))
     append(_b)
-    append(_U64P(len(params)))
-    for _v in params:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, params, True)
     append(_U64P(len(param_device_indexes)))
     append(_arr('q', len(param_device_indexes)).pack(*param_device_indexes))
     for _v in instructions:
@@ -1223,11 +1215,7 @@ def write_relay_vm_body(append: Callable[[Any], Any], rec: RelayVmBody, lazy: La
             write_virtual_device(append, _v, lazy, era)
     if (_at_least(version, '0.9')):
         append(_arr('i', 1).pack(host_device_index))
-    append(_U64P(len(globals)))
-    for _v in globals:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, globals, True)
     append(_RELAY_VM_BODY_RUN2.pack(constant_count))
     if (not _at_least(version, '0.9')):
         write_tensor_record_many(append, constants_v08, lazy, era)
@@ -1240,11 +1228,7 @@ def write_relay_vm_body(append: Callable[[Any], Any], rec: RelayVmBody, lazy: La
     if (_at_least(version, '0.9')):
         append(_U64P(len(const_device_indexes)))
         append(_arr('q', len(const_device_indexes)).pack(*const_device_indexes))
-    append(_U64P(len(primitive_names)))
-    for _v in primitive_names:
-        _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
-        append(_U64P(len(_b)))
-        append(_b)
+    _write_strs(append, primitive_names, True)
     append(_U64P(len(primitive_attrs)))
     for _k, _v in primitive_attrs:
         append(_arr('Q', 1).pack(_k))

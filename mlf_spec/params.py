@@ -20,6 +20,8 @@ their DLDataType, never reinterpreted.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import gc
 import mmap
 import os
 import sys
@@ -45,6 +47,7 @@ from .generated.tensor_fast import (
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 ALIGNMENT = 64
 _PREAD_MIN = 1 << 20  # tensors this large are read with pread, not copied out of the mmap
+_SIG = slice(TensorRecord._fields.index("dtype_code"), TensorRecord._fields.index("shape") + 1)
 
 
 class StoredTensor:
@@ -141,9 +144,8 @@ class ParamsFile(MutableMapping):
         self.reserved = reserved
         self.trailing = trailing
         self.choice = choice or _dt.given(_dt.LATEST)
-        self._map: dict[str, int] = {}
-        for i, (name, _, _) in enumerate(self._entries):
-            self._map[name] = i
+        # dict() keeps the last index of a repeated name: the later entry wins, as in TVM
+        self._map: dict[str, int] = dict(zip([e[0] for e in self._entries], range(len(self._entries))))
 
     @property
     def dialect(self) -> _dt.Dialect:
@@ -204,11 +206,24 @@ def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
     """
     name = describe(source)
     try:
-        with read_source(source) as (buf, size, fd):
+        with read_source(source) as (buf, size, fd), _gc_paused():
             idx = _index(buf, size, dialect, strict)
             return _materialise(idx, buf, size, fd)
     except MlfError as exc:
         raise exc.with_file(name) from None
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic objects (records,
+    arrays): its passes over them would cost more than the parsing itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def loads(
@@ -236,19 +251,20 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
     values: list[Any] = []
     new_array = np.ndarray
     n_rec = len(records)
+    offsets = [r.data_offset for r in records]
+    # (code, bits, lanes, shape) of each record: equal signatures at a constant file
+    # stride form a run that is copied with one strided NumPy copy
+    sigs = [r[_SIG] for r in records]
     i = 0
     while i < n_rec:
         r = records[i]
         dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
         n = r.data_byte_size
-        # A run of records with the same dtype and shape, evenly spaced in the file, is
-        # copied with one strided NumPy copy and split into views with one C loop.
         j = i + 1
         if n and i + 8 < n_rec:
-            stride = records[i + 1].data_offset - r.data_offset
-            key = (r.dtype_code, r.dtype_bits, r.dtype_lanes, r.shape)
-            while (j < n_rec and records[j].data_offset - records[j - 1].data_offset == stride
-                   and (records[j].dtype_code, records[j].dtype_bits, records[j].dtype_lanes, records[j].shape) == key):
+            stride = offsets[i + 1] - offsets[i]
+            sig = sigs[i]
+            while j < n_rec and sigs[j] == sig and offsets[j] - offsets[j - 1] == stride:
                 j += 1
         if j - i >= 8 and n < _PREAD_MIN:
             count = j - i
@@ -258,8 +274,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
             if dt.numpy is not None:
                 itemsize = dt.numpy.itemsize
                 inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
-                views = new_array((count, *r.shape), dt.numpy, arena, starts[i], (step, *inner))
-                values.extend(views)
+                values.extend(new_array((count, *r.shape), dt.numpy, arena, starts[i], (step, *inner)))
             else:
                 values.extend(StoredTensor(dt, r.shape, row) for row in block)
             i = j
@@ -376,11 +391,12 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
             f.close()
 
         try:
-            idx = _index(mm, size, dialect, strict)
+            with _gc_paused():
+                idx = _index(mm, size, dialect, strict)
+                return LazyParams(idx, mm, size, closer, name)
         except MlfError as exc:
             closer()
             raise exc.with_file(name) from None
-        return LazyParams(idx, mm, size, closer, name)
     with read_source(source) as (buf, size, _):
         try:
             idx = _index(buf, size, dialect, strict)
@@ -429,7 +445,8 @@ def _buffer_of(arr: np.ndarray) -> Any:
     return arr.reshape(-1).view(np.uint8)
 
 
-def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect | None) -> list[Any]:
+def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect | None,
+            sizes: list[int] | None = None) -> list[Any]:
     """The file as a list of buffers: headers from the generated writer, data as the
     arrays' own memory (no copy)."""
     if isinstance(params, ParamsFile):
@@ -460,6 +477,8 @@ def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect |
         names.append(name)
         records.append(rec)
         datas.append(data)
+    if sizes is not None:
+        sizes.append(sum(r.data_byte_size for r in records))
     out: list[Any] = []
     payloads = iter(datas)  # the writer asks for payloads in record order
     write_params_file(out.append, new_params_file(names=names, arrays=records, reserved=reserved),
@@ -473,7 +492,8 @@ def dumps(params: Mapping[str, Any] | ParamsFile, *, dialect: str | _dt.Dialect 
     """The .params bytes TVM writes for ``params`` (name -> NumPy array or StoredTensor).
     A ParamsFile from ``load`` is written back byte for byte. ``dialect`` picks the dtype
     codes (default: the ParamsFile's own, else the newest TVM)."""
-    return b"".join(_chunks(params, dialect))
+    with _gc_paused():
+        return b"".join(_chunks(params, dialect))
 
 
 def dumps_into(params: Mapping[str, Any] | ParamsFile, buffer: Any, *,
@@ -502,10 +522,18 @@ def nbytes(params: Mapping[str, Any] | ParamsFile, *, dialect: str | _dt.Dialect
 def save(params: Mapping[str, Any] | ParamsFile, path: str | os.PathLike, *,
          dialect: str | _dt.Dialect | None = None, durable: bool = False) -> None:
     """Write ``params`` to ``path`` via a temporary file renamed into place, so a failed
-    write never leaves a partial file or destroys an existing one. Tensor bytes are
-    written from the arrays' own memory (vectored writes, no joined copy). ``durable``
+    write never leaves a partial file or destroys an existing one. Large tensors are
+    written from the arrays' own memory; small files go out in one write. ``durable``
     fsyncs before the rename."""
-    atomic_write_chunks(Path(path), _chunks(params, dialect), durable=durable)
+    payload: list[int] = []
+    with _gc_paused():
+        chunks = _chunks(params, dialect, payload)
+    if len(chunks) > 64 and payload[0] < _JOIN_BELOW:
+        chunks = [b"".join(chunks)]  # many small tensors: one C-level join beats many writes
+    atomic_write_chunks(Path(path), chunks, durable=durable)
+
+
+_JOIN_BELOW = 16 << 20
 
 
 __all__ = [

@@ -84,8 +84,11 @@ def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int)
 
 
 def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
-    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk."""
+    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk. The
+    bulk window starts small and doubles while the run lasts, so strings of varying
+    length never make it look far ahead."""
     out: list = []
+    window = 32
     while len(out) < n:
         i = len(out)
         if end - pos < 8:
@@ -94,29 +97,40 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
         if ln > end - pos - 8:
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
-        k = min(n - i, (end - pos) // stride)
-        if k >= 32:
+        k = min(n - i, (end - pos) // stride, window)
+        if k >= 32 and U64(buf, pos + stride)[0] == ln:
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
             same = lens == ln
             m = k if bool(same.all()) else int(same.argmin())
-            if m >= 32:
-                raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
-                if text and raw.isascii():
-                    joined = raw.decode("ascii")
-                    out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
-                elif text:
-                    out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
-                               if ln else [""] * m)
-                else:
-                    out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
-                pos += m * stride
-                continue
+            raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
+            if text and raw.isascii():
+                joined = raw.decode("ascii")
+                out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
+            elif text:
+                out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
+                           if ln else [""] * m)
+            else:
+                out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
+            pos += m * stride
+            window = min(window * 2, 1 << 16) if m == k else 32
+            continue
+        window = 32
         chunk = buf[pos + 8:pos + stride]
         out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
         pos += stride
     return out, pos
+
+
+def write_strs(append: Any, items: list, text: bool) -> None:
+    """Append a vec<str>: the count, then each length and its bytes, as one chunk."""
+    if text:
+        enc = [s.encode("utf-8", "surrogateescape") if type(s) is str else s for s in items]
+    else:
+        enc = items
+    append(U64P(len(enc)))
+    append(b"".join([part for e in enc for part in (U64P(len(e)), e)]))
 
 
 def numel(shape: tuple[int, ...] | list[int]) -> int:
@@ -913,6 +927,8 @@ class StructEmitter:
                 c(f"append(lazy({name!r}, rec) if lazy is not None else b'')")
             else:
                 c(f"append({name})")
+        elif f.kind == "vec" and f.elem == "str" and not f.is_array:
+            c(f"_write_strs(append, {name}, {bool(s.encoding)!r})")
         elif f.kind in ("vec", "map") or f.is_array:
             if not f.is_array:
                 c(f"append(_U64P(len({name})))")
@@ -1061,6 +1077,7 @@ def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c.indent()
     c(f'"""Read ``n`` consecutive {rs.name} records (bulk path for runs of identical headers)."""')
     c(f"out: list[{cls}] = []")
+    c("window = 16")
     c("while len(out) < n:")
     c.indent()
     c("i = len(out)")
@@ -1077,8 +1094,11 @@ def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c("stride = nxt - pos")
     c("if rest >= 16 and stride > 0:")
     c.indent()
-    c("k = min(rest, (end - nxt) // stride)")
-    c(f"m = _same_heads(buf, pos, nxt, stride, rec[{k}] - pos, k) if k >= 16 else 0")
+    c(f"head_len = rec[{k}] - pos")
+    c("k = min(rest, (end - nxt) // stride, window)")
+    c("# probe the next record first; the bulk compare runs only inside a run")
+    c("m = _same_heads(buf, pos, nxt, stride, head_len, k) if k >= 16 and buf[pos:pos + head_len] == buf[nxt:nxt + head_len] else 0")
+    c("window = min(window * 2, 1 << 16) if m == k else 16")
     c("if m:")
     c.indent()
     c(f"head, tail = rec[:{k}], rec[{k + 1}:]")
@@ -1107,8 +1127,13 @@ def emit_write_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c('"""Append the bytes of every record of ``recs``, encoding each distinct header once."""')
     c("heads: dict[tuple, bytes] = {}")
     c("marker = object()")
+    c("last: Any = None")
+    c("head = b''")
     c("for rec in recs:")
     c.indent()
+    c("if rec is not last:  # writers often pass one record object for many tensors")
+    c.indent()
+    c("last = rec")
     c(f"key = rec[:{k}] + rec[{k + 1}:]")
     c("head = heads.get(key)")
     c("if head is None:")
@@ -1116,6 +1141,7 @@ def emit_write_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c("parts: list[Any] = []")
     c(f"write_{rs.name}(parts.append, rec, lambda _f, _r: marker, era)")
     c("head = heads[key] = b''.join(parts[:-1])")
+    c.dedent()
     c.dedent()
     c("append(head)")
     c(f"append(lazy({field!r}, rec) if lazy is not None else b'')")
@@ -1239,7 +1265,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c()
     c("from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401")
     c("from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401")
-    c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, Record  # noqa: F401")
+    c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401")
     c("from math import prod as _prod  # noqa: F401")
     extras = _helpers_used(binary)
     if extras:
