@@ -86,7 +86,11 @@ def datasets(quick: bool) -> dict[str, dict[str, np.ndarray]]:
     }
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
+BEST: dict[str, float] = {}  # "<set>/<figure>" -> best time, printed beside the median
+
+
+def median_time(fn: Callable[[], object], repeat: int, key: str = "") -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs (the best run goes to BEST[key])."""
     times = []
     for _ in range(repeat):
         gc.collect()
@@ -94,6 +98,7 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
         result = fn()
         times.append(time.perf_counter() - t0)
         del result
+    BEST[key] = min(times)
     return statistics.median(times)
 
 
@@ -110,28 +115,27 @@ def bench_set(name: str, data: dict[str, np.ndarray], repeat: int, workdir: Path
     n = len(data)
     r: dict[str, float] = {"tensors": n, "bytes": size}
 
-    r["mlf load"] = median_time(lambda: params.load(path), repeat)
-    r["mlf open (index)"] = median_time(lambda: params.open(path).close(), repeat)
-    r["mlf save"] = median_time(lambda: params.save(data, path), repeat)
-    r["mlf dumps"] = median_time(lambda: params.dumps(data), repeat)
+    r["mlf load"] = median_time(lambda: params.load(path), repeat, f"{name}/mlf load")
+    r["mlf open (index)"] = median_time(lambda: params.open(path).close(), repeat, f"{name}/mlf open (index)")
+    r["mlf save"] = median_time(lambda: params.save(data, path), repeat, f"{name}/mlf save")
+    r["mlf dumps"] = median_time(lambda: params.dumps(data), repeat, f"{name}/mlf dumps")
     reuse = bytearray(size)
     params.dumps_into(data, reuse)  # first touch of the buffer's pages happens here, not in the timing
-    r["mlf dumps_into"] = median_time(lambda: params.dumps_into(data, reuse), repeat)
-    r["raw read"] = median_time(lambda: path.read_bytes(), repeat)
-    r["raw write"] = median_time(lambda: path.write_bytes(raw_bytes), repeat)
+    r["mlf dumps_into"] = median_time(lambda: params.dumps_into(data, reuse), repeat, f"{name}/mlf dumps_into")
+    r["raw read"] = median_time(lambda: path.read_bytes(), repeat, f"{name}/raw read")
+    r["raw write"] = median_time(lambda: path.write_bytes(raw_bytes), repeat, f"{name}/raw write")
     params.save(data, path)
 
     if not name.startswith("mixed"):
         np.savez(npz, **data)
-        r["npz load"] = median_time(lambda: _npz_load(npz), repeat)
-        r["npz save"] = median_time(lambda: np.savez(npz, **data), repeat)
+        r["npz load"] = median_time(lambda: _npz_load(npz), repeat, f"{name}/npz load")
+        r["npz save"] = median_time(lambda: np.savez(npz, **data), repeat, f"{name}/npz save")
 
     if tvm is not None and not name.startswith("mixed"):
         tdata = {k: tvm_runtime.tensor(v) for k, v in data.items()}
         tpath = str(workdir / "tvm.params")
-        r["tvm load+numpy"] = median_time(
-            lambda: {k: v.numpy() for k, v in tvm_runtime.load_param_dict_from_file(str(path)).items()}, repeat)
-        r["tvm save"] = median_time(lambda: tvm_runtime.save_param_dict_to_file(tdata, tpath), repeat)
+        r["tvm load+numpy"] = median_time(lambda: {k: v.numpy() for k, v in tvm_runtime.load_param_dict_from_file(str(path)).items()}, repeat, f"{name}/tvm load+numpy")
+        r["tvm save"] = median_time(lambda: tvm_runtime.save_param_dict_to_file(tdata, tpath), repeat, f"{name}/tvm save")
         assert Path(tpath).read_bytes() == raw_bytes, "TVM and mlf-spec bytes differ"
         del tdata
     return r
@@ -169,7 +173,7 @@ def main() -> int:
     repeat = 3 if args.quick else args.repeat
     results: dict[str, dict[str, float]] = {}
     print(f"mlf-spec .params benchmark; numpy {np.__version__}; apache-tvm "
-          f"{tvm.__version__ if tvm else 'not installed'}; median of {repeat}; {os.cpu_count()} cores")
+          f"{tvm.__version__ if tvm else 'not installed'}; median (and best) of {repeat}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         for name, data in datasets(args.quick).items():
             results[name] = r = bench_set(name, data, repeat, Path(tmp))
@@ -183,7 +187,8 @@ def main() -> int:
                 if "dump" in k or "save" in k or "write" in k or "load" in k or "read" in k:
                     extra = f"{r['bytes'] / r[k] / 1e9:7.2f} GB/s"
                 per = r[k] / r["tensors"] * 1e6
-                print(f"  {k:18s} {r[k] * 1e3:10.3f} ms  {per:9.3f} us/tensor  {extra}")
+                best = BEST.get(f"{name}/{k}", r[k])
+                print(f"  {k:18s} {r[k] * 1e3:10.3f} ms  {per:9.3f} us/tensor  (best {best / r['tensors'] * 1e6:9.3f})  {extra}")
             if "tvm load+numpy" in r:
                 print(f"  ratio load / TVM load+numpy: {r['mlf load'] / r['tvm load+numpy']:.2f}x   "
                       f"save / TVM save: {r['mlf save'] / r['tvm save']:.2f}x")

@@ -80,7 +80,7 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
         k = min(n - i, (end - pos) // stride, window)
-        if k >= 32 and U64(buf, pos + stride)[0] == ln:
+        if k >= 32 and all(U64(buf, pos + j * stride)[0] == ln for j in range(1, 9)):
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))

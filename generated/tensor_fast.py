@@ -199,8 +199,16 @@ def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[
         if rest >= 16 and stride > 0:
             head_len = rec[10] - pos
             k = min(rest, (end - nxt) // stride, window)
-            # probe the next record first; the bulk compare runs only inside a run
-            m = _same_heads(buf, pos, nxt, stride, head_len, k) if k >= 16 and buf[pos:pos + head_len] == buf[nxt:nxt + head_len] else 0
+            # probe the next records one by one; NumPy's bulk compare pays only inside a long run
+            m = 0
+            if k >= 16:
+                ref = buf[pos:pos + head_len]
+                probe = nxt
+                while m < 8 and buf[probe:probe + head_len] == ref:
+                    m += 1
+                    probe += stride
+                if m == 8:
+                    m = 8 + _same_heads(buf, pos, probe, stride, head_len, k - 8)
             window = min(window * 2, 1 << 16) if m == k else 16
             if m:
                 head, tail = rec[:10], rec[11:]

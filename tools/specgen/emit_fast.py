@@ -98,7 +98,7 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
         k = min(n - i, (end - pos) // stride, window)
-        if k >= 32 and U64(buf, pos + stride)[0] == ln:
+        if k >= 32 and all(U64(buf, pos + j * stride)[0] == ln for j in range(1, 9)):
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
@@ -1096,8 +1096,22 @@ def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
     c.indent()
     c(f"head_len = rec[{k}] - pos")
     c("k = min(rest, (end - nxt) // stride, window)")
-    c("# probe the next record first; the bulk compare runs only inside a run")
-    c("m = _same_heads(buf, pos, nxt, stride, head_len, k) if k >= 16 and buf[pos:pos + head_len] == buf[nxt:nxt + head_len] else 0")
+    c("# probe the next records one by one; NumPy's bulk compare pays only inside a long run")
+    c("m = 0")
+    c("if k >= 16:")
+    c.indent()
+    c("ref = buf[pos:pos + head_len]")
+    c("probe = nxt")
+    c("while m < 8 and buf[probe:probe + head_len] == ref:")
+    c.indent()
+    c("m += 1")
+    c("probe += stride")
+    c.dedent()
+    c("if m == 8:")
+    c.indent()
+    c("m = 8 + _same_heads(buf, pos, probe, stride, head_len, k - 8)")
+    c.dedent()
+    c.dedent()
     c("window = min(window * 2, 1 << 16) if m == k else 16")
     c("if m:")
     c.indent()
