@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
 import functools
 import io
 import mmap
@@ -340,6 +341,51 @@ class Archive:
         self._by_path = {m.path: m for m in self.members}
         self._modules = None
         return self._by_path[dst]
+
+    def copy(self) -> Archive:
+        """A new archive with copies of the members over the same data (nothing is read):
+        edit it without changing this one. Its member data lives in this archive's buffers,
+        so it must not be used after this archive is closed. The copy gets TVM's end blocks
+        when written (edits change the size the original end padding was made for)."""
+        members = [copy.copy(m) for m in self.members]
+        for m in members:
+            m.pax_headers = dict(m.pax_headers)
+        a = Archive(members, file=self.file, container="new", compression=None, trailer=None)
+        a._metadata = self._metadata_override or self._metadata
+        return a
+
+    def relocate(self, moves: Mapping[str, str | None]) -> None:
+        """Move or remove many members at once: the member at each path of ``moves`` goes to
+        the new path (None removes it). Unlike :meth:`rename`, a directory moves alone (its
+        content goes where ``moves`` says). Header fields are kept and headers re-encoded
+        for moved members; the order is left as it is (see :meth:`reorder`)."""
+        norm = {_tar.normalize(k, file=self.file, offset=None): (None if v is None else
+                _tar.normalize(v, file=self.file, offset=None)) for k, v in moves.items()}
+        missing = [k for k in norm if k not in self._by_path]
+        if missing:
+            raise MlfError("no such member", file=self.file, field=missing[0])
+        kept: list[Member] = []
+        for m in self.members:
+            if m.path not in norm:
+                kept.append(m)
+                continue
+            new = norm[m.path]
+            if new is None:
+                continue
+            if new != m.path:
+                m.path = new
+                m.name = _layout.TAR["prefix"] + new
+                m.raw_header = None
+                m.pax_headers.pop("path", None)
+                m.group = _group_of(new)
+            kept.append(m)
+        paths = [m.path for m in kept]
+        if len(set(paths)) != len(paths):
+            dup = next(p for p in paths if paths.count(p) > 1)
+            raise UnsafeArchiveError("two members would have the same path", file=self.file, field=dup)
+        self.members = kept
+        self._by_path = {m.path: m for m in kept}
+        self._modules = None
 
     def reorder(self) -> None:
         """Put the members in the order TVM's writer added them (groups, sorted trees)."""

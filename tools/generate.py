@@ -32,6 +32,8 @@ from specgen.emit_versioned import (  # noqa: E402
     emit_versioned_strategies,
 )
 from specgen.load import Model, load  # noqa: E402
+from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
+from specgen.migrations import emit_pages as emit_migration_pages  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
 
 GEN = ROOT / "generated"
@@ -89,6 +91,9 @@ def render(model: Model) -> dict[str, str]:
                                                                              layout.findings)
     for name in model.findings:
         files.update(emit_findings(model, name))
+    for records in sorted({s.records for s, _ in model.migrations.values()}):
+        files[f"{records}_migrations.py"] = emit_migration_data(model, records)
+        files.update(emit_migration_pages(model, records))
     # Docs need the writers: import the new sources from memory and build the examples.
     modules = {p[:-3].replace("/", "."): t for p, t in files.items() if p.endswith(".py") and p != "__init__.py"}
     package = "_mlf_spec_generating"

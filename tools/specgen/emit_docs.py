@@ -166,13 +166,16 @@ def emit_table_doc(model: Model, name: str) -> str:
     out = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, [doc]).splitlines()]
     out += ["", f"# {spec.title}", "", spec.doc.strip(), ""]
     dialects = table_dialects(model, name)
-    out += ["## By TVM version", "", "Each column is a range of TVM versions over which the table does not change "
+    if {"code", "spelling"} - {c.name for c in spec.columns}:  # not a code table: rows only
+        dialects = []
+    out += [] if not dialects else ["## By TVM version", "", "Each column is a range of TVM versions over which the table does not change "
             "(the dialect names used by `--dialect`).", ""]
     heads = [f"v{since}" + (f" (to {until})" if until else " (on)") for since, until, _ in dialects]
-    out.append("| code | bits | " + " | ".join(heads) + " |")
-    out.append("|---|---|" + "---|" * len(dialects))
+    if dialects:
+        out.append("| code | bits | " + " | ".join(heads) + " |")
+        out.append("|---|---|" + "---|" * len(dialects))
     keys = []
-    for row in spec.rows:
+    for row in (spec.rows if dialects else []):
         key = (row["code"], row.get("bits"))
         if key not in keys:
             keys.append(key)
@@ -207,4 +210,8 @@ def emit_index(model: Model) -> str:
     for kind in (model.timelines, model.layouts, model.findings):
         for s, _ in kind.values():
             lines.append(f"- [{s.title}]({s.name}.md)")
+    for records in sorted({m.records for m, _ in model.migrations.values()}):
+        lines.append(f"- [{model.records[records][0].title}: migrations between versions]({records}_migrations.md)")
+        steps = sorted((m for m, _ in model.migrations.values() if m.records == records), key=lambda m: m.source)
+        lines.extend(f"  - [{m.title}](migrate_{m.name}.md)" for m in steps)
     return "\n".join(lines) + "\n"

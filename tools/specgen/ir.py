@@ -401,6 +401,89 @@ class FindingsSpec(Strict):
     findings: list[FindingSpec]
 
 
+MIGRATION_METADATA_OPS = ("rename", "move", "wrap", "unwrap", "add", "derive", "convert", "drop", "keep", "leave_out")
+MIGRATION_LAYOUT_OPS = ("move", "add", "drop", "keep", "leave_out")
+
+
+class MigrationOp(Strict):
+    """One direction of an operation: what a step does to the metadata or to the layout."""
+
+    op: str = Field(description="metadata: rename, move, wrap, unwrap, add, derive, convert, drop, keep, leave_out; "
+                    "layout: move, add, drop, keep, leave_out.")
+    path: str | None = Field(None, description="metadata: dotted key path inside the record (`*` = every element).")
+    to: str | None = Field(None, description="rename/move target: a key path (metadata) or a layout entry id.")
+    entry: str | None = Field(None, description="layout: the entry whose members the operation acts on.")
+    into: str | None = Field(None, description="wrap: the field of the new root that holds the record, keyed by `key`.")
+    key: str | None = Field(None, description="wrap: the record's field whose value keys it.")
+    source: str | None = Field(None, alias="from", description="unwrap: the field of the root holding one record.")
+    value: Any = Field(None, description="add: the value written (default: the field's const).")
+    converter: str | None = Field(None, description="convert: a name in mlf_spec.migrate_registry.CONVERTERS.")
+    derivation: str | None = Field(None, description="derive (or convert): a derivation declared in the file.")
+    table: str | None = Field(None, description="convert/derive: a table spec the converter or deriver reads.")
+    omit_empty: bool = Field(False, description="move: an empty list or object is left out instead of moved.")
+    default: Any = Field(None, description="move: the value moved when the source key is absent.")
+    set: dict[str, str] = Field(default_factory=dict, description="layout move: values of target placeholders.")
+    only: dict[str, str] = Field(default_factory=dict,
+                                 description="layout move: members whose placeholders differ are dropped (a loss).")
+    losses: list[str] = Field(default_factory=list, description="Losses (declared in the file) it may incur.")
+    refusals: list[str] = Field(default_factory=list, description="Refusals (declared in the file) it may raise.")
+
+
+class MigrationItem(Strict):
+    """An operation and its inverse: `up` turns the older version into the newer, `down` back."""
+
+    id: str = Field(pattern=IDENT)
+    doc: str
+    records: list[str] = Field(default_factory=list, description="metadata: the records whose instances it acts on.")
+    up: MigrationOp
+    down: MigrationOp
+
+
+class MigrationLoss(Strict):
+    """Information a direction cannot carry; refused unless the caller accepts it by name."""
+
+    name: str = Field(pattern=IDENT)
+    doc: str
+    up: str | None = Field(None, description="What the upgrade loses or has to invent.")
+    down: str | None = Field(None, description="What the downgrade loses or has to invent.")
+
+
+class MigrationDerivation(Strict):
+    """A value rebuilt from other data of the archive (marked as derived in the result)."""
+
+    name: str = Field(pattern=IDENT)
+    doc: str
+    deriver: str | None = Field(None, description="A name in mlf_spec.migrate_registry.DERIVERS (derive ops).")
+
+
+class MigrationRefusal(Strict):
+    """Why a direction is impossible for some documents."""
+
+    name: str = Field(pattern=IDENT)
+    doc: str
+    direction: Literal["up", "down"]
+    style: str | None = Field(None, description="Every document of this style (it has no form in the other version).")
+
+
+class MigrationSpec(Strict):
+    """spec: migration — the operations between two consecutive versions, in both directions."""
+
+    spec: Literal["migration"]
+    name: str = Field(pattern=r"^v[0-9]+_v[0-9]+$")
+    title: str
+    doc: str
+    records: str = Field(description="The versioned records spec of the metadata.")
+    layout: str = Field(description="The layout spec of the archives.")
+    source: int = Field(alias="from", description="The older version.")
+    target: int = Field(alias="to", description="The newer version (the next one).")
+    losses: list[MigrationLoss] = Field(default_factory=list)
+    derivations: list[MigrationDerivation] = Field(default_factory=list)
+    refusals: list[MigrationRefusal] = Field(default_factory=list)
+    metadata: list[MigrationItem] = Field(default_factory=list, description="Operations on the metadata document.")
+    layout_ops: list[MigrationItem] = Field(default_factory=list, alias="files",
+                                            description="Operations on the archive members (by layout entry).")
+
+
 SPEC_KINDS: dict[str, type[BaseModel]] = {
     "binary": BinarySpec,
     "eras": ErasSpec,
@@ -409,4 +492,5 @@ SPEC_KINDS: dict[str, type[BaseModel]] = {
     "timeline": TimelineSpec,
     "layout": LayoutSpec,
     "findings": FindingsSpec,
+    "migration": MigrationSpec,
 }

@@ -22,6 +22,7 @@ from .ir import (
     FieldSpec,
     FindingsSpec,
     LayoutSpec,
+    MigrationSpec,
     RecordsSpec,
     StructSpec,
     TableSpec,
@@ -128,6 +129,7 @@ class Model:
     timelines: dict[str, tuple[TimelineSpec, SpecDocument]] = field(default_factory=dict)
     layouts: dict[str, tuple[LayoutSpec, SpecDocument]] = field(default_factory=dict)
     findings: dict[str, tuple[FindingsSpec, SpecDocument]] = field(default_factory=dict)
+    migrations: dict[str, tuple[MigrationSpec, SpecDocument]] = field(default_factory=dict)
 
     def digest(self, doc: SpecDocument) -> str:
         """Content hash of one spec file (goes into generated headers)."""
@@ -182,12 +184,19 @@ def load(root: Path) -> Model:
             model.layouts[spec.name] = (spec, doc)
         elif isinstance(spec, FindingsSpec):
             model.findings[spec.name] = (spec, doc)
+        elif isinstance(spec, MigrationSpec):
+            if spec.name in model.migrations:
+                raise doc.error(("name",), f"migration {spec.name!r} is defined twice")
+            model.migrations[spec.name] = (spec, doc)
     _check_tables(model)
     for binary in model.binaries.values():
         _resolve_binary(model, binary)
     from .versioned import check_versioned
 
     check_versioned(model)
+    from .migrations import check_migrations
+
+    check_migrations(model)
     return model
 
 

@@ -1,0 +1,165 @@
+"""``mlf-spec upgrade`` / ``mlf-spec downgrade``: outputs, JSON form, exit statuses, and the
+promises about files: a dry run writes nothing, an existing output is replaced only with
+--force (atomically), the input is never modified."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+from mlf_spec.generated.mlf_migrate_output_models import MigrateReport
+from test_migrate import multi_module_v7, real_aot_v7, real_graph_v7
+from test_mlf_metadata import OPERATOR_V7
+
+from mlf_spec import check
+from mlf_spec.cli import main
+
+AOT_LOSSES = ["v6_v7.main_io", "v6_v7.templates", "v4_v5.standalone_crt", "v4_v5.c_header"]
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def aot(tmp_path):
+    path = tmp_path / "aot.tar"
+    path.write_bytes(real_aot_v7())
+    return path
+
+
+def listing(d) -> list[str]:
+    return sorted(p.name for p in d.iterdir())
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(aot, tmp_path, capsys):
+    before = listing(tmp_path)
+    assert main(["downgrade", str(aot), "--to", "4", "-o", str(tmp_path / "out.tar"), "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert "step 5 -> 4 (downgrade, spec/migrations/v4_v5.yaml)" in out
+    assert "would be refused: accept --accept-loss v6_v7.main_io" in out
+    accept = [a for n in AOT_LOSSES for a in ("--accept-loss", n)]
+    assert main(["downgrade", str(aot), "--to", "4", "--dry-run", *accept]) == 0
+    assert "dry run: nothing written" in capsys.readouterr().out
+    assert listing(tmp_path) == before
+
+
+def test_refused_loss_exit_1_and_no_output(aot, tmp_path, capsys):
+    out = tmp_path / "out.tar"
+    assert main(["downgrade", str(aot), "--to", "4", "-o", str(out), "--accept-loss", "v6_v7.main_io"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mlf-spec: refused: migrating to version 4 loses what was not accepted:")
+    assert "--accept-loss v6_v7.templates --accept-loss v4_v5.standalone_crt --accept-loss v4_v5.c_header" in err
+    assert not out.exists() and listing(tmp_path) == ["aot.tar"]
+
+
+def test_accepted_losses_write_a_conformant_archive_and_leave_the_input(aot, tmp_path, capsys):
+    before = digest(aot)
+    out = tmp_path / "out.tar"
+    accept = [a for n in AOT_LOSSES for a in ("--accept-loss", n)]
+    assert main(["downgrade", str(aot), "--to", "4", "-o", str(out), *accept]) == 0
+    text = capsys.readouterr().out
+    assert f"version 7, full-model archive -> version 4: wrote {out}" in text
+    assert "derived v5_v6.target_device_types at target" in text
+    report = check.check(out)
+    assert report.version == 4 and report.findings == []
+    assert digest(aot) == before and listing(tmp_path) == ["aot.tar", "out.tar"]
+
+
+def test_existing_output_needs_force_and_is_replaced_atomically(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "g7.tar"
+    src.write_bytes(real_graph_v7())
+    out = tmp_path / "out.tar"
+    out.write_bytes(b"precious")
+    assert main(["downgrade", str(src), "--to", "5", "-o", str(out)]) == 1
+    assert "exists; pass --force" in capsys.readouterr().err and out.read_bytes() == b"precious"
+    # a failure while writing leaves the old file
+    from mlf_spec import archive
+
+    monkeypatch.setattr(archive.Archive, "chunks", lambda self: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        main(["downgrade", str(src), "--to", "5", "-o", str(out), "--force"])
+    assert out.read_bytes() == b"precious" and listing(tmp_path) == ["g7.tar", "out.tar"]
+    monkeypatch.undo()
+    inode = os.stat(out).st_ino
+    assert main(["downgrade", str(src), "--to", "5", "-o", str(out), "--force"]) == 0
+    assert check.check(out).version == 5 and os.stat(out).st_ino != inode  # renamed into place
+
+
+def test_output_over_the_input_is_refused_even_with_force(aot, capsys):
+    before = digest(aot)
+    accept = [a for n in AOT_LOSSES for a in ("--accept-loss", n)]
+    assert main(["downgrade", str(aot), "--to", "4", "-o", str(aot), "--force", *accept]) == 1
+    assert "the output is the input" in capsys.readouterr().err and digest(aot) == before
+
+
+def test_impossible_migration_exit_1(tmp_path, capsys):
+    src = tmp_path / "multi.tar"
+    src.write_bytes(multi_module_v7())
+    assert main(["downgrade", str(src), "--to", "6", "-o", str(tmp_path / "x.tar")]) == 1
+    assert "v6_v7.several_modules" in capsys.readouterr().err
+    assert main(["downgrade", str(src), "--to", "6", "--dry-run", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    MigrateReport.model_validate(doc)
+    assert (doc["status"], doc["refusal"], doc["from_version"], doc["kind"]) == (
+        "refused", "v6_v7.several_modules", 7, "archive")
+
+
+def test_unreadable_input_and_bad_command_lines_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.tar"
+    bad.write_bytes(b"not a tar at all" * 40)
+    assert main(["upgrade", str(bad), "-o", str(tmp_path / "x.tar")]) == 2
+    assert capsys.readouterr().err.startswith("mlf-spec: error: ")
+    broken = tmp_path / "metadata.json"
+    broken.write_text('{"version": 6, "model_name": 3}')
+    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 2
+    g = tmp_path / "g.tar"
+    g.write_bytes(real_graph_v7())
+    assert main(["upgrade", str(g), "--to", "5", "-o", str(tmp_path / "x.tar")]) == 2
+    assert "use `mlf-spec downgrade`" in capsys.readouterr().err
+    assert main(["downgrade", str(g), "--to", "5"]) == 2
+    assert main(["downgrade", str(g), "--to", "5", "-o", "x", "--accept-loss", "v6_v7.main_iox"]) == 2
+    assert "no loss is called 'v6_v7.main_iox'" in capsys.readouterr().err
+    assert listing(tmp_path) == ["bad.tar", "g.tar", "metadata.json"]
+
+
+def test_bare_metadata_json_down_and_up(tmp_path, capsys):
+    src = tmp_path / "metadata.json"
+    src.write_text(OPERATOR_V7)
+    out = tmp_path / "v4.json"
+    assert main(["downgrade", str(src), "--to", "4", "-o", str(out)]) == 1
+    assert "v6_v7.null_binding" in capsys.readouterr().err
+    assert main(["downgrade", str(src), "--to", "4", "-o", str(out), "--accept-loss", "v6_v7.null_binding"]) == 0
+    assert "accepted loss v6_v7.null_binding" in capsys.readouterr().out
+    text = out.read_text()
+    assert text.startswith('{"version": 4, "model_name": "add"') and '"input_binding": ""' in text
+    assert '"target": {"1": "c -keys=cpu -model=host"}, "runtimes": []' in text
+    back = tmp_path / "v7.json"
+    assert main(["upgrade", str(out), "-o", str(back), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    MigrateReport.model_validate(doc)
+    assert (doc["status"], doc["kind"], doc["output"], doc["losses"]) == ("done", "document", str(back), [])
+    assert back.read_text() == OPERATOR_V7.replace("null", '""')
+    assert src.read_text() == OPERATOR_V7
+
+
+def test_json_report_of_an_upgrade(tmp_path, capsys):
+    from test_migrate import tar
+    from test_mlf_conformance import add_module
+
+    src = tmp_path / "v6.tar"
+    src.write_bytes(tar(6, "v6", add_module(name="net")))
+    assert main(["upgrade", str(src), "-o", str(tmp_path / "v7.tar"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    MigrateReport.model_validate(doc)
+    assert doc["status"] == "done" and doc["direction"] == "upgrade" and doc["to_version"] == 7
+    [step] = doc["steps"]
+    assert step["name"] == "v6_v7" and step["direction"] == "up"
+    changed = {o["id"]: o["changes"] for o in step["operations"]}
+    assert changed == {"modules": 1, "main_inputs": 1, "main_outputs": 1, "input_binding": 0, "relay": 1,
+                       "graph": 1, "template_crt_config": 0, "template_platform": 0}
+    assert [d["name"] for d in doc["derived"]] == ["v6_v7.main_inputs", "v6_v7.main_outputs"]
+    assert doc["derived"][0]["value"] == {"a": {"dtype": "uint8", "size": 2}, "b": {"dtype": "float32", "size": 8}}
+    assert doc["result_findings"] == [] and doc["losses"] == []
