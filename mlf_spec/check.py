@@ -290,7 +290,9 @@ def _layout_checks(a: _archive.Archive, version: int, style: str, modules: dict[
             continue
         for ph, value in p.values.items():
             if _layout.ROLES.get(ph) == "counter":
-                counters.setdefault((p.entry["id"], p.module), []).append((int(value), path))
+                # one counter per module and content kind (sources, objects), whatever the
+                # extension: lib0.cc and lib1.c of one module are one sequence (cc5382ed41)
+                counters.setdefault((p.kind, p.module), []).append((int(value), path))
     for (eid, module), items in counters.items():
         ns = sorted(n for n, _ in items)
         if ns != list(range(len(ns))):

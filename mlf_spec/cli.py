@@ -1,7 +1,9 @@
 """The ``mlf-spec`` command line.
 
-Exit status: 0 success; 1 a check found an error-severity finding; 2 the input could
-not be read (a one-line error on stderr names the file, field and byte offset).
+Exit status: 0 success; 1 a check found an error-severity finding, or a migration was
+refused (a loss not accepted, an impossible migration, an existing output without
+--force); 2 the input could not be read (a one-line error on stderr names the file, field
+and byte offset).
 """
 
 from __future__ import annotations

@@ -79,7 +79,9 @@ def _run(args: argparse.Namespace) -> int:
                          f"(use `mlf-spec {other}`)", 2)
         missing = plan.unaccepted(args.accept_loss)
         if args.dry_run:
-            return _report(args, to, plan, "dry-run", None, 1 if missing else 0)
+            exists = bool(args.output) and Path(args.output).exists() and not args.force
+            reason = f"{args.output} exists; pass --force to replace it" if exists else None
+            return _report(args, to, plan, "dry-run", reason, 1 if missing or exists else 0)
         try:
             result = _migrate.apply(plan, args.accept_loss, output=args.output, overwrite=args.force)
         except LossRefusedError:
@@ -135,7 +137,9 @@ def _report(args: argparse.Namespace, to: int, plan: _migrate.Plan | None, statu
         missing = plan.unaccepted(args.accept_loss)
         if missing:
             out.write("would be refused: accept " + " ".join(f"--accept-loss {n}" for n in missing) + "\n")
-        else:
+        if reason:
+            out.write(f"would be refused: {reason}\n")
+        if not missing and not reason:
             out.write("dry run: nothing written" + (f"; {args.output} would be written" if args.output else "") + "\n")
         return code
     if status == "refused":

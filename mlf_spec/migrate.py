@@ -760,6 +760,7 @@ def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, targe
     by_entry = {op["entry"]: (it, op, inv) for it, op, inv in ops if op["op"] in ("move", "drop", "keep")}
     counts: dict[str, int] = {it["id"]: 0 for it in step["files"]}
     moves: dict[str, str | None] = {}
+    dropped: dict[tuple[str, str | None], list[str]] = {}
     for m in list(a.members):
         pl = _layout.classify(m.path, source, state.style, names)
         if pl is None or pl.unknown_module is not None:
@@ -775,6 +776,7 @@ def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, targe
             moves[m.path] = None
             counts[it["id"]] += 1
             if not m.is_dir:
+                dropped.setdefault((pl.kind, pl.module), []).extend(op.get("losses", []))
                 for name in op.get("losses", []):
                     events.losses.append(_loss(step, d, name, "dropped", "files", pl.module, m.name, (),
                                                f"{m.size} bytes dropped"))
@@ -793,6 +795,7 @@ def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, targe
             events.losses.append(_loss(step, d, declared[0], "dropped", "files", pl.module, m.name, (),
                                        f"{m.name} becomes ./{new} (the inverse gives ./{back})"))
     a.relocate(moves)
+    _renumber(a, target, state.style, names, dropped, step, d, events)
     for it, op, _inv in ops:
         if op["op"] == "add":
             path = _layout.ENTRIES[op["entry"]]["path"]
@@ -803,6 +806,38 @@ def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, targe
         operations.append(Operation(it["id"], "files", op["op"], _describe(op), it["doc"], [],
                                     [f"{step['name']}.{x}" for x in op.get("losses", [])], counts[it["id"]]))
     a.reorder()
+
+
+def _renumber(a: _archive.Archive, version: int, style: str, names: list[str],
+              dropped: dict[tuple[str, str | None], list[str]], step: dict[str, Any], d: str,
+              events: _Events) -> None:
+    """Close the gaps that dropped members left in a counter sequence (``lib<n>``: one
+    per module and content kind, 0, 1, ... as the writer numbered them), keeping the order;
+    each renamed member is reported under the loss of the drop that made the gap."""
+    groups: dict[tuple[str, str | None], list[tuple[int, str, _layout.Placement, str]]] = {}
+    for m in a.members:
+        pl = None if m.is_dir else _layout.classify(m.path, version, style, names)
+        if pl is None:
+            continue
+        for ph, value in pl.values.items():
+            if _layout.ROLES.get(ph) == "counter":
+                groups.setdefault((pl.kind, pl.module), []).append((int(value), m.path, pl, ph))
+    moves: dict[str, str | None] = {}
+    for key, items in groups.items():
+        items.sort(key=lambda x: x[0])
+        if [n for n, *_ in items] == list(range(len(items))):
+            continue
+        losses = dropped.get(key)
+        if not losses:
+            raise MigrationError(f"{step['name']} ({d}) left a gap in the {key[0]} counters of module {key[1]!r} "
+                                 "without dropping anything: a spec or engine bug")
+        for i, (n, path, pl, ph) in enumerate(items):
+            if n != i:
+                moves[path] = _layout.template(pl.entry, **{**pl.values, ph: str(i)})
+                events.losses.append(_loss(step, d, losses[0], "dropped", "files", pl.module, "./" + path, (),
+                                           f"renumbered ./{moves[path]} to close the gap the dropped members left"))
+    if moves:
+        a.relocate(moves)
 
 
 def _inverse_path(inv: dict[str, Any], op: dict[str, Any], new: str, module: str | None) -> str | None:

@@ -13,7 +13,7 @@ from test_mlf_conformance import add_module
 from test_mlf_metadata import ADD_V7, OPERATOR_V7
 
 from mlf_spec import archive, check, metadata, migrate
-from mlf_spec.errors import LossRefusedError, MigrationError, OutputExistsError, ValidationError
+from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError, ValidationError
 from mlf_spec.migrate_registry import CONVERTERS, DERIVERS, Context, target_list_to_dict
 from mlf_spec.mlf_strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
@@ -213,6 +213,35 @@ def test_cpp_sources_downgrade_notes_the_module_has_no_sources():
     assert check.check(out_c).findings == []
 
 
+def test_mixed_source_extensions_check_clean_and_close_the_gap_when_cpp_goes():
+    """One counter per module for all its C/C++ sources (cc5382ed41): lib0.cc then lib1.c
+    is a valid sequence; without the .cc source version 4 numbers the .c one lib0."""
+    a = archive.open(tar(5, "v5.cpp", add_module("aot")))  # two sources, lib0.c and lib1.c
+    a.relocate({"codegen/host/src/add_lib0.c": "codegen/host/src/add_lib0.cc"})
+    a.reorder()
+    data = a.to_bytes()
+    assert check.check(data).findings == []
+    p, out = run(data, 4)
+    assert [(x.name, x.where) for x in p.losses] == [("v4_v5.cpp_sources", "./codegen/host/src/add_lib0.cc"),
+                                                     ("v4_v5.cpp_sources", "./codegen/host/src/add_lib1.c")]
+    with archive.open(out) as b:
+        assert b.modules["add"].sources == ["codegen/host/src/add_lib0.c"]
+        assert b.read("codegen/host/src/add_lib0.c") == a.read("codegen/host/src/add_lib1.c")
+        assert check.check_archive(b).findings == []
+
+
+def test_archive_relocate_moves_members_alone_and_refuses_clashes():
+    a = archive.open(real_graph_v7())
+    b = a.copy()
+    b.relocate({"src": "source", "src/add.relay": "source/add.relay", "parameters/add.params": None})
+    assert "src/add.relay" in a and "source/add.relay" in b and "parameters/add.params" not in b
+    assert b.member("source").raw_header is None and a.member("src").raw_header is not None
+    with pytest.raises(MlfError):
+        b.relocate({"codegen/host/src/add_lib0.c": "codegen/host/src/add_lib1.c"})
+    with pytest.raises(MlfError):
+        b.relocate({"nothing/here": None})
+
+
 def test_target_devices_are_derived_as_the_version_5_writers_keyed_them():
     p, doc = run(_doc(6, ["llvm -keys=cpu", "cuda -keys=cuda,gpu", "hexagon -mcpu=v66"]), 5)
     assert doc["target"] == {"1": "llvm -keys=cpu", "2": "cuda -keys=cuda,gpu", "14": "hexagon -mcpu=v66"}
@@ -379,3 +408,20 @@ def test_migrate_without_output_keeps_a_usable_archive(tmp_path):
     path.write_bytes(real_graph_v7())
     r = migrate.migrate(path, 3)
     assert r.archive.member("relay.txt") is not None and check.check_archive(r.archive).findings == []
+
+
+def test_warnings_of_the_source_are_noted_and_the_result_is_written_as_tvm_did(tmp_path):
+    """A gzip-compressed archive whose metadata.json is not TVM's json.dump: both are warnings
+    of the source; the result is an uncompressed tar with TVM's metadata bytes."""
+    import gzip
+
+    a = archive.open(tar(6, "v6", add_module()))
+    a.replace("metadata.json", json.dumps(json.loads(a.read("metadata.json")), indent=4).encode())
+    path = tmp_path / "v6.tar.gz"
+    path.write_bytes(gzip.compress(a.to_bytes()))
+    with migrate.plan(path, 7) as p:
+        assert sorted(f.code for f in p.source_findings) == ["layout.compressed", "metadata.format"]
+        assert "note: the source has a warning finding layout.compressed" in str(p)
+        r = migrate.apply(p, output=tmp_path / "v7.tar")
+        assert p.new_findings() == [] and r.report.findings == []
+    assert check.check(tmp_path / "v7.tar").findings == []

@@ -43,6 +43,8 @@ def test_dry_run_prints_the_plan_and_writes_nothing(aot, tmp_path, capsys):
     accept = [a for n in AOT_LOSSES for a in ("--accept-loss", n)]
     assert main(["downgrade", str(aot), "--to", "4", "--dry-run", *accept]) == 0
     assert "dry run: nothing written" in capsys.readouterr().out
+    assert main(["downgrade", str(aot), "--to", "4", "--dry-run", "-o", str(aot), *accept]) == 1
+    assert f"would be refused: {aot} exists; pass --force" in capsys.readouterr().out
     assert listing(tmp_path) == before
 
 
