@@ -12,8 +12,8 @@ with ``--force``, the input never. ``--dry-run`` prints the plan and writes noth
 Exit status: 0 done (with ``--dry-run``: it would be done); 1 refused: a loss that was not
 accepted with ``--accept-loss``, an impossible migration (several modules to version 6, an
 operator document before version 4), an archive that does not conform to its version, or
-an existing output without ``--force``; 2 the input cannot be read or the command line is
-wrong. The JSON form (``--json``) is generated/schemas/mlf_migrate_output.schema.json.
+an existing output without ``--force``; 2 the input cannot be read, the output cannot be
+written, or the command line is wrong. The JSON form (``--json``) is generated/schemas/mlf_migrate_output.schema.json.
 """
 
 from __future__ import annotations

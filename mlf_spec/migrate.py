@@ -1048,10 +1048,13 @@ def _write(result: Result, path: Path, overwrite: bool) -> None:
     if src is not None and src.is_dir() and src.resolve() in path.resolve().parents:
         raise MigrationError("the output is inside the input directory; mlf-spec never modifies its input",
                              file=os.fspath(path))
-    if result.archive is not None:
-        result.archive.write(path, overwrite=overwrite)
-    else:
-        atomic_write_bytes(path, result.metadata.dumps(), overwrite=overwrite)
+    try:
+        if result.archive is not None:
+            result.archive.write(path, overwrite=overwrite)
+        else:
+            atomic_write_bytes(path, result.metadata.dumps(), overwrite=overwrite)
+    except OSError as exc:
+        raise MlfError(f"cannot write: {exc.strerror or exc}", file=os.fspath(path)) from None
     result.output = os.fspath(path)
 
 

@@ -81,8 +81,8 @@ def test_existing_output_needs_force_and_is_replaced_atomically(tmp_path, capsys
     from mlf_spec import archive
 
     monkeypatch.setattr(archive.Archive, "chunks", lambda self: (_ for _ in ()).throw(OSError("disk full")))
-    with pytest.raises(OSError):
-        main(["downgrade", str(src), "--to", "5", "-o", str(out), "--force"])
+    assert main(["downgrade", str(src), "--to", "5", "-o", str(out), "--force"]) == 2
+    assert "cannot write: disk full" in capsys.readouterr().err
     assert out.read_bytes() == b"precious" and listing(tmp_path) == ["g7.tar", "out.tar"]
     monkeypatch.undo()
     inode = os.stat(out).st_ino
@@ -124,6 +124,8 @@ def test_unreadable_input_and_bad_command_lines_exit_2(tmp_path, capsys):
     assert main(["downgrade", str(g), "--to", "5"]) == 2
     assert main(["downgrade", str(g), "--to", "5", "-o", "x", "--accept-loss", "v6_v7.main_iox"]) == 2
     assert "no loss is called 'v6_v7.main_iox'" in capsys.readouterr().err
+    assert main(["downgrade", str(g), "--to", "5", "-o", str(tmp_path / "no" / "such" / "dir.tar")]) == 2
+    assert "cannot write" in capsys.readouterr().err
     assert listing(tmp_path) == ["bad.tar", "g.tar", "metadata.json"]
 
 
