@@ -46,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except MlfError as exc:
-        print(f"mlf-spec: error: {exc}", file=sys.stderr)
+        # one line, whatever the message embeds (e.g. tarfile's per-method list)
+        line = "; ".join(part.strip(" -") for part in str(exc).splitlines() if part.strip())
+        print(f"mlf-spec: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0

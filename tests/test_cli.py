@@ -100,3 +100,13 @@ def test_convert_refuses_to_overwrite(example, tmp_path, capsys):
 def test_version_and_help():
     r = subprocess.run([sys.executable, "-m", "mlf_spec.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "params" in r.stdout
+
+
+def test_errors_with_multiline_causes_are_printed_on_one_line(tmp_path):
+    bad = tmp_path / "broken.tar"
+    bad.write_bytes(b"\x1f\x8b" + b"\x00" * 600)  # looks gzip-compressed, is not: tarfile lists every method it tried
+    for cmd in (["blob", "dump", str(bad)], ["inspect", str(bad)], ["params", "dump", str(bad)]):
+        r = subprocess.run([sys.executable, "-m", "mlf_spec.cli", *cmd], capture_output=True, text=True)
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, (cmd, r.stderr)
+        assert r.stderr.startswith("mlf-spec: error: ") and str(bad) in r.stderr
