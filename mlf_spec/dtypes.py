@@ -107,11 +107,6 @@ class DType:
     def __repr__(self) -> str:
         return f"DType({self.name!r}, code={self.code}, bits={self.bits}, lanes={self.lanes})"
 
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element in a tensor record: ceil(bits / 8); lanes are not stored."""
-        return -(-self.bits // 8)
-
 
 def _row_matches(row: dict[str, Any], code: int, bits: int) -> bool:
     hi = row["code_max"] if row["code_max"] is not None else row["code"]
@@ -182,9 +177,17 @@ def _lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
     )
     if row["numpy"] and lanes == 1 and bits in widths:
         np_type = _numpy_type(row["numpy"].replace("{bits}", str(bits)))
-        if np_type.itemsize != -(-bits // 8):
+        if np_type.itemsize != stored_bytes(bits, (1,)):
             np_type = None
     return DType(code, bits, lanes, name, np_type, True, bool(row["tvm_named"]))
+
+
+def stored_bytes(bits: int, shape: tuple[int, ...]) -> int:
+    """Data bytes a tensor record stores for ``shape`` at ``bits`` per lane (the spec's
+    derive rule for ``data_byte_size``; lanes are not stored)."""
+    from .generated.tensor_fast import new_tensor_record
+
+    return new_tensor_record(dtype_code=0, dtype_bits=bits, dtype_lanes=1, shape=shape).data_byte_size
 
 
 class DialectChoice:

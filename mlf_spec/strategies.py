@@ -80,8 +80,8 @@ def stored_tensors(draw: Any, dialect: str | _dt.Dialect | None = None) -> Any:
     code, bits, lanes = draw(st.sampled_from([(0, 4, 1), (1, 4, 1), (0, 1, 1), (2, 32, 4), (0, 8, 2), (129, 16, 1),
                                               (3, 64, 1)]))
     shape = tuple(draw(st.lists(st.integers(0, 4), max_size=3)))
-    n = int(np.prod(shape)) if shape else 1
-    raw = draw(st.binary(min_size=n * -(-bits // 8), max_size=n * -(-bits // 8)))
+    size = _dt.stored_bytes(bits, shape)
+    raw = draw(st.binary(min_size=size, max_size=size))
     return StoredTensor.of(code, bits, lanes, shape, raw, d)
 
 
