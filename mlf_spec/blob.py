@@ -74,8 +74,8 @@ __all__ = [
 
 FORMATS: tuple[str, ...] = ("legacy", "ffi")
 LATEST: tuple[int, ...] = _fastlib.LATEST
-LIB = "_lib"
-IMPORT_TREE = "_import_tree"
+LIB: str = _leg.LIB_KIND  # module kinds with a fixed meaning, from spec/binary/blob_legacy.yaml
+IMPORT_TREE: str = _leg.IMPORT_TREE_KIND
 
 # The spec as data: every struct a payload can use, and the kind -> payload-struct switch of
 # each layout (spec/binary/blob_legacy.yaml, blob_ffi.yaml).

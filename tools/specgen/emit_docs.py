@@ -117,7 +117,8 @@ def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str,
     if binary.spec.constants:
         out += ["## Constants", "", "| Name | Value | Meaning |", "|---|---|---|"]
         for k in binary.spec.constants:
-            out.append(f"| `{k.name}` | `{k.value:#x}` | {k.doc} |")
+            shown = f"{k.value:#x}" if isinstance(k.value, int) else repr(k.value)
+            out.append(f"| `{k.name}` | `{shown}` | {k.doc} |")
         out.append("")
     out += ["## Structs", ""]
     for rs in binary.structs.values():

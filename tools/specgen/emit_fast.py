@@ -1299,7 +1299,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c("_new = tuple.__new__")
     for k in binary.spec.constants:
         consts[k.name] = k.value
-        c(f"{k.name} = {k.value:#x}  # {k.doc}")
+        c(f"{k.name} = {k.value:#x}  # {k.doc}" if isinstance(k.value, int) else f"{k.name} = {k.value!r}  # {k.doc}")
     for rs in binary.structs.values():
         if rs.owner != binary.name:
             continue

@@ -120,7 +120,7 @@ class StructSpec(Strict):
 
 class ConstantSpec(Strict):
     name: str = Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
-    value: int
+    value: int | str
     doc: str
 
 
