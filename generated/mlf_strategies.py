@@ -15,27 +15,27 @@ ARCHIVE_BROKEN_KINDS = ('not_a_tar', 'truncated', 'unsafe:absolute', 'unsafe:par
 
 def valid_metadata(version: int | None = None, style: str | None = None) -> Any:
     """Strategy for (version, style, document) of valid metadata documents."""
-    from mlf_spec.mlf_strategies import metadata_documents
+    from mlf_spec.mlf.strategies import metadata_documents
 
     return metadata_documents('mlf', version, style)
 
 
 def broken_metadata(kinds: tuple[str, ...] | None = None) -> Any:
     """Strategy for (kind, version, style, text) of metadata broken in one named way."""
-    from mlf_spec.mlf_strategies import broken_metadata
+    from mlf_spec.mlf.strategies import broken_metadata
 
     return broken_metadata('mlf', kinds or METADATA_BROKEN_KINDS)
 
 
 def valid_archive(version: int | None = None, style: str | None = None) -> Any:
     """Strategy for (version, style, tar bytes) of archives as TVM wrote them."""
-    from mlf_spec.mlf_strategies import archives
+    from mlf_spec.mlf.strategies import archives
 
     return archives(version, style)
 
 
 def broken_archive(kinds: tuple[str, ...] | None = None) -> Any:
     """Strategy for (kind, tar bytes) of archives broken in one named way."""
-    from mlf_spec.mlf_strategies import broken_archives
+    from mlf_spec.mlf.strategies import broken_archives
 
     return broken_archives(kinds or ARCHIVE_BROKEN_KINDS)

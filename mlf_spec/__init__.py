@@ -1,6 +1,46 @@
-"""mlf-spec: a declarative, schema-first codec for Apache TVM deployment artifacts."""
+"""mlf-spec: a declarative, schema-first codec for Apache TVM deployment artifacts.
+
+Formats live in subpackages (:mod:`mlf_spec.params`, :mod:`mlf_spec.blob`,
+:mod:`mlf_spec.mlf`) and :mod:`mlf_spec.graph_json`; the short names below are loaded on
+first use, so ``import mlf_spec`` stays cheap::
+
+    from mlf_spec import params, blob, archive, check, metadata, migrate, strategies
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .errors import MlfError
 
-__all__ = ["MlfError"]
 __version__ = "0.1.0"
+
+#: Public short names -> the module that implements them (imported lazily).
+_MODULES = {
+    "params": "mlf_spec.params",
+    "dtypes": "mlf_spec.params.dtypes",
+    "blob": "mlf_spec.blob",
+    "archive": "mlf_spec.mlf.archive",
+    "metadata": "mlf_spec.mlf.metadata",
+    "layout": "mlf_spec.mlf.layout",
+    "check": "mlf_spec.mlf.check",
+    "migrate": "mlf_spec.mlf.migrate",
+    "graph_json": "mlf_spec.graph_json",
+    "strategies": "mlf_spec.strategies",
+}
+
+__all__ = ["MlfError", "__version__", *_MODULES]
+
+
+def __getattr__(name: str) -> Any:
+    target = _MODULES.get(name)
+    if target is None:
+        raise AttributeError(f"module 'mlf_spec' has no attribute {name!r}")
+    module = importlib.import_module(target)
+    globals()[name] = module
+    return module
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))

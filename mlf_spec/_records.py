@@ -15,8 +15,9 @@ from typing import Any
 
 import pydantic
 
+from mlf_spec.generated._recordlib import LENIENT, unknown_keys
+
 from .errors import ValidationError
-from .generated._recordlib import LENIENT, unknown_keys
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from . import dtypes as _dt
+from mlf_spec.params import dtypes as _dt
+
 from .generated import params_ir as _params_ir
 from .generated import params_strategies as _params_st
 
@@ -74,7 +75,7 @@ def arrays(draw: Any, dialect: str | _dt.Dialect | None = None, max_dims: int = 
 @st.composite
 def stored_tensors(draw: Any, dialect: str | _dt.Dialect | None = None) -> Any:
     """A StoredTensor of a dtype NumPy cannot hold (sub-byte, vector lanes, custom code)."""
-    from .params import StoredTensor
+    from mlf_spec.params.codec import StoredTensor
 
     d = _dt.dialect(dialect)
     code, bits, lanes = draw(st.sampled_from([(0, 4, 1), (1, 4, 1), (0, 1, 1), (2, 32, 4), (0, 8, 2), (129, 16, 1),
@@ -123,8 +124,9 @@ def broken_mlf_archives(kinds: tuple[str, ...] | None = None) -> st.SearchStrate
 
 def graph_jsons() -> st.SearchStrategy[str]:
     """GraphExecutor JSON texts as relay's codegen writes them (dmlc layout)."""
+    from mlf_spec.mlf.strategies import _graph_module
+
     from . import graph_json as _graph
-    from .mlf_strategies import _graph_module
 
     return _graph_module(0).map(lambda g: _graph.dumps(g[0]))
 
@@ -144,7 +146,7 @@ __all__ = ["MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROK
            "mlf_metadata", "numpy_dtypes", "param_dicts", "params_bytes", "stored_tensors"]
 
 # Module blobs (both layouts): valid module trees and blobs, and blobs broken by named kind.
-from .blob_strategies import (  # noqa: E402
+from mlf_spec.blob.strategies import (  # noqa: E402
     BLOB_BROKEN_KINDS,
     BLOB_ERAS,
     BrokenBlob,

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlf_spec import _tar, archive, check
+from mlf_spec import archive, check
 from mlf_spec import strategies as ms
 from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, TruncatedError, UnsafeArchiveError
-from mlf_spec.mlf_strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from mlf_spec.mlf import _tar
+from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
 
 def scaled(n: int) -> int:

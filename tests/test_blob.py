@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from mlf_spec.generated import blob_ffi_construct, blob_legacy_construct
 
-from mlf_spec import blob, blob_locate, cli
+from mlf_spec import blob, cli
 from mlf_spec.blob import Module
+from mlf_spec.blob import locate as blob_locate
 from mlf_spec.errors import ConstraintError, LengthError, MlfError, UnsupportedError
 
 

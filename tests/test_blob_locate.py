@@ -1,4 +1,4 @@
-"""Tests for mlf_spec.blob_locate: finding the module blob in .so / .o / .c / .tar / .bin.
+"""Tests for mlf_spec.blob.locate: finding the module blob in .so / .o / .c / .tar / .bin.
 
 Blobs are embedded with ``c_source_for_blob`` and compiled with the system gcc, so the ELF
 side is exercised against real toolchain output; the last test does the same against a real
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mlf_spec.blob_locate import (
+from mlf_spec.blob.locate import (
     BLOB_SYMBOLS,
     SYMBOL_FFI,
     SYMBOL_FFI_V021,

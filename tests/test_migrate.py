@@ -14,8 +14,8 @@ from test_mlf_metadata import ADD_V7, OPERATOR_V7
 
 from mlf_spec import archive, check, metadata, migrate
 from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError, ValidationError
-from mlf_spec.migrate_registry import CONVERTERS, DERIVERS, Context, target_list_to_dict
-from mlf_spec.mlf_strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from mlf_spec.mlf.migrate_registry import CONVERTERS, DERIVERS, Context, target_list_to_dict
+from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from mlf_spec.generated.mlf_inspect_output_models import InspectReport
 from test_mlf_conformance import add_module
 
 from mlf_spec.cli import main
-from mlf_spec.mlf_strategies import ArchiveSpec, build_archive
+from mlf_spec.mlf.strategies import ArchiveSpec, build_archive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_inspect_invalid_metadata_exit_2(tmp_path, capsys):
 
 def test_inspect_operator_and_directory(tmp_path, capsys):
     from mlf_spec import archive
-    from mlf_spec.mlf_strategies import ModuleSpec, Tensor
+    from mlf_spec.mlf.strategies import ModuleSpec, Tensor
 
     m = ModuleSpec("add", "operator", "c -keys=cpu -model=host", "2026-11-22 08:02:53Z",
                    prim_funcs={"add": [Tensor("A", "int8", [2])]})

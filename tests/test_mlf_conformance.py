@@ -14,7 +14,7 @@ import pytest
 from test_mlf_graph_json import ADD_GRAPH
 
 from mlf_spec import archive, check, metadata
-from mlf_spec.mlf_strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
 TARGET = "c -keys=cpu -link-params=0 -model=host -runtime=c -system-lib=1"
 NOW = datetime.datetime(2021, 5, 7, 10, 0, 0).strftime(metadata.DATETIME_FORMAT)

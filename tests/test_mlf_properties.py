@@ -85,7 +85,7 @@ def test_finding_kinds_have_their_finding(kind):
 
 
 def test_every_broken_finding_in_the_spec_has_a_recipe():
-    from mlf_spec.mlf_strategies import RECIPES
+    from mlf_spec.mlf.strategies import RECIPES
 
     assert sorted(RECIPES) == sorted(code for code, f in FINDINGS.items() if f["broken"])
 
@@ -94,7 +94,7 @@ def test_every_broken_finding_in_the_spec_has_a_recipe():
 @given(ms.mlf_archives(), ms.mlf_metadata())
 def test_any_valid_metadata_in_any_archive_gives_a_report(arc, doc):
     """Cross-checks never crash on documents that are valid but unrelated to the files."""
-    from mlf_spec.cli_archive import inspect_document
+    from mlf_spec.cli.archive import inspect_document
 
     _, _, data = arc
     version, style, value = doc

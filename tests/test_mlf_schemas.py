@@ -51,7 +51,7 @@ def test_schema_and_model_agree_on_broken_documents(broken):
     kind, version, style, data = broken
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not_json includes deeply nested arrays
         return
     if not isinstance(doc, dict) or version not in VALIDATORS:
         return

@@ -851,7 +851,7 @@ def emit_versioned_strategies(model: Model, name: str, layout: str, findings: st
         c(f"def {fn}({args}) -> Any:")
         c.indent()
         c(f'"""Strategy for {what}."""')
-        c(f"from mlf_spec.mlf_strategies import {call.split('(')[0]}")
+        c(f"from mlf_spec.mlf.strategies import {call.split('(')[0]}")
         c()
         c(f"return {call}")
         c.dedent()

@@ -417,7 +417,7 @@ class MigrationOp(Strict):
     key: str | None = Field(None, description="wrap: the record's field whose value keys it.")
     source: str | None = Field(None, alias="from", description="unwrap: the field of the root holding one record.")
     value: Any = Field(None, description="add: the value written (default: the field's const).")
-    converter: str | None = Field(None, description="convert: a name in mlf_spec.migrate_registry.CONVERTERS.")
+    converter: str | None = Field(None, description="convert: a name in mlf_spec.mlf.migrate_registry.CONVERTERS.")
     derivation: str | None = Field(None, description="derive (or convert): a derivation declared in the file.")
     table: str | None = Field(None, description="convert/derive: a table spec the converter or deriver reads.")
     omit_empty: bool = Field(False, description="move: an empty list or object is left out instead of moved.")
@@ -453,7 +453,7 @@ class MigrationDerivation(Strict):
 
     name: str = Field(pattern=IDENT)
     doc: str
-    deriver: str | None = Field(None, description="A name in mlf_spec.migrate_registry.DERIVERS (derive ops).")
+    deriver: str | None = Field(None, description="A name in mlf_spec.mlf.migrate_registry.DERIVERS (derive ops).")
 
 
 class MigrationRefusal(Strict):

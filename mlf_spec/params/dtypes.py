@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MlfError, UnknownDtypeError, UnsupportedError
-from .generated import dtype_codes_table as _table
+from mlf_spec.errors import MlfError, UnknownDtypeError, UnsupportedError
+from mlf_spec.generated import dtype_codes_table as _table
 
 
 class Dialect:
@@ -185,7 +185,7 @@ def _lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
 def stored_bytes(bits: int, shape: tuple[int, ...]) -> int:
     """Data bytes a tensor record stores for ``shape`` at ``bits`` per lane (the spec's
     derive rule for ``data_byte_size``; lanes are not stored)."""
-    from .generated.tensor_fast import new_tensor_record
+    from mlf_spec.generated.tensor_fast import new_tensor_record
 
     return new_tensor_record(dtype_code=0, dtype_bits=bits, dtype_lanes=1, shape=shape).data_byte_size
 

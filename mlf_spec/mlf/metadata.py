@@ -25,11 +25,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._records import Issue, json_path, load_json, raise_issues, validate
-from .errors import MlfError, ValidationError
-from .generated import _recordlib
-from .generated import mlf_ir as _ir
-from .generated import mlf_revisions_timeline as _timeline
+from mlf_spec._records import Issue, json_path, load_json, raise_issues, validate
+from mlf_spec.errors import MlfError, ValidationError
+from mlf_spec.generated import _recordlib
+from mlf_spec.generated import mlf_ir as _ir
+from mlf_spec.generated import mlf_revisions_timeline as _timeline
 
 VERSIONS: tuple[int, ...] = tuple(_ir.VERSIONS)
 LATEST: int = VERSIONS[-1]

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import blob as _blob
-from . import blob_locate as _locate
-from .errors import MlfError, OutputExistsError
+from mlf_spec.blob import codec as _blob
+from mlf_spec.blob import locate as _locate
+from mlf_spec.errors import MlfError, OutputExistsError
 
 
 def register(sub: Any) -> None:
@@ -130,7 +130,7 @@ def _extract(args: argparse.Namespace) -> int:
         symbol = args.symbol or loc.symbol or _locate.SYMBOL_FFI
         prefix = loc.prefix or None
         text = _locate.c_source_for_blob(loc.data, symbol, prefix)
-        from ._io import atomic_write_bytes
+        from mlf_spec._io import atomic_write_bytes
 
         atomic_write_bytes(out, text.encode("ascii"))
     else:

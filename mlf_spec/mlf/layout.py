@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .generated import mlf_layout_ir as _L
-from .generated import mlf_revisions_timeline as _timeline
+from mlf_spec.generated import mlf_layout_ir as _L
+from mlf_spec.generated import mlf_revisions_timeline as _timeline
 
 TAR: dict[str, Any] = _L.TAR
 KINDS: dict[str, str] = _L.KINDS

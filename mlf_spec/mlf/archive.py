@@ -34,14 +34,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from mlf_spec import graph_json as _graph
+from mlf_spec._io import atomic_writer, describe
+from mlf_spec._records import load_json
+from mlf_spec.errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
+from mlf_spec.params import codec as _params
+
 from . import _tar
-from . import graph_json as _graph
 from . import layout as _layout
 from . import metadata as _md
-from . import params as _params
-from ._io import atomic_writer, describe
-from ._records import load_json
-from .errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 DEFAULT_MAX_MEMBER_SIZE = _tar.DEFAULT_MAX_MEMBER

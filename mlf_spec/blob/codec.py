@@ -34,18 +34,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import blob_locate as _locate
-from ._io import Source, atomic_write_bytes
-from .errors import ConstraintError, MalformedError, MlfError, UnsupportedError
-from .generated import _fastlib
-from .generated import blob_ffi_fast as _ffi
-from .generated import blob_ffi_ir as _ffi_ir
-from .generated import blob_legacy_fast as _leg
-from .generated import blob_legacy_ir as _leg_ir
-from .generated import payloads_fast as _payloads
-from .generated import payloads_ir as _payloads_ir
-from .generated import tensor_fast as _tensor
-from .generated import vm_fast as _vm
+from mlf_spec._io import Source, atomic_write_bytes
+from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnsupportedError
+from mlf_spec.generated import _fastlib
+from mlf_spec.generated import blob_ffi_fast as _ffi
+from mlf_spec.generated import blob_ffi_ir as _ffi_ir
+from mlf_spec.generated import blob_legacy_fast as _leg
+from mlf_spec.generated import blob_legacy_ir as _leg_ir
+from mlf_spec.generated import payloads_fast as _payloads
+from mlf_spec.generated import payloads_ir as _payloads_ir
+from mlf_spec.generated import tensor_fast as _tensor
+from mlf_spec.generated import vm_fast as _vm
+
+from . import locate as _locate
 
 __all__ = [
     "FORMATS",
@@ -441,11 +442,11 @@ class _RecordMaker:
     def tensor(self, value: Any) -> Any:
         if isinstance(value, _tensor.TensorRecord):
             raise TypeError("give tensors as NumPy arrays or StoredTensor values, not records")
-        from . import params as _params
+        from mlf_spec.params import codec as _params
 
         dialect = None if self.era >= (0, 24) else f"{self.era[0]}.{self.era[1]}"
         data = _params.dumps({"t": value}, dialect=dialect)
-        from .generated.params_fast import read_params_file
+        from mlf_spec.generated.params_fast import read_params_file
 
         rec = read_params_file(data, 0, len(data))[0].arrays[0]
         raw = data[rec.data_offset : rec.data_offset + rec.data_byte_size]

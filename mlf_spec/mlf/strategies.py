@@ -24,14 +24,15 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from mlf_spec import graph_json as _graph
+from mlf_spec.generated import mlf_ir as _ir
+from mlf_spec.generated import mlf_revisions_timeline as _tl
+from mlf_spec.params import codec as _params
+
 from . import _tar
 from . import archive as _archive
-from . import graph_json as _graph
 from . import layout as _layout
 from . import metadata as _md
-from . import params as _params
-from .generated import mlf_ir as _ir
-from .generated import mlf_revisions_timeline as _tl
 
 _INDEX: dict[str, int] = _tl.INDEX
 _REVS: list[str] = [r["id"] for r in _tl.REVISIONS]

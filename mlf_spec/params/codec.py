@@ -32,17 +32,18 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import dtypes as _dt
-from ._io import atomic_write_chunks, describe, read_source
-from .errors import MlfError, UnsupportedError
-from .generated._fastlib import Record
-from .generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
-from .generated.tensor_fast import (
+from mlf_spec._io import atomic_write_chunks, describe, read_source
+from mlf_spec.errors import MlfError, UnsupportedError
+from mlf_spec.generated._fastlib import Record
+from mlf_spec.generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
+from mlf_spec.generated.tensor_fast import (
     TENSOR_RECORD_OFFSETS,
     TensorRecord,
     new_tensor_record,
     start_of_tensor_record,
 )
+
+from . import dtypes as _dt
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 ALIGNMENT = 64

@@ -42,15 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from mlf_spec._io import atomic_write_bytes
+from mlf_spec._records import json_path, load_json
+from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, ValidationError
+from mlf_spec.generated import mlf_ir as _ir
+from mlf_spec.generated import mlf_migrations as _spec
+
 from . import archive as _archive
 from . import check as _check
 from . import layout as _layout
 from . import metadata as _md
-from ._io import atomic_write_bytes
-from ._records import json_path, load_json
-from .errors import LossRefusedError, MigrationError, MlfError, ValidationError
-from .generated import mlf_ir as _ir
-from .generated import mlf_migrations as _spec
 from .migrate_registry import CONVERTERS, DERIVERS, Context, ModuleFiles, Note
 
 STEPS: dict[tuple[int, int], dict[str, Any]] = {(s["from"], s["to"]): s for s in _spec.STEPS}

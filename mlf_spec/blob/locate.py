@@ -37,8 +37,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
-from ._io import Source, atomic_write_bytes
-from .errors import (
+from mlf_spec._io import Source, atomic_write_bytes
+from mlf_spec.errors import (
     ConstraintError,
     CountMismatchError,
     LengthError,

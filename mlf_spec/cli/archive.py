@@ -13,12 +13,12 @@ import json
 import sys
 from typing import Any
 
-from . import archive as _archive
-from . import check as _check
-from . import graph_json as _graph
-from . import metadata as _md
-from .errors import MlfError
-from .generated._recordlib import to_data
+from mlf_spec import graph_json as _graph
+from mlf_spec.errors import MlfError
+from mlf_spec.generated._recordlib import to_data
+from mlf_spec.mlf import archive as _archive
+from mlf_spec.mlf import check as _check
+from mlf_spec.mlf import metadata as _md
 
 
 def register(sub: Any) -> None:

@@ -23,15 +23,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlf_spec import graph_json as _graph
+from mlf_spec._records import Issue, json_path, load_json
+from mlf_spec.errors import MlfError
+from mlf_spec.generated.mlf_check_findings import FINDINGS
+from mlf_spec.params import codec as _params
+
 from . import _tar
 from . import archive as _archive
-from . import graph_json as _graph
 from . import layout as _layout
 from . import metadata as _md
-from . import params as _params
-from ._records import Issue, json_path, load_json
-from .errors import MlfError
-from .generated.mlf_check_findings import FINDINGS
 
 SEVERITIES = ("error", "warning", "info")
 

@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import metadata as _md
-from . import migrate as _migrate
-from .errors import LossRefusedError, MigrationError, OutputExistsError
+from mlf_spec.errors import LossRefusedError, MigrationError, OutputExistsError
+from mlf_spec.mlf import metadata as _md
+from mlf_spec.mlf import migrate as _migrate
 
 
 def register(sub: Any) -> None:

@@ -9,16 +9,20 @@ and byte offset).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from .errors import MlfError
+from mlf_spec.errors import MlfError
 
 Handler = Callable[[argparse.Namespace], int]
 
+#: The command modules of this package, in the order their commands are listed.
+COMMAND_MODULES = ("params", "blob", "archive", "migrate")
+
 
 def _build_parser() -> argparse.ArgumentParser:
-    from . import __version__, cli_params
+    from mlf_spec import __version__
 
     parser = argparse.ArgumentParser(
         prog="mlf-spec",
@@ -28,13 +32,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mlf-spec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    cli_params.register(sub)
-    for name in ("cli_blob", "cli_archive", "cli_migrate"):
-        try:
-            module = __import__(f"mlf_spec.{name}", fromlist=["register"])
-        except ModuleNotFoundError:
-            continue
-        module.register(sub)
+    for module in COMMAND_MODULES:
+        importlib.import_module(f"mlf_spec.cli.{module}").register(sub)
     return parser
 
 
@@ -56,6 +55,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("mlf-spec: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

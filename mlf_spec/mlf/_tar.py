@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
+from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
 
 BLOCK = 512
 RECORD = 20 * BLOCK

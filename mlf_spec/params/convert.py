@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from . import params as _params
-from ._io import atomic_writer
-from .errors import MlfError, UnsupportedError
+from mlf_spec._io import atomic_writer
+from mlf_spec.errors import MlfError, UnsupportedError
+
+from . import codec as _params
 
 _META_KEY = "__mlf_spec__"
 FORMATS = {".params": "params", ".npz": "npz", ".safetensors": "safetensors"}

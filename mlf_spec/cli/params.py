@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from . import params as _params
+from mlf_spec.params import codec as _params
 
 
 def register(sub: Any) -> None:
@@ -70,8 +70,8 @@ def _dump(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .errors import OutputExistsError
-    from .params_convert import convert
+    from mlf_spec.errors import OutputExistsError
+    from mlf_spec.params.convert import convert
 
     if Path(args.output).exists() and not args.force:
         raise OutputExistsError("output exists; pass --force to replace it", file=args.output)

@@ -14,13 +14,14 @@ from typing import Any, NamedTuple
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from . import blob as _blob
-from .errors import MlfError
-from .generated import blob_ffi_ir as _ffi_ir
-from .generated import blob_legacy_ir as _leg_ir
-from .generated import payloads_ir as _payloads_ir
-from .spec_engine import Builder, trace
-from .spec_strategies import valid_tree
+from mlf_spec.errors import MlfError
+from mlf_spec.generated import blob_ffi_ir as _ffi_ir
+from mlf_spec.generated import blob_legacy_ir as _leg_ir
+from mlf_spec.generated import payloads_ir as _payloads_ir
+from mlf_spec.spec_engine import Builder, trace
+from mlf_spec.spec_strategies import valid_tree
+
+from . import codec as _blob
 
 
 class _Named(dict):
@@ -82,7 +83,7 @@ def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: tuple[int, ...
     if struct is None:
         raise ValueError(f"no payload grammar for {kind!r} in the legacy layout")
     tree = draw(valid_tree(_PAYLOAD_STRUCTS, struct, e))
-    from .spec_engine import build
+    from mlf_spec.spec_engine import build
 
     data = build(_PAYLOAD_STRUCTS, struct, tree, e)
     return _blob.parse_payload(kind, data, format=format, era=e)
