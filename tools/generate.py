@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
 from specgen.emit_construct import CONSTRUCT_LIB, emit_construct  # noqa: E402
-from specgen.emit_data import emit_binary_data, emit_table_data  # noqa: E402
+from specgen.emit_data import emit_binary_data, emit_eras, emit_table_data  # noqa: E402
 from specgen.emit_docs import emit_binary_doc, emit_index, emit_table_doc  # noqa: E402
 from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
 from specgen.emit_records import emit_records  # noqa: E402
@@ -71,6 +71,8 @@ class _MemoryFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def render(model: Model) -> dict[str, str]:
     """Every generated file: relative path -> text."""
     files: dict[str, str] = {"__init__.py": PKG_INIT, "_fastlib.py": FASTLIB, "_construct_lib.py": CONSTRUCT_LIB}
+    if model.eras is not None:
+        files["tvm_versions.py"] = emit_eras(model)
     for table in model.tables:
         files[f"{table}_table.py"] = emit_table_data(model, table)
         files[f"docs/{table}.md"] = emit_table_doc(model, table)
