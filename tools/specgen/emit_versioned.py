@@ -783,7 +783,8 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
     c()
     c(f"NAME = {name!r}")
     c(f"TITLE = {spec.title!r}")
-    data = {f.code: {"severity": f.severity, "broken": f.broken, "doc": " ".join(f.doc.split())} for f in spec.findings}
+    data = {f.code: {"severity": f.severity, "broken": f.broken, "doc": " ".join(f.doc.split()),
+                     **({"invariants": f.invariants} if f.invariants else {})} for f in spec.findings}
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
     page = _page_head(model, [doc], spec.title, spec.doc)
     page += ["| Code | Severity | Meaning |", "|---|---|---|"]

@@ -389,6 +389,8 @@ class FindingSpec(Strict):
     severity: Literal["error", "warning", "info"]
     doc: str
     broken: bool = Field(False, description="Strategies can build an artifact that has this finding.")
+    invariants: list[str] = Field(default_factory=list,
+                                  description="Warning-level invariants of binary specs (struct.name) this finding reports.")
 
 
 class FindingsSpec(Strict):

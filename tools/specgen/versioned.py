@@ -355,6 +355,23 @@ def check_versioned(model: Any) -> None:
             if f.code in seen:
                 raise doc.error(("findings", i, "code"), f"code {f.code!r} appears twice")
             seen.add(f.code)
+            for k, ref in enumerate(f.invariants):
+                _check_invariant_ref(model, doc, ("findings", i, "invariants", k), ref)
+
+
+def _check_invariant_ref(model: Any, doc: SpecDocument, loc: tuple, ref: str) -> None:
+    struct, _, name = ref.partition(".")
+    for binary in model.binaries.values():
+        for s in binary.spec.structs:
+            if s.name != struct:
+                continue
+            for inv in s.invariants:
+                if inv.name == name:
+                    if inv.severity != "warning":
+                        raise doc.error(loc, f"invariant {ref!r} is an error invariant (the reader raises); "
+                                        "only warning invariants are findings")
+                    return
+    raise doc.error(loc, f"no binary spec has a struct {struct!r} with an invariant {name!r}")
 
 
 def _check_timeline(spec: TimelineSpec, doc: SpecDocument) -> None:
