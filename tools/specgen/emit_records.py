@@ -53,8 +53,14 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
 
         return emit_versioned_records(model, name) if spec.timeline else emit_lenient_records(model, name)
     names = {r.name for r in spec.records}
+    used: dict[str, list[str]] = {}
+    for u in spec.uses:
+        if u not in model.records or model.records[u][0].timeline or model.records[u][0].lenient:
+            raise ValueError(f"records spec {name!r} uses {u!r}, which is not a plain records spec")
+        used[u] = [r.name for r in model.records[u][0].records]
+        names |= set(used[u])
     c = Code()
-    c.lines.append(header(model, [doc]).rstrip("\n"))
+    c.lines.append(header(model, [doc, *(model.records[u][1] for u in used)]).rstrip("\n"))
     c(f'"""Pydantic models: {spec.title}."""')
     c()
     c("from __future__ import annotations")
@@ -62,6 +68,8 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
     c("from typing import Any  # noqa: F401")
     c()
     c("from pydantic import BaseModel, ConfigDict, Field  # noqa: F401")
+    for u, recs in used.items():
+        c(f"from .{u}_models import {', '.join(camel(r) for r in recs)}  # noqa: F401")
     for r in spec.records:
         c()
         c()
@@ -89,7 +97,10 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
     module_src = c.text()
     # JSON Schema from the models just emitted
     mod = types.ModuleType(f"_gen_{name}")
-    exec(compile(module_src, mod.__name__, "exec"), mod.__dict__)
+    for u in used:  # the used models first, then this module without its relative imports
+        exec(compile(emit_records(model, u)[f"{u}_models.py"], mod.__name__, "exec"), mod.__dict__)
+    local_src = "\n".join(line for line in module_src.splitlines() if not line.startswith("from ."))
+    exec(compile(local_src, mod.__name__, "exec"), mod.__dict__)
     for r in spec.records:
         getattr(mod, camel(r.name)).model_rebuild(_types_namespace=mod.__dict__)
     schema = getattr(mod, camel(spec.root)).model_json_schema(by_alias=True)

@@ -278,6 +278,8 @@ class RecordsSpec(Strict):
     timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
     roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")
     lenient: bool = Field(False, description="Models can be read leniently: unknown keys are kept and reported.")
+    uses: list[str] = Field(default_factory=list,
+                            description="Plain records specs whose records this one's types may name (imported, not copied).")
     aliases: list[RecordAlias] = Field(default_factory=list)
     examples: list[RecordsExample] = Field(default_factory=list)
 

@@ -417,6 +417,11 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
     names = {r.name for r in spec.records}
     alias_names = {a.name for a in spec.aliases}
     known = names | alias_names
+    for i, u in enumerate(spec.uses):
+        other = model.records.get(u)
+        if other is None or other[0].timeline or other[0].lenient or spec.timeline or spec.lenient:
+            raise doc.error(("uses", i), f"{u!r} is not a plain records spec (only plain specs use plain specs)")
+        known |= {r.name for r in other[0].records}
     if spec.root is not None and spec.root not in names:
         raise doc.error(("root",), f"unknown record {spec.root!r}")
     for i, root in enumerate(spec.roots):
