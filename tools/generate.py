@@ -32,6 +32,7 @@ from specgen.emit_versioned import (  # noqa: E402
     emit_versioned_strategies,
 )
 from specgen.load import Model, load  # noqa: E402
+from specgen.verdicts import emit as emit_verdicts  # noqa: E402
 from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
 from specgen.migrations import emit_pages as emit_migration_pages  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
@@ -93,6 +94,8 @@ def render(model: Model) -> dict[str, str]:
                                                                              layout.findings)
     for name in model.findings:
         files.update(emit_findings(model, name))
+    for name in model.verdicts:
+        files.update(emit_verdicts(model, name))
     for records in sorted({s.records for s, _ in model.migrations.values()}):
         files[f"{records}_migrations.py"] = emit_migration_data(model, records)
         files.update(emit_migration_pages(model, records))

@@ -488,6 +488,51 @@ class MigrationSpec(Strict):
                                             description="Operations on the archive members (by layout entry).")
 
 
+class VerdictName(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+
+
+class FactSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    type: Literal["int", "str"]
+    doc: str
+
+
+class SubjectSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+    facts: list[FactSpec]
+
+
+class RuleSpec(Strict):
+    id: str = Field(pattern=r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
+    subject: str
+    when: str = Field(description="Condition over the subject's facts (the spec's expression language).")
+    since: str | None = Field(None, description="First reader version the rule applies to.")
+    until: str | None = Field(None, description="First reader version it no longer applies to.")
+    writer_since: str | None = Field(None, description="First writer version the rule applies to.")
+    writer_until: str | None = Field(None, description="First writer version it no longer applies to.")
+    verdict: str
+    reason: str = Field(description="What the reader does; {fact} placeholders are filled in.")
+    evidence: str = Field(description="TVM commits, `src vX.Y`, or `observed 0.25/0.26/0.27`.")
+
+    _v_since = field_validator("since", "until", "writer_since", "writer_until")(
+        classmethod(lambda cls, v: _check_version(v)))
+
+
+class VerdictsSpec(Strict):
+    """spec: verdicts — rules that tell what a reader version does with an artifact."""
+
+    spec: Literal["verdicts"]
+    name: str = Field(pattern=IDENT)
+    title: str
+    doc: str
+    verdicts: list[VerdictName]
+    subjects: list[SubjectSpec]
+    rules: list[RuleSpec]
+
+
 SPEC_KINDS: dict[str, type[BaseModel]] = {
     "binary": BinarySpec,
     "eras": ErasSpec,
@@ -497,4 +542,5 @@ SPEC_KINDS: dict[str, type[BaseModel]] = {
     "layout": LayoutSpec,
     "findings": FindingsSpec,
     "migration": MigrationSpec,
+    "verdicts": VerdictsSpec,
 }
