@@ -225,9 +225,10 @@ def row_of(d: Dialect, code: int, bits: int) -> dict[str, Any] | None:
 
 def layout(d: Dialect, code: int, bits: int) -> str:
     """How dialect ``d`` stores (code, bits): ``bytes`` (numel x ceil(bits/8), one element
-    per byte for sub-byte widths) or ``packed`` (sub-byte widths bit-packed; the table's
-    ``subbyte_layout``)."""
-    if bits >= 8:
+    per ceil(bits/8) bytes) or ``packed`` (widths that are not a multiple of 8 bit-packed
+    in memory, the file holding the packed bytes and then what the writer read past them;
+    the table's ``subbyte_layout``)."""
+    if bits % 8 == 0:
         return "bytes"
     row = _find_row(d, code, bits)
     return (row or {}).get("subbyte_layout") or "bytes"
@@ -242,6 +243,15 @@ def needs_data(code: int, bits: int) -> bool:
                                 or (bits < 8 and layout(d, code, bits) == "bytes")):
             return True
     return False
+
+
+def writable(d: Dialect, code: int, bits: int) -> bool:
+    """Whether TVM of dialect ``d`` could allocate (so write) a (code, bits) tensor: the row
+    exists and a width that is not a multiple of 8 is one of its ``subbyte_widths``."""
+    row = _find_row(d, code, bits)
+    if row is None:
+        return False
+    return bits % 8 == 0 or row["subbyte_widths"] is None or bits in row["subbyte_widths"]
 
 
 def data_fits(d: Dialect, code: int, bits: int, max_byte: int) -> bool:
@@ -266,7 +276,7 @@ def meaning(d: Dialect, code: int, bits: int, lanes: int) -> tuple[Any, ...]:
     row = _find_row(d, code, bits)
     if row is None:
         return (None,)
-    return (row["kind"], lookup(d, code, bits, lanes).numpy, layout(d, code, bits) if bits < 8 else None)
+    return (row["kind"], lookup(d, code, bits, lanes).numpy, layout(d, code, bits) if bits % 8 else None)
 
 
 class DialectChoice:
@@ -326,7 +336,8 @@ def detect(dtypes: Iterable[tuple[int, int, int]], max_bytes: Mapping[tuple[int,
            ) -> DialectChoice:
     """Pick the dialect for a set of stored (code, bits, lanes).
 
-    Candidates are the dialects that define every code and, where ``max_bytes`` gives the
+    Candidates are the dialects that define every code (and could allocate every width:
+    :func:`writable`; if none could, the codes alone count) and, where ``max_bytes`` gives the
     largest stored byte of the tensors of a triple (see :func:`needs_data`), whose writers
     could have stored those bytes: a bool holds only 00 and 01, a sub-byte value stored one
     per byte stays below 2**bits. If the bytes fit no dialect, the codes alone decide
@@ -338,6 +349,7 @@ def detect(dtypes: Iterable[tuple[int, int, int]], max_bytes: Mapping[tuple[int,
     """
     distinct = sorted(set(dtypes))
     header = tuple(d for d in DIALECTS if all(lookup(d, c, b, la).known for c, b, la in distinct))
+    header = tuple(d for d in header if all(writable(d, c, b) for c, b, _ in distinct)) or header
     if not header:
         return DialectChoice(LATEST, bool(distinct), (), True)
     seen = max_bytes or {}
@@ -362,7 +374,7 @@ def readings(choice: DialectChoice, dtype: tuple[int, int, int]) -> dict[str, li
     out: dict[str, list[str]] = {}
     for d in choice.candidates:
         dt = lookup(d, *dtype)
-        label = dt.name + (", packed" if dtype[1] < 8 and layout(d, dtype[0], dtype[1]) == "packed" else "")
+        label = dt.name + (", packed" if layout(d, dtype[0], dtype[1]) == "packed" else "")
         out.setdefault(label, []).append(d.id)
     return out
 
@@ -433,6 +445,7 @@ __all__ = [
     "parse_version",
     "row_of",
     "valid_dialect_names",
+    "writable",
     "from_numpy",
     "given",
     "lookup",
