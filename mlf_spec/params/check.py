@@ -93,6 +93,8 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
     dialect's range). Raises MlfError when the file's structure cannot be followed."""
     label = name or describe(source)
     given = _dt.dialect(dialect) if dialect is not None else None
+    if given is None and writer is not None:
+        given = _dt.of_version(_verdict.writer_range(writer)[0])  # the writer's codes
     reader = _verdict.reader_version(tvm) if tvm is not None else None
     wrange = _verdict.writer_range(writer) if writer is not None else None
     try:
@@ -336,7 +338,7 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
     if _align_bad(r.bits, r.lanes):
         c.add("tensor.alignment", f"{at}.dtype", f"(bits/8) x lanes = {(r.bits // 8) * r.lanes}", offset=dtype_at)
     if r.bits % 8:
-        lay = "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else f"one element per {-(-r.bits // 8)} byte(s)"
+        lay = "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
         c.add("tensor.sub-byte", f"{at}.dtype", f"{r.bits}-bit dtype {r.key}: stored {lay} by {d.id} writers",
               offset=dtype_at)
     if r.code == 3:

@@ -379,6 +379,23 @@ def readings(choice: DialectChoice, dtype: tuple[int, int, int]) -> dict[str, li
     return out
 
 
+@cache
+def _spelling_pattern() -> Any:
+    import re
+
+    alternatives = set()
+    for row in _table.ROWS:
+        parts = re.split(r"(\{bits\}|\{code\})", row["spelling"])
+        alternatives.add("".join(r"[0-9]+" if p in ("{bits}", "{code}") else re.escape(p) for p in parts))
+    return re.compile(r"(?:" + "|".join(sorted(alternatives)) + r")(?:x[0-9]+|xvscalex[0-9]+)?")
+
+
+def is_spelling(text: str) -> bool:
+    """Whether ``text`` is a dtype spelling of some TVM version (the table's spellings,
+    ``{bits}`` any width, with an optional ``x<lanes>``), e.g. ``float32``, ``int8x4``, ``bool``."""
+    return _spelling_pattern().fullmatch(text) is not None
+
+
 def given(d: Dialect) -> DialectChoice:
     """The choice record for a dialect the caller named."""
     return DialectChoice(d, False, (d,), False)
@@ -436,6 +453,7 @@ __all__ = [
     "data_fits",
     "detect",
     "dialect",
+    "is_spelling",
     "known_version",
     "layout",
     "meaning",
