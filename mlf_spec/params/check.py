@@ -89,8 +89,9 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
           name: str | None = None) -> Report:
     """Check a .params file (path, bytes or binary file object). ``dialect`` reads the
     dtype codes as that TVM version's (default: detected); ``tvm`` adds the verdict of that
-    TVM version's reader, taking the writer to be ``writer`` (a version; default: the
-    dialect's range). Raises MlfError when the file's structure cannot be followed."""
+    TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
+    then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
+    MlfError when the file's structure cannot be followed."""
     label = name or describe(source)
     given = _dt.dialect(dialect) if dialect is not None else None
     if given is None and writer is not None:
