@@ -403,6 +403,7 @@ def tensor_facts(r: _Rec, writer: _dt.Dialect, max_byte: int, dropped: bool) -> 
         "present": r.present, "device_type": r.device_type, "max_byte": max_byte,
         "packed": int(_dt.layout(writer, r.code, r.bits) == "packed"),
         "alloc_packed": alloc, "usable_packed": _usable(alloc), "align_bad": int(_align_bad(r.bits, r.lanes)),
+        "writer_known": int(_dt.row_of(writer, r.code, r.bits) is not None),
         "name_utf8": int(_utf8(r.name)), "dropped": int(dropped),
     }
 

@@ -143,6 +143,7 @@ def _row_matches(row: dict[str, Any], code: int, bits: int) -> bool:
     return row["bits"] is None or row["bits"] == bits
 
 
+@lru_cache(maxsize=4096)
 def _find_row(d: Dialect, code: int, bits: int) -> dict[str, Any] | None:
     candidates = [_table.ROWS[i] for i in d.rows if _row_matches(_table.ROWS[i], code, bits)]
     exact = [r for r in candidates if r["bits"] is not None]

@@ -72,7 +72,9 @@ def emit(model: Any, name: str) -> dict[str, str]:
     c.lines.append(header(model, [doc, model.eras_doc]).rstrip("\n"))
     c(f'"""{spec.title}: the rules, with their conditions as functions of a facts mapping."""')
     c()
+    c("from collections.abc import Mapping")
     c("from math import prod as _prod  # noqa: F401")
+    c("from typing import Any")
     c()
     c(f"NAME = {name!r}")
     c(f"TITLE = {spec.title!r}")
@@ -84,7 +86,7 @@ def emit(model: Any, name: str) -> dict[str, str]:
     for i, r in enumerate(spec.rules):
         src = Expr(r.when).translate(lambda n: f"f[{n!r}]", inline=True)
         c()
-        c(f"def _when_{i}(f):  # {r.id}")
+        c(f"def _when_{i}(f: Mapping[str, Any]) -> bool:  # {r.id}")
         c(f"    return bool({src})")
     c()
     c()
