@@ -191,14 +191,15 @@ def _scan_leniently(buf: Any, size: int) -> _File:
     t = _LoaderTracer(_ir.STRUCTS, view, size)
     ns: dict[str, Any] = {}
     arrays: list[dict[str, Any]] = []
-    truncated = False
+    truncated = stopped = False
     try:
         for f in _ir.STRUCTS["params_file"]["fields"]:
             if f["name"] != "arrays":
                 t._field(f, ns, (f["name"],))
                 continue
             if ns["count"] != len(ns["names"]):
-                break  # TVM's loader stops here ('Invalid parameters file format'); so do we
+                stopped = True  # TVM's loader stops here ('Invalid parameters file format'); so do we
+                break
             for i in range(ns["count"]):  # every record takes bytes: a huge count ends in TruncatedError
                 arrays.append(t.struct(f["struct"], ("arrays", i)))
     except _Stop:
@@ -216,8 +217,8 @@ def _scan_leniently(buf: Any, size: int) -> _File:
         partial = _partial_record(t, len(arrays), names)
         if partial is not None:
             records.append(partial)
-    return _File(ns.get("reserved", 0), list(names), ns.get("count", 0), records, 0 if truncated else size - t.pos,
-                 truncated)
+    trailing = 0 if truncated or stopped else size - t.pos  # after a count mismatch the rest is unread records
+    return _File(ns.get("reserved", 0), list(names), ns.get("count", 0), records, trailing, truncated)
 
 
 def _partial_record(t: _LoaderTracer, i: int, names: list[str]) -> _Rec | None:
