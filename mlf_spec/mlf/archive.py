@@ -52,8 +52,9 @@ METADATA: str = _layout.ENTRIES["metadata"]["path"]
 class Member:
     """One member: ``name`` as stored (``./src/add.relay``), ``path`` relative to the root
     (``src/add.relay``, ``.`` for the root), ``is_dir``, ``size`` and the tar header fields
-    (``mode``, ``uid``, ``gid``, ``uname``, ``gname``, ``mtime``, ``pax_headers``). The data
-    is read on demand: :meth:`view` (zero-copy where the source allows) or :meth:`read`."""
+    (``mode``, ``uid``, ``gid``, ``uname``, ``gname``, ``mtime``, ``pax_headers``; ``header``
+    describes the header blocks as read: format, type flag, extended records). The data is
+    read on demand: :meth:`view` (zero-copy where the source allows) or :meth:`read`."""
 
     def __init__(self, name: str, path: str, is_dir: bool, size: int, *, mode: int = 0o644, uid: int = 0,
                  gid: int = 0, uname: str = "", gname: str = "", mtime: float = 0,
@@ -68,6 +69,7 @@ class Member:
         self.mtime = mtime
         self.pax_headers = dict(pax_headers or {})
         self.raw_header = raw_header
+        self.header: _tar.HeaderInfo | None = _tar.describe_header(raw_header) if raw_header else None
         self._loader = loader
         self.group = group
 
@@ -198,6 +200,10 @@ class Archive:
         self.compression = compression
         self.trailer = trailer
         self._closer = closer
+        formats = {m.header.format for m in members if m.header is not None}
+        #: The tar format of the headers read (``pax``, ``gnu``, ``ustar``, ``v7``, ``mixed``;
+        #: None for a directory or a new archive); members re-encoded later keep it (GNU stays GNU).
+        self.tar_format: str | None = (formats.pop() if len(formats) == 1 else "mixed") if formats else None
         self._by_path = {m.path: m for m in members}
         self._metadata: _md.Metadata | None = None
         self._modules: dict[str, Module] | None = None
@@ -352,6 +358,7 @@ class Archive:
         for m in members:
             m.pax_headers = dict(m.pax_headers)
         a = Archive(members, file=self.file, container="new", compression=None, trailer=None)
+        a.tar_format = self.tar_format
         a._metadata = self._metadata_override or self._metadata
         return a
 
@@ -405,8 +412,9 @@ class Archive:
         """The archive's bytes as buffers: each member's header (as read, or encoded),
         data and padding, then the end blocks (as read, or TVM's)."""
         offset = 0
+        fmt = "gnu" if self.tar_format == "gnu" else "pax"
         for m in self.members:
-            header = m.raw_header if m.raw_header is not None else _tar.encode_header(m.tar_entry())
+            header = m.raw_header if m.raw_header is not None else _tar.encode_header(m.tar_entry(), format=fmt)
             yield header
             offset += len(header)
             if not m.is_dir and m.size:
@@ -746,8 +754,10 @@ def _new_member(path: str, data: bytes | None, mtime: float, group: str, source_
     mode = modes["root"] if path == "." else modes["directory"] if is_dir else modes["file"]
     name = _layout.TAR["root_member"] if path == "." else _layout.TAR["prefix"] + path
     buf = b"" if data is None else bytes(data)
+    # os.stat gives tarfile a float mtime, so every member of a PAX archive TVM wrote has a
+    # PAX mtime record; a float here does the same.
     return Member(name, path, is_dir, len(buf), mode=mode, uid=uid, gid=gid, uname=uname, gname=gname,
-                  mtime=mtime, loader=None if is_dir else (lambda b=buf: b), group=group)
+                  mtime=float(mtime), loader=None if is_dir else (lambda b=buf: b), group=group)
 
 
 def build(metadata: _md.Metadata | Any, files: Mapping[str, bytes | str], *, version: int | None = None,

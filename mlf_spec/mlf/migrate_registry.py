@@ -156,15 +156,6 @@ def target_list_to_dict(value: list[str], ctx: Context) -> tuple[dict[str, str],
     return out, notes
 
 
-# ----------------------------------------------------------------- operator bindings
-
-
-@converter("null_to_empty")
-def null_to_empty(value: Any, ctx: Context) -> tuple[Any, list[Note]]:
-    """``null`` -> ``""`` (a string where the older version requires one); other values unchanged."""
-    return ("" if value is None else value), []
-
-
 # ----------------------------------------------------------------- main inputs and outputs
 
 
