@@ -112,17 +112,23 @@ class Module:
         self._params: _params.LazyParams | None = None
         self._graph: _graph.GraphDocument | None = None
 
+    def field(self, key: str) -> Any:
+        """A key of the module's metadata (typed record or plain dict), None when absent."""
+        rec = self.metadata
+        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+
     @property
     def executor(self) -> str | None:
         """``graph`` or ``aot`` (None for operator modules)."""
-        ex = getattr(self.metadata, "executors", None) or getattr(self.metadata, "runtimes", None) or []
-        return ex[0] if ex else None
+        ex = self.field("executors") or self.field("runtimes") or []
+        return ex[0] if isinstance(ex, list) and ex and isinstance(ex[0], str) else None
 
     @property
     def targets(self) -> list[str]:
         """Target strings (the values of a version 1-5 target dict)."""
-        t = self.metadata.target
-        return list(t.values()) if isinstance(t, dict) else list(t)
+        t = self.field("target")
+        values = list(t.values()) if isinstance(t, dict) else list(t) if isinstance(t, list) else []
+        return [v for v in values if isinstance(v, str)]
 
     def member(self, kind: str) -> Member | None:
         """The first member of a content kind (``params``, ``graph_json``, ``relay_text`` ...)."""
@@ -193,12 +199,14 @@ class Archive:
     """An MLF archive read from a tar, a directory or bytes, or built new. See the module doc."""
 
     def __init__(self, members: list[Member], *, file: str, container: str, compression: str | None = None,
-                 trailer: bytes | memoryview | None = None, closer: Any = None) -> None:
+                 trailer: bytes | memoryview | None = None, closer: Any = None, size: int | None = None) -> None:
         self.members = members
         self.file = file
         self.container = container
         self.compression = compression
         self.trailer = trailer
+        #: Bytes of the tar as read (after decompression); None for directories and new archives.
+        self.size = size
         self._closer = closer
         formats = {m.header.format for m in members if m.header is not None}
         #: The tar format of the headers read (``pax``, ``gnu``, ``ustar``, ``v7``, ``mixed``;
@@ -273,23 +281,32 @@ class Archive:
 
     # ------------------------------------------------------------- modules
 
-    def placements(self) -> dict[str, _layout.Placement | None]:
-        """Layout placement of every member path (None: no entry of the layout matches)."""
-        md = self.metadata
-        names = list(md.modules)
-        return {m.path: _layout.classify(m.path, md.version, md.style, names) for m in self.members}
+    def placements(self, version: int | None = None, style: str | None = None,
+                   names: list[str] | None = None) -> dict[str, _layout.Placement | None]:
+        """Layout placement of every member path (None: no entry of the layout matches), in
+        the layout of the metadata's version, style and module names unless given."""
+        if version is None or style is None or names is None:
+            md = self.metadata
+            version, style, names = md.version, md.style, list(md.modules)
+        return {m.path: _layout.classify(m.path, version, style, names) for m in self.members}
+
+    def modules_of(self, records: Mapping[str, Any], version: int, style: str) -> dict[str, Module]:
+        """:class:`Module` objects for the given per-module metadata: typed records, or the
+        plain dicts of a document that departs from its version's model (what ``inspect``
+        shows of such an archive; see :func:`mlf_spec.check.read_metadata`)."""
+        mods = {name: Module(self, name, rec) for name, rec in records.items()}
+        for path, pl in self.placements(version, style, list(records)).items():
+            if pl is None or pl.module is None or pl.module not in mods or pl.kind == "directory":
+                continue
+            mods[pl.module].files.setdefault(pl.kind, []).append(path)
+        return mods
 
     @property
     def modules(self) -> dict[str, Module]:
         """Module name -> :class:`Module`, in metadata order."""
         if self._modules is None:
             md = self.metadata
-            mods = {name: Module(self, name, rec) for name, rec in md.modules.items()}
-            for path, pl in self.placements().items():
-                if pl is None or pl.module is None or pl.module not in mods or pl.kind == "directory":
-                    continue
-                mods[pl.module].files.setdefault(pl.kind, []).append(path)
-            self._modules = mods
+            self._modules = self.modules_of(md.modules, md.version, md.style)
         return self._modules
 
     # ------------------------------------------------------------- writing
@@ -631,7 +648,8 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
     except BaseException:
         close_all()
         raise
-    return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all)
+    return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all,
+                   size=size)
 
 
 def _slicer(buf: Any, start: int, n: int) -> Any:

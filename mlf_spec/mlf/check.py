@@ -111,24 +111,44 @@ def check(source: Any, *, version: int | None = None, max_member_size: int = _ar
     return report
 
 
-def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
-    """Check an opened archive (see :func:`check`)."""
+@dataclass
+class MetadataReading:
+    """metadata.json read as far as it goes: the ``member`` name, the parsed ``document``
+    (None when it is missing or not a JSON object), the ``version`` and ``style`` it is
+    read as (declared, or the latest version whose model it fits; None when neither tells),
+    the typed ``metadata`` when the document fits that model (unknown keys aside), its
+    ``modules`` (typed records, or plain dicts of a deviating document) and the
+    ``findings`` (metadata.* codes) that say where it departs from the model."""
+
+    member: str | None
+    document: Any
+    version: int | None
+    style: str | None
+    metadata: _md.Metadata | None
+    modules: dict[str, Any]
+    findings: list[Finding]
+
+
+def read_metadata(a: _archive.Archive, *, version: int | None = None) -> MetadataReading:
+    """Read an archive's metadata.json as far as it goes (see :class:`MetadataReading`);
+    ``version`` reads it as that version (a different declared version is a finding). Never
+    raises for what the document holds; MlfError only for an unknown ``version`` argument."""
     c = _Collector()
-    report = Report(a.file, None, None, c.findings)
-    _container_checks(a, c)
+    reading = MetadataReading(None, None, None, None, None, {}, c.findings)
     meta = a.member(_archive.METADATA)
     if meta is None or meta.is_dir:
         c.add("metadata.missing", None, "", "the archive has no metadata.json at its root")
-        return report
-    mname = meta.name
+        return reading
+    mname = reading.member = meta.name
     try:
         doc = load_json(meta.view(), None, "metadata.json")
     except MlfError as exc:
         c.add("metadata.json", mname, "", exc.message)
-        return report
+        return reading
     if not isinstance(doc, dict):
         c.add("metadata.json", mname, "", f"metadata.json holds a JSON {type(doc).__name__}, not an object")
-        return report
+        return reading
+    reading.document = doc
     det = _md.detect(doc)
     if version is not None:
         if version not in _md.VERSIONS:
@@ -141,14 +161,14 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
         where = "missing" if "version" not in doc else f"{det.declared!r} is not a known version"
         c.add("metadata.version", mname, "version", f"version {where}; known: {list(_md.VERSIONS)}")
         if not det.fits:
-            return report
+            return reading
         v = det.fits[-1][0]
         c.add("metadata.shape", mname, "", "the document fits version(s) "
               + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits) + f"; checking as version {v}")
     else:
         v = det.version
     style = _md.style_of(doc, v)
-    report.version, report.style = v, style
+    reading.version, reading.style = v, style
     typed, issues = _md.check_document(doc, v, style)
     for i in issues:
         c.add("metadata.unknown-key" if i.kind == "unknown-key" else "metadata.schema", mname, i.path, i.message)
@@ -156,8 +176,10 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
     if not schema_ok and version is None and det.fits and (v, style) not in det.fits:
         c.add("metadata.shape", mname, "", f"declares version {v} but fits version(s) "
               + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits))
-    md = _md.Metadata(v, style, typed, raw=meta.read()) if typed is not None else None
-    modules = md.modules if md is not None else _raw_modules(doc, style)
+    md = _md.Metadata(v, style, typed, raw=meta.read(), unknown=[i.path for i in issues if i.kind == "unknown-key"]) \
+        if typed is not None else None
+    reading.metadata = md
+    reading.modules = md.modules if md is not None else _raw_modules(doc, style)
     if md is not None:
         _datetime_checks(md, mname, c)
         if not issues and md.dumps() != meta.read():
@@ -165,9 +187,24 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
                 c.add("metadata.crlf", mname, "", "TVM's json.dump with CRLF line ends (a text-mode write on Windows)")
             else:
                 c.add("metadata.format", mname, "", _format_difference(meta.read(), md.dumps(), style))
-    placements = _layout_checks(a, v, style, modules, c)
+    return reading
+
+
+def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
+    """Check an opened archive (see :func:`check`)."""
+    c = _Collector()
+    report = Report(a.file, None, None, c.findings)
+    _container_checks(a, c)
+    reading = read_metadata(a, version=version)
+    c.findings.extend(reading.findings)
+    v, style, md = reading.version, reading.style, reading.metadata
+    if v is None or style is None:
+        return report
+    report.version, report.style = v, style
+    placements = _layout_checks(a, v, style, reading.modules, c)
     if md is None:
         return report
+    mname = reading.member or _archive.METADATA
     _revision_check(a, md, placements, mname, c)
     if style == "operator":
         _operator_checks(a, md, placements, mname, c)
@@ -288,11 +325,10 @@ def _owner_mode_checks(a: _archive.Archive, c: _Collector) -> None:
 
 
 def _padding_check(a: _archive.Archive, c: _Collector) -> None:
-    trailer = a.trailer
-    if trailer is None:
+    trailer, size = a.trailer, a.size
+    if trailer is None or size is None:
         return
     tail = bytes(trailer)
-    size = sum(len(x) if not isinstance(x, memoryview) else x.nbytes for x in a.chunks())
     record = _layout.TAR["record_size"]
     if tail.strip(b"\0") or len(tail) < 2 * _tar.BLOCK or size % record:
         c.add("layout.padding", None, "", f"the archive is {size} bytes with {len(tail)} bytes after the last member"
@@ -657,4 +693,4 @@ def _operator_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str
                 c.add("text.encoding", a.member(p).name, "", f"not UTF-8 at byte {exc.start}")  # type: ignore[union-attr]
 
 
-__all__ = ["Finding", "Issue", "Report", "SEVERITIES", "check", "check_archive"]
+__all__ = ["Finding", "Issue", "MetadataReading", "Report", "SEVERITIES", "check", "check_archive", "read_metadata"]

@@ -657,7 +657,7 @@ RECIPES: dict[str, tuple[dict[str, Any], Any]] = {
     "params.unreadable": ({"style": "full-model"}, lambda a, s: a.replace(_member_of(a, s, "params").path,
                                                                          b"\x00" * 7)),
     "params.not-in-graph": (_graph_module_req(), lambda a, s: _params_edit(
-        a, s, lambda d: d.update(zz_not_in_graph=np.zeros(2, "float32")))),
+        a, s, lambda d: d.update(p99=np.zeros(2, "float32")))),
     "params.shape": ({**_graph_module_req(), "min_params": 1}, lambda a, s: _params_edit(
         a, s, lambda d: d.update({k: np.zeros(7, "float32") for k in list(d)[:1]}))),
     "sids.mismatch": (_graph_module_req(), lambda a, s: _edit_metadata(a, s, _sids)),

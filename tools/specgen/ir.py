@@ -274,6 +274,8 @@ class RecordsSpec(Strict):
     title: str
     doc: str
     root: str | None = Field(None, description="The whole document (records without a timeline).")
+    uses: list[str] = Field(default_factory=list,
+                            description="Plain records specs whose records this one refers to (included in its models).")
     records: list[RecordSpec]
     timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
     roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")

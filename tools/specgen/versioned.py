@@ -406,6 +406,16 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
     names = {r.name for r in spec.records}
     alias_names = {a.name for a in spec.aliases}
     known = names | alias_names
+    for i, used in enumerate(spec.uses):
+        other = model.records.get(used)
+        if other is None or used == spec.name:
+            raise doc.error(("uses", i), f"unknown records spec {used!r}")
+        if other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
+            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of their own)")
+        clash = names & {r.name for r in other[0].records}
+        if clash:
+            raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
+        known |= {r.name for r in other[0].records}
     if spec.root is not None and spec.root not in names:
         raise doc.error(("root",), f"unknown record {spec.root!r}")
     for i, root in enumerate(spec.roots):
