@@ -63,6 +63,8 @@ class Report:
     version: int | None
     style: str | None
     findings: list[Finding] = field(default_factory=list)
+    #: With ``tvm=``: the verdict of that TVM version's readers (spec/records/tvm_verdict.yaml).
+    tvm: dict[str, Any] | None = None
 
     @property
     def conformant(self) -> bool:
@@ -74,9 +76,12 @@ class Report:
         return [f.code for f in self.findings]
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "version", "style", "conformant", "findings": [...]}``."""
-        return {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
-                "findings": [f.to_dict() for f in self.findings]}
+        """``{"path", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
+        out = {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
+               "findings": [f.to_dict() for f in self.findings]}
+        if self.tvm is not None:
+            out["tvm"] = self.tvm
+        return out
 
 
 class _Collector:
@@ -89,14 +94,19 @@ class _Collector:
 
 
 def check(source: Any, *, version: int | None = None, max_member_size: int = _archive.DEFAULT_MAX_MEMBER_SIZE,
-          max_findings_per_code: int = 50) -> Report:
+          max_findings_per_code: int = 50, tvm: str | None = None) -> Report:
     """Check an archive (path to a tar or directory, bytes, or binary file object).
     ``version`` checks against that version instead of the declared one (a different
-    declared version is an error finding). Raises MlfError when the input cannot be read
-    at all (not a tar, unsafe members)."""
+    declared version is an error finding); ``tvm`` adds the verdict of that TVM version's
+    readers (``report.tvm``, see :mod:`mlf_spec.mlf.readers`). Raises MlfError when the
+    input cannot be read at all (not a tar, unsafe members)."""
     name = source if isinstance(source, str) else (os.fspath(source) if isinstance(source, os.PathLike) else None)
     with _archive.open(source, max_member_size=max_member_size) as a:
         report = check_archive(a, version=version)
+        if tvm is not None:
+            from . import readers as _readers
+
+            report.tvm = _readers.verdict(a, tvm)
     if name is not None:
         report.path = name
     counts: Counter[str] = Counter()
