@@ -257,10 +257,12 @@ def _container_checks(a: _archive.Archive, c: _Collector) -> None:
     elif fmt is not None and siblings == "any":
         sorted_order = _layout.tvm_order((m.path, m.group) for m in a.members)
         info = _layout.TAR_FORMATS[fmt]
-        era = info["python"] if sorted_order == actual else info["unsorted"]
-        c.add("layout.python", None, "", f"{fmt.upper()} tar format (tarfile's default of Python {info['python']}): "
-              f"written by TVM under Python {era}" if sorted_order == actual else
-              f"{fmt.upper()} tar format with unsorted directory listings: {era}")
+        if sorted_order == actual:
+            c.add("layout.python", None, "", f"{fmt.upper()} tar format, tarfile's default of Python {info['python']}: "
+                  "TVM's writer under one of those")
+        else:
+            c.add("layout.python", None, "", f"{fmt.upper()} tar format with unsorted directory listings: "
+                  f"{info['unsorted']}")
     _owner_mode_checks(a, c)
     _padding_check(a, c)
 
@@ -322,13 +324,15 @@ def _owner_mode_checks(a: _archive.Archive, c: _Collector) -> None:
     fits = [u for u in umasks if all(m.mode & 0o7777 in _modes_for(u, m) for m in main)]
     if fits:
         return
-    bad = next((m for m in main if not any(m.mode & 0o7777 in _modes_for(u, m) for u in umasks)), None)
-    usual = ", ".join(f"{(0o777 if (bad or main[0]).is_dir else 0o666) & ~u:#o} (umask {u:#05o})" for u in umasks)
-    if bad is not None:
-        kind = "root" if bad.path == "." else "directory" if bad.is_dir else "file"
-        c.add("layout.mode", bad.name, "", f"mode {bad.mode & 0o7777:#o} for a {kind}; TVM's writer made "
-              f"{'directories 0o777' if bad.is_dir else 'files 0o666'} & ~umask: {usual}"
-              + (" or 0o700" if bad.path == "." else ""))
+    bad = [m for m in main if not any(m.mode & 0o7777 in _modes_for(u, m) for u in umasks)]
+    if bad:
+        first = next((m for m in bad if not m.is_dir), bad[0])  # a file tells most
+        kind = "root" if first.path == "." else "directory" if first.is_dir else "file"
+        usual = ", ".join(f"{(0o777 if first.is_dir else 0o666) & ~u:#o} (umask {u:#05o})" for u in umasks)
+        c.add("layout.mode", first.name, "", f"mode {first.mode & 0o7777:#o} for a {kind}"
+              + (f" ({len(bad) - 1} other member(s) too)" if len(bad) > 1 else "") + "; TVM's writer made "
+              f"{'directories 0o777' if first.is_dir else 'files 0o666'} & ~umask: {usual}"
+              + (" or 0o700" if first.path == "." else ""))
     else:
         c.add("layout.mode", main[0].name, "", "the modes of the main tree come from different umasks; "
               "TVM's writer made the whole tree in one process")
