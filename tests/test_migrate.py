@@ -362,11 +362,27 @@ def test_bare_documents_from_json_text_bytes_files_and_metadata(tmp_path):
             assert r.document["target"] == {"1": "c -keys=cpu -model=host"}
 
 
-def test_invalid_documents_are_validation_errors():
+def test_documents_that_depart_from_their_model_are_refused_unparsable_ones_unreadable(tmp_path):
+    """JSON that breaks its version's model is readable (inspect shows it) but nothing is
+    declared to migrate it by: a refusal (MigrationError, exit 1). Text that is not JSON, or
+    an archive whose metadata.json is not, stays unreadable (ValidationError, exit 2)."""
+    for doc in ({"version": 7, "modules": {}}, {**json.loads(OPERATOR_V7), "x_extra": 1}):
+        with pytest.raises(MigrationError, match="departs from the model of its version"):
+            migrate.plan(doc, 6)
     with pytest.raises(ValidationError):
-        migrate.plan({"version": 7, "modules": {}}, 6)
+        migrate.plan('{"version": 7,', 6)
+    a = build_archive(ArchiveSpec(7, "v7.templates", "full-model", [add_module()], 1.7e9))
+    doc = json.loads(a.read("metadata.json"))
+    doc["modules"]["add"]["export_datetime"] = 20230101
+    a.replace("metadata.json", json.dumps(doc, indent=2, sort_keys=True))
+    with pytest.raises(MigrationError, match="export_datetime"):
+        migrate.plan(a.to_bytes(), 6)
+    a.remove("metadata.json")
+    with pytest.raises(MigrationError, match="no metadata.json"):
+        migrate.plan(a.to_bytes(), 6)
+    a.add("metadata.json", b"{")
     with pytest.raises(ValidationError):
-        migrate.plan({**json.loads(OPERATOR_V7), "x_extra": 1}, 6)
+        migrate.plan(a.to_bytes(), 6)
 
 
 def test_non_conformant_archives_are_refused():

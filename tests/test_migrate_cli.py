@@ -115,8 +115,11 @@ def test_unreadable_input_and_bad_command_lines_exit_2(tmp_path, capsys):
     assert main(["upgrade", str(bad), "-o", str(tmp_path / "x.tar")]) == 2
     assert capsys.readouterr().err.startswith("mlf-spec: error: ")
     broken = tmp_path / "metadata.json"
-    broken.write_text('{"version": 6, "model_name": 3}')
-    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 2
+    broken.write_text('{"version": 6, "model_name": 3')
+    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 2  # not JSON
+    broken.write_text('{"version": 6, "model_name": 3}')  # JSON that departs from the model: refused
+    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 1
+    assert "departs from the model of its version" in capsys.readouterr().err
     g = tmp_path / "g.tar"
     g.write_bytes(real_graph_v7())
     assert main(["upgrade", str(g), "--to", "5", "-o", str(tmp_path / "x.tar")]) == 2

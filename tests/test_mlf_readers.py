@@ -9,12 +9,12 @@ import gzip
 import json
 
 import pytest
+from mlf_spec.generated import mlf_reader_rules_table, mlf_readers_table
 from mlf_spec.generated.mlf_check_output_models import CheckReport
 from test_mlf_conformance import add_module
 
 from mlf_spec import archive, check
 from mlf_spec.cli import main
-from mlf_spec.generated import mlf_reader_rules_table, mlf_readers_table
 from mlf_spec.mlf import readers
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 
