@@ -4,7 +4,7 @@
 #   spec/migrations/v3_v4.yaml (sha256 0e9b85c8f63fea86)
 #   spec/migrations/v4_v5.yaml (sha256 40775f06b3ddcd35)
 #   spec/migrations/v5_v6.yaml (sha256 2dc0fe9a7a65a5b1)
-#   spec/migrations/v6_v7.yaml (sha256 8003ffea97eda433)
+#   spec/migrations/v6_v7.yaml (sha256 eade85a8b29f9086)
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """Migrations of mlf between consecutive versions, as data for mlf_spec.migrate."""
 
@@ -286,8 +286,10 @@ STEPS = [{'name': 'v1_v2',
                                          'graph input node (`arg_nodes`) that is not a parameter of the '
                                          "module's .params file, with its dtype and size `(prod(shape) * "
                                          "bits + 7) // 8`, as the 5a58c581f5 writer listed main's Relay "
-                                         'parameters. Only when the sizes of the derived inputs and outputs '
-                                         'add up to `io_size_bytes`.',
+                                         "parameters. Only when `io_size_bytes` is what TVM's formula gives "
+                                         'for the graph (parameters plus k times the k outputs, c0690496af; '
+                                         'mlf_check.md memory.io-formula), so that the graph shows all of '
+                                         'main.',
                                   'deriver': 'main_inputs_from_graph'},
                   'main_outputs': {'doc': "The graph heads under the writer's default names: `output` for "
                                           'one, `output0`, `output1`, ... for several; same conditions as '

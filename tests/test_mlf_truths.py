@@ -297,3 +297,18 @@ def test_every_cross_check_states_its_rule_and_commits():
         assert f["basis"] and all(len(b["commit"]) >= 7 for b in f["basis"]), code
         assert f["provable"] or f["severity"] == "info", code
     assert "was" in rules["memory.io-size"] and "sum(inputs) + sum(outputs)" in rules["memory.io-size"]["was"]
+
+
+def test_upgrade_derives_io_of_multi_output_graphs_by_tvms_formula():
+    """v6 -> v7 rebuilds main's inputs and outputs from the graph when io_size_bytes is what
+    TVM's formula gives (here 16 + 2 * 32), not only when inputs + outputs add up to it."""
+    from mlf_spec import migrate
+
+    data = build(6, "v6", two_outputs("graph"), io_size_bytes=80)
+    with migrate.plan(data, 7) as p:
+        assert [d.name for d in p.derived] == ["v6_v7.main_inputs", "v6_v7.main_outputs"]
+        main0 = p.document["modules"]["default"]["memory"]["functions"]["main"][0]
+        assert main0["inputs"] == {"x": {"dtype": "float32", "size": 16}}
+        assert list(main0["outputs"]) == ["output0", "output1"]
+    with migrate.plan(build(6, "v6", two_outputs("graph"), io_size_bytes=48), 7) as p:
+        assert p.derived == []  # a value TVM's formula does not give: nothing is derived

@@ -19,6 +19,8 @@ from typing import Any
 
 from mlf_spec import graph_json as _graph
 
+from . import memory as _memory
+
 
 @dataclass
 class ModuleFiles:
@@ -162,8 +164,9 @@ def target_list_to_dict(value: list[str], ctx: Context) -> tuple[dict[str, str],
 def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """main's inputs and outputs as the 5a58c581f5 writer listed them, rebuilt from the
     graph JSON: graph input nodes that are not parameters, and the heads under the default
-    names; None unless the module has a graph, main has one entry and the sizes add up to
-    its io_size_bytes."""
+    names; None unless the module has a graph, main has one entry and its io_size_bytes is
+    what TVM's formula gives for that graph (mlf_check.md, memory.io-formula: parameters
+    plus k times the k outputs), so the graph shows all of main."""
     files = ctx.files
     if files is None or files.graph is None:
         return None
@@ -192,8 +195,13 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
             outputs["output" if len(heads) == 1 else f"output{i}"] = {"dtype": g.entry_dtype(eid), "size": size}
     except (IndexError, TypeError, KeyError):
         return None
-    total = sum(t["size"] for t in inputs.values()) + sum(t["size"] for t in outputs.values())
-    if total != main[0].get("io_size_bytes"):
+    io = main[0].get("io_size_bytes")
+    try:
+        eids = _memory.graph_parameters(g, inputs=list(inputs))
+        values = _memory.graph_io(g, eids, list(outputs)) if eids is not None else set()
+    except (IndexError, TypeError, KeyError):
+        return None
+    if not isinstance(io, int) or _memory.intended(io) not in {v % _memory.WRAP for v in values}:
         return None
     return inputs, outputs
 
