@@ -636,6 +636,14 @@ def _io_size(mod: dict[str, Any], doc: dict[str, Any]) -> None:
     e["io_size_bytes"] = max(0, sum(t["size"] for t in e["inputs"].values()) - 1)
 
 
+def _header_edit(a: _archive.Archive, path: str, **fields: Any) -> None:
+    m = a.member(path)
+    assert m is not None
+    for k, v in fields.items():
+        setattr(m, k, v)
+    m.raw_header = None
+
+
 #: finding code -> (what the archive needs, how to break it)
 RECIPES: dict[str, tuple[dict[str, Any], Any]] = {
     "metadata.missing": ({}, lambda a, s: a.remove(_archive.METADATA)),
@@ -667,6 +675,9 @@ RECIPES: dict[str, tuple[dict[str, Any], Any]] = {
     "operator.buffer-size": ({"style": "operator"}, lambda a, s: _edit_metadata(
         a, s, lambda m, d: next(iter(m["memory"].values()))[0].update(size_bytes=10**6))),
     "dependency.missing": ({"crt": True}, lambda a, s: a.remove("runtime")),
+    "layout.mode": ({}, lambda a, s: _header_edit(a, _archive.METADATA, mode=0o666)),
+    "layout.owner": ({}, lambda a, s: _header_edit(a, _archive.METADATA, uid=1001, gid=1001, uname="alice",
+                                                   gname="alice")),
 }
 
 
