@@ -312,3 +312,18 @@ def test_upgrade_derives_io_of_multi_output_graphs_by_tvms_formula():
         assert list(main0["outputs"]) == ["output0", "output1"]
     with migrate.plan(build(6, "v6", two_outputs("graph"), io_size_bytes=48), 7) as p:
         assert p.derived == []  # a value TVM's formula does not give: nothing is derived
+
+
+def test_byoc_functions_with_empty_workspace_lists_before_2f937801de():
+    """§6.1 case 4 / §3.2: from a7297870c0 to 2f937801de operator_functions lists the BYOC
+    (ccompiler) functions with `workspace: []`; main's workspace (800) still covers the TIR ones."""
+    ins = [Tensor(f"x{i}", "float32", [10, 10]) for i in range(9)]
+    out = Tensor("output", "float32", [30, 10])
+    m = module("default", "graph", ins, [out], ops=[("fused_concatenate", list(range(9)), out)], heads=[9],
+               workspace=800, op_workspace=800)
+    a = build_archive(ArchiveSpec(5, "v5.crt", "full-model", [m], 1.7e9))
+    doc = json.loads(a.read("metadata.json"))
+    doc["memory"]["functions"]["operator_functions"].append({"function_name": "ccompiler_0", "workspace": []})
+    doc["memory"]["functions"]["main"][0].update(io_size_bytes=4800, constants_size_bytes=0)
+    a.replace("metadata.json", json.dumps(doc, indent=2, sort_keys=True))
+    assert findings(a.to_bytes()) == []
