@@ -112,8 +112,9 @@ def test_any_readable_archive_is_inspected_and_judged(arc, broken):
     """Read-only commands take any well-formed container: whatever metadata.json holds
     (here broken in a named way), inspect shows the archive with its deviations and the TVM
     reader verdict is given, never an exception."""
-    from mlf_spec.cli.archive import inspect_document
     from mlf_spec.generated.mlf_inspect_output_models import InspectReport
+
+    from mlf_spec.cli.archive import inspect_document
     from mlf_spec.mlf import readers
 
     _, _, data = arc
