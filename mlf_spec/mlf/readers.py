@@ -53,16 +53,15 @@ class Facts:
     """What the requirements look at, read once from the archive: ``compression``,
     ``names`` (stored member names), ``paths`` (member paths), ``document`` (metadata.json
     parsed, or None), ``modules`` (module name -> its record as plain data: the values of a
-    version 7 ``modules``, or the flat document under its model_name) and the codegen
-    ``sources`` and ``objects`` paths."""
+    version 7 ``modules``, or the flat document under its model_name) and the ``files``
+    (paths of the file members)."""
 
     compression: str | None
     names: set[str]
     paths: set[str]
     document: Any
     modules: dict[str, Any]
-    sources: list[str] = field(default_factory=list)
-    objects: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, a: _archive.Archive) -> Facts:
@@ -81,10 +80,12 @@ class Facts:
                 modules = {str(k): v for k, v in mods.items()}
             elif isinstance(doc.get("model_name"), str):
                 modules = {doc["model_name"]: doc}
-        # the directories the templates glob (CMake GLOB_RECURSE / Makefile wildcard / rglob)
-        src = [m.path for m in a.members if not m.is_dir and m.path.startswith("codegen/host/src/")]
-        obj = [m.path for m in a.members if not m.is_dir and m.path.startswith("codegen/host/lib/")]
-        return cls(a.compression, {m.name for m in a.members}, {m.path for m in a.members}, doc, modules, src, obj)
+        return cls(a.compression, {m.name for m in a.members}, {m.path for m in a.members}, doc, modules,
+                   [m.path for m in a.members if not m.is_dir])
+
+    def under(self, directory: str) -> list[str]:
+        """File members below ``directory`` (what a template's glob sees)."""
+        return [p for p in self.files if p.startswith(directory.rstrip("/") + "/")]
 
 
 def _lookup(value: Any, path: str) -> tuple[bool, Any]:
@@ -176,13 +177,15 @@ def _single_module(f: Facts, arg: str | None, version: str) -> tuple[str | None,
 
 
 def _c_sources_only(f: Facts, arg: str | None, version: str) -> tuple[str | None, str | None]:
-    other = [p for p in f.sources if not p.endswith(".c")]
+    assert arg is not None
+    other = [p for p in f.under(arg) if not p.endswith(".c")]
     return (f"{len(other)} source(s) that are not .c, e.g. ./{other[0]}", f"./{other[0]}") if other else (None, None)
 
 
 def _no_objects(f: Facts, arg: str | None, version: str) -> tuple[str | None, str | None]:
-    return (f"{len(f.objects)} object file(s), e.g. ./{f.objects[0]}", f"./{f.objects[0]}") if f.objects \
-        else (None, None)
+    assert arg is not None
+    objects = f.under(arg)
+    return (f"{len(objects)} object file(s), e.g. ./{objects[0]}", f"./{objects[0]}") if objects else (None, None)
 
 
 def _same_crt(f: Facts, arg: str | None, version: str) -> tuple[str | None, str | None]:
