@@ -156,8 +156,9 @@ def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     doc["path"] = inp.name
     schema = [f for f in doc["deviations"] if f["severity"] == "error"]
     if schema:
-        problems.insert(0, f"metadata.json departs from the version {doc['version'] or '?'} model "
-                           f"({len(schema)} finding(s), first {schema[0]['code']}); shown as far as it goes")
+        what = f"departs from the version {doc['version']} model" if doc["version"] is not None else "tells no version"
+        problems.insert(0, f"metadata.json {what} ({len(schema)} finding(s), first {schema[0]['code']}); "
+                           "shown as far as it goes")
     notes = [f"mlf-spec: warning: {inp.name}: {p} (run `mlf-spec check` for details)" for p in problems]
     if args.json:
         return _batch.Outcome(0, doc=doc, notes=notes)
@@ -177,8 +178,8 @@ def inspect_text(doc: dict[str, Any]) -> str:
         out.write(f"unknown metadata keys: {', '.join(printable(k) for k in doc['unknown_keys'])}\n")
     schema = [f for f in doc["deviations"] if f["code"] != "metadata.unknown-key"]
     if schema:
-        out.write(f"metadata departs from the version {doc['version'] if doc['version'] is not None else '?'} "
-                  "model (shown as far as it goes):\n")
+        out.write(f"metadata departs from the version {doc['version']} model (shown as far as it goes):\n"
+                  if doc["version"] is not None else "metadata.json tells no version (members shown as they are):\n")
         for f in schema:
             loc = printable(f["path"]) + ": " if f["path"] else ""
             out.write(f"  {f['severity']}: {f['code']}: {loc}{printable(f['message'])}\n")
