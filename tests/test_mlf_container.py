@@ -231,3 +231,14 @@ def test_gnu_header_encoding_matches_python_37():
 def test_extracted_directory_gets_no_container_findings(tmp_path):
     root = archive.open(tvm_tar(tmp_path, aot_crt())).extract(tmp_path / "x")
     assert codes(str(root)) == []
+
+
+def test_pax_global_headers_are_another_writers(tmp_path):
+    data = tvm_tar(tmp_path, aot_crt())
+    src = tarfile.open(fileobj=io.BytesIO(data))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "made by bsdtar"}) as t:
+        for ti in src.getmembers():
+            t.addfile(ti, src.extractfile(ti) if ti.isfile() else None)
+    report = check.check(buf.getvalue())
+    assert [f.code for f in report.findings] == ["layout.format"] and "'g' block" in report.findings[0].message

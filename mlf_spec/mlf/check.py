@@ -286,12 +286,12 @@ def _format_checks(a: _archive.Archive, c: _Collector) -> str | None:
     else:
         fmt_ok = fmt
         allowed = set(known[fmt].get("extended", []))
+        blocks = {"x"} if fmt == "pax" else allowed  # PAX: keywords of `x` records; GNU: L/K blocks
         for m, h in headers:
-            extra = sorted({k for k in h.pax_keywords if k not in allowed} if fmt == "pax" else
-                           {t for t in h.extended if t not in allowed})
-            if "g" in h.extended and "g" not in allowed:
-                extra = sorted(set(extra) | {"global header"})
+            extra = {k for k in h.pax_keywords if k not in allowed} if fmt == "pax" else set()
+            extra |= {f"{t!r} block" for t in h.extended if t not in blocks}
             if extra:
+                extra = sorted(extra)
                 c.add("layout.format", m.name, "", f"extended header record(s) {', '.join(extra)}, which Python's "
                       f"tarfile never wrote in {fmt} format (it wrote {', '.join(sorted(allowed))})")
                 break
