@@ -242,3 +242,23 @@ def test_pax_global_headers_are_another_writers(tmp_path):
             t.addfile(ti, src.extractfile(ti) if ti.isfile() else None)
     report = check.check(buf.getvalue())
     assert [f.code for f in report.findings] == ["layout.format"] and "'g' block" in report.findings[0].message
+
+
+@pytest.mark.parametrize("compress, name", [(__import__("gzip").compress, "gzip"), (__import__("bz2").compress, "bzip2"),
+                                           (__import__("lzma").compress, "xz")])
+def test_compressed_archives_open_and_are_reported(tmp_path, compress, name):
+    data = tvm_tar(tmp_path, aot_crt())
+    a = archive.open(compress(data))
+    assert a.compression == name and a.to_bytes() == data
+    assert codes(compress(data)) == [("layout.compressed", "warning")]
+
+
+def test_global_headers_survive_a_round_trip():
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "x"}) as t:
+        ti = tarfile.TarInfo("./a")
+        ti.size = 1
+        t.addfile(ti, io.BytesIO(b"z"))
+    data = buf.getvalue()
+    a = archive.open(data)
+    assert a.to_bytes() == data and a.members[0].header.extended == ("g",)

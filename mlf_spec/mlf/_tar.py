@@ -153,8 +153,10 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         if info.offset_data + info.size > size:
             raise TruncatedError(f"member data needs {info.size} bytes, {max(0, size - info.offset_data)} remain",
                                  file=file, field=name, offset=info.offset_data)
-        f.seek(info.offset)
-        raw = f.read(info.offset_data - info.offset)
+        # From where this member's header blocks start: a global PAX header before it is not
+        # part of tarfile's member offset but must be kept for an exact rewrite.
+        f.seek(here)
+        raw = f.read(info.offset_data - here)
         yield TarEntry(name=name, path=path, type=mtype, size=info.size if mtype == FILE else 0,
                        mode=info.mode, uid=info.uid, gid=info.gid, uname=info.uname, gname=info.gname,
                        mtime=info.mtime, pax_headers=dict(info.pax_headers), header_offset=info.offset,
@@ -399,10 +401,14 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     import lzma
     import zlib
 
-    opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    def opener(f: IO[bytes]) -> Any:
+        if kind == "gzip":
+            return gzip.GzipFile(fileobj=f)
+        return bz2.BZ2File(f) if kind == "bzip2" else lzma.LZMAFile(f)  # these take the file object first
+
     total = 0
     try:
-        with opener(fileobj=src) as z:  # type: ignore[call-arg]
+        with opener(src) as z:
             while True:
                 chunk = z.read(1 << 20)
                 if not chunk:
