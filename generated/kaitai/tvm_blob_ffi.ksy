@@ -23,8 +23,8 @@ doc: 'What `export_library` embeds in a library whose root module has imports, f
   in) its payload as a length-prefixed string. There is no count, magic or version: the module count is len(row_ptr)
   - 1. Module 0 is the root. Because every payload has a length, a reader can keep a kind it does not know as opaque
   bytes. The same bytes, with the 8-byte prefix, come out of runtime.ModulePackImportsToTensor. Types that take
-  `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or the meaning of a code changed between versions and
-  nothing in the bytes says which one was written. The top-level type: The whole symbol content: an 8-byte size
+  `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout or the meaning of a code changed between versions
+  and nothing in the bytes says which one was written. The top-level type: The whole symbol content: an 8-byte size
   prefix (composed byte by byte, little-endian on every host), then the body. Bytes after the body are not part
   of the blob.'
 params:
@@ -46,27 +46,35 @@ seq:
   doc: 'Zero-byte check: the value of body fills its length exactly.'
 types:
   ffi_module:
-    doc: 'One module entry. Not stated in this Kaitai spec: (1) `ffi_module.payload`: `extensible: module_payloads`
-      checked only in part: codecs registered at run time do not exist in a generated parser: add a case to the
-      .ksy (or use Kaitai''s opaque types).'
+    doc: 'One module entry. Not stated in this Kaitai spec: (1) `ffi_module.kind`: `encoding: utf-8` checked only
+      in part: a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the Python
+      parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them (surrogateescape). (2) `ffi_module.payload`:
+      `extensible: module_payloads` checked only in part: codecs registered at run time do not exist in a generated
+      parser: add a case to the .ksy (or use Kaitai''s opaque types).'
     params:
     - id: tvm_minor
       type: u2
       doc: Minor version of the producing TVM (0.<tvm_minor>).
     seq:
-    - id: kind
-      type: tvm_stream::lp_str
+    - id: len_kind
+      type: u8
+      doc: Byte length of kind.
       valid:
-        expr: _.len_value >= 1
-      doc: Module kind (ffi::ModuleObj::kind()), or _lib. tvm-ffi's reader rejects an empty string.
+        min: 1
+    - id: kind
+      type: str
+      size: len_kind
+      encoding: UTF-8
+      doc: Module kind (ffi::ModuleObj::kind()), or _lib. tvm-ffi's reader rejects an empty string. Decoded while
+        parsing, since it selects what follows.
     - id: len_payload
       type: u8
       doc: Byte length of payload.
-      if: kind.value != "_lib"
+      if: kind != "_lib"
     - id: payload
       size: len_payload
       type:
-        switch-on: kind.value
+        switch-on: kind
         cases:
           '"cuda"': tvm_payloads::device_binary(tvm_minor)
           '"hip"': tvm_payloads::device_binary(tvm_minor)
@@ -97,13 +105,13 @@ types:
           _: tvm_payloads::opaque_payload
       doc: The module's SaveToBytes bytes, loaded by ffi.Module.load_from_bytes.<kind>. A payload grammar registered
         through mlf_spec.blob.register_payload takes precedence; a kind with no grammar is kept as opaque bytes.
-      if: kind.value != "_lib"
+      if: kind != "_lib"
     - id: payload_fully_read
       size: 0
       valid:
         expr: payload._io.eof
       doc: 'Zero-byte check: the value of payload fills its length exactly.'
-      if: kind.value != "_lib"
+      if: kind != "_lib"
   ffi_body:
     doc: 'The body that the size prefix counts. Not stated in this Kaitai spec: (1) `ffi_body.rule acyclic`: `acyclic(row_ptr,
       child_indices) (warning)` not checked: a graph walk needs a visited set and a loop; Kaitai expressions have

@@ -27,8 +27,8 @@ doc: 'What `export_library` embedded up to 0.21 (symbol `__tvm_dev_mblob`, renam
   or, from 0.14 (8f60213cb5), whenever the root has no imports: then the count is 0 but a non-DSO root''s kind and
   payload still follow, unread. Since payloads carry no length, an unknown kind cannot be skipped: mlf-spec stops
   with an error naming it unless a grammar was registered through mlf_spec.blob.register_payload. Types that take
-  `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or the meaning of a code changed between versions and
-  nothing in the bytes says which one was written. The top-level type: The whole symbol content: an 8-byte size
+  `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout or the meaning of a code changed between versions
+  and nothing in the bytes says which one was written. The top-level type: The whole symbol content: an 8-byte size
   prefix (byte-wise little-endian), then the body, read through a stream bounded by the prefix. Bytes after the
   body are not part of the blob.'
 params:
@@ -86,32 +86,66 @@ types:
       doc: 'Zero-byte check of the rule children_covered: The last row pointer is the number of child indices (the
         reader reads past the end otherwise).'
   legacy_entry:
-    doc: 'One entry of the body. Not stated in this Kaitai spec: (1) `legacy_entry.payload`: `extensible: module_payloads`
-      checked only in part: codecs registered at run time do not exist in a generated parser: add a case to the
-      .ksy (or use Kaitai''s opaque types).'
+    doc: 'One entry of the body. Not stated in this Kaitai spec: (1) `legacy_entry.kind`: `encoding: utf-8` checked
+      only in part: a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the Python
+      parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them (surrogateescape). (2) `legacy_entry.payload`:
+      `extensible: module_payloads` checked only in part: codecs registered at run time do not exist in a generated
+      parser: add a case to the .ksy (or use Kaitai''s opaque types).'
     params:
     - id: tvm_minor
       type: u2
       doc: Minor version of the producing TVM (0.<tvm_minor>).
     seq:
+    - id: len_kind
+      type: u8
+      doc: Byte length of kind.
     - id: kind
-      type: tvm_stream::lp_str
+      type: str
+      size: len_kind
+      encoding: UTF-8
       valid:
-        expr: (_.value == "_lib" or _.value == "_import_tree" or _.value == "cuda" or _.value == "hip" or _.value
-          == "hsaco" or _.value == "opencl" or _.value == "aocl" or _.value == "sdaccel" or _.value == "hexagon"
-          or _.value == "vulkan" or _.value == "metal" or _.value == "webgpu" or _.value == "GraphExecutorFactory"
-          or _.value == "GraphRuntimeFactory" or _.value == "AotExecutorFactory" or _.value == "metadata_module"
-          or _.value == "metadata" or _.value == "const_loader" or _.value == "static_library" or _.value == "c"
-          or _.value == "VMExecutable" or _.value == "relax.Executable" or _.value == "relax.VMExecutable" or _.value
-          == "dnnl_json" or _.value == "tensorrt" or _.value == "msc_tensorrt" or _.value == "arm_compute_lib" or
-          _.value == "bnns_json" or _.value == "clml" or _.value == "cublas_json" or _.value == "cudnn_json" or
-          _.value == "hipblas_json" or _.value == "nnapi" or _.value == "coreml")
+        any-of:
+        - '"_lib"'
+        - '"_import_tree"'
+        - '"cuda"'
+        - '"hip"'
+        - '"hsaco"'
+        - '"opencl"'
+        - '"aocl"'
+        - '"sdaccel"'
+        - '"hexagon"'
+        - '"vulkan"'
+        - '"metal"'
+        - '"webgpu"'
+        - '"GraphExecutorFactory"'
+        - '"GraphRuntimeFactory"'
+        - '"AotExecutorFactory"'
+        - '"metadata_module"'
+        - '"metadata"'
+        - '"const_loader"'
+        - '"static_library"'
+        - '"c"'
+        - '"VMExecutable"'
+        - '"relax.Executable"'
+        - '"relax.VMExecutable"'
+        - '"dnnl_json"'
+        - '"tensorrt"'
+        - '"msc_tensorrt"'
+        - '"arm_compute_lib"'
+        - '"bnns_json"'
+        - '"clml"'
+        - '"cublas_json"'
+        - '"cudnn_json"'
+        - '"hipblas_json"'
+        - '"nnapi"'
+        - '"coreml"'
       doc: 'Module kind (type_key), _lib, or _import_tree. Up to 0.6 the loader was module.loadbinary_<kind>, then
         runtime.module.loadbinary_<kind>. Only the values that have a layout are accepted: the payload that follows
-        has no length, so a parser that does not know it cannot go on.'
+        has no length, so a parser that does not know it cannot go on. Decoded while parsing, since it selects what
+        follows.'
     - id: payload
       type:
-        switch-on: kind.value
+        switch-on: kind
         cases:
           '"_import_tree"': import_tree
           '"cuda"': tvm_payloads::device_binary(tvm_minor)
@@ -147,7 +181,7 @@ types:
           '"nnapi"': tvm_payloads::json_runtime_payload
           '"coreml"': tvm_payloads::coreml_payload
           _: tvm_stream::unsupported
-      if: kind.value != "_lib"
+      if: kind != "_lib"
       doc: The payload, inline and with no length. A grammar registered through mlf_spec.blob.register_payload takes
         precedence; a kind with no grammar is an error (UnsupportedError naming the kind and its offset), as it
         is for TVM's loader. (Compile with --read-pos / debug mode for its offsets.)

@@ -18,7 +18,7 @@ doc: 'What `tvm.runtime.save_param_dict` writes and `load_param_dict` reads (run
   from 0.8; src/relay/backend/param_dict.cc in 0.6-0.7). A list magic, a reserved word, the names, then as many
   tensor records. An empty dict is exactly 32 bytes. Name order is the writer''s map iteration order; duplicate
   names load (the later one wins) and bytes after the last record are ignored by TVM; mlf-spec keeps both on round
-  trip. Types that take `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or the meaning of a code changed
+  trip. Types that take `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout or the meaning of a code changed
   between versions and nothing in the bytes says which one was written. The top-level type: A whole .params file.'
 params:
 - id: tvm_minor

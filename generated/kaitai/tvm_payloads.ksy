@@ -21,8 +21,8 @@ doc: 'What each module kind writes into the module blob (`SaveToBinary` up to 0.
   in both layouts unless a field says `since`/`until`. All integers are little-endian; nothing is padded. The relay
   and relax VM executables are in [vm](vm.md). Facts: shared/reference/binary-formats.md sections 6.1-6.8, checked
   against apache/tvm sources at the tags named in each doc text. This file is a library of types for the other .ksy
-  files; it has no top-level layout. Types that take `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or
-  the meaning of a code changed between versions and nothing in the bytes says which one was written.'
+  files; it has no top-level layout. Types that take `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout
+  or the meaning of a code changed between versions and nothing in the bytes says which one was written.'
 types:
   function_info:
     doc: Kernel metadata of one device function (runtime::FunctionInfo; src/runtime/meta_data.h up to 0.7, file_utils.cc
@@ -187,23 +187,31 @@ types:
     doc: 'Metal kernels. Up to 0.12 (and from TVM builds without Metal up to 0.23, through the device source module)
       the layout is fmt/fmap/data; from 0.13 (d32dea800b) a TVM built with Metal writes version/smap/fmap/fmt; from
       0.24 (6e8f77d664) every writer writes fmt/fmap/smap. Up to 0.23 the first string tells the two apart: the
-      runtime''s version "0.1.0" or the fallback''s fmt.'
+      runtime''s version "0.1.0" or the fallback''s fmt. Not stated in this Kaitai spec: (1) `metal_payload.lead`:
+      `encoding: utf-8` checked only in part: a string that selects a layout is decoded while parsing: bytes that
+      are not UTF-8 stop the Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps
+      them (surrogateescape).'
     params:
     - id: tvm_minor
       type: u2
       doc: Minor version of the producing TVM (0.<tvm_minor>).
     seq:
+    - id: len_lead
+      type: u8
+      doc: Byte length of lead.
     - id: lead
-      type: tvm_stream::lp_str
+      type: str
+      size: len_lead
+      encoding: UTF-8
       doc: 'Up to 0.23: the Metal module version ("0.1.0", kMetalModuleVersion) or the fmt (metal) of the fmt/fmap/data
-        layout. From 0.24: the fmt (metal or metallib).'
+        layout. From 0.24: the fmt (metal or metallib). Decoded while parsing, since it selects what follows.'
     - id: num_smap_v013
       type: u8
       doc: Number of elements of smap_v013.
-      if: tvm_minor < 24 and lead.value == "0.1.0"
+      if: tvm_minor < 24 and lead == "0.1.0"
     - id: smap_v013
       type: str_to_str
-      if: tvm_minor < 24 and lead.value == "0.1.0"
+      if: tvm_minor < 24 and lead == "0.1.0"
       repeat: expr
       repeat-expr: num_smap_v013
       doc: Kernel name -> MSL source or metallib bytes (0.13-0.23 Metal runtime).
@@ -217,11 +225,11 @@ types:
       doc: Kernel name -> FunctionInfo.
     - id: fmt_v013
       type: tvm_stream::lp_str
-      if: tvm_minor < 24 and lead.value == "0.1.0"
+      if: tvm_minor < 24 and lead == "0.1.0"
       doc: Format of the smap values (metal or metallib), 0.13-0.23 Metal runtime.
     - id: data
       type: tvm_stream::lp_bytes
-      if: tvm_minor < 24 and lead.value != "0.1.0"
+      if: tvm_minor < 24 and lead != "0.1.0"
       doc: All kernels' source in one string (fmt/fmap/data layout, up to 0.23).
     - id: num_smap
       type: u8

@@ -15,8 +15,8 @@ doc: 'One tensor as TVM''s `SaveDLTensor` writes it and `NDArray::Load` / `Tenso
   up to 0.21, tensor.h from 0.22). The same record, with no extra length prefix, is embedded in `.params` files,
   executor factory and const_loader payloads, and VM constant sections. All integers are little-endian; nothing
   is aligned or padded. This file is a library of types for the other .ksy files; it has no top-level layout. Types
-  that take `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or the meaning of a code changed between versions
-  and nothing in the bytes says which one was written.'
+  that take `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout or the meaning of a code changed between
+  versions and nothing in the bytes says which one was written.'
 types:
   dl_datatype:
     doc: DLPack DLDataType as TVM serialises it.

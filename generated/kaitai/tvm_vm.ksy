@@ -20,8 +20,8 @@ doc: 'The two virtual-machine executables that TVM puts in a module blob. The re
   src/runtime/vm/executable.cc from 0.21) is wrapped in a `str` in legacy blobs and stored bare in tvm-ffi blobs
   (whose payload string is the only length); its constant-pool type tags were renumbered twice (0.21, 0.22). Standalone
   files (`exe.save()`, `WriteToFile`) hold the body alone. This file is a library of types for the other .ksy files;
-  it has no top-level layout. Types that take `tvm_minor` read the bytes of TVM 0.tvm_minor: the layout or the meaning
-  of a code changed between versions and nothing in the bytes says which one was written.'
+  it has no top-level layout. Types that take `tvm_minor` read the bytes of TVM 0.<tvm_minor>: the layout or the
+  meaning of a code changed between versions and nothing in the bytes says which one was written.'
 types:
   vm_func_info:
     doc: One entry of the relax VM function table (VMFuncInfo::Save).

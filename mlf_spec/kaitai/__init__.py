@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
@@ -31,25 +30,20 @@ def ksy_files() -> dict[str, bytes]:
 
 
 def export(out_dir: str | os.PathLike[str], force: bool = False) -> list[Path]:
-    """Write every .ksy file into ``out_dir`` (created if needed); an existing file is an
-    OutputExistsError unless ``force``. Each file is written to a temporary name and renamed."""
+    """Write every .ksy file into ``out_dir`` (created if needed), each atomically; an existing
+    file is an OutputExistsError (before anything is written) unless ``force``."""
+    from mlf_spec._io import atomic_write_bytes
+
     out = Path(out_dir)
     files = ksy_files()
     if not force:
-        for name in files:
-            if (out / name).exists():
-                raise OutputExistsError(f"{out / name} exists (use --force to replace it)", file=str(out / name))
+        existing = [name for name in files if (out / name).exists()]
+        if existing:
+            raise OutputExistsError(f"{len(existing)} file(s) exist: {', '.join(existing)}", file=str(out))
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in files.items():
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, out / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(out / name, data)
         written.append(out / name)
     return written
 

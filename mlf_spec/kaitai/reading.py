@@ -11,7 +11,8 @@ Two steps, so that parsers in any language can be compared the same way:
    name, ``None`` for an absent field, ``str``/``bytes`` for strings (by the field's encoding),
    lists for vectors, (key, value) pairs for maps. Only the mapping rules of the Kaitai back end
    are used (a ``vec`` is ``num_<x>`` + ``<x>``, a string is ``len_value`` + ``raw``/``value``,
-   a 64-bit magic is read as 8 bytes); no layout is restated.
+   a 64-bit magic is read as 8 bytes, a string that selects a layout is decoded); no layout is
+   restated.
 
 :class:`PythonParsers` loads a directory of Kaitai-generated Python modules and reads a file
 with them.
@@ -126,6 +127,8 @@ def _scalar(type_name: str, v: Any) -> Any:
 
 
 def _text(v: Any, encoding: str | None) -> Any:
+    if isinstance(v, str):  # a string that selects a layout, decoded by the parser
+        return v if encoding else v.encode("utf-8")
     if not isinstance(v, dict):
         raise ReadingError(f"a string should be a length-prefixed object, got {type(v).__name__}")
     raw = v.get("raw", v.get("_raw_parts", v.get("value")))
@@ -183,26 +186,32 @@ def value_tree(structs: dict, name: str, node: Any) -> dict:
     return ns
 
 
-def same(a: Any, b: Any, path: str = "", count: list[int] | None = None) -> list[str]:
+def same(a: Any, b: Any, path: str = "", count: list[int] | None = None, doubles: list[int] | None = None) -> list[str]:
     """Differences between two value trees (``path: a != b`` lines); ``count[0]`` is
-    incremented once per leaf compared. Lists and tuples are alike; NaN equals NaN."""
+    incremented once per leaf compared. Lists and tuples are alike; NaN equals NaN. With
+    ``doubles``, an integer of ``a`` beyond 2^53 also equals the double nearest to it in ``b``
+    (what a JavaScript parser reads from a u8) and is counted in ``doubles[0]``."""
     out: list[str] = []
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             out.append(f"{path or '.'}: keys {sorted(a)} != {sorted(b)}")
         for k in a:
             if k in b:
-                out += same(a[k], b[k], f"{path}.{k}" if path else k, count)
+                out += same(a[k], b[k], f"{path}.{k}" if path else k, count, doubles)
         return out
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             return [f"{path}: {len(a)} elements != {len(b)}"]
         for i, (x, y) in enumerate(zip(a, b)):
-            out += same(x, y, f"{path}[{i}]", count)
+            out += same(x, y, f"{path}[{i}]", count, doubles)
         return out
     if count is not None:
         count[0] += 1
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return []
+    if (doubles is not None and isinstance(a, int) and isinstance(b, float) and abs(a) > 2**53
+            and float(a) == b):
+        doubles[0] += 1
         return []
     if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))
                                        and not isinstance(a, bool) and not isinstance(b, bool)):

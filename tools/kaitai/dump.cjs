@@ -10,7 +10,7 @@
 //
 // A dump holds, per object, the seq fields by their .ksy id (the generated JavaScript names
 // them in lowerCamelCase; the .ksy files give the way back) and the _raw_* bytes; bytes are
-// {"$base64": ...}, non-finite numbers {"$float": "NaN"}.
+// {"$base64": ...}; NaN, infinities and integral doubles beyond 2^53 {"$float": "..."}.
 "use strict";
 const path = require("path");
 const { createRequire } = require("module");
@@ -48,7 +48,8 @@ function readStdin() {
   function dump(v) {
     if (v instanceof Uint8Array) return { $base64: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64") };
     if (Array.isArray(v)) return v.map(dump);
-    if (typeof v === "number") return Number.isFinite(v) ? v : { $float: String(v) };
+    // a double that JSON would print as a (wrong) exact integer, or NaN / Infinity
+    if (typeof v === "number") return Number.isFinite(v) && (!Number.isInteger(v) || Number.isSafeInteger(v)) ? v : { $float: String(v) };
     if (v && typeof v === "object" && v._io !== undefined) {
       const names = fields[v.constructor.name] || {};
       const out = {};

@@ -257,6 +257,7 @@ class Scope:
     bytes_fields: set[str] = field(default_factory=set)  # u64 fields read as 8 bytes
     versions: set[str] = field(default_factory=set)  # str fields read as lp_version
     helpers: dict[str, str] = field(default_factory=dict)  # numel(x) -> instance name
+    selectors: set[tuple[str, str]] = field(default_factory=set)  # (struct, field): str read inline
 
 
 def _field_of(rs: RStruct, name: str) -> RField | None:
@@ -286,12 +287,14 @@ class Translator:
         rs: RStruct | None = self.s.struct
         out: list[str] = []
         f: RField | None = None
+        self.last_inline = False
         for i, p in enumerate(parts):
             if rs is None:
                 raise Untranslatable(f"{dotted}: {parts[i - 1]} is not a struct")
             f = _field_of(rs, p)
             if f is None:
                 raise Untranslatable(f"unknown name {dotted}")
+            self.last_inline = (rs.name, p) in self.s.selectors
             if i == 0 and p == self.s.subject and not self.s.element:
                 out.append("_")
             else:
@@ -309,7 +312,7 @@ class Translator:
         if f is None:
             return path
         if f.kind == "str":
-            return f"{path}.value"
+            return path if self.last_inline else f"{path}.value"
         if f.kind == "scalar" and f.name in self.s.bytes_fields and path.split(".")[0] != "_":
             return path
         if self.s.element and path.split(".")[0] == "_" and f.name == self.s.subject:
@@ -421,6 +424,11 @@ class Translator:
             return f"{head + '.' if head else ''}num_{last}"
         if f.is_array:
             return f"{path}.size"
+        if f.kind == "str" and self.last_inline:
+            head, _, last = path.rpartition(".")
+            if last == "_":
+                raise Untranslatable("len() of the validated string inside its own rule")
+            return f"{head + '.' if head else ''}len_{last}"
         if f.kind == "str":
             return f"{path}.len_value"
         if f.kind == "bytes":
@@ -691,7 +699,7 @@ class KsyEmitter:
         if top is None:
             doc += " This file is a library of types for the other .ksy files; it has no top-level layout."
         if any(self.era(b.structs[s.name]) for s in spec.structs):
-            doc += (f" Types that take `{ERA}` read the bytes of TVM 0.{ERA}: the layout or the meaning of a "
+            doc += (f" Types that take `{ERA}` read the bytes of TVM 0.<{ERA}>: the layout or the meaning of a "
                     "code changed between versions and nothing in the bytes says which one was written.")
         meta: dict[str, Any] = {"id": file_id(spec.name), "title": spec.title, "ks-version": KS_VERSION,
                                 "endian": "le", "imports": sorted(imports)}
@@ -756,6 +764,14 @@ class KsyEmitter:
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least"
                             and _dotted(node.args[0])):
                         scope.versions.add(_dotted(node.args[0]))  # type: ignore[arg-type]
+        # strings that select a layout (switch-on, if) are read inline and decoded while parsing
+        for f in rs.fields:
+            sources = ([f.switch_on] if f.switch_on is not None else []) + ([f.exprs["when"]] if "when" in f.exprs else [])
+            for e in sources:
+                for name in e.names:
+                    g = _field_of(rs, name.split(".")[0])
+                    if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
+                        scope.selectors.add((rs.name, g.name))
         # selectors of switches without default: any-of over the known values
         selector_values: dict[str, list[str]] = {}
         for f in rs.fields:
@@ -924,11 +940,12 @@ class KsyEmitter:
         count_checks = Checks()  # on the count of a vec / map
         contents: list[HexInt] | None = None
         read_as_bytes = f.name in scope.bytes_fields
+        inline_str = (rs.name, f.name) in scope.selectors
         list_like = f.kind in ("vec", "map") or f.is_array
 
         def sub_scope(**kw: Any) -> Scope:
             return Scope(rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
-                         helpers=scope.helpers, **kw)
+                         helpers=scope.helpers, selectors=scope.selectors, **kw)
 
         # const
         if s.const is not None:
@@ -936,6 +953,8 @@ class KsyEmitter:
                 contents = [HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0)]
             elif isinstance(s.const, int):
                 value_checks.add(f"_ == {s.const}", {"eq": s.const})
+            elif s.encoding and inline_str:
+                value_checks.add(f"_ == {_lit_str(s.const)}", {"eq": _lit_str(s.const)})
             elif s.encoding:
                 value_checks.add(f"_.value == {_lit_str(s.const)}")
             else:  # compared as bytes
@@ -967,10 +986,10 @@ class KsyEmitter:
                         elem_checks.add(t, _bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
                         self.note(rs, f.name, src, "yes", "`valid` on each element")
                         continue
-                    if list_like and _only_len_of(c, f.name):
+                    if (list_like or inline_str) and _only_len_of(c, f.name):
                         t = Translator(sub_scope(subject=f.name, count_level=True))(sub)
                         count_checks.add(t, _bounds_form(_len_bounds(c, f.name)) if _len_bounds(c, f.name) else None)
-                        self.note(rs, f.name, src, "yes", f"`valid` on `num_{fid}`")
+                        self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if inline_str else 'num'}_{fid}`")
                         continue
                     if list_like:
                         try:
@@ -1009,7 +1028,8 @@ class KsyEmitter:
                     self.note(rs, f.name, src, "no", str(exc))
                     doc += f" Not checked here: {src} ({exc})."
         if any_of is not None:
-            value_checks.add("(" + " or ".join(f"_.value == {_lit_str(v)}" for v in any_of) + ")")
+            lits = [_lit_str(v) for v in any_of]
+            value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
             doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
                     "a parser that does not know it cannot go on.")
         for e_ in f.exprs.values():
@@ -1051,6 +1071,20 @@ class KsyEmitter:
                 e["valid"] = value_checks.valid()
             out.append(e)
             return out, needs
+
+        if inline_str:
+            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
+            if count_checks:
+                le["valid"] = count_checks.valid()
+            e = entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
+            if value_checks:
+                e["valid"] = value_checks.valid()
+            e["doc"] = clean_doc(doc + " Decoded while parsing, since it selects what follows.")
+            self.note(rs, f.name, "encoding: utf-8", "partly",
+                      "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
+                      "Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them "
+                      "(surrogateescape)")
+            return [le, e], needs
 
         if f.kind in ("vec", "map"):
             ce = entry(f"num_{fid}", type="u8", doc=f"Number of elements of {f.name}.")
