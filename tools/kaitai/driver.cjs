@@ -5,6 +5,7 @@
 //
 // request:  {"specs": {"<ksy id>": <parsed .ksy>, ...},
 //            "compile": [{"lang": "python"|"javascript"|"graphviz"|..., "main": "<ksy id>", "debug": false}],
+//            "skip_done": false,
 //            "render": [{"name": "...", "dot": "<graphviz source>"}]}
 // response: {"compiler": "0.11.0", "graphviz": "...", "require_ms": n,
 //            "results": [{"lang", "main", "ms", "files": {"<file name>": "<source>"}} | {"lang", "main", "error"}],
@@ -56,11 +57,17 @@ function message(e) {
         return Promise.resolve(JSON.parse(JSON.stringify(specs[id])));
       },
     };
+    // A compile also emits every file the main one imports; with "skip_done", a job whose
+    // output an earlier job of the same language already produced is not run again.
+    const key = (name) => name.replace(/\.[^.]*$/, "").replace(/_/g, "").toLowerCase();
+    const done = new Set();
     for (const job of jobs) {
+      if (request.skip_done && done.has(job.lang + ":" + key(job.main))) continue;
       const t1 = process.hrtime.bigint();
       try {
         const spec = JSON.parse(JSON.stringify(specs[job.main]));
         const files = await KSC.compile(job.lang, spec, importer, !!job.debug);
+        for (const name of Object.keys(files)) done.add(job.lang + ":" + key(name));
         response.results.push({ lang: job.lang, main: job.main, ms: Number(process.hrtime.bigint() - t1) / 1e6, files });
       } catch (e) {
         response.results.push({ lang: job.lang, main: job.main, error: message(e) });
