@@ -30,6 +30,7 @@ from mlf_spec.blob import codec as blob_codec
 from mlf_spec.blob import strategies as blob_st
 from mlf_spec.errors import MlfError
 from mlf_spec.kaitai.reading import PythonParsers
+from mlf_spec.kaitai.testee import KNOWN_GAPS, KaitaiTestee, Refused
 from mlf_spec.spec_engine import build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,13 +246,7 @@ def test_dtype_spelling_is_mlf_specs_in_every_dialect(py, compiled):
 # --------------------------------------------------------------------------------------------
 # broken input
 
-#: Broken kinds of the strategies whose rule the .ksy cannot state (docs/kaitai.md): the
-#: generated parsers read them (as TVM's loader does).
-KAITAI_ACCEPTS = {
-    "duplicate_lib_legacy": "legacy_body rule single_lib: count_where() has no Kaitai form",
-    "unknown_code:dl_datatype.code": "a code the dtype table lacks is kept (spelling 'unknown(...)'); mlf-spec's "
-                                     "params codec refuses it by policy, the grammar does not",
-}
+KAITAI_ACCEPTS = KNOWN_GAPS
 
 
 @pytest.fixture(scope="session")
@@ -264,42 +259,70 @@ def broken() -> list[tuple[str, str, bytes, tuple[int, ...]]]:
     return items
 
 
-def _mlf_rejects(spec: str, data: bytes, era: tuple[int, ...]) -> bool:
+def _mlf_error(spec: str, data: bytes, era: tuple[int, ...]) -> str | None:
     try:
         ks.mlf_read(spec, data, era)
-    except MlfError:
-        return True
-    return False
+    except MlfError as exc:
+        return type(exc).__name__
+    return None
 
 
-def test_broken_files_are_rejected_where_the_ksy_states_the_rule(py, compiled, broken):
-    from kaitaistruct import KaitaiStructError
+def _options(spec: str, era: tuple[int, ...]) -> tuple[str, dict[str, str]]:
+    if spec == "params":
+        return "params", {"dialect": ms._dt.dialect(f"{era[0]}.{era[1]}").id}
+    return "blob", {"layout": spec.removeprefix("blob_"), "era": "latest" if era[0] else f"{era[0]}.{era[1]}"}
 
+
+#: Kaitai does not check a length against the bytes that remain: it reads until they run out.
+_LENGTH = {"LengthError", "TruncatedError"}
+
+
+def test_broken_files_are_rejected_where_the_ksy_states_the_rule(compiled, broken):
+    """Every broken kind of the strategies whose rule the .ksy states is refused by both
+    generated parsers, with mlf-spec's error class (Python) for the rule; the others
+    (KNOWN_GAPS, and the warnings mlf-spec reports as findings) are read as mlf-spec reads them."""
+    testee = KaitaiTestee(compiled[0] / "python")
     answers = ks.js_read(compiled[0] / "javascript", [(spec, data, era) for _, spec, data, era in broken])
-    seen: dict[str, int] = {}
+    refused: dict[str, int] = {}
     for (kind, spec, data, era), (js_ok, js_got) in zip(broken, answers):
-        warning = blob_st.BLOB_BROKEN_KINDS.get(kind) == "warning"
-        if kind.startswith("unknown_code"):
-            parsed = py.parse(spec, data, era)
-            assert any(a.dtype.spelling.startswith("unknown(") for a in parsed.arrays)
-        if warning or kind in KAITAI_ACCEPTS:
-            # read alike by all three (mlf-spec reports warnings as findings, not errors)
-            exp = ks.mlf_read(spec, data, era) if not _mlf_rejects(spec, data, era) else None
-            got = py.read(spec, data, era)
-            if exp is not None:
-                assert ks.compare(exp, got)[0] == [], kind
+        fmt, options = _options(spec, era)
+        mlf_error = _mlf_error(spec, data, era)
+        if blob_st.BLOB_BROKEN_KINDS.get(kind) == "warning" or kind in KAITAI_ACCEPTS:
+            got = testee.decode(fmt, data, options)
+            if mlf_error is None:
+                assert ks.compare(ks.mlf_read(spec, data, era), got)[0] == [], kind
+            if kind.startswith("unknown_code"):
+                parsed = testee.parsers.parse(spec, data, era)
+                assert any(a.dtype.spelling.startswith("unknown(") for a in parsed.arrays)
             assert js_ok, (kind, js_got)
             continue
-        seen[kind] = seen.get(kind, 0) + 1
-        assert _mlf_rejects(spec, data, era) or spec == "params", kind
-        with pytest.raises((KaitaiStructError, EOFError, UnicodeDecodeError, ValueError)):
-            py.read(spec, data, era)
+        refused[kind] = refused.get(kind, 0) + 1
+        assert mlf_error is not None, kind
+        with pytest.raises(Refused) as exc:
+            testee.decode(fmt, data, options)
+        assert exc.value.mlf_error == mlf_error or {exc.value.mlf_error, mlf_error} <= _LENGTH, (kind, exc.value)
         assert not js_ok, (kind, "accepted by the JavaScript parser")
         assert js_got["name"] in ("EOFError", "ValidationNotEqualError", "ValidationExprError",
-                                  "ValidationLessThanError", "ValidationGreaterThanError", "ValidationNotAnyOfError",
-                                  "RangeError", "Error"), js_got
-    assert set(seen) == {k for k in ms.PARAMS_BROKEN_KINDS + tuple(blob_st.BLOB_BROKEN_KINDS)
-                         if k not in KAITAI_ACCEPTS and blob_st.BLOB_BROKEN_KINDS.get(k) != "warning"}
+                                  "ValidationLessThanError", "ValidationGreaterThanError", "ValidationNotAnyOfError"), js_got
+    assert set(refused) == {k for k in ms.PARAMS_BROKEN_KINDS + tuple(blob_st.BLOB_BROKEN_KINDS)
+                            if k not in KAITAI_ACCEPTS and blob_st.BLOB_BROKEN_KINDS.get(k) != "warning"}
+
+
+def test_testee_reads_like_mlf_spec_and_names_the_broken_rule(compiled):
+    from mlf_spec.generated import params_ir
+
+    testee = KaitaiTestee(compiled[0] / "python")
+    assert {f["format"] for f in testee.info()["formats"]} == {"params", "blob"}
+    data = build(params_ir.STRUCTS, "params_file", params_ir.EXAMPLES[0]["value"])
+    assert testee.decode("params", data, {"dialect": "v0.23"}) == ks.mlf_read("params", data, (0, 23))
+    cases = {b"x" + data[1:]: "ConstMismatchError", data[:42] + b"\x03" + data[43:]: "CountMismatchError",
+             data[:50]: "TruncatedError"}
+    for bad, error in cases.items():
+        with pytest.raises(Refused) as exc:
+            testee.decode("params", bad, {})
+        assert exc.value.mlf_error == error
+    with pytest.raises(MlfError, match="MLF_SPEC_KAITAI_PYTHON"):
+        KaitaiTestee(None)
 
 
 def test_unknown_legacy_kind_is_named_not_skipped(py):

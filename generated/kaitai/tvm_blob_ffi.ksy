@@ -35,6 +35,9 @@ seq:
 - id: len_body
   type: u8
   doc: Byte length of body.
+  valid:
+    max: _io.size - _io.pos
+  -mlf-error: LengthError
 - id: body
   size: len_body
   type: ffi_body(tvm_minor)
@@ -43,6 +46,7 @@ seq:
   size: 0
   valid:
     expr: body._io.eof
+  -mlf-error: LengthError
   doc: 'Zero-byte check: the value of body fills its length exactly.'
 types:
   ffi_module:
@@ -61,6 +65,10 @@ types:
       doc: Byte length of kind.
       valid:
         min: 1
+        max: _io.size - _io.pos
+      -mlf-error:
+        min: ConstraintError
+        max: LengthError
     - id: kind
       type: str
       size: len_kind
@@ -71,6 +79,9 @@ types:
       type: u8
       doc: Byte length of payload.
       if: kind != "_lib"
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: payload
       size: len_payload
       type:
@@ -110,6 +121,7 @@ types:
       size: 0
       valid:
         expr: payload._io.eof
+      -mlf-error: LengthError
       doc: 'Zero-byte check: the value of payload fills its length exactly.'
       if: kind != "_lib"
   ffi_body:
@@ -127,30 +139,40 @@ types:
       doc: Number of elements of row_ptr.
       valid:
         min: 2
+        max: (_io.size - _io.pos) / 8
+      -mlf-error:
+        min: ConstraintError
+        max: LengthError
     - id: row_ptr
       type: u8
       repeat: expr
       repeat-expr: num_row_ptr
       valid:
         expr: (_index != 0 or _ == 0) and (_index == 0 or _ >= row_ptr[_index - 1])
+      -mlf-error: ConstraintError
       doc: 'CSR row pointers (import_tree_row_ptr_): module i imports child_indices[row_ptr[i] .. row_ptr[i+1]).
         Its length is the module count + 1, and there is at least one module: module 0, the root, which the reader
         returns without checking that it exists. It starts at 0 and never decreases.'
     - id: num_child_indices
       type: u8
       doc: Number of elements of child_indices.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: child_indices
       type: u8
       repeat: expr
       repeat-expr: num_child_indices
       valid:
         expr: _ < (num_row_ptr - 1)
+      -mlf-error: ConstraintError
       doc: 'CSR column indices: the imported modules. Every index names a module (the reader''s only check, child_index
         < modules.size()). The writer sorts and de-duplicates each row and numbers children after their parents.'
     - id: children_covered
       size: 0
       valid:
         expr: row_ptr.last == num_child_indices
+      -mlf-error: ConstraintError
       doc: 'Zero-byte check of the rule children_covered: The last row pointer is the number of child indices. TVM''s
         writer always makes them equal; its reader reads child_indices[row_ptr[i] .. row_ptr[i+1]) unchecked, past
         the end if row_ptr[-1] is larger.'

@@ -39,6 +39,9 @@ seq:
 - id: len_body
   type: u8
   doc: Byte length of body.
+  valid:
+    max: _io.size - _io.pos
+  -mlf-error: LengthError
 - id: body
   size: len_body
   type: legacy_body(tvm_minor)
@@ -47,6 +50,7 @@ seq:
   size: 0
   valid:
     expr: body._io.eof
+  -mlf-error: LengthError
   doc: 'Zero-byte check: the value of body fills its length exactly.'
 types:
   import_tree:
@@ -59,30 +63,40 @@ types:
       doc: Number of elements of row_ptr.
       valid:
         min: 2
+        max: (_io.size - _io.pos) / 8
+      -mlf-error:
+        min: ConstraintError
+        max: LengthError
     - id: row_ptr
       type: u8
       repeat: expr
       repeat-expr: num_row_ptr
       valid:
         expr: (_index != 0 or _ == 0) and (_index == 0 or _ >= row_ptr[_index - 1])
+      -mlf-error: ConstraintError
       doc: 'CSR row pointers: module i imports child_indices[row_ptr[i] .. row_ptr[i+1]). Written with length module
         count + 1 (at least one module: the reader fails with ''modules cannot be empty when import tree is present''),
         starting at 0, never decreasing (the reader checks none of that).'
     - id: num_child_indices
       type: u8
       doc: Number of elements of child_indices.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: child_indices
       type: u8
       repeat: expr
       repeat-expr: num_child_indices
       valid:
         expr: _ < (num_row_ptr - 1)
+      -mlf-error: ConstraintError
       doc: CSR column indices. The reader checks child_index < number of modules. From 0.8 the writer sorts and
         de-duplicates each row and numbers children after parents; 0.7 kept import order.
     - id: children_covered
       size: 0
       valid:
         expr: row_ptr.last == num_child_indices
+      -mlf-error: ConstraintError
       doc: 'Zero-byte check of the rule children_covered: The last row pointer is the number of child indices (the
         reader reads past the end otherwise).'
   legacy_entry:
@@ -99,6 +113,9 @@ types:
     - id: len_kind
       type: u8
       doc: Byte length of kind.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: kind
       type: str
       size: len_kind
@@ -139,6 +156,7 @@ types:
         - '"hipblas_json"'
         - '"nnapi"'
         - '"coreml"'
+      -mlf-error: UnsupportedError
       doc: 'Module kind (type_key), _lib, or _import_tree. Up to 0.6 the loader was module.loadbinary_<kind>, then
         runtime.module.loadbinary_<kind>. Only the values that have a layout are accepted: the payload that follows
         has no length, so a parser that does not know it cannot go on. Decoded while parsing, since it selects what

@@ -35,6 +35,7 @@ seq:
   - 0x8d
   - 0xe5
   - 0xf7
+  -mlf-error: ConstMismatchError
   doc: 'List magic (PARAMS_MAGIC); must match. Read as 8 bytes (little-endian): JavaScript reads a u8 as a double,
     which cannot tell these values apart.'
 - id: reserved
@@ -43,6 +44,9 @@ seq:
 - id: num_names
   type: u8
   doc: Number of elements of names.
+  valid:
+    max: (_io.size - _io.pos) / 8
+  -mlf-error: LengthError
 - id: names
   type: tvm_stream::lp_str
   repeat: expr
@@ -52,6 +56,7 @@ seq:
   type: u8
   valid:
     eq: num_names
+  -mlf-error: CountMismatchError
   doc: Number of tensor records; must equal the number of names.
 - id: arrays
   type: tvm_tensor::tensor_record(tvm_minor)

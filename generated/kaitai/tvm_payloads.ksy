@@ -40,6 +40,9 @@ types:
     - id: num_arg_types
       type: u8
       doc: Number of elements of arg_types.
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: arg_types
       type: tvm_tensor::dl_datatype(tvm_minor)
       repeat: expr
@@ -48,6 +51,9 @@ types:
     - id: num_launch_param_tags
       type: u8
       doc: Number of elements of launch_param_tags.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: launch_param_tags
       type: tvm_stream::lp_str
       repeat: expr
@@ -59,6 +65,9 @@ types:
       type: u8
       doc: Number of elements of arg_extra_tags.
       if: tvm_minor >= 21
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: arg_extra_tags
       type: s4
       if: tvm_minor >= 21
@@ -82,6 +91,9 @@ types:
     - id: num_fmap
       type: u8
       doc: Number of elements of fmap.
+      valid:
+        max: (_io.size - _io.pos) / 32
+      -mlf-error: LengthError
     - id: fmap
       type: str_to_function_info(tvm_minor)
       repeat: expr
@@ -99,6 +111,9 @@ types:
     - id: num_words
       type: u8
       doc: Number of elements of words.
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: words
       type: u4
       repeat: expr
@@ -110,6 +125,9 @@ types:
     - id: len_shader
       type: u8
       doc: Byte length of shader.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: shader
       size: len_shader
       type: spirv_shader
@@ -118,6 +136,7 @@ types:
       size: 0
       valid:
         expr: shader._io.eof
+      -mlf-error: LengthError
       doc: 'Zero-byte check: the value of shader fills its length exactly.'
   opencl_spirv:
     doc: OpenCL compiled to SPIR-V (src/runtime/opencl/opencl_module_spirv.cc, 0.13-0.23). Its kind is still `opencl`,
@@ -131,6 +150,9 @@ types:
     - id: num_fmap
       type: u8
       doc: Number of elements of fmap.
+      valid:
+        max: (_io.size - _io.pos) / 32
+      -mlf-error: LengthError
     - id: fmap
       type: str_to_function_info(tvm_minor)
       repeat: expr
@@ -139,6 +161,9 @@ types:
     - id: num_shaders
       type: u8
       doc: Number of elements of shaders.
+      valid:
+        max: (_io.size - _io.pos) / 20
+      -mlf-error: LengthError
     - id: shaders
       type: str_to_spirv_shader
       repeat: expr
@@ -157,6 +182,9 @@ types:
     - id: num_fmap
       type: u8
       doc: Number of elements of fmap.
+      valid:
+        max: (_io.size - _io.pos) / 32
+      -mlf-error: LengthError
     - id: fmap
       type: str_to_function_info(tvm_minor)
       repeat: expr
@@ -166,6 +194,9 @@ types:
       type: u8
       doc: Number of elements of shaders.
       if: tvm_minor < 24
+      valid:
+        max: (_io.size - _io.pos) / 20
+      -mlf-error: LengthError
     - id: shaders
       type: str_to_spirv_shader
       if: tvm_minor < 24
@@ -176,6 +207,9 @@ types:
       type: u8
       doc: Number of elements of shader_bytes.
       if: tvm_minor >= 24
+      valid:
+        max: (_io.size - _io.pos) / 20
+      -mlf-error: LengthError
     - id: shader_bytes
       type: str_to_spirv_shader_bytes
       if: tvm_minor >= 24
@@ -199,6 +233,9 @@ types:
     - id: len_lead
       type: u8
       doc: Byte length of lead.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: lead
       type: str
       size: len_lead
@@ -209,6 +246,9 @@ types:
       type: u8
       doc: Number of elements of smap_v013.
       if: tvm_minor < 24 and lead == "0.1.0"
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: smap_v013
       type: str_to_str
       if: tvm_minor < 24 and lead == "0.1.0"
@@ -218,6 +258,9 @@ types:
     - id: num_fmap
       type: u8
       doc: Number of elements of fmap.
+      valid:
+        max: (_io.size - _io.pos) / 32
+      -mlf-error: LengthError
     - id: fmap
       type: str_to_function_info(tvm_minor)
       repeat: expr
@@ -235,6 +278,9 @@ types:
       type: u8
       doc: Number of elements of smap.
       if: tvm_minor >= 24
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: smap
       type: str_to_str
       if: tvm_minor >= 24
@@ -252,6 +298,9 @@ types:
     - id: num_fmap
       type: u8
       doc: Number of elements of fmap.
+      valid:
+        max: (_io.size - _io.pos) / 32
+      -mlf-error: LengthError
     - id: fmap
       type: str_to_function_info(tvm_minor)
       repeat: expr
@@ -260,6 +309,9 @@ types:
     - id: num_smap
       type: u8
       doc: Number of elements of smap.
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: smap
       type: str_to_str
       repeat: expr
@@ -284,7 +336,8 @@ types:
       type: u8
       doc: Number of elements of names.
       valid:
-        eq: count
+        expr: _ == count and _ <= (_io.size - _io.pos) / 8
+      -mlf-error: CountMismatchError
     - id: names
       type: tvm_stream::lp_str
       repeat: expr
@@ -312,7 +365,8 @@ types:
       type: u8
       doc: Number of elements of names.
       valid:
-        eq: count
+        expr: _ == count and _ <= (_io.size - _io.pos) / 8
+      -mlf-error: CountMismatchError
     - id: names
       type: tvm_stream::lp_str
       repeat: expr
@@ -335,6 +389,9 @@ types:
     - id: num_items
       type: u8
       doc: Number of elements of items.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: items
       type: tvm_stream::lp_str
       repeat: expr
@@ -353,6 +410,9 @@ types:
     - id: num_variables
       type: u8
       doc: Number of elements of variables.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: variables
       type: tvm_stream::lp_str
       repeat: expr
@@ -363,6 +423,7 @@ types:
       type: u8
       valid:
         eq: num_variables
+      -mlf-error: CountMismatchError
       doc: Number of tensors; must equal the number of variables.
     - id: arrays
       type: tvm_tensor::tensor_record(tvm_minor)
@@ -372,6 +433,9 @@ types:
     - id: num_symbols
       type: u8
       doc: Number of elements of symbols.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: symbols
       type: tvm_stream::lp_str
       repeat: expr
@@ -381,6 +445,7 @@ types:
       type: u8
       valid:
         eq: num_symbols
+      -mlf-error: CountMismatchError
       doc: Must equal the number of symbols.
     - id: const_vars
       type: str_list
@@ -396,6 +461,9 @@ types:
     - id: num_func_names
       type: u8
       doc: Number of elements of func_names.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: func_names
       type: tvm_stream::lp_str
       repeat: expr
@@ -413,6 +481,9 @@ types:
     - id: num_func_names
       type: u8
       doc: Number of elements of func_names.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: func_names
       type: tvm_stream::lp_str
       repeat: expr
@@ -421,6 +492,9 @@ types:
     - id: num_const_vars
       type: u8
       doc: Number of elements of const_vars.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: const_vars
       type: tvm_stream::lp_str
       repeat: expr
@@ -439,6 +513,9 @@ types:
     - id: num_const_names
       type: u8
       doc: Number of elements of const_names.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: const_names
       type: tvm_stream::lp_str
       repeat: expr

@@ -16,7 +16,10 @@ types:
     seq:
     - id: len_value
       type: u8
-      doc: Byte length.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
+      doc: Byte length (at most the bytes left).
     - id: raw
       size: len_value
       doc: The bytes, as stored.
@@ -29,7 +32,10 @@ types:
     seq:
     - id: len_value
       type: u8
-      doc: Byte length.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
+      doc: Byte length (at most the bytes left).
     - id: value
       size: len_value
       doc: The bytes.
@@ -39,7 +45,10 @@ types:
     seq:
     - id: len_value
       type: u8
-      doc: Byte length.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
+      doc: Byte length (at most the bytes left).
     - id: parts
       size: len_value
       type: version_parts
@@ -109,4 +118,5 @@ types:
       size: 0
       valid:
         expr: 'false'
+      -mlf-error: UnsupportedError
       doc: Always fails.

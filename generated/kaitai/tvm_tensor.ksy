@@ -125,6 +125,7 @@ types:
       - 0x40
       - 0x5e
       - 0xdd
+      -mlf-error: ConstMismatchError
       doc: 'Tensor magic (TENSOR_MAGIC). Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which
         cannot tell these values apart.'
     - id: reserved
@@ -134,12 +135,14 @@ types:
       type: dl_device
       valid:
         expr: _.device_type == 1
+      -mlf-error: ConstraintError
       doc: The writer always records kDLCPU; every loader rejects another device type.
     - id: ndim
       type: s4
       valid:
         min: 0
         max: 64
+      -mlf-error: ConstraintError
       doc: Number of dimensions. TVM fails to allocate a negative count; 64 is mlf-spec's bound (DLPack has none)
         so a hostile file cannot make it read 2^31 extents.
     - id: dtype
@@ -151,6 +154,7 @@ types:
       repeat-expr: ndim
       valid:
         min: 0
+      -mlf-error: ConstraintError
       doc: Row-major extents; no strides are stored. TVM allocates negative extents and fails; mlf-spec rejects
         them.
     - id: shape_products
@@ -162,8 +166,15 @@ types:
       type: s8
       valid:
         eq: (shape_numel * ((dtype.bits + 7) / 8))
+      -mlf-error: ConstraintError
       doc: 'Byte size of `data`: numel x ceil(bits / 8) since 0.7 (b8d385c2ab); lanes are ignored, so a vector tensor
         stores only its first numel x ceil(bits/8) bytes.'
+    - id: data_fits
+      size: 0
+      valid:
+        expr: data_byte_size <= _io.size - _io.pos
+      -mlf-error: LengthError
+      doc: 'Zero-byte check: the data_byte_size bytes of data are there (checked before they are read).'
     - id: data
       size: data_byte_size
       doc: Element bytes, little-endian, contiguous. Sub-byte types from 0.21 hold packed bits followed by bytes

@@ -47,6 +47,9 @@ types:
     - id: num_param_names
       type: u8
       doc: Number of elements of param_names.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: param_names
       type: tvm_stream::lp_str
       repeat: expr
@@ -67,6 +70,9 @@ types:
     - id: num_dims
       type: u8
       doc: Number of elements of dims.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: dims
       type: s8
       repeat: expr
@@ -84,6 +90,7 @@ types:
       valid:
         min: 0
         max: 5
+      -mlf-error: ConstraintError
       doc: 0 tensor, 1 DLDataType, 2 shape, 3 string, 4 int, 5 float; any other tag aborts the load.
     - id: value
       type:
@@ -114,6 +121,7 @@ types:
         - 65
         - 1
         - 3
+      -mlf-error: ConstraintError
       doc: 72 tensor, 5 DLDataType, 71 shape, 65 string, 1 int, 3 float; any other tag aborts the load.
     - id: value
       type:
@@ -144,6 +152,7 @@ types:
         - 65
         - 1
         - 3
+      -mlf-error: ConstraintError
       doc: 70 tensor (kTVMFFITensor), 5 DLDataType, 69 shape (kTVMFFIShape), 65 string (kTVMFFIStr), 1 int, 3 float;
         any other tag aborts the load.
     - id: value
@@ -172,16 +181,21 @@ types:
         any-of:
         - '[0x1d, 0x15, 0x14, 0x42, 0x2f, 0xde, 0x25, 0xd2]'
         - '[0x1e, 0x15, 0x14, 0x42, 0x2f, 0xde, 0x25, 0xd2]'
+      -mlf-error: ConstraintError
       doc: 'RELAX_VM_MAGIC, or RELAX_VM_MAGIC_V2 (always written from 0.23; loaders from 0.23 accept both). Read
         as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart.'
     - id: version
       type: tvm_stream::lp_bytes
       valid:
         expr: _.value == [0x30, 0x2e, 0x31, 0x34]
+      -mlf-error: ConstMismatchError
       doc: VM_VERSION; the loader requires equality.
     - id: num_func_table
       type: u8
       doc: Number of elements of func_table.
+      valid:
+        max: (_io.size - _io.pos) / 52
+      -mlf-error: LengthError
     - id: func_table
       type: vm_func_info
       repeat: expr
@@ -191,6 +205,9 @@ types:
       type: u8
       doc: Number of elements of memory_scopes.
       if: magic == [0x1e, 0x15, 0x14, 0x42, 0x2f, 0xde, 0x25, 0xd2]
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: memory_scopes
       type: memory_scope
       if: magic == [0x1e, 0x15, 0x14, 0x42, 0x2f, 0xde, 0x25, 0xd2]
@@ -201,6 +218,9 @@ types:
       type: u8
       doc: Number of elements of constants.
       if: tvm_minor < 21
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: constants
       type: relax_constant_v016(tvm_minor)
       if: tvm_minor < 21
@@ -211,6 +231,9 @@ types:
       type: u8
       doc: Number of elements of constants_v021.
       if: tvm_minor >= 21 and tvm_minor < 22
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: constants_v021
       type: relax_constant_v021(tvm_minor)
       if: tvm_minor >= 21 and tvm_minor < 22
@@ -221,6 +244,9 @@ types:
       type: u8
       doc: Number of elements of constants_v022.
       if: tvm_minor >= 22
+      valid:
+        max: (_io.size - _io.pos) / 4
+      -mlf-error: LengthError
     - id: constants_v022
       type: relax_constant_v022(tvm_minor)
       if: tvm_minor >= 22
@@ -230,6 +256,9 @@ types:
     - id: num_instr_offset
       type: u8
       doc: Number of elements of instr_offset.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: instr_offset
       type: s8
       repeat: expr
@@ -238,6 +267,9 @@ types:
     - id: num_instr_data
       type: u8
       doc: Number of elements of instr_data.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: instr_data
       type: s8
       repeat: expr
@@ -254,6 +286,9 @@ types:
     - id: len_body
       type: u8
       doc: Byte length of body.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: body
       size: len_body
       type: relax_vm_body(tvm_minor)
@@ -262,6 +297,7 @@ types:
       size: 0
       valid:
         expr: body._io.eof
+      -mlf-error: LengthError
       doc: 'Zero-byte check: the value of body fills its length exactly.'
   virtual_device:
     doc: One relay VM virtual device from 0.14 (device and memory scope).
@@ -283,6 +319,7 @@ types:
       type: u4
       valid:
         max: 1
+      -mlf-error: ConstraintError
       doc: 0 immediate tensor, 1 late-bound (name only); the loader rejects any other tag.
     - id: value
       type:
@@ -298,6 +335,9 @@ types:
     - id: num_items
       type: u8
       doc: Number of elements of items.
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: items
       type: str_to_str
       repeat: expr
@@ -311,6 +351,10 @@ types:
       doc: Number of elements of words.
       valid:
         min: 2
+        max: (_io.size - _io.pos) / 8
+      -mlf-error:
+        min: ConstraintError
+        max: LengthError
     - id: words
       type: s8
       repeat: expr
@@ -329,6 +373,7 @@ types:
       type: u8
       valid:
         eq: 3
+      -mlf-error: ConstMismatchError
       doc: The function header is a vec<str> of exactly three strings.
     - id: name
       type: tvm_stream::lp_str
@@ -340,10 +385,14 @@ types:
       type: tvm_stream::lp_str
       valid:
         expr: _.value.to_i >= 0
+      -mlf-error: ConstraintError
       doc: Number of instructions that follow, in decimal.
     - id: num_params
       type: u8
       doc: Number of elements of params.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: params
       type: tvm_stream::lp_str
       repeat: expr
@@ -352,6 +401,9 @@ types:
     - id: num_param_device_indexes
       type: u8
       doc: Number of elements of param_device_indexes.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: param_device_indexes
       type: s8
       repeat: expr
@@ -400,6 +452,7 @@ types:
       - 0xde
       - 0x25
       - 0xd2
+      -mlf-error: ConstMismatchError
       doc: 'RELAY_VM_MAGIC. Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell
         these values apart.'
     - id: version
@@ -410,6 +463,9 @@ types:
       doc: Number of elements of virtual_devices_v09.
       if: ((version.major > 0 or (version.major == 0 and version.minor >= 9)) and (not (version.major > 0 or (version.major
         == 0 and version.minor >= 14))))
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: virtual_devices_v09
       type: tvm_tensor::dl_device
       if: ((version.major > 0 or (version.major == 0 and version.minor >= 9)) and (not (version.major > 0 or (version.major
@@ -421,6 +477,9 @@ types:
       type: u8
       doc: Number of elements of virtual_devices.
       if: (version.major > 0 or (version.major == 0 and version.minor >= 14))
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: virtual_devices
       type: virtual_device
       if: (version.major > 0 or (version.major == 0 and version.minor >= 14))
@@ -434,6 +493,9 @@ types:
     - id: num_globals
       type: u8
       doc: Number of elements of globals.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: globals
       type: tvm_stream::lp_str
       repeat: expr
@@ -452,6 +514,9 @@ types:
       type: u8
       doc: Number of elements of const_device_types.
       if: (not (version.major > 0 or (version.major == 0 and version.minor >= 9)))
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: const_device_types
       type: s8
       if: (not (version.major > 0 or (version.major == 0 and version.minor >= 9)))
@@ -469,7 +534,8 @@ types:
       doc: Number of elements of const_device_indexes.
       if: (version.major > 0 or (version.major == 0 and version.minor >= 9))
       valid:
-        eq: constant_count
+        expr: _ == constant_count and _ <= (_io.size - _io.pos) / 8
+      -mlf-error: CountMismatchError
     - id: const_device_indexes
       type: s8
       if: (version.major > 0 or (version.major == 0 and version.minor >= 9))
@@ -479,6 +545,9 @@ types:
     - id: num_primitive_names
       type: u8
       doc: Number of elements of primitive_names.
+      valid:
+        max: (_io.size - _io.pos) / 8
+      -mlf-error: LengthError
     - id: primitive_names
       type: tvm_stream::lp_str
       repeat: expr
@@ -487,6 +556,9 @@ types:
     - id: num_primitive_attrs
       type: u8
       doc: Number of elements of primitive_attrs.
+      valid:
+        max: (_io.size - _io.pos) / 16
+      -mlf-error: LengthError
     - id: primitive_attrs
       type: u8_to_string_map
       repeat: expr
@@ -510,6 +582,9 @@ types:
     - id: len_body
       type: u8
       doc: Byte length of body.
+      valid:
+        max: _io.size - _io.pos
+      -mlf-error: LengthError
     - id: body
       size: len_body
       type: relay_vm_body(tvm_minor)
@@ -518,6 +593,7 @@ types:
       size: 0
       valid:
         expr: body._io.eof
+      -mlf-error: LengthError
       doc: 'Zero-byte check: the value of body fills its length exactly.'
   str_to_str:
     doc: One key/value pair of a map (str -> str).

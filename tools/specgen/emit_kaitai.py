@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from .common import header
+from .common import element_min_size, header
 from .expr import Expr
 from .load import Binary, Model, RField, RStruct, table_dialects, vkey
 
@@ -183,7 +183,8 @@ def stream_ksy() -> dict[str, Any]:
                                  "when it is read (TVM never validates the bytes, so a parse does not depend on "
                                  "it); `raw` keeps them."),
                 "seq": [
-                    {"id": "len_value", "type": "u8", "doc": "Byte length."},
+                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
+                     "doc": "Byte length (at most the bytes left)."},
                     {"id": "raw", "size": "len_value", "doc": "The bytes, as stored."},
                 ],
                 "instances": {"value": {"value": 'raw.to_s("UTF-8")', "doc": "The bytes decoded as UTF-8."}},
@@ -191,7 +192,8 @@ def stream_ksy() -> dict[str, Any]:
             "lp_bytes": {
                 "doc": "A byte string (binary payloads, source text of no fixed encoding): u64 length, then the bytes.",
                 "seq": [
-                    {"id": "len_value", "type": "u8", "doc": "Byte length."},
+                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
+                     "doc": "Byte length (at most the bytes left)."},
                     {"id": "value", "size": "len_value", "doc": "The bytes."},
                 ],
             },
@@ -199,7 +201,8 @@ def stream_ksy() -> dict[str, Any]:
                 "doc": clean_doc("A TVM version string such as 0.16.dev0 (lp_str with the numbers parsed, for "
                                  "rules that depend on the writer's version)."),
                 "seq": [
-                    {"id": "len_value", "type": "u8", "doc": "Byte length."},
+                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
+                     "doc": "Byte length (at most the bytes left)."},
                     {"id": "parts", "size": "len_value", "type": "version_parts", "doc": "The string, split at dots."},
                 ],
                 "instances": {
@@ -235,6 +238,7 @@ def stream_ksy() -> dict[str, Any]:
                 "doc": clean_doc("The case of a switch whose value has no layout: reading it fails (without it "
                                  "Kaitai would read nothing and go on with the next field)."),
                 "seq": [{"id": "no_layout_for_this_value", "size": 0, "valid": {"expr": "false"},
+                         "-mlf-error": "UnsupportedError",
                          "doc": "Always fails."}],
             },
         },
@@ -530,17 +534,49 @@ class Checks:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, dict[str, Any] | None]] = []
+        self.errors: list[str] = []
 
-    def add(self, cond: str, form: dict[str, Any] | None = None) -> None:
+    def add(self, cond: str, form: dict[str, Any] | None = None, error: str = "ConstraintError") -> None:
+        """A condition; ``error`` is the mlf_spec.errors class mlf-spec raises when it fails."""
         self.items.append((cond, form))
+        self.errors.append(error)
+
+    def apply(self, entry: dict[str, Any]) -> None:
+        """Put ``valid`` on a seq entry, if there are conditions, and ``-mlf-error``: the error
+        class, or per key of the form (``{min: ConstraintError, max: LengthError}``)."""
+        if not self.items:
+            return
+        entry["valid"] = self.valid()
+        keys = [list(form) if form else ["expr"] for _c, form in self.items]
+        if len(self.items) > 1 and "expr" not in entry["valid"] and len(set(self.errors)) > 1:
+            entry["-mlf-error"] = {k: err for ks, err in zip(keys, self.errors) for k in ks}
+        else:
+            entry["-mlf-error"] = self.errors[0]
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
     def valid(self) -> dict[str, Any]:
-        if len(self.items) == 1 and self.items[0][1]:
-            return self.items[0][1]  # type: ignore[return-value]
+        forms = [form for _c, form in self.items]
+        if len(forms) == 1 and forms[0]:
+            return forms[0]
+        bounds = [f for f in forms if f and set(f) <= {"min", "max"}]
+        if len(bounds) == len(forms) and sum(len(f) for f in bounds) == len({k for f in bounds for k in f}):
+            return {k: v for f in bounds for k, v in f.items()}  # e.g. {min: 1, max: bytes left}
         return {"expr": " and ".join(c for c, _ in self.items)}
+
+
+#: The bytes left in the stream being read: a length or count read from the input is checked
+#: against it before anything is read (JavaScript's readBytes wraps sizes from 2^31 on).
+REMAINING = "_io.size - _io.pos"
+
+
+def _length_guard(checks: Checks, unit: int = 1) -> None:
+    """The element count (``unit``: the fewest bytes of one element) or byte length must fit."""
+    if unit <= 0:
+        return
+    limit = REMAINING if unit == 1 else f"({REMAINING}) / {unit}"
+    checks.add(f"_ <= {limit}", {"max": limit}, "LengthError")
 
 
 def _bounds_form(bounds: tuple[int | None, int | None]) -> dict[str, Any] | None:
@@ -822,6 +858,7 @@ class KsyEmitter:
                     continue
                 self.note(rs, f"rule {inv.name}", inv.rule, "yes", f"a zero-byte check field `{ksy_id(inv.name)}`")
                 check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
+                                         "-mlf-error": "ConstraintError",
                                          "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
                 era_conds = []
                 if inv.since:
@@ -952,14 +989,14 @@ class KsyEmitter:
             if isinstance(s.const, int) and read_as_bytes:
                 contents = [HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0)]
             elif isinstance(s.const, int):
-                value_checks.add(f"_ == {s.const}", {"eq": s.const})
+                value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
             elif s.encoding and inline_str:
-                value_checks.add(f"_ == {_lit_str(s.const)}", {"eq": _lit_str(s.const)})
+                value_checks.add(f"_ == {_lit_str(s.const)}", {"eq": _lit_str(s.const)}, "ConstMismatchError")
             elif s.encoding:
-                value_checks.add(f"_.value == {_lit_str(s.const)}")
+                value_checks.add(f"_.value == {_lit_str(s.const)}", None, "ConstMismatchError")
             else:  # compared as bytes
                 raw = s.const.encode("utf-8")
-                value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]")
+                value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
             self.note(rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
                       "`contents` (compared as bytes: JavaScript reads u8 as a double)" if contents is not None
                       else "`valid`")
@@ -973,7 +1010,8 @@ class KsyEmitter:
                 self.note(rs, f.name, rule, "no", str(exc))
                 continue
             on_count = key == "equals" and f.kind in ("vec", "map")
-            (count_checks if on_count else value_checks).add(f"_ == {rhs}", {"eq": rhs})
+            (count_checks if on_count else value_checks).add(
+                f"_ == {rhs}", {"eq": rhs}, "CountMismatchError" if key == "equals" else "ConstraintError")
             self.note(rs, f.name, rule, "yes", f"`valid: {{eq: {rhs}}}` on " + (f"`num_{fid}`" if on_count else "the value"))
         if "constraint" in f.exprs:
             e = f.exprs["constraint"]
@@ -1029,7 +1067,7 @@ class KsyEmitter:
                     doc += f" Not checked here: {src} ({exc})."
         if any_of is not None:
             lits = [_lit_str(v) for v in any_of]
-            value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
+            value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
             doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
                     "a parser that does not know it cannot go on.")
         for e_ in f.exprs.values():
@@ -1046,12 +1084,15 @@ class KsyEmitter:
         if s.sized:
             if f.kind not in ("struct", "switch") or f.is_array:
                 raise KsyError(f"{rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
-            out.append(entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}."))
+            guard = Checks()
+            _length_guard(guard)
+            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
+            guard.apply(le)
+            out.append(le)
             e = entry(fid, size=f"len_{fid}", type=vtype, doc=clean_doc(doc))
-            if value_checks:
-                e["valid"] = value_checks.valid()
+            value_checks.apply(e)
             out.append(e)
-            out.append(entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"},
+            out.append(entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"}, **{"-mlf-error": "LengthError"},
                              doc=clean_doc(f"Zero-byte check: the value of {f.name} fills its length exactly.")))
             return out, needs
 
@@ -1061,24 +1102,27 @@ class KsyEmitter:
                 e = entry(fid, **{"size-eos": True})
             else:
                 try:
-                    e = entry(fid, size=Translator(scope)(size_e))
+                    size_src = Translator(scope)(size_e)
                 except Untranslatable as exc:
                     raise KsyError(f"{rs.name}.{f.name}: size {s.size!r}: {exc}") from None
+                out.append(entry(f"{fid}_fits", size=0, valid={"expr": f"{size_src} <= {REMAINING}"},
+                                 **{"-mlf-error": "LengthError"},
+                                 doc=clean_doc(f"Zero-byte check: the {size_src} bytes of {f.name} are there "
+                                               "(checked before they are read).")))
+                e = entry(fid, size=size_src)
             if s.lazy:
                 doc += " (Kaitai's Python runtime copies these bytes; its JavaScript runtime gives a view.)"
             e["doc"] = clean_doc(doc)
-            if value_checks:
-                e["valid"] = value_checks.valid()
+            value_checks.apply(e)
             out.append(e)
             return out, needs
 
         if inline_str:
+            _length_guard(count_checks)
             le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
-            if count_checks:
-                le["valid"] = count_checks.valid()
+            count_checks.apply(le)
             e = entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
-            if value_checks:
-                e["valid"] = value_checks.valid()
+            value_checks.apply(e)
             e["doc"] = clean_doc(doc + " Decoded while parsing, since it selects what follows.")
             self.note(rs, f.name, "encoding: utf-8", "partly",
                       "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
@@ -1087,9 +1131,14 @@ class KsyEmitter:
             return [le, e], needs
 
         if f.kind in ("vec", "map"):
+            if f.kind == "vec":
+                unit = element_min_size(self.model, f.elem or "", f.elem_struct)
+            else:
+                unit = (element_min_size(self.model, f.key or "", None)
+                        + element_min_size(self.model, f.value or "", f.value_struct))
+            _length_guard(count_checks, unit)
             ce = entry(f"num_{fid}", type="u8", doc=f"Number of elements of {f.name}.")
-            if count_checks:
-                ce["valid"] = count_checks.valid()
+            count_checks.apply(ce)
             out.append(ce)
             count = f"num_{fid}"
         elif f.is_array:
@@ -1104,11 +1153,10 @@ class KsyEmitter:
 
         if read_as_bytes:
             if contents is not None:
-                e = entry(fid, contents=contents)
+                e = entry(fid, contents=contents, **{"-mlf-error": "ConstMismatchError"})
             else:
                 e = entry(fid, size=8)
-                if value_checks:
-                    e["valid"] = value_checks.valid()
+                value_checks.apply(e)
             doc += " Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart."
             e["doc"] = clean_doc(doc)
             out.append(e)
@@ -1118,13 +1166,11 @@ class KsyEmitter:
         if count is not None:
             e["repeat"] = "expr"
             e["repeat-expr"] = count
-            if elem_checks:
-                e["valid"] = elem_checks.valid()
+            elem_checks.apply(e)
             if value_checks:
                 raise KsyError(f"{rs.name}.{f.name}: a rule on a whole list")
         else:
-            if value_checks:
-                e["valid"] = value_checks.valid()
+            value_checks.apply(e)
         if f.spec.keep_span:
             doc += " (Compile with --read-pos / debug mode for its offsets.)"
         e["doc"] = clean_doc(doc)
@@ -1344,8 +1390,10 @@ def emit_kaitai_doc(model: Model, objs: dict[str, dict[str, Any]], rules: list[R
             "double, so two magics that differ in the low bits would compare equal. Other u8 values (lengths, "
             "counts, row pointers) are exact in JavaScript up to 2^53 only, and byte sizes from 2^31 on wrap in "
             "its `readBytes`.",
-            "- Lengths and counts are not checked against the remaining bytes before reading: a parser fails at "
-            "the first missing byte (an end-of-stream error), having allocated only what it read.",
+            "- Every length and count read from the input is checked against the bytes that remain (a count "
+            "against the fewest bytes its elements take) before anything is read, as mlf-spec's readers do "
+            "(`valid: {max: _io.size - _io.pos}`); this also keeps Kaitai's JavaScript runtime from wrapping "
+            "sizes of 2^31 and more.",
             "- Kaitai's Python runtime copies every `size` field (tensor data included) where mlf-spec returns "
             "views.",
             "- Validation errors of Kaitai's Python runtime name the .ksy path of the rule and the stream "
