@@ -26,15 +26,7 @@ params:
   doc: Minor version of the producing TVM (0.<tvm_minor>).
 seq:
 - id: magic
-  contents:
-  - 0xb7
-  - 0x9c
-  - 0x04
-  - 0x05
-  - 0x4f
-  - 0x8d
-  - 0xe5
-  - 0xf7
+  contents: [0xb7, 0x9c, 0x04, 0x05, 0x4f, 0x8d, 0xe5, 0xf7]
   -mlf-error: ConstMismatchError
   doc: 'List magic (PARAMS_MAGIC); must match. Read as 8 bytes (little-endian): JavaScript reads a u8 as a double,
     which cannot tell these values apart.'

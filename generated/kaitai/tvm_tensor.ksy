@@ -65,10 +65,10 @@ types:
         enum: dtype_codes_v0_23
         if: tvm_minor >= 23
         doc: code as TVM 0.23 and later names it (null for other versions).
-      spelling:
-        value: '(code == 1 and bits == 1 and tvm_minor < 23 ? "bool" : code == 1 and bits == 1 and tvm_minor >=
-          23 ? "uint1" : code == 6 and bits == 8 and tvm_minor >= 13 and tvm_minor < 20 ? "e4m3_float8" : code ==
-          7 and bits == 8 and tvm_minor >= 13 and tvm_minor < 20 ? "e5m2_float8" : code == 6 and bits == 8 and tvm_minor
+      base_spelling:
+        value: 'code == 1 and bits == 1 and tvm_minor < 23 ? "bool" : code == 1 and bits == 1 and tvm_minor >= 23
+          ? "uint1" : code == 6 and bits == 8 and tvm_minor >= 13 and tvm_minor < 20 ? "e4m3_float8" : code == 7
+          and bits == 8 and tvm_minor >= 13 and tvm_minor < 20 ? "e5m2_float8" : code == 6 and bits == 8 and tvm_minor
           >= 20 and tvm_minor < 21 ? "float8_e4m3fn" : code == 7 and bits == 8 and tvm_minor >= 20 and tvm_minor
           < 21 ? "float8_e5m2" : code == 8 and bits == 4 and tvm_minor >= 20 and tvm_minor < 21 ? "float4_e2m1fn"
           : code == 6 and bits == 8 and tvm_minor >= 21 and tvm_minor < 23 ? "bool" : code == 6 and bits == 8 and
@@ -83,20 +83,11 @@ types:
           == 3 ? "handle" : code == 4 and tvm_minor >= 7 ? "bfloat" + bits.to_s : code == 5 and tvm_minor >= 7 ?
           "complex" + bits.to_s : code == 6 and tvm_minor >= 21 ? "bool" + bits.to_s : code >= 129 and code <= 255
           ? "custom[" + code.to_s + "]" + bits.to_s : "unknown(code=" + code.to_s + ",bits=" + bits.to_s + ",lanes="
-          + lanes.to_s + ")") + (((code == 1 and bits == 1 and tvm_minor < 23) or (code == 1 and bits == 1 and tvm_minor
-          >= 23) or (code == 6 and bits == 8 and tvm_minor >= 13 and tvm_minor < 20) or (code == 7 and bits == 8
-          and tvm_minor >= 13 and tvm_minor < 20) or (code == 6 and bits == 8 and tvm_minor >= 20 and tvm_minor
-          < 21) or (code == 7 and bits == 8 and tvm_minor >= 20 and tvm_minor < 21) or (code == 8 and bits == 4
-          and tvm_minor >= 20 and tvm_minor < 21) or (code == 6 and bits == 8 and tvm_minor >= 21 and tvm_minor
-          < 23) or (code == 6 and bits == 8 and tvm_minor >= 23) or (code == 7 and bits == 8 and tvm_minor >= 21)
-          or (code == 8 and bits == 8 and tvm_minor >= 21) or (code == 9 and bits == 8 and tvm_minor >= 21) or (code
-          == 10 and bits == 8 and tvm_minor >= 21) or (code == 11 and bits == 8 and tvm_minor >= 21) or (code ==
-          12 and bits == 8 and tvm_minor >= 21) or (code == 13 and bits == 8 and tvm_minor >= 21) or (code == 14
-          and bits == 8 and tvm_minor >= 21) or (code == 15 and bits == 6 and tvm_minor >= 21) or (code == 16 and
-          bits == 6 and tvm_minor >= 21) or (code == 17 and bits == 4 and tvm_minor >= 21) or (code == 0) or (code
-          == 1) or (code == 2) or (code == 3) or (code == 4 and tvm_minor >= 7) or (code == 5 and tvm_minor >= 7)
-          or (code == 6 and tvm_minor >= 21) or (code >= 129 and code <= 255)) ? (lanes >= 32768 ? "xvscalex" +
-          (65536 - lanes).to_s : lanes != 1 ? "x" + lanes.to_s : "") : "")'
+          + lanes.to_s + ")"'
+        doc: TVM's name of (code, bits) in the dialect of tvm_minor, from the table dtype_codes.
+      spelling:
+        value: 'base_spelling.substring(0, 8) == "unknown(" ? base_spelling : base_spelling + (lanes >= 32768 ?
+          "xvscalex" + (65536 - lanes).to_s : lanes != 1 ? "x" + lanes.to_s : "")'
         doc: TVM's spelling of this dtype in the dialect of tvm_minor (x<lanes> appended for vectors), as mlf_spec.params.dtypes
           spells it; unknown(code=..,bits=..,lanes=..) for a code the table lacks.
   dl_device:
@@ -116,15 +107,7 @@ types:
       doc: Minor version of the producing TVM (0.<tvm_minor>).
     seq:
     - id: magic
-      contents:
-      - 0x3f
-      - 0xa1
-      - 0xb4
-      - 0x96
-      - 0xf0
-      - 0x40
-      - 0x5e
-      - 0xdd
+      contents: [0x3f, 0xa1, 0xb4, 0x96, 0xf0, 0x40, 0x5e, 0xdd]
       -mlf-error: ConstMismatchError
       doc: 'Tensor magic (TENSOR_MAGIC). Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which
         cannot tell these values apart.'

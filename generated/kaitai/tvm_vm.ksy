@@ -443,15 +443,7 @@ types:
       doc: Minor version of the producing TVM (0.<tvm_minor>).
     seq:
     - id: magic
-      contents:
-      - 0x1d
-      - 0x15
-      - 0x14
-      - 0x42
-      - 0x2f
-      - 0xde
-      - 0x25
-      - 0xd2
+      contents: [0x1d, 0x15, 0x14, 0x42, 0x2f, 0xde, 0x25, 0xd2]
       -mlf-error: ConstMismatchError
       doc: 'RELAY_VM_MAGIC. Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell
         these values apart.'

@@ -139,11 +139,20 @@ def _hex_repr(dumper: yaml.SafeDumper, value: HexInt) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:int", f"0x{int(value):02x}")
 
 
+class FlowList(list):
+    """A list written on one line in the .ksy (magic bytes)."""
+
+
+def _flow_repr(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
+
+
 class _Dumper(yaml.SafeDumper):
     pass
 
 
 _Dumper.add_representer(HexInt, _hex_repr)
+_Dumper.add_representer(FlowList, _flow_repr)
 
 
 def ksy_text(obj: dict[str, Any], comment: str) -> str:
@@ -987,7 +996,7 @@ class KsyEmitter:
         # const
         if s.const is not None:
             if isinstance(s.const, int) and read_as_bytes:
-                contents = [HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0)]
+                contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
             elif isinstance(s.const, int):
                 value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
             elif s.encoding and inline_str:
@@ -1224,6 +1233,7 @@ class KsyEmitter:
                 name = row["kind"] if (anyw or len(group) > 1) else row["spelling"]
                 values[code] = {"id": ksy_id(name), "doc": clean_doc(row["doc"])}
             enums[enum_name] = values
+            check_collisions([v["id"] for v in values.values()], f"enum {enum_name}", str.upper)
             lo, hi = vkey(since)[1], (vkey(until)[1] if until else None)
             cond = f"{ERA} >= {lo}" + (f" and {ERA} < {hi}" if hi is not None else "")
             instances[f"{fid}_{label}"] = {
@@ -1231,7 +1241,10 @@ class KsyEmitter:
                 "doc": clean_doc(f"{f.name} as TVM {since}" + (f" to {until} (excluded)" if until else " and later")
                                  + " names it (null for other versions)."),
             }
-        instances["spelling"] = {"value": self.spelling_expr(rs, f, tspec),
+        instances["base_spelling"] = {"value": self.spelling_expr(rs, f, tspec),
+                                      "doc": clean_doc(f"TVM's name of (code, bits) in the dialect of tvm_minor, from "
+                                                       f"the table {table}.")}
+        instances["spelling"] = {"value": self.spelling_suffix(),
                                  "doc": clean_doc("TVM's spelling of this dtype in the dialect of tvm_minor (x<lanes> "
                                                   "appended for vectors), as mlf_spec.params.dtypes spells it; "
                                                   "unknown(code=..,bits=..,lanes=..) for a code the table lacks.")}
@@ -1268,13 +1281,16 @@ class KsyEmitter:
             if row.get("until"):
                 c.append(f"{ERA} < {vkey(str(row['until']))[1]}")
             branches.append((" and ".join(c), template(row["spelling"])))
-        unknown = (f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"')
-        base = unknown
+        base = f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"'
         for c, t in reversed(branches):
             base = f"{c} ? {t} : {base}"
-        known = " or ".join(f"({c})" for c, _ in branches)
-        suffix = (f'({lanes} >= 32768 ? "xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
-        return f"({base}) + (({known}) ? {suffix} : \"\")"
+        return base
+
+    @staticmethod
+    def spelling_suffix(lanes: str = "lanes") -> str:
+        """The lanes suffix: x<lanes> for vectors, xvscalex<n> for scalable ones (negative as int16)."""
+        return (f'base_spelling.substring(0, 8) == "unknown(" ? base_spelling : base_spelling + ({lanes} >= 32768 ? '
+                f'"xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
 
 
 def _only_len_of(node: ast.AST, name: str) -> bool:
