@@ -97,9 +97,9 @@ def text(report: Report) -> str:
         v = report.tvm
         by = f", written by {v.writer} ({v.writer_source})" if v.writer else ""
         lines.append(f"  TVM {v.version}{by}: {v.verdict.upper()}")
-        for r in v.reasons:
-            who = f" {printable(r.name)!s}" if r.name else ""
-            lines.append(f"    {r.verdict}: {r.rule}: {r.subject}{who}: {printable(r.message)} [{r.evidence}]")
+        for r in v.all_reasons:
+            who = f" ({printable(r.name)})" if r.name else ""
+            lines.append(f"    {r.verdict}: {r.rule}: {r.where}{who}: {printable(r.message)} [{r.evidence}]")
     return "\n".join(lines) + "\n"
 
 

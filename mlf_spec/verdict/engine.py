@@ -15,6 +15,7 @@ Which facts a subject has is declared in the spec; the format modules compute th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,42 +62,61 @@ def worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=_RANK.__getitem__, default=VERDICTS[0])
 
 
+_COMMIT = re.compile(r"\b[0-9a-f]{10}\b")
+
+
 @dataclass(frozen=True)
 class Reason:
-    """One rule that applies to one part: its verdict, id, the part, a message, the evidence."""
+    """One rule that applies to one part: its verdict, id, the part (``where``, ``name``), a
+    message and the evidence."""
 
     verdict: str
     rule: str
-    subject: str
+    where: str
     name: str | None
     message: str
     evidence: str
 
+    @property
+    def commit(self) -> str | None:
+        """The first TVM commit the evidence names, if any."""
+        m = _COMMIT.search(self.evidence)
+        return m.group(0) if m else None
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (verdict_reason)."""
-        return {"verdict": self.verdict, "rule": self.rule, "subject": self.subject, "name": self.name,
-                "message": self.message, "evidence": self.evidence}
+        """The JSON form (tvm_reason of generated/schemas/tvm_verdict)."""
+        return {"reader": None, "verdict": self.verdict, "rule": self.rule, "where": self.where, "name": self.name,
+                "message": self.message, "commit": self.commit, "evidence": self.evidence}
 
 
 @dataclass
 class Verdict:
-    """A reader version's verdict on an artifact (JSON: generated/schemas/tvm_verdict)."""
+    """A reader version's verdict on an artifact (JSON: generated/schemas/tvm_verdict):
+    ``reasons`` holds the rules whose verdict is worse than loads, ``notes`` the others."""
 
     version: str
     writer: str | None
     writer_source: str
     verdict: str
     reasons: list[Reason] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
 
     @classmethod
     def of(cls, version: str, writer: str | None, writer_source: str, reasons: list[Reason]) -> Verdict:
-        """The verdict of ``reasons`` (the worst of theirs)."""
-        return cls(version, writer, writer_source, worst(r.verdict for r in reasons), reasons)
+        """The verdict of ``reasons`` (the worst of theirs); ``loads`` reasons become notes."""
+        broken = [r for r in reasons if r.verdict != VERDICTS[0]]
+        notes = [r for r in reasons if r.verdict == VERDICTS[0]]
+        return cls(version, writer, writer_source, worst(r.verdict for r in broken), broken, notes)
+
+    @property
+    def all_reasons(self) -> list[Reason]:
+        """Reasons and notes."""
+        return self.reasons + self.notes
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (tvm_verdict)."""
-        return {"version": self.version, "writer": self.writer, "writer_source": self.writer_source,
-                "verdict": self.verdict, "reasons": [r.to_dict() for r in self.reasons]}
+        return {"version": self.version, "verdict": self.verdict, "from": self.writer, "from_source": self.writer_source,
+                "reasons": [r.to_dict() for r in self.reasons], "notes": [r.to_dict() for r in self.notes]}
 
 
 class Evaluator:
