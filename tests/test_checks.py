@@ -191,12 +191,12 @@ def test_verdict_json_and_reasons(tmp_path, capsys):
     code, out, _ = run(["params", "check", str(path), "--tvm", "0.27", "--json"], capsys)
     doc = json.loads(out)
     TvmVerdict.model_validate(doc["tvm"])
-    assert code == 0 and doc["tvm"]["verdict"] == "misreads" and doc["tvm"]["writer_source"] == "detected"
+    assert code == 0 and doc["tvm"]["verdict"] == "misreads" and doc["tvm"]["from_source"] == "detected"
     assert [r["rule"] for r in doc["tvm"]["reasons"]] == ["dtype.float8-read-as-bool"]
     code, out, _ = run(["params", "check", str(path), "--tvm", "0.16", "--json"], capsys)
     assert json.loads(out)["tvm"]["verdict"] == "loads"
     code, out, _ = run(["params", "check", str(path), "--tvm", "0.20", "--from", "0.27", "--json"], capsys)
-    assert json.loads(out)["tvm"]["writer"] == "0.27" and json.loads(out)["tvm"]["verdict"] == "misreads"
+    assert json.loads(out)["tvm"]["from"] == "0.27" and json.loads(out)["tvm"]["verdict"] == "misreads"
     with pytest.raises(SystemExit):
         cli.main(["params", "check", str(path), "--tvm", "9.9"])
     assert "not a version the spec describes" in capsys.readouterr().err
