@@ -98,7 +98,7 @@ def _check(python: str, reader: str, cases: list[tc.Case], work: Path, results: 
     outcome = compare(cases, results, reader)
     assert outcome["disagree"] == [], outcome["disagree"][:10]
     # the comparison sees enough: most cases fully, every large overrun as a crash, most small ones too
-    assert len(outcome["agree"]) >= 0.8 * len(cases)
+    assert len(outcome["agree"]) >= 0.75 * len(cases)
     assert len(outcome["crash_seen"]) >= 0.6 * len(outcome["crash_predicted"]) > 0
     print(f"TVM {reader}: {len(cases)} cases, {len(outcome['agree'])} agree, {len(outcome['partial'])} agree as far "
           f"as TVM shows, {len(outcome['slack'])} predicted crashes absorbed by allocator slack, "

@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
     """--tvm VERSION and --from VERSION (the verdict of a TVM version's reader)."""
-    parser.add_argument("--tvm", type=_version_type, metavar="VERSION",
+    parser.add_argument("--tvm", metavar="VERSION",
                         help="also say whether TVM VERSION's readers take each input as it was meant: loads, misreads, "
                         "rejects (or crashes: .params and blobs), with the reasons (e.g. 0.12, 0.27)")
     parser.add_argument("--from", dest="writer", type=_version_type, metavar="VERSION",
@@ -59,6 +59,22 @@ def _version_type(text: str) -> str:
     except UnsupportedError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
     return text
+
+
+def tvm_version_error(args: argparse.Namespace) -> int | None:
+    """For the .params and blob checks: 2 (after a one-line error) when --tvm names no TVM
+    version the verdict rules describe, else None."""
+    if args.tvm is None:
+        return None
+    from mlf_spec.errors import UnsupportedError
+    from mlf_spec.params.dtypes import known_version
+
+    try:
+        known_version(args.tvm)
+    except UnsupportedError as exc:
+        print(f"mlf-spec: error: --tvm: {exc.message}", file=sys.stderr)
+        return 2
+    return None
 
 
 def _dialect_type(text: str) -> str:

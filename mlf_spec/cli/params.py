@@ -112,7 +112,10 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check(args: argparse.Namespace) -> int:
-    return _batch.run(args, _check_one, accept=ACCEPT, what="a .params file")
+    from .check import tvm_version_error
+
+    bad = tvm_version_error(args)
+    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a .params file")
 
 
 def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
