@@ -97,6 +97,15 @@ class UnsupportedError(MlfError):
     in a legacy blob, whose payload has no length and cannot be skipped)."""
 
 
+class AmbiguousDialectError(UnsupportedError):
+    """A .params file reads differently in several dtype dialects and the caller named
+    none; ``candidates`` are the dialect ids (the CLI exits with status 1: a refusal)."""
+
+    def __init__(self, message: str, candidates: list[str], **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.candidates = candidates
+
+
 class UnsafeArchiveError(MlfError):
     """An archive member would escape the destination, is a link or device, is duplicated
     or exceeds the member size limit."""

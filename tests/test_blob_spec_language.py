@@ -126,6 +126,6 @@ def test_sized_switch_behaves_alike_in_every_backend():
 def test_error_invariants_raise_at_the_first_named_field():
     body = u64(3) + u64(0) + u64(1) + u64(2) + u64(1) + u64(1) + u64(4) + b"_lib" + u64(4) + b"_lib"
     data = u64(len(body)) + body
-    with pytest.raises(ConstraintError, match="children_covered") as err:
+    with pytest.raises(ConstraintError, match="rows_within") as err:
         blob_ffi_fast.read_ffi_blob(memoryview(data), 0, len(data))
     assert err.value.field == "body.row_ptr" and err.value.offset == 8

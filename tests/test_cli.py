@@ -27,8 +27,9 @@ def example(tmp_path):
 def test_dump_json_matches_the_documented_form(example, capsys):
     assert main(["params", "dump", str(example), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"path", "format", "dialect", "tensors"} and doc["path"] == str(example)
-    assert doc["format"] == "tvm-params" and doc["dialect"] == "v0.23"
+    assert set(doc) == {"path", "format", "dialect", "dialect_choice", "trailing_bytes", "tensors"}
+    assert doc["path"] == str(example) and doc["trailing_bytes"] == 0
+    assert doc["format"] == "tvm-params" and doc["dialect"] == "v0.26" == doc["dialect_choice"]["chosen"]
     data = example.read_bytes()
     for t in doc["tensors"]:
         assert set(t) == {"name", "dtype", "shape", "offset", "nbytes", "sha256"}
@@ -47,7 +48,7 @@ def test_dump_json_validates_against_the_generated_schema(example, capsys):
     main(["params", "dump", str(example), "--json"])
     ParamsDump.model_validate_json(capsys.readouterr().out)
     schema = json.loads((ROOT / "generated" / "schemas" / "params_dump.schema.json").read_text())
-    assert set(schema["required"]) == {"path", "format", "dialect", "tensors"}
+    assert set(schema["required"]) == {"path", "format", "dialect", "dialect_choice", "trailing_bytes", "tensors"}
 
 
 def test_dump_dialect_changes_names(tmp_path, capsys):
@@ -59,6 +60,9 @@ def test_dump_dialect_changes_names(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["tensors"][0]["dtype"] == "e4m3_float8"
     main(["params", "dump", str(path), "--json", "--dialect", "0.27"])
     assert json.loads(capsys.readouterr().out)["tensors"][0]["dtype"] == "bool"
+    main(["params", "dump", str(path)])
+    assert "the stored bytes rule out v0.21, v0.23, v0.26" in capsys.readouterr().out
+    params.save({"f": np.zeros(2, ml_dtypes.float8_e4m3fn)}, path, dialect="0.16")
     main(["params", "dump", str(path)])
     assert "ambiguous" in capsys.readouterr().out
 
@@ -91,7 +95,7 @@ def test_convert_round_trip_is_lossless(example, tmp_path, ext):
 def test_convert_refuses_to_overwrite(example, tmp_path, capsys):
     out = tmp_path / "o.npz"
     out.write_bytes(b"keep")
-    assert main(["params", "convert", str(example), str(out)]) == 2
+    assert main(["params", "convert", str(example), str(out)]) == 1  # a refusal, as for migrations
     assert out.read_bytes() == b"keep"
     assert main(["params", "convert", str(example), str(out), "--force"]) == 0
     assert out.read_bytes() != b"keep"

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
 from specgen.emit_construct import CONSTRUCT_LIB, emit_construct  # noqa: E402
-from specgen.emit_data import emit_binary_data, emit_table_data  # noqa: E402
+from specgen.emit_data import emit_binary_data, emit_eras, emit_table_data  # noqa: E402
 from specgen.emit_docs import emit_binary_doc, emit_index, emit_table_doc  # noqa: E402
 from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
 from specgen.emit_kaitai import emit_kaitai, emit_kaitai_doc, graph_specs  # noqa: E402
@@ -36,6 +36,7 @@ from specgen.kaitai_node import NodeToolsError, render_diagrams  # noqa: E402
 from specgen.load import Model, load  # noqa: E402
 from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
 from specgen.migrations import emit_pages as emit_migration_pages  # noqa: E402
+from specgen.verdicts import emit as emit_verdicts  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
 
 GEN = ROOT / "generated"
@@ -73,6 +74,8 @@ class _MemoryFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def render(model: Model) -> dict[str, str]:
     """Every generated file: relative path -> text."""
     files: dict[str, str] = {"__init__.py": PKG_INIT, "_fastlib.py": FASTLIB, "_construct_lib.py": CONSTRUCT_LIB}
+    if model.eras is not None:
+        files["tvm_versions.py"] = emit_eras(model)
     for table in model.tables:
         files[f"{table}_table.py"] = emit_table_data(model, table)
         files[f"docs/{table}.md"] = emit_table_doc(model, table)
@@ -93,6 +96,8 @@ def render(model: Model) -> dict[str, str]:
                                                                              layout.findings)
     for name in model.findings:
         files.update(emit_findings(model, name))
+    for name in model.verdicts:
+        files.update(emit_verdicts(model, name))
     for records in sorted({s.records for s, _ in model.migrations.values()}):
         files[f"{records}_migrations.py"] = emit_migration_data(model, records)
         files.update(emit_migration_pages(model, records))

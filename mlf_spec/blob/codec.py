@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from mlf_spec._io import Source, atomic_write_bytes
 from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnsupportedError
 from mlf_spec.generated import _fastlib
+from mlf_spec.generated import blob_check_findings as _blob_findings
 from mlf_spec.generated import blob_ffi_fast as _ffi
 from mlf_spec.generated import blob_ffi_ir as _ffi_ir
 from mlf_spec.generated import blob_legacy_fast as _leg
@@ -93,6 +94,12 @@ _SWITCH = {"ffi": _payload_switch(_ffi_ir, "ffi_module"), "legacy": _payload_swi
 _REGISTRY: str = _SWITCH["ffi"]["extensible"]
 
 # Which TVM version's grammar to try, by layout and symbol (first that reads wins).
+_FINDINGS: dict[str, dict[str, Any]] = _blob_findings.FINDINGS
+#: (struct, invariant) of the binary specs -> the finding code that reports it.
+_INVARIANT_CODES: dict[tuple[str, str], str] = {
+    tuple(ref.split(".", 1)): code for code, f in _FINDINGS.items() for ref in f.get("invariants", ())  # type: ignore[misc]
+}
+
 _ERA_LABELS = {
     (0, 6): "0.2-0.6 (no import tree)",
     (0, 7): "0.7 (one _lib per DSO module)",
@@ -702,6 +709,7 @@ class Blob:
     name: str = "<bytes>"
     unread_root: Entry | None = None
     prefix: str = ""  # system-lib prefix in front of the symbol, where the blob was found
+    after_end: int = 0  # bytes of a raw blob file after the size-prefixed blob (not part of it)
 
     @property
     def full_symbol(self) -> str:
@@ -799,6 +807,7 @@ def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | 
         _check_format(format)
     layouts = [format] if format else _layouts(symbol)
     errors: list[MlfError] = []
+    attempts: list[tuple[str, tuple[int, ...]]] = []
     for layout in layouts:
         eras = [_era_of(era, layout)] if era is not None else _candidates(layout, symbol)
         for e in eras:
@@ -806,9 +815,24 @@ def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | 
                 return _parse_as(data, layout, e, symbol, name)
             except MlfError as exc:
                 errors.append(exc)
+                attempts.append((layout, e))
+    # No reading takes every byte. One that ends before the data does reads the blob the
+    # size prefix delimits; what follows is not part of it (a raw .bin cut out with more).
+    for exc, (layout, e) in zip(errors, attempts):
+        if isinstance(exc, _AfterEnd):
+            blob = _parse_as(data[: exc.offset], layout, e, symbol, name)
+            blob.after_end = len(data) - exc.offset  # type: ignore[operator]
+            blob.findings = blob.findings + [_finding(
+                "blob.after-end", f"{blob.after_end} bytes follow the blob (its size prefix says "
+                f"{len(blob.data) - 8} body bytes); loaders read only the prefixed size")]
+            return blob
     # The reading that got furthest is the likeliest to be the right one (first on a tie).
     best = max(errors, key=lambda exc: exc.offset if exc.offset is not None else -1)
     raise _decorate(best, symbol, name)
+
+
+class _AfterEnd(ConstraintError):
+    """The blob's size prefix ends before the data does."""
 
 
 def _decorate(exc: MlfError, symbol: str, name: str) -> MlfError:
@@ -829,8 +853,8 @@ def _parse_as(data: bytes, layout: str, era: tuple[int, ...], symbol: str, name:
     else:
         rec, end = _leg.read_legacy_blob(view, 0, len(data), era)
     if end != len(data):
-        raise ConstraintError(f"{len(data) - end} bytes follow the blob (its size prefix says {end - 8})",
-                              field="trailing", offset=end)
+        raise _AfterEnd(f"{len(data) - end} bytes follow the blob (its size prefix says {end - 8})",
+                        field="trailing", offset=end)
     body = rec.body
     entries: list[Entry] = []
     row_ptr = child = None
@@ -875,39 +899,48 @@ def _unread_root(data: bytes, start: int, era: tuple[int, ...]) -> Entry | None:
     return Entry(0, ent.kind, payload, ent.payload_span[0], ent.payload_span[1] - ent.payload_span[0])
 
 
+def _finding(code: str, message: str, module: int | None = None) -> Finding:
+    return Finding(code, _FINDINGS[code]["severity"], message, module)
+
+
+def _lint_findings(struct: str, lints: list[tuple[str, str]]) -> list[Finding]:
+    return [_finding(_INVARIANT_CODES[(struct, name)], doc) for name, doc in lints]
+
+
 def _findings(blob: Blob, tree_rec: Any) -> list[Finding]:
     out: list[Finding] = []
     body = blob.record.body
     if blob.format == "ffi":
-        lints = _ffi.lint_ffi_body(body, blob.era)
+        out += _lint_findings("ffi_body", _ffi.lint_ffi_body(body, blob.era))
     else:
-        lints = _leg.lint_legacy_body(body, blob.era) + (_leg.lint_import_tree(tree_rec, blob.era) if tree_rec else [])
-    out.extend(Finding(code, "warning", doc) for code, doc in lints)
+        out += _lint_findings("legacy_body", _leg.lint_legacy_body(body, blob.era))
+        if tree_rec:
+            out += _lint_findings("import_tree", _leg.lint_import_tree(tree_rec, blob.era))
     if blob.trailing:
         if blob.unread_root is not None:
-            out.append(Finding("unread_root", "info",
-                               f"count is 0, then the root module {blob.unread_root.kind!r} ({blob.unread_root.payload_size} "
-                               "payload bytes): how 0.14-0.21 pack a root without imports; no loader reads it"))
+            out.append(_finding("blob.unread-root",
+                                f"count is 0, then the root module {blob.unread_root.kind!r} ({blob.unread_root.payload_size} "
+                                "payload bytes): how 0.14-0.21 pack a root without imports; no loader reads it"))
         elif blob.format == "legacy" and body.count == 0:
-            out.append(Finding("trailing_bytes", "warning",
-                               f"count is 0 and {len(blob.trailing)} bytes follow that are not one module entry; "
-                               "TVM's reader ignores them"))
+            out.append(_finding("blob.trailing-bytes",
+                                f"count is 0 and {len(blob.trailing)} bytes follow that are not one module entry; "
+                                "TVM's reader ignores them"))
         else:
-            out.append(Finding("trailing_bytes", "warning",
-                               f"{len(blob.trailing)} bytes after the last entry; TVM's reader ignores them"))
+            out.append(_finding("blob.trailing-bytes",
+                                f"{len(blob.trailing)} bytes after the last entry; TVM's reader ignores them"))
     for e in blob.entries:
         if e.payload is None:
             continue
         if e.payload.struct == "opaque_payload":
-            out.append(Finding("no_grammar", "info", f"module {e.index} ({e.kind}): no payload grammar, kept "
-                               f"as {e.payload_size} opaque bytes", e.index))
+            out.append(_finding("module.unknown-kind", f"module {e.index} ({e.kind}): no payload grammar, kept "
+                                f"as {e.payload_size} opaque bytes", e.index))
         if blob.format == "ffi" and e.payload_size == 0:
-            out.append(Finding("empty_payload", "warning", f"module {e.index} ({e.kind}): a zero-length payload, "
-                               "which tvm-ffi's reader rejects", e.index))
+            out.append(_finding("module.empty-payload", f"module {e.index} ({e.kind}): a zero-length payload, "
+                                "which tvm-ffi's reader rejects", e.index))
     if blob.row_ptr is None:
         if blob.entries:
-            out.append(Finding("no_import_tree", "info", "no import tree: a loader makes a new library module "
-                               "the root and imports every module (the layout of TVM up to 0.6)"))
+            out.append(_finding("tree.none", "no import tree: a loader makes a new library module "
+                                "the root and imports every module (the layout of TVM up to 0.6)"))
     elif blob.entries:
         reached = {0}
         stack = [0]
@@ -918,8 +951,8 @@ def _findings(blob: Blob, tree_rec: Any) -> list[Finding]:
                     stack.append(c)
         for i in range(len(blob.entries)):
             if i not in reached:
-                out.append(Finding("unreachable", "info", f"module {i} ({blob.entries[i].kind}) is not "
-                                   "reachable from the root; a loader loads and drops it", i))
+                out.append(_finding("tree.unreachable", f"module {i} ({blob.entries[i].kind}) is not "
+                                    "reachable from the root; a loader loads and drops it", i))
     return out
 
 
@@ -951,6 +984,11 @@ def _parse_located(loc: _locate.LocatedBlob, label: str, era: Any, format: str |
             exc.field = loc.prefix + exc.field
         raise
     b.prefix = loc.prefix
+    if loc.after_end:
+        b.after_end = loc.after_end
+        b.findings = b.findings + [_finding(
+            "blob.after-end", f"{loc.after_end} bytes follow the blob (its size prefix says {len(b.data) - 8} body "
+            "bytes); loaders read only the prefixed size, so they are not part of it")]
     return b
 
 

@@ -97,6 +97,7 @@ class LocatedBlob:
     source: str
     file_offset: int | None
     container_member: str | None = None
+    after_end: int = 0  # raw files: bytes after the size-prefixed blob (not part of it)
 
     @property
     def name(self) -> str:
@@ -324,17 +325,12 @@ def _locate_raw(stream: BinaryIO, size: int, label: str, max_size: int) -> Locat
     stream.seek(0)
     prefix = stream.read(_PREFIX_SIZE)
     total = _blob_length(prefix, size, file=label, field="blob", offset=0, what="the file")
-    if total != size:
-        raise ConstraintError(
-            f"{size - total} bytes follow the blob body (size prefix says {total - _PREFIX_SIZE})",
-            file=label,
-            field="blob.trailing",
-            offset=total,
-        )
-    if size > max_size:
+    if total > max_size:
         raise LengthError(f"raw blob is larger than max_size={max_size}", file=label, field="blob", offset=0)
-    data = _read_exact(stream, 0, size, file=label, field="blob")
-    return LocatedBlob(symbol="", prefix="", data=data, source="raw", file_offset=0)
+    # Bytes after the size-prefixed blob are not part of it (loaders read only the prefixed
+    # size); the blob is read without them and after_end says how many there were.
+    data = _read_exact(stream, 0, total, file=label, field="blob")
+    return LocatedBlob(symbol="", prefix="", data=data, source="raw", file_offset=0, after_end=size - total)
 
 
 # --------------------------------------------------------------------------------------------

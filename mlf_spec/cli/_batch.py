@@ -212,7 +212,12 @@ def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
         if outcome.doc is not None:
             import json
 
-            sys.stdout.write(json.dumps(outcome.doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+            line = json.dumps(outcome.doc, ensure_ascii=False, separators=(",", ":"))
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (undecodable bytes kept): escape, stay valid UTF-8
+                line = json.dumps(outcome.doc, ensure_ascii=True, separators=(",", ":"))
+            sys.stdout.write(line + "\n")
     elif outcome.text:
         sys.stdout.write(outcome.text if outcome.text.endswith("\n") else outcome.text + "\n")
     sys.stdout.flush()

@@ -33,6 +33,18 @@ def register(sub: Any) -> None:
     dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
+    chk = bsub.add_parser("check", help="check module blobs: findings and, with --tvm, a TVM version's verdict",
+                          description="Findings with stable codes (generated/docs/blob_check.md); with --tvm VERSION "
+                          "whether that TVM version's loader reads the blob as meant (generated/docs/tvm_read_rules.md). "
+                          "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
+    _batch.add_arguments(chk, what="files holding module blobs")
+    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
+    from .check import add_tvm_arguments
+
+    add_tvm_arguments(chk)
+    chk.set_defaults(handler=_check)
+
     ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")
     ext.add_argument("file")
     ext.add_argument("-o", "--output", required=True, help="OUT.bin, or OUT.c / OUT.cc for a C array like devc.c")
@@ -86,6 +98,20 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         for f in b.findings:
             out.write(f"  {f.severity}: {f.code}: {f.message}\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .check import tvm_version_error
+
+    bad = tvm_version_error(args)
+    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a file holding a module blob")
+
+
+def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from .check import _check_blob
+
+    _batch.guard(inp, ACCEPT, "a file holding a module blob")
+    return _check_blob(inp, args)
 
 
 def _tree_lines(b: Blob) -> list[str]:

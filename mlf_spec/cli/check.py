@@ -1,10 +1,13 @@
 """``mlf-spec check``: conformance findings for any artifact, dispatched by kind.
 
-``check PATH... [--json] [--version N]`` recognises each input by its content and runs the
-check of its kind: MLF archives (tars or extracted directories) against the metadata
-version they declare (or ``--version N``). Exit status: 0 conformant, 1 an error-severity
-finding, 2 an input that cannot be read; with several inputs, the worst. JSON form (one
-object per input): generated/schemas/mlf_check_output.schema.json.
+``check PATH... [--json] [--version N] [--tvm VERSION [--from VERSION]]`` recognises each
+input by its content and runs the check of its kind: MLF archives (tars or extracted
+directories) against the metadata version they declare (or ``--version N``), .params files,
+module blobs (libraries, devc.c, export tars, raw .bin) and GraphExecutor JSON. ``--tvm``
+adds, for .params files and blobs, the verdict of that TVM version's reader. Exit status:
+0 conformant, 1 an error-severity finding, 2 an input that cannot be read; with several
+inputs, the worst. JSON form (one object per input): generated/schemas/mlf_check_output
+(archives) and generated/schemas/artifact_check_output (the other kinds).
 """
 
 from __future__ import annotations
@@ -24,18 +27,95 @@ CHECKERS: dict[str, Callable[[_batch.Input, argparse.Namespace], _batch.Outcome]
 
 def register(sub: Any) -> None:
     """Add the ``check`` command to the CLI."""
-    c = sub.add_parser("check", help="check artifacts (MLF archives) for conformance",
+    c = sub.add_parser("check", help="check artifacts (MLF archives, .params, blobs, graph JSON) for conformance",
                        description="Check each input against the spec of its kind, recognised by content. "
                        "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(c, what="artifacts to check")
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     c.add_argument("--version", type=int, choices=VERSIONS, dest="check_version",
                    help="check MLF archives against this metadata version instead of the declared one")
-    c.add_argument("--tvm", metavar="VERSION",
-                   help="also say whether that TVM version's readers take each input as it was meant "
-                   "(loads, misreads or rejects, with reasons; e.g. 0.12)")
     add_member_size(c)
+    add_tvm_arguments(c)
+    c.add_argument("--dialect", type=_dialect_type, help=".params: the TVM version whose dtype codes apply "
+                   "(default: detected)")
     c.set_defaults(handler=_check)
+
+
+def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
+    """--tvm VERSION and --from VERSION (the verdict of a TVM version's reader)."""
+    parser.add_argument("--tvm", metavar="VERSION",
+                        help="also say whether TVM VERSION's readers take each input as it was meant: loads, misreads, "
+                        "rejects (or crashes: .params and blobs), with the reasons (e.g. 0.12, 0.27)")
+    parser.add_argument("--from", dest="writer", type=_version_type, metavar="VERSION",
+                        help="the TVM version that wrote the artifact (default: detected from it)")
+
+
+def _version_type(text: str) -> str:
+    from mlf_spec.errors import UnsupportedError
+    from mlf_spec.params.dtypes import known_version
+
+    try:
+        known_version(text)
+    except UnsupportedError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return text
+
+
+def tvm_version_error(args: argparse.Namespace) -> int | None:
+    """For the .params and blob checks: 2 (after a one-line error) when --tvm names no TVM
+    version the verdict rules describe, else None."""
+    if args.tvm is None:
+        return None
+    from mlf_spec.errors import UnsupportedError
+    from mlf_spec.params.dtypes import known_version
+
+    try:
+        known_version(args.tvm)
+    except UnsupportedError as exc:
+        print(f"mlf-spec: error: --tvm: {exc.message}", file=sys.stderr)
+        return 2
+    return None
+
+
+def _dialect_type(text: str) -> str:
+    from .params import _dialect_arg
+
+    return _dialect_arg(text)
+
+
+def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:
+    """The outcome of a .params / blob / graph check report (status 1 on an error finding)."""
+    from mlf_spec.findings import text
+
+    status = 0 if report.conformant else 1
+    if getattr(args, "json", False):
+        return _batch.Outcome(status, doc=report.to_dict())
+    return _batch.Outcome(status, text=text(report))
+
+
+def _check_params(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.params import check as _pcheck
+
+    return artifact_outcome(_pcheck.check(inp.source, dialect=getattr(args, "dialect", None), tvm=args.tvm,
+                                          writer=args.writer, name=inp.name), args)
+
+
+def _check_blob(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from pathlib import Path
+
+    from mlf_spec.blob import check as _bcheck
+    from mlf_spec.errors import MlfError
+
+    if inp.path is not None and not Path(inp.path).is_file():
+        raise MlfError("no such file", file=inp.name)
+    return artifact_outcome(_bcheck.check(inp.source, tvm=args.tvm, writer=args.writer,
+                                          era=getattr(args, "era", None), name=inp.name), args)
+
+
+def _check_graph(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec import graph_check
+
+    return artifact_outcome(graph_check.check(inp.source, name=inp.name), args)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -91,3 +171,7 @@ def report_text(path: str, version: int | None, style: str | None, conformant: b
 
 
 CHECKERS["mlf-archive"] = _check_archive
+CHECKERS["params"] = _check_params
+for _kind in ("library", "c-source", "export-tar", "blob"):
+    CHECKERS[_kind] = _check_blob
+CHECKERS["graph-json"] = _check_graph

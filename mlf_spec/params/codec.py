@@ -116,13 +116,50 @@ def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool)
     rec, end = read_params_file(buf, 0, size)
     records: list[TensorRecord] = rec.arrays
     keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r in records}
-    choice = _dt.detect(keys) if dialect is None else _dt.given(_dt.dialect(dialect))
+    choice = _dt.detect(keys, max_bytes(buf, records)) if dialect is None else _dt.given(_dt.dialect(dialect))
     d = choice.dialect
     if strict and not all(_dt.lookup(d, *k).known for k in keys):
         for i, r in enumerate(records):
             dt = _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
             _dt.require_known(dt, d, f"arrays[{i}].dtype", start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
     return _Index(rec.names, records, rec.magic, rec.reserved, end, choice)
+
+
+def max_bytes(buf: Any, records: list[TensorRecord]) -> dict[tuple[int, int, int], int]:
+    """The largest stored byte of the tensors of each (code, bits, lanes) whose bytes can
+    tell dialects apart (bool and sub-byte types, :func:`dtypes.needs_data`); -1 when
+    they hold no bytes. Only those tensors' data is read."""
+    out: dict[tuple[int, int, int], int] = {}
+    wanted: dict[tuple[int, int], bool] = {}
+    for r in records:
+        cb = (r.dtype_code, r.dtype_bits)
+        need = wanted.get(cb)
+        if need is None:
+            need = wanted[cb] = _dt.needs_data(*cb)
+        if not need:
+            continue
+        key = (r.dtype_code, r.dtype_bits, r.dtype_lanes)
+        n = r.data_byte_size
+        top = int(np.frombuffer(buf, np.uint8, count=n, offset=r.data_offset).max()) if n else -1
+        out[key] = max(out.get(key, -1), top)
+    return out
+
+
+def name_bytes(name: str) -> bytes:
+    """The exact stored bytes of a name as read (undecodable bytes were kept with
+    surrogateescape)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def json_name(name: str) -> dict[str, str]:
+    """A name for JSON output: ``{"name": text}``, plus ``"name_hex"`` (the exact bytes)
+    when the stored bytes are not valid UTF-8 (the text then shows U+FFFD for them)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = name_bytes(name)
+        return {"name": raw.decode("utf-8", "replace"), "name_hex": raw.hex()}
+    return {"name": name}
 
 
 class ParamsFile(MutableMapping):
@@ -538,6 +575,9 @@ _JOIN_BELOW = 16 << 20
 
 
 __all__ = [
+    "json_name",
+    "max_bytes",
+    "name_bytes",
     "dumps_into",
     "nbytes",
     "ALIGNMENT",

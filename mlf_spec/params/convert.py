@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from mlf_spec._io import atomic_writer
-from mlf_spec.errors import MlfError, UnsupportedError
+from mlf_spec.errors import AmbiguousDialectError, MlfError, UnsupportedError
 
 from . import codec as _params
+from . import dtypes as _dt
 
 _META_KEY = "__mlf_spec__"
 FORMATS = {".params": "params", ".npz": "npz", ".safetensors": "safetensors"}
@@ -90,7 +91,11 @@ def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, A
     """Read a .params, .npz or .safetensors file into name -> array / StoredTensor."""
     fmt = format_of(path)
     if fmt == "params":
-        return dict(_params.load(path, dialect=dialect, strict=False).items())
+        p = _params.load(path, dialect=dialect, strict=False)
+        if p.choice.ambiguous:
+            raise AmbiguousDialectError(ambiguity_message(p), [c.id for c in p.choice.candidates],
+                                        file=os.fspath(path))
+        return dict(p.items())
     if fmt == "npz":
         try:
             with np.load(path, allow_pickle=False) as z:
@@ -115,6 +120,25 @@ def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, A
     meta = json.loads(md.get(_META_KEY, "{}"))
     order = meta.get("order", list(arrays))
     return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
+
+
+def ambiguity_message(p: _params.ParamsFile) -> str:
+    """Why a file cannot be converted without a dialect: the tensors whose reading depends
+    on it, and the candidates."""
+    choice = p.choice
+    parts = []
+    seen: set[tuple[int, int, int]] = set()
+    for name, t in p.entries:
+        dt = t.dtype if isinstance(t, _params.StoredTensor) else None
+        key = (dt.code, dt.bits, dt.lanes) if dt is not None else _dt.from_numpy(t.dtype, choice.dialect)
+        if key in seen:
+            continue
+        seen.add(key)
+        options = _dt.readings(choice, key)
+        if len(options) > 1:
+            parts.append(f"{name!r} is " + " or ".join(f"{k} ({', '.join(v)})" for k, v in options.items()))
+    return ("the dtype dialect is ambiguous: " + "; ".join(parts[:4]) + ("; ..." if len(parts) > 4 else "")
+            + f"; choose one with --dialect ({', '.join(c.id for c in choice.candidates)})")
 
 
 def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None) -> None:

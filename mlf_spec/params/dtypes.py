@@ -7,7 +7,7 @@ The code table lives in spec/tables/dtype_codes.yaml; the generator turns it int
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
@@ -48,7 +48,9 @@ DIALECTS: tuple[Dialect, ...] = tuple(
 LATEST = DIALECTS[-1]
 
 
-def _parse_version(text: str) -> tuple[int, int] | None:
+def parse_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) of a TVM version string (``0.16``, ``v0.21``, ``0.16.dev0``,
+    ``0.27.0.post1``), or None if it is not one."""
     parts = text.strip().lstrip("v").split(".")
     if len(parts) < 2:
         return None
@@ -62,9 +64,32 @@ def _parse_version(text: str) -> tuple[int, int] | None:
     return int(parts[0]), int(minor)
 
 
+def known_version(text: str) -> tuple[int, int]:
+    """The (major, minor) of a TVM version the spec describes (spec/eras.yaml: OLDEST to
+    NEWEST); UnsupportedError naming the range otherwise."""
+    from mlf_spec.generated.tvm_versions import NEWEST, OLDEST
+
+    version = parse_version(text)
+    lo, hi = ".".join(map(str, OLDEST)), ".".join(map(str, NEWEST))
+    if version is None:
+        raise UnsupportedError(f"{text!r} is not a TVM version; use one like 0.16 (the spec describes {lo} to {hi})")
+    if not OLDEST <= version <= NEWEST:
+        raise UnsupportedError(f"TVM {text} is not a version the spec describes ({lo} to {hi})")
+    return version
+
+
+def valid_dialect_names() -> str:
+    """The text listing what ``--dialect`` accepts (for messages and help)."""
+    from mlf_spec.generated.tvm_versions import NEWEST, OLDEST
+
+    return (", ".join(d.id for d in DIALECTS) + f", or a TVM version from {'.'.join(map(str, OLDEST))} to "
+            f"{'.'.join(map(str, NEWEST))} (e.g. 0.16)")
+
+
 def dialect(name: str | Dialect | None) -> Dialect:
-    """The dialect named ``name``: a dialect id (``v0.13``), any TVM version string
-    (``0.16``, ``0.16.dev0``, ``0.27.0.post1``) or ``latest``/None for the newest."""
+    """The dialect named ``name``: a dialect id (``v0.13``), a TVM version string the spec
+    describes (``0.16``, ``0.16.dev0``, ``0.27.0.post1``) or ``latest``/None for the
+    newest. Anything else is UnsupportedError listing the valid names."""
     if isinstance(name, Dialect):
         return name
     if name is None or name == "latest":
@@ -72,12 +97,15 @@ def dialect(name: str | Dialect | None) -> Dialect:
     for d in DIALECTS:
         if d.id == name:
             return d
-    version = _parse_version(name)
-    if version is None:
-        raise UnsupportedError(
-            f"unknown dtype dialect {name!r}; use a TVM version like 0.16 or one of "
-            + ", ".join(d.id for d in DIALECTS)
-        )
+    try:
+        version = known_version(name)
+    except UnsupportedError:
+        raise UnsupportedError(f"unknown dtype dialect {name!r}; valid: {valid_dialect_names()}") from None
+    return of_version(version)
+
+
+def of_version(version: tuple[int, ...]) -> Dialect:
+    """The dialect whose range holds TVM ``version`` (the oldest for earlier versions)."""
     for d in DIALECTS:
         if d.since <= version and (d.until is None or version < d.until):
             return d
@@ -115,6 +143,7 @@ def _row_matches(row: dict[str, Any], code: int, bits: int) -> bool:
     return row["bits"] is None or row["bits"] == bits
 
 
+@lru_cache(maxsize=4096)
 def _find_row(d: Dialect, code: int, bits: int) -> dict[str, Any] | None:
     candidates = [_table.ROWS[i] for i in d.rows if _row_matches(_table.ROWS[i], code, bits)]
     exact = [r for r in candidates if r["bits"] is not None]
@@ -190,16 +219,92 @@ def stored_bytes(bits: int, shape: tuple[int, ...]) -> int:
     return new_tensor_record(dtype_code=0, dtype_bits=bits, dtype_lanes=1, shape=shape).data_byte_size
 
 
+def row_of(d: Dialect, code: int, bits: int) -> dict[str, Any] | None:
+    """The dtype table row that dialect ``d`` reads (code, bits) with, or None."""
+    return _find_row(d, code, bits)
+
+
+def layout(d: Dialect, code: int, bits: int) -> str:
+    """How dialect ``d`` stores (code, bits): ``bytes`` (numel x ceil(bits/8), one element
+    per ceil(bits/8) bytes) or ``packed`` (widths that are not a multiple of 8 bit-packed
+    in memory, the file holding the packed bytes and then what the writer read past them;
+    the table's ``subbyte_layout``)."""
+    if bits % 8 == 0:
+        return "bytes"
+    row = _find_row(d, code, bits)
+    return (row or {}).get("subbyte_layout") or "bytes"
+
+
+def needs_data(code: int, bits: int) -> bool:
+    """Whether the stored bytes of a (code, bits) tensor can tell dialects apart (some
+    dialect bounds its byte values: ``data_max``, or one element per byte below 8 bits)."""
+    for d in DIALECTS:
+        row = _find_row(d, code, bits)
+        if row is not None and (row["data_max"] is not None or row["implausible_below"] is not None
+                                or (bits < 8 and layout(d, code, bits) == "bytes")):
+            return True
+    return False
+
+
+def writable(d: Dialect, code: int, bits: int) -> bool:
+    """Whether TVM of dialect ``d`` could allocate (so write) a (code, bits) tensor: the row
+    exists and a width that is not a multiple of 8 is one of its ``subbyte_widths``."""
+    row = _find_row(d, code, bits)
+    if row is None:
+        return False
+    return bits % 8 == 0 or row["subbyte_widths"] is None or bits in row["subbyte_widths"]
+
+
+def data_fits(d: Dialect, code: int, bits: int, max_byte: int) -> bool:
+    """Whether a writer of dialect ``d`` could have stored bytes whose largest value is
+    ``max_byte`` (-1: no bytes) for (code, bits): the row's ``data_max``, and for
+    sub-byte widths stored one element per byte, values below 2**bits; ``implausible_below``
+    rules out small non-zero maxima (bool bytes read as float8)."""
+    row = _find_row(d, code, bits)
+    if row is None or max_byte < 0:
+        return row is not None
+    if row["data_max"] is not None and max_byte > row["data_max"]:
+        return False
+    if row["implausible_below"] is not None and 0 < max_byte < row["implausible_below"]:
+        return False
+    return not (bits < 8 and layout(d, code, bits) == "bytes" and max_byte >= (1 << bits))
+
+
+def meaning(d: Dialect, code: int, bits: int, lanes: int) -> tuple[Any, ...]:
+    """What a dialect makes of a triple, apart from its spelling: (kind, NumPy type,
+    sub-byte layout). Two dialects read a file the same way when these agree for every
+    tensor (a renamed spelling such as e4m3_float8 -> float8_e4m3fn is not a difference)."""
+    row = _find_row(d, code, bits)
+    if row is None:
+        return (None,)
+    return (row["kind"], lookup(d, code, bits, lanes).numpy, layout(d, code, bits) if bits % 8 else None)
+
+
 class DialectChoice:
-    """Which dialect a file was read in, and whether that choice mattered."""
+    """Which dialect a file was read in and why.
 
-    __slots__ = ("dialect", "ambiguous", "candidates", "detected")
+    ``candidates``: the dialects that define every code of the file and whose writers could
+    have stored its bytes; ``header_candidates``: those that define every code (before the
+    bytes were looked at); ``ambiguous``: candidates read some tensor differently (kind,
+    NumPy type or sub-byte layout); ``detected``: False when the caller named the dialect;
+    ``data_conflict``: no dialect's writers could have stored these bytes (the header
+    candidates were kept)."""
 
-    def __init__(self, dialect: Dialect, ambiguous: bool, candidates: tuple[Dialect, ...], detected: bool) -> None:
+    __slots__ = ("dialect", "ambiguous", "candidates", "detected", "header_candidates", "data_conflict")
+
+    def __init__(self, dialect: Dialect, ambiguous: bool, candidates: tuple[Dialect, ...], detected: bool,
+                 header_candidates: tuple[Dialect, ...] | None = None, data_conflict: bool = False) -> None:
         self.dialect, self.ambiguous, self.candidates, self.detected = dialect, ambiguous, candidates, detected
+        self.header_candidates = candidates if header_candidates is None else header_candidates
+        self.data_conflict = data_conflict
 
     def __repr__(self) -> str:
         return f"DialectChoice({self.dialect.id}, ambiguous={self.ambiguous})"
+
+    @property
+    def by_data(self) -> bool:
+        """True when the stored bytes ruled out some dialect that the codes allow."""
+        return not self.data_conflict and len(self.candidates) < len(self.header_candidates)
 
     @property
     def note(self) -> str:
@@ -208,32 +313,88 @@ class DialectChoice:
             return f"dialect {self.dialect.id} given by the caller"
         if not self.candidates:
             return f"no dialect defines every dtype code; read as {self.dialect.id}"
+        data = ""
+        if self.by_data:
+            ruled = [c.id for c in self.header_candidates if c not in self.candidates]
+            data = f"; the stored bytes rule out {', '.join(ruled)}"
+        elif self.data_conflict:
+            data = "; no dialect's writers store these bytes"
         if self.ambiguous:
             others = ", ".join(c.id for c in self.candidates if c != self.dialect)
-            return f"ambiguous: read as {self.dialect.id} ({self.dialect.label}); {others} would name some dtypes differently"
-        return f"read as {self.dialect.id}; every candidate dialect reads it the same way"
+            return (f"ambiguous: read as {self.dialect.id} ({self.dialect.label}); {others} would read some dtypes "
+                    f"differently{data}")
+        return f"read as {self.dialect.id}; every candidate dialect reads it the same way{data}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``dialect_choice`` in params dump and params check)."""
+        return {"chosen": self.dialect.id, "detected": self.detected, "ambiguous": self.ambiguous,
+                "candidates": [c.id for c in self.candidates],
+                "header_candidates": [c.id for c in self.header_candidates],
+                "by_data": self.by_data, "data_conflict": self.data_conflict, "note": self.note}
 
 
-def detect(dtypes: Iterable[tuple[int, int, int]]) -> DialectChoice:
+def detect(dtypes: Iterable[tuple[int, int, int]], max_bytes: Mapping[tuple[int, int, int], int] | None = None
+           ) -> DialectChoice:
     """Pick the dialect for a set of stored (code, bits, lanes).
 
-    Candidates are the dialects that define every code. Among them the one in which the
-    most of these dtypes are what that TVM writes for a NumPy type wins (so a file with
-    (1, 1, 1) and (6, 8, 1) reads as TVM 0.13's bool and e4m3_float8, not as 0.23's
-    uint1 and bool); ties go to the newest. ``ambiguous`` says whether another candidate
-    would name or type some tensor differently.
+    Candidates are the dialects that define every code (and could allocate every width:
+    :func:`writable`; if none could, the codes alone count) and, where ``max_bytes`` gives the
+    largest stored byte of the tensors of a triple (see :func:`needs_data`), whose writers
+    could have stored those bytes: a bool holds only 00 and 01, a sub-byte value stored one
+    per byte stays below 2**bits. If the bytes fit no dialect, the codes alone decide
+    (``data_conflict``). Among the candidates the one in which the most of these dtypes are
+    what that TVM writes for a NumPy type wins (so a file with (1, 1, 1) and (6, 8, 1)
+    reads as TVM 0.13's bool and e4m3_float8, not as 0.23's uint1 and bool), then the one
+    that stores the most sub-byte tensors one element per byte, then the newest.
+    ``ambiguous`` says whether another candidate reads some tensor differently.
     """
     distinct = sorted(set(dtypes))
-    candidates = tuple(d for d in DIALECTS if all(lookup(d, c, b, la).known for c, b, la in distinct))
-    if not candidates:
+    header = tuple(d for d in DIALECTS if all(lookup(d, c, b, la).known for c, b, la in distinct))
+    header = tuple(d for d in header if all(writable(d, c, b) for c, b, _ in distinct)) or header
+    if not header:
         return DialectChoice(LATEST, bool(distinct), (), True)
+    seen = max_bytes or {}
+    fitting = tuple(d for d in header
+                    if all(data_fits(d, c, b, seen[(c, b, la)]) for c, b, la in distinct if (c, b, la) in seen))
+    conflict = not fitting
+    candidates = fitting or header
 
-    def score(d: Dialect) -> int:
-        return sum(1 for c, b, _ in distinct if (_find_row(d, c, b) or {}).get("writes"))
+    def score(d: Dialect) -> tuple[int, int, tuple[int, ...]]:
+        writes = sum(1 for c, b, _ in distinct if (_find_row(d, c, b) or {}).get("writes"))
+        per_byte = sum(1 for c, b, _ in distinct if b < 8 and layout(d, c, b) == "bytes")
+        return writes, per_byte, d.since
 
-    best = max(candidates, key=lambda d: (score(d), d.since))
-    readings = {tuple((lookup(d, *t).name, lookup(d, *t).numpy) for t in distinct) for d in candidates}
-    return DialectChoice(best, len(readings) > 1, candidates, True)
+    best = max(candidates, key=score)
+    readings = {tuple(meaning(d, *t) for t in distinct) for d in candidates}
+    return DialectChoice(best, len(readings) > 1, candidates, True, header, conflict)
+
+
+def readings(choice: DialectChoice, dtype: tuple[int, int, int]) -> dict[str, list[str]]:
+    """How the candidate dialects of ``choice`` spell one stored triple: spelling (with
+    ``, packed`` for a bit-packed sub-byte layout) -> dialect ids."""
+    out: dict[str, list[str]] = {}
+    for d in choice.candidates:
+        dt = lookup(d, *dtype)
+        label = dt.name + (", packed" if layout(d, dtype[0], dtype[1]) == "packed" else "")
+        out.setdefault(label, []).append(d.id)
+    return out
+
+
+@cache
+def _spelling_pattern() -> Any:
+    import re
+
+    alternatives = set()
+    for row in _table.ROWS:
+        parts = re.split(r"(\{bits\}|\{code\})", row["spelling"])
+        alternatives.add("".join(r"[0-9]+" if p in ("{bits}", "{code}") else re.escape(p) for p in parts))
+    return re.compile(r"(?:" + "|".join(sorted(alternatives)) + r")(?:x[0-9]+|xvscalex[0-9]+)?")
+
+
+def is_spelling(text: str) -> bool:
+    """Whether ``text`` is a dtype spelling of some TVM version (the table's spellings,
+    ``{bits}`` any width, with an optional ``x<lanes>``), e.g. ``float32``, ``int8x4``, ``bool``."""
+    return _spelling_pattern().fullmatch(text) is not None
 
 
 def given(d: Dialect) -> DialectChoice:
@@ -290,8 +451,20 @@ __all__ = [
     "Dialect",
     "DialectChoice",
     "MlfError",
+    "data_fits",
     "detect",
     "dialect",
+    "is_spelling",
+    "known_version",
+    "layout",
+    "meaning",
+    "needs_data",
+    "of_version",
+    "readings",
+    "parse_version",
+    "row_of",
+    "valid_dialect_names",
+    "writable",
     "from_numpy",
     "given",
     "lookup",

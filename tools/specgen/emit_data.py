@@ -162,6 +162,22 @@ def emit_table_data(model: Model, name: str) -> str:
     return c.text()
 
 
+def emit_eras(model: Model) -> str:
+    """Python source of ``tvm_versions.py``: the TVM versions of spec/eras.yaml."""
+    assert model.eras is not None and model.eras_doc is not None
+    c = Code()
+    c.lines.append(header(model, [model.eras_doc]).rstrip("\n"))
+    c(f'"""{model.eras.title}."""')
+    c()
+    eras = [{"version": vkey(e.version), "doc": " ".join(e.doc.split())}
+            for e in sorted(model.eras.eras, key=lambda e: vkey(e.version))]
+    c(f"ERAS = {pformat(eras, width=120, sort_dicts=False)}")
+    c("#: The oldest and the newest TVM version the spec describes.")
+    c(f"OLDEST = {eras[0]['version']!r}")
+    c(f"NEWEST = {eras[-1]['version']!r}")
+    return c.text()
+
+
 def emit_json(data: object) -> str:
     """Deterministic JSON text."""
     return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"

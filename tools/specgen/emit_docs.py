@@ -217,7 +217,7 @@ def emit_index(model: Model) -> str:
         if r.timeline:
             lines.extend(f"  - [version {v}]({r.name}_v{v}.md)"
                          for v in dict.fromkeys(x.version for x in model.timelines[r.timeline][0].revisions))
-    for kind in (model.timelines, model.layouts, model.findings):
+    for kind in (model.timelines, model.layouts, model.findings, model.verdicts):
         for s, _ in kind.values():
             lines.append(f"- [{s.title}]({s.name}.md)")
     for records in sorted({m.records for m, _ in model.migrations.values()}):

@@ -459,6 +459,8 @@ class Translator:
             if bv is not None and bv > 0:
                 return f"(({a} + {bv - 1}) / {bv})"
             return f"(-((-{a}) / {self.node(b)}))"
+        if fn in ("min", "max") and len(args) == 1:  # of a list: Kaitai's array .min / .max
+            return f"{self.node(args[0])}.{fn}"
         if fn in ("min", "max"):
             a, b = (self.node(x) for x in args)
             return f"({a} {'<' if fn == 'min' else '>'} {b} ? {a} : {b})"

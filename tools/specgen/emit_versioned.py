@@ -808,6 +808,8 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
             d["basis"] = [{"commit": b.commit, "doc": " ".join(b.doc.split())} for b in f.basis]
             if f.was is not None:
                 d["was"] = " ".join(f.was.split())
+        if f.invariants:
+            d["invariants"] = f.invariants
         data[f.code] = d
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
     page = _page_head(model, [doc], spec.title, spec.doc)

@@ -421,6 +421,8 @@ class FindingSpec(Strict):
     severity: Literal["error", "warning", "info"]
     doc: str
     broken: bool = Field(False, description="Strategies can build an artifact that has this finding.")
+    invariants: list[str] = Field(default_factory=list,
+                                  description="Warning-level invariants of binary specs (struct.name) this finding reports.")
     rule: str | None = Field(None, description="A cross-check: what must hold for the writer's output, as text.")
     provable: bool | None = Field(
         None, description="Whether the writer's code proves the rule for every archive it wrote (a rule that "
@@ -522,6 +524,51 @@ class MigrationSpec(Strict):
                                             description="Operations on the archive members (by layout entry).")
 
 
+class VerdictName(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+
+
+class FactSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    type: Literal["int", "str"]
+    doc: str
+
+
+class SubjectSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    doc: str
+    facts: list[FactSpec]
+
+
+class RuleSpec(Strict):
+    id: str = Field(pattern=r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
+    subject: str
+    when: str = Field(description="Condition over the subject's facts (the spec's expression language).")
+    since: str | None = Field(None, description="First reader version the rule applies to.")
+    until: str | None = Field(None, description="First reader version it no longer applies to.")
+    writer_since: str | None = Field(None, description="First writer version the rule applies to.")
+    writer_until: str | None = Field(None, description="First writer version it no longer applies to.")
+    verdict: str
+    reason: str = Field(description="What the reader does; {fact} placeholders are filled in.")
+    evidence: str = Field(description="TVM commits, `src vX.Y`, or `observed 0.25/0.26/0.27`.")
+
+    _v_since = field_validator("since", "until", "writer_since", "writer_until")(
+        classmethod(lambda cls, v: _check_version(v)))
+
+
+class VerdictsSpec(Strict):
+    """spec: verdicts — rules that tell what a reader version does with an artifact."""
+
+    spec: Literal["verdicts"]
+    name: str = Field(pattern=IDENT)
+    title: str
+    doc: str
+    verdicts: list[VerdictName]
+    subjects: list[SubjectSpec]
+    rules: list[RuleSpec]
+
+
 SPEC_KINDS: dict[str, type[BaseModel]] = {
     "binary": BinarySpec,
     "eras": ErasSpec,
@@ -531,4 +578,5 @@ SPEC_KINDS: dict[str, type[BaseModel]] = {
     "layout": LayoutSpec,
     "findings": FindingsSpec,
     "migration": MigrationSpec,
+    "verdicts": VerdictsSpec,
 }

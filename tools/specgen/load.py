@@ -27,6 +27,7 @@ from .ir import (
     StructSpec,
     TableSpec,
     TimelineSpec,
+    VerdictsSpec,
 )
 from .ir import SPEC_KINDS as KINDS
 from .yamlload import SpecDocument, SpecError
@@ -130,6 +131,7 @@ class Model:
     layouts: dict[str, tuple[LayoutSpec, SpecDocument]] = field(default_factory=dict)
     findings: dict[str, tuple[FindingsSpec, SpecDocument]] = field(default_factory=dict)
     migrations: dict[str, tuple[MigrationSpec, SpecDocument]] = field(default_factory=dict)
+    verdicts: dict[str, tuple[VerdictsSpec, SpecDocument]] = field(default_factory=dict)
 
     def digest(self, doc: SpecDocument) -> str:
         """Content hash of one spec file (goes into generated headers)."""
@@ -184,6 +186,8 @@ def load(root: Path) -> Model:
             model.layouts[spec.name] = (spec, doc)
         elif isinstance(spec, FindingsSpec):
             model.findings[spec.name] = (spec, doc)
+        elif isinstance(spec, VerdictsSpec):
+            model.verdicts[spec.name] = (spec, doc)
         elif isinstance(spec, MigrationSpec):
             if spec.name in model.migrations:
                 raise doc.error(("name",), f"migration {spec.name!r} is defined twice")
@@ -197,6 +201,10 @@ def load(root: Path) -> Model:
     from .migrations import check_migrations
 
     check_migrations(model)
+    from .verdicts import check as check_verdicts
+
+    for vspec, vdoc in model.verdicts.values():
+        check_verdicts(model, vspec, vdoc)
     return model
 
 

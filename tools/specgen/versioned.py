@@ -361,6 +361,23 @@ def check_versioned(model: Any) -> None:
                 raise doc.error(("findings", i), "`provable`, `basis` and `was` belong to a cross-check with a `rule`")
             if f.rule is not None and (f.provable is None or not f.basis):
                 raise doc.error(("findings", i), "a cross-check `rule` states whether it is `provable` and its `basis`")
+            for k, ref in enumerate(f.invariants):
+                _check_invariant_ref(model, doc, ("findings", i, "invariants", k), ref)
+
+
+def _check_invariant_ref(model: Any, doc: SpecDocument, loc: tuple, ref: str) -> None:
+    struct, _, name = ref.partition(".")
+    for binary in model.binaries.values():
+        for s in binary.spec.structs:
+            if s.name != struct:
+                continue
+            for inv in s.invariants:
+                if inv.name == name:
+                    if inv.severity != "warning":
+                        raise doc.error(loc, f"invariant {ref!r} is an error invariant (the reader raises); "
+                                        "only warning invariants are findings")
+                    return
+    raise doc.error(loc, f"no binary spec has a struct {struct!r} with an invariant {name!r}")
 
 
 def _check_timeline(spec: TimelineSpec, doc: SpecDocument) -> None:

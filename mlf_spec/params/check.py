@@ -1,0 +1,437 @@
+"""Check a .params file: findings (spec/findings/params_check.yaml) and, for a TVM
+version, the verdict of its reader (spec/verdicts/tvm_read_rules.yaml).
+
+    >>> from mlf_spec.params import check
+    >>> report = check.check("model.params", tvm="0.27")
+    >>> report.conformant, report.codes(), report.tvm.verdict
+    (True, [], 'loads')
+
+The file is read the way TVM's loader reads it. The fast reader (:func:`codec.open`) is
+tried first; a file it refuses for a value TVM's loader does not check or checks later
+(a device type other than CPU, a data size that does not match, negative extents, more
+than 64 dimensions, a count that differs from the names, data cut short) is read again by
+the spec interpreter, which follows the stored counts and sizes as TVM does, and the
+deviations become findings. What that reading cannot follow either (a bad magic, a header
+cut short, lengths past the end) is an unreadable input: MlfError.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlf_spec._io import describe, read_source
+from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
+from mlf_spec.findings import Collector, Report
+from mlf_spec.generated import params_ir as _ir
+from mlf_spec.generated.params_check_findings import FINDINGS
+from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
+from mlf_spec.spec_engine import Tracer
+from mlf_spec.verdict import engine as _verdict
+
+from . import codec as _codec
+from . import dtypes as _dt
+
+_I64 = 1 << 64
+_MAX_NDIM = 64  # mlf-spec's own bound (spec/binary/tensor.yaml), not TVM's
+
+
+@dataclass
+class _Rec:
+    """One tensor record as the loader sees it, with the offsets of its fields."""
+
+    index: int
+    name: str
+    reserved: int
+    device_type: int
+    device_id: int
+    ndim: int
+    code: int
+    bits: int
+    lanes: int
+    shape: tuple[int, ...]
+    nbytes: int
+    start: int
+    data_offset: int
+    present: int
+
+    def offset(self, field: str) -> int:
+        """Byte offset of a field of the record (shape and data_byte_size follow dtype)."""
+        if field in TENSOR_RECORD_OFFSETS:
+            return self.start + TENSOR_RECORD_OFFSETS[field]
+        if field == "shape":
+            return self.data_offset - 8 - 8 * self.ndim
+        if field == "data_byte_size":
+            return self.data_offset - 8
+        return self.data_offset
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """(code, bits, lanes)."""
+        return self.code, self.bits, self.lanes
+
+
+@dataclass
+class _File:
+    reserved: int
+    names: list[str]
+    count: int
+    records: list[_Rec]
+    trailing: int
+    truncated: bool
+
+
+def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, writer: str | None = None,
+          name: str | None = None) -> Report:
+    """Check a .params file (path, bytes or binary file object). ``dialect`` reads the
+    dtype codes as that TVM version's (default: detected); ``tvm`` adds the verdict of that
+    TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
+    then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
+    MlfError when the file's structure cannot be followed."""
+    label = name or describe(source)
+    given = _dt.dialect(dialect) if dialect is not None else None
+    if given is None and writer is not None:
+        given = _dt.of_version(_verdict.writer_range(writer)[0])  # the writer's codes
+    reader = _verdict.reader_version(tvm) if tvm is not None else None
+    wrange = _verdict.writer_range(writer) if writer is not None else None
+    try:
+        with read_source(source) as (buf, size, _fd):
+            pf = _scan(buf, size)
+            max_bytes = _max_bytes(buf, pf.records)
+    except MlfError as exc:
+        raise exc.with_file(label) from None
+    keys = [r.key for r in pf.records]
+    detected = _dt.detect(keys, max_bytes)
+    choice = _dt.given(given) if given is not None else detected
+    d = choice.dialect
+    c = Collector(FINDINGS)
+    _file_findings(pf, c)
+    _dialect_findings(choice, detected, keys, max_bytes, c)
+    for r in pf.records:
+        _tensor_findings(r, d, max_bytes.get(r.key, -1), c)
+    report = Report(label, "params", c.findings, dialect_choice=choice.to_dict())
+    if reader is not None:
+        report.tvm = _tvm_verdict(pf, choice, wrange, reader, tvm or "", writer, max_bytes)
+    return report
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def _scan(buf: Any, size: int) -> _File:
+    """The records, by the fast reader or, where it refuses, as TVM's loader follows them."""
+    try:
+        rec, end = _codec.read_params_file(buf, 0, size)
+    except MlfError:
+        return _scan_leniently(buf, size)
+    records = []
+    for i, (n, r) in enumerate(zip(rec.names, rec.arrays)):
+        start = _codec.start_of_tensor_record(r)
+        records.append(_Rec(i, n, r.reserved, r.device_type, r.device_id, r.ndim, r.dtype_code, r.dtype_bits,
+                            r.dtype_lanes, tuple(r.shape), r.data_byte_size, start, r.data_offset, r.data_byte_size))
+    return _File(rec.reserved, list(rec.names), rec.count, records, size - end, False)
+
+
+class _Stop(Exception):
+    """The file ends inside the data of a tensor: nothing follows."""
+
+
+class _LoaderTracer(Tracer):
+    """The spec interpreter, reading as TVM's loader does: stored counts and sizes are
+    followed (not checked against each other), tensor data is not copied, and data cut
+    short ends the file instead of failing."""
+
+    def __init__(self, structs: dict, buf: Any, size: int) -> None:
+        super().__init__(structs, buf)
+        self.end = size
+        self.cut: tuple[tuple, int, int] | None = None  # (path, start, bytes present)
+
+    def _take(self, n: int, path: tuple) -> Any:
+        if n < 0 or n > self.end - self.pos:
+            raise TruncatedError(f"needs {n} bytes, {self.end - self.pos} remain", field=_path(path), offset=self.pos)
+        b = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
+        return b
+
+    def _field(self, f: dict, ns: dict, fpath: tuple) -> None:
+        if f["kind"] == "bytes" and f.get("role") == "tensor_payload":
+            size = f["size"][1](ns)
+            if size < 0:
+                raise ConstraintError(f"data size is {size}", field=_path(fpath), offset=self.pos)
+            have = min(size, self.end - self.pos)
+            ns[f["name"]] = (self.pos, have)
+            self.pos += have
+            if have < size:
+                self.cut = (fpath, self.pos - have, have)
+                raise _Stop
+            return
+        if "count" in f and f["kind"] == "scalar":
+            count = f["count"][1](ns)
+            if count < 0:
+                raise ConstraintError(f"{f['name']} count is {count}: TVM's loader fails too (length_error)",
+                                      field=_path(fpath), offset=self.pos)
+            if count * f["size"] > self.end - self.pos:
+                raise TruncatedError(f"input ends inside {f['name']}: {count} x {f['size']} bytes needed, "
+                                     f"{self.end - self.pos} remain", field=_path(fpath), offset=self.pos)
+        super()._field(f, ns, fpath)
+
+
+def _path(path: tuple) -> str:
+    from mlf_spec.spec_engine import path_str
+
+    return path_str(path)
+
+
+def _scan_leniently(buf: Any, size: int) -> _File:
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    t = _LoaderTracer(_ir.STRUCTS, view, size)
+    ns: dict[str, Any] = {}
+    arrays: list[dict[str, Any]] = []
+    truncated = stopped = False
+    try:
+        for f in _ir.STRUCTS["params_file"]["fields"]:
+            if f["name"] != "arrays":
+                t._field(f, ns, (f["name"],))
+                continue
+            if ns["count"] != len(ns["names"]):
+                stopped = True  # TVM's loader stops here ('Invalid parameters file format'); so do we
+                break
+            for i in range(ns["count"]):  # every record takes bytes: a huge count ends in TruncatedError
+                arrays.append(t.struct(f["struct"], ("arrays", i)))
+    except _Stop:
+        truncated = True
+    starts = {s.path[1]: s.offset for s in t.spans if len(s.path) == 3 and s.path[0] == "arrays" and s.path[2] == "magic"}
+    names = ns.get("names", [])
+    records = []
+    for i, a in enumerate(arrays):
+        data_start, present = a["data"]
+        dt, dev = a["dtype"], a["device"]
+        records.append(_Rec(i, names[i] if i < len(names) else "", a["reserved"], dev["device_type"], dev["device_id"],
+                            a["ndim"], dt["code"], dt["bits"], dt["lanes"], tuple(a["shape"]), a["data_byte_size"],
+                            starts[i], data_start, present))
+    if truncated:
+        partial = _partial_record(t, len(arrays), names)
+        if partial is not None:
+            records.append(partial)
+    trailing = 0 if truncated or stopped else size - t.pos  # after a count mismatch the rest is unread records
+    return _File(ns.get("reserved", 0), list(names), ns.get("count", 0), records, trailing, truncated)
+
+
+def _partial_record(t: _LoaderTracer, i: int, names: list[str]) -> _Rec | None:
+    """The record whose data the file cuts short, from the spans the tracer recorded."""
+    fields: dict[tuple, Any] = {}
+    for s in t.spans:
+        if len(s.path) >= 3 and s.path[0] == "arrays" and s.path[1] == i:
+            fields[s.path[2:]] = s
+    if ("magic",) not in fields or t.cut is None:
+        return None
+
+    def value(*path: Any) -> int:
+        s = fields[path]
+        fmt = {1: "<B", 2: "<H", 4: "<i", 8: "<q"}[s.size]
+        raw = int(struct.unpack_from(fmt, t.buf, s.offset)[0])
+        if path in (("reserved",),):
+            raw %= _I64
+        return raw
+
+    ndim = value("ndim")
+    shape = tuple(value("shape", k) for k in range(ndim))
+    _, data_start, present = t.cut
+    return _Rec(i, names[i] if i < len(names) else "", value("reserved"), value("device", "device_type"),
+                value("device", "device_id"), ndim, value("dtype", "code"), value("dtype", "bits"),
+                value("dtype", "lanes"), shape, value("data_byte_size"), fields[("magic",)].offset, data_start, present)
+
+
+def _max_bytes(buf: Any, records: list[_Rec]) -> dict[tuple[int, int, int], int]:
+    """The largest stored byte of each (code, bits, lanes) whose bytes can tell dialects apart."""
+    out: dict[tuple[int, int, int], int] = {}
+    need: dict[tuple[int, int], bool] = {}
+    for r in records:
+        cb = (r.code, r.bits)
+        if cb not in need:
+            need[cb] = _dt.needs_data(*cb)
+        if not need[cb]:
+            continue
+        top = int(np.frombuffer(buf, np.uint8, count=r.present, offset=r.data_offset).max()) if r.present else -1
+        out[r.key] = max(out.get(r.key, -1), top)
+    return out
+
+
+# ------------------------------------------------------------------------------ findings
+
+
+def _file_findings(pf: _File, c: Collector) -> None:
+    if pf.reserved:
+        c.add("params.reserved", "reserved", f"the list's reserved word is {pf.reserved:#x}", offset=8)
+    if pf.count != len(pf.names):
+        c.add("params.count", "count", f"count is {pf.count} for {len(pf.names)} names")
+    if pf.truncated and pf.records:
+        r = pf.records[-1]
+        c.add("params.truncated", f"arrays[{r.index}].data", f"the file ends after {r.present} of the {r.nbytes} "
+              f"data bytes of {r.name!r}", offset=r.data_offset + r.present)
+    if pf.trailing:
+        c.add("params.trailing-bytes", "", f"{pf.trailing} bytes after the last record; TVM's loader ignores them")
+    seen: Counter[str] = Counter(pf.names)
+    for i, n in enumerate(pf.names):
+        if seen[n] > 1 and i < len(pf.names) - 1 and n in pf.names[i + 1:]:
+            c.add("params.duplicate-name", f"names[{i}]", f"{_show(n)} appears again later; TVM keeps the later tensor")
+        if not _utf8(n):
+            c.add("params.name-not-utf8", f"names[{i}]", f"name bytes {_codec.name_bytes(n).hex()} are not UTF-8")
+
+
+def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, keys: list[tuple[int, int, int]],
+                      max_bytes: dict[tuple[int, int, int], int], c: Collector) -> None:
+    if choice.detected and choice.ambiguous:
+        parts = []
+        for key in sorted(set(keys)):
+            options = _dt.readings(choice, key)
+            if len(options) > 1:
+                parts.append(f"{key} is " + " or ".join(f"{k} ({', '.join(v)})" for k, v in options.items()))
+        c.add("params.dialect-ambiguous", "", f"read as {choice.dialect.id}; " + "; ".join(parts[:4]))
+    if choice.detected and choice.data_conflict:
+        c.add("params.dialect-data", "", "the stored bytes fit no dialect's writers; the codes alone decided "
+              f"({choice.dialect.id})")
+    elif not choice.detected:
+        d = choice.dialect
+        misfit = [k for k in set(keys) if k in max_bytes and not _dt.data_fits(d, k[0], k[1], max_bytes[k])]
+        if misfit and detected.candidates and d not in detected.candidates:
+            c.add("params.dialect-data", "", f"the stored bytes of {sorted(misfit)} are not what writers of "
+                  f"{d.id} store; they fit {', '.join(x.id for x in detected.candidates)}")
+
+
+def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> None:
+    at = f"arrays[{r.index}]"
+    if r.reserved:
+        c.add("tensor.reserved", f"{at}.reserved", f"reserved word is {r.reserved:#x}", offset=r.offset("reserved"))
+    if r.device_type != 1:
+        c.add("tensor.device-type", f"{at}.device", f"device type {r.device_type} (kDLCPU is 1)", offset=r.offset("device"))
+    if r.device_id:
+        c.add("tensor.device-id", f"{at}.device", f"device id {r.device_id}", offset=r.offset("device") + 4)
+    if r.ndim > _MAX_NDIM:
+        c.add("tensor.ndim", f"{at}.ndim", f"{r.ndim} dimensions", offset=r.offset("ndim"))
+    for k, e in enumerate(r.shape):
+        if e < 0:
+            c.add("tensor.negative-extent", f"{at}.shape[{k}]", f"extent {e}", offset=r.offset("shape") + 8 * k)
+    if r.shape and r.shape[0] != 0 and 0 in r.shape[1:]:
+        k = r.shape.index(0, 1)
+        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {list(r.shape)}: no data bytes while shape[0] is "
+              f"{r.shape[0]}; TVM's loader cannot read it back", offset=r.offset("shape") + 8 * k)
+    numel = _numel(r.shape)
+    if not -(1 << 63) <= numel < (1 << 63):
+        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {numel}", offset=r.offset("shape"))
+    expected = numel * -(-r.bits // 8)
+    if r.nbytes != expected:
+        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {expected}",
+              offset=r.offset("data_byte_size"))
+    dtype_at = r.offset("dtype")
+    if r.bits == 0:
+        c.add("tensor.bits-zero", f"{at}.dtype", f"dtype {r.key} has 0 bits", offset=dtype_at)
+    if r.lanes == 0:
+        c.add("tensor.lanes-zero", f"{at}.dtype", f"dtype {r.key} has 0 lanes", offset=dtype_at)
+    elif r.lanes >= 0x8000:
+        c.add("tensor.scalable", f"{at}.dtype", f"lanes {r.lanes:#x}", offset=dtype_at)
+    elif r.lanes > 1:
+        c.add("tensor.vector", f"{at}.dtype", f"{r.lanes} lanes: {r.nbytes} bytes stored, the first 1/{r.lanes} of the "
+              "vector tensor", offset=dtype_at)
+    if _align_bad(r.bits, r.lanes):
+        c.add("tensor.alignment", f"{at}.dtype", f"(bits/8) x lanes = {(r.bits // 8) * r.lanes}", offset=dtype_at)
+    if r.bits % 8:
+        lay = "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
+        c.add("tensor.sub-byte", f"{at}.dtype", f"{r.bits}-bit dtype {r.key}: stored {lay} by {d.id} writers",
+              offset=dtype_at)
+    if r.code == 3:
+        c.add("tensor.handle", f"{at}.dtype", "opaque handle values", offset=dtype_at)
+    dt = _dt.lookup(d, r.code, r.bits, r.lanes)
+    if not dt.known:
+        c.add("tensor.unknown-dtype", f"{at}.dtype", f"{r.key} is not defined in {d.id} ({d.label})", offset=dtype_at)
+    elif max_byte >= 0 and not _dt.data_fits(d, r.code, r.bits, max_byte):
+        c.add("tensor.data-range", f"{at}.data", f"{dt.name} data holds byte {max_byte:#04x}, which {d.id} writers "
+              "never store for it", offset=r.data_offset)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for e in shape:
+        n *= e
+    return n
+
+
+def _wrap(n: int) -> int:
+    n %= _I64
+    return n - _I64 if n >= 1 << 63 else n
+
+
+def _align_bad(bits: int, lanes: int) -> bool:
+    a = (bits // 8) * lanes
+    return a > 64 and a & (a - 1) != 0
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _show(name: str) -> str:
+    return repr(_codec.name_bytes(name).decode("utf-8", "replace"))
+
+
+# ------------------------------------------------------------------------------ verdict
+
+
+def _usable(n: int) -> int:
+    """What glibc's malloc gives for a request of n bytes: 16-byte chunks with an 8-byte
+    header, at least 24 usable."""
+    return max(24, -(-(n + 8) // 16) * 16 - 8)
+
+
+def tensor_facts(r: _Rec, writer: _dt.Dialect, max_byte: int, dropped: bool) -> dict[str, Any]:
+    """The facts of the ``tensor`` subject of the verdict rules for one record."""
+    numel = _numel(r.shape)
+    numel_i64 = _wrap(numel)
+    alloc = max(0, -(-(numel_i64 * r.bits * r.lanes) // 8)) if numel_i64 >= 0 else 0
+    return {
+        "index": r.index, "code": r.code, "bits": r.bits, "lanes": r.lanes,
+        "lanes_signed": r.lanes - 0x10000 if r.lanes >= 0x8000 else r.lanes, "ndim": r.ndim,
+        "first_extent": r.shape[0] if r.shape else 1, "negative_extents": sum(1 for e in r.shape if e < 0),
+        "numel": numel, "numel_i64": numel_i64, "elem_bytes": -(-r.bits // 8), "nbytes": r.nbytes,
+        "present": r.present, "device_type": r.device_type, "max_byte": max_byte,
+        "packed": int(_dt.layout(writer, r.code, r.bits) == "packed"),
+        "alloc_packed": alloc, "usable_packed": _usable(alloc), "align_bad": int(_align_bad(r.bits, r.lanes)),
+        "writer_known": int(_dt.row_of(writer, r.code, r.bits) is not None),
+        "name_utf8": int(_utf8(r.name)), "dropped": int(dropped),
+    }
+
+
+def _tvm_verdict(pf: _File, choice: _dt.DialectChoice, wrange: tuple | None, reader: tuple[int, ...], version: str,
+                 writer: str | None, max_bytes: dict[tuple[int, int, int], int]) -> _verdict.Verdict:
+    d = choice.dialect
+    ambiguous, candidates = choice.ambiguous, [x.id for x in choice.candidates]
+    if wrange is not None:
+        writer_dialect = _dt.of_version(wrange[0])
+        source = "given"
+    else:
+        writer_dialect = d
+        from mlf_spec.generated.tvm_versions import NEWEST
+
+        wrange = (d.since, d.until or (NEWEST[0], NEWEST[1] + 1))
+        source = "detected"
+    ev = _verdict.Evaluator(reader, wrange)
+    label = writer or _verdict.range_label(wrange) or ""
+    reasons = ev.apply("params_file", {"names": len(pf.names), "count": pf.count, "trailing_bytes": pf.trailing,
+                                       "ambiguous": int(ambiguous and source == "detected"),
+                                       "candidates": ", ".join(candidates), "writer": label}, "file")
+    last = {n: i for i, n in enumerate(pf.names)}
+    for r in pf.records:
+        facts = tensor_facts(r, writer_dialect, max_bytes.get(r.key, -1), last.get(r.name, r.index) != r.index)
+        reasons += ev.apply("tensor", facts, f"arrays[{r.index}]", _codec.json_name(r.name)["name"])
+    return _verdict.Verdict.of(version, label, source, reasons)
+
+
+__all__ = ["check", "tensor_facts"]

@@ -1,0 +1,146 @@
+"""The verdict rules against real TVM readers: ``check --tvm VERSION`` says what that
+version does with an artifact; here every generated case (tests/tvm_verdict_cases.py) is
+loaded by that version in a child process and what it did is compared with the verdict.
+
+apache-tvm 0.27 is the test extra's; 0.25 (with apache-tvm-ffi 0.1.12, the only tvm-ffi it
+runs with) and 0.26 are installed once into their own venvs under a cache directory
+(``$MLF_SPEC_TVM_VENVS``, default ``~/.cache/mlf-spec/tvm-venvs``) from the package
+index pip is configured with; a failed install fails the test.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tvm_artifacts as ta
+import tvm_verdict_cases as tc
+
+from mlf_spec.blob import check as bcheck
+from mlf_spec.errors import MlfError
+from mlf_spec.params import check as pcheck
+
+pytestmark = pytest.mark.tvm
+tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
+
+#: other apache-tvm versions: the pip requirements of a venv that runs them
+OTHER_TVMS = {
+    "0.25": ["apache-tvm==0.25.0.post1", "apache-tvm-ffi==0.1.12"],  # later tvm-ffi: undefined symbol at import
+    "0.26": ["apache-tvm==0.26.0"],
+}
+#: a predicted crash of at least this many copied bytes must be seen (smaller ones can land in allocator slack)
+ALWAYS_CRASHES = 256
+
+
+def _predict(case: tc.Case, reader: str) -> str:
+    try:
+        if case.kind == "params":
+            report = pcheck.check(case.data, writer=case.writer, tvm=reader)
+        else:
+            report = bcheck.check(case.path, tvm=reader)
+    except MlfError:
+        return "unreadable"
+    assert report.tvm is not None
+    return report.tvm.verdict
+
+
+def compare(cases: list[tc.Case], results: dict, reader: str) -> dict[str, list]:
+    """Cases by outcome: agree, partial (loads as far as can be seen / a crash absorbed by
+    allocator slack), disagree."""
+    out: dict[str, list] = collections.defaultdict(list)
+    for c in cases:
+        predicted = _predict(c, reader)
+        observed, why = tc.observe(c, results[c.id])
+        if predicted == observed:
+            out["agree"].append(c.id)
+        elif observed == "loads?" and predicted in ("loads", "misreads"):
+            out["partial"].append(c.id)
+        elif predicted == "crashes" and observed in ("loads", "loads?", "misreads") and _copied(c) < ALWAYS_CRASHES:
+            out["slack"].append(c.id)
+        elif predicted == "crashes" and observed == "rejects" and "bad_alloc" in " ".join(why):
+            out["agree"].append(c.id)  # the corrupted heap made a later allocation fail: one of the outcomes
+            observed = "crashes"
+        else:
+            out["disagree"].append((c.id, predicted, observed, why[:2]))
+        if predicted == "crashes":
+            out["crash_predicted"].append(c.id)
+            if observed == "crashes":
+                out["crash_seen"].append(c.id)
+    return out
+
+
+def _copied(c: tc.Case) -> int:
+    return sum(tc._present(c, m) for m in c.tensors)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> list[tc.Case]:
+    work = tmp_path_factory.mktemp("verdict-cases")
+    out = tc.params_cases()
+    if tc._cc() is not None:
+        out += tc.library_cases(work)
+    return out
+
+
+@pytest.fixture(scope="module")
+def installed(cases, tmp_path_factory) -> dict:
+    """What the installed TVM made of every case."""
+    return tc.run(sys.executable, cases, tmp_path_factory.mktemp("installed"))
+
+
+def _check(python: str, reader: str, cases: list[tc.Case], work: Path, results: dict | None = None) -> dict[str, list]:
+    results = results if results is not None else tc.run(python, cases, work)
+    outcome = compare(cases, results, reader)
+    assert outcome["disagree"] == [], outcome["disagree"][:10]
+    # the comparison sees enough: most cases fully, every large overrun as a crash, most small ones too
+    assert len(outcome["agree"]) >= 0.75 * len(cases)
+    assert len(outcome["crash_seen"]) >= 0.6 * len(outcome["crash_predicted"]) > 0
+    print(f"TVM {reader}: {len(cases)} cases, {len(outcome['agree'])} agree, {len(outcome['partial'])} agree as far "
+          f"as TVM shows, {len(outcome['slack'])} predicted crashes absorbed by allocator slack, "
+          f"{len(outcome['crash_seen'])}/{len(outcome['crash_predicted'])} predicted crashes seen")
+    return outcome
+
+
+def test_verdicts_agree_with_the_installed_tvm(cases, installed, tmp_path):
+    reader = ".".join(ta.tvm_version().split(".")[:2])
+    outcome = _check(sys.executable, reader, cases, tmp_path, installed)
+    verdicts = collections.Counter(_predict(c, reader) for c in cases)
+    assert all(verdicts[v] >= 20 for v in ("loads", "misreads", "rejects", "crashes")), verdicts
+    assert len(outcome["agree"]) >= 500
+
+
+def test_the_comparison_tells_versions_apart(cases, installed):
+    """Verdicts for another TVM version disagree with what the installed one does: the
+    comparison is not vacuous."""
+    for other in ("0.20", "0.13"):
+        outcome = compare(cases, installed, other)
+        assert len(outcome["disagree"]) >= 40, (other, len(outcome["disagree"]))
+
+
+def _venv(version: str) -> str:
+    root = Path(os.environ.get("MLF_SPEC_TVM_VENVS", Path.home() / ".cache" / "mlf-spec" / "tvm-venvs"))
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"apache-tvm-{version}"
+    python = target / "bin" / "python"
+    with open(root / f".{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer per venv, whatever the xdist workers do
+        if (target / ".installed").exists():
+            return str(python)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(target)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *OTHER_TVMS[version], "numpy", "ml_dtypes"], check=True)
+        got = subprocess.run([str(python), "-c", "import tvm; print(tvm.__version__)"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        assert got.startswith(version), got
+        (target / ".installed").write_text(got + "\n")
+    return str(python)
+
+
+@pytest.mark.parametrize("reader", sorted(OTHER_TVMS))
+def test_verdicts_agree_with_other_tvm_versions(reader, cases, tmp_path):
+    _check(_venv(reader), reader, cases, tmp_path)
