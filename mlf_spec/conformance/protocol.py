@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import sys
 import traceback
 from typing import IO, Any
@@ -92,13 +94,54 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
 
 def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
     """The persistent form: one JSON request per line in, one JSON response per line out,
-    until stdin ends."""
+    until stdin ends. An ``isolated`` adapter answers each request in a forked child (where
+    the platform forks), so that a crash, or memory corrupted by one input, stays with that
+    request: the response then says which signal ended the child."""
+    fork = adapter.isolated and hasattr(os, "fork")
+    adapter.prepare()
     for line in stdin:
         if not line.strip():
             continue
-        stdout.write((json.dumps(respond(adapter, line), ensure_ascii=False) + "\n").encode("utf-8"))
+        resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
+        stdout.write((json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8"))
         stdout.flush()
     return 0
+
+
+def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
+    """``respond`` in a forked child; a child that dies gives an ``internal`` error response."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer, hand the response over, leave without cleanup
+        os.close(read_fd)
+        try:
+            data = json.dumps(respond(adapter, line), ensure_ascii=False).encode("utf-8")
+            with os.fdopen(write_fd, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    rid = _request_id(line)
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        return {"id": rid, "ok": False, "error": {"class": "internal", "signal": sig,
+                                                  "message": f"the implementation was killed by {sig}"}}
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"id": rid, "ok": False, "error": {"class": "internal",
+                                                  "message": f"the child answered nothing (exit status {status})"}}
+
+
+def _request_id(line: bytes) -> int:
+    try:
+        rid = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        return -1
+    return rid if isinstance(rid, int) else -1
 
 
 def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:

@@ -514,7 +514,8 @@ class Persistent(Testee):
         err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
         cls = err.get("class")
         if cls in ("internal", "protocol"):
-            return Answer.failed("crash" if cls == "internal" else "protocol", str(err.get("message")))
+            sig = err.get("signal") if isinstance(err.get("signal"), str) else None
+            return Answer.failed("crash" if cls == "internal" else "protocol", str(err.get("message")), signal=sig)
         return Answer.rejected(str(err.get("message", "")), cls)
 
     def reproduce(self, case: Case) -> str:

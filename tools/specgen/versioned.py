@@ -449,6 +449,8 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
             _check_range(tl, doc, loc, f.since, f.until)
             if f.compare and (tl is not None or not spec.lenient):
                 raise doc.error(loc + ("compare",), "compare rules need a lenient records spec without a timeline")
+            if "may_omit" in f.compare and f.required:
+                raise doc.error(loc + ("compare",), "a key a testee may omit is not required (required: false)")
             if "unordered" in f.compare and "writer_order" in f.compare:
                 raise doc.error(loc + ("compare",), "unordered and writer_order exclude each other")
             if ({"unordered", "writer_order"} & set(f.compare)) and t.kind != "list":

@@ -37,6 +37,10 @@ class Adapter:
     #: run in a child process (for implementations that can crash or hang)
     isolated: bool = False
 
+    def prepare(self) -> None:
+        """Load the implementation (called once before serving, so that forked children
+        share it instead of each loading it)."""
+
     def info(self) -> dict[str, Any]:
         """The handshake (generated/schemas/conformance_protocol.schema.json, testee_info)."""
         raise NotImplementedError
