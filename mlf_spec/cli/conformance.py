@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from typing import Any
@@ -56,6 +57,9 @@ def register(sub: Any) -> None:
     run.add_argument("--generate", type=int, default=0, metavar="N",
                      help="also draw N cases from the spec's strategies and shrink every disagreement")
     run.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
+    run.add_argument("--generate-budget", type=float, default=120.0, metavar="S",
+                     help="seconds --generate may spend asking the testee, shrinking included (default 120); "
+                     "each generated case gets at most 10 s")
     run.add_argument("--save-dir", metavar="DIR", default="conformance-failures",
                      help="where --generate saves the shrunk disagreements as vectors (default ./conformance-failures)")
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
@@ -141,8 +145,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.generate:
         from mlf_spec.conformance.generated_cases import explore
 
-        gen = explore(make_testee(args)[0], args.generate, seed=args.seed, save_dir=args.save_dir,
-                      formats=args.format, info=result.info, report=None, quiet=args.quiet)
+        gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
+        try:
+            gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
+                          formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
+                          quiet=args.quiet, budget=args.generate_budget)
+        finally:
+            gen_testee.close()
+        if jsonl_path := args.report_json:
+            with open(jsonl_path, "a", encoding="utf-8") as f:
+                for r in gen.results:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
         results = results + gen.results
         counts = counts + gen.counts
         seconds += gen.seconds

@@ -47,12 +47,17 @@ class RunResult:
 
 def skip_reason(case: Case, info: dict[str, Any]) -> str | None:
     """Why the testee's handshake excludes ``case`` (None: it is in scope)."""
-    support = next((f for f in info.get("formats", []) if f.get("format") == case.format), None)
+    return out_of_scope(case.format, case.role, case.scope, info)
+
+
+def out_of_scope(fmt: str, role: str, scope: dict[str, str], info: dict[str, Any]) -> str | None:
+    """Why the testee's handshake excludes a request of this format, role and scope."""
+    support = next((f for f in info.get("formats", []) if f.get("format") == fmt), None)
     if support is None:
-        return f"the testee does not support {case.format}"
-    if case.role not in support.get("roles", []):
-        return f"the testee does not {case.role} {case.format}"
-    for key, value in case.scope.items():
+        return f"the testee does not support {fmt}"
+    if role not in support.get("roles", []):
+        return f"the testee does not {role} {fmt}"
+    for key, value in scope.items():
         allowed = (support.get("scope") or {}).get(key)
         if allowed is not None and value not in allowed:
             return f"{key} {value} is outside what the testee supports ({', '.join(allowed)})"
@@ -153,4 +158,4 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     return result
 
 
-__all__ = ["RunResult", "TesteeStartError", "run", "run_case", "skip_reason"]
+__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "run", "run_case", "skip_reason"]

@@ -91,6 +91,7 @@ class Case:
     input_path: Path
     input_sha256: str
     path: Path
+    data: bytes | None = None  # the input, for a case made in memory (generated cases)
 
     def __str__(self) -> str:
         return self.id
@@ -102,6 +103,8 @@ class Case:
 
     def input(self) -> bytes:
         """The input file's bytes (checked against ``input_sha256``)."""
+        if self.data is not None:
+            return self.data
         try:
             data = self.input_path.read_bytes()
         except OSError as exc:

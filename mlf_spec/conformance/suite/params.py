@@ -146,6 +146,8 @@ def _shape_and_field_vectors(c: Collector) -> None:
         ("lanes-float32x4", _file(["v"], [_record((2, 32, 4), [2])]),
          "float32x4 [2]: only numel x 4 bytes are stored, lanes are ignored", tensor, {"dtype": ["float32x4"]}, True),
         ("lanes-int8x2", _file(["v"], [_record((0, 8, 2), [3])]), "int8x2 [3]", tensor, {"dtype": ["int8x2"]}, True),
+        ("lanes-handle-x4", _file(["h"], [_record((3, 64, 4), [2])]),
+         "a handle with 4 lanes: TVM spells it handle (no lanes)", tensor, {"dtype": ["handle"]}, False),
         ("subbyte-int4-x25", _file(["q"], [_record((0, 4, 1), [25])]),
          "int4 [25]: 25 stored bytes, more than the packed allocation TVM 0.21+ makes", tensor,
          {"dtype": ["int4"], "shape": ["sub-byte-large"]}, True),
