@@ -130,6 +130,11 @@ class Case:
             req["input"] = base64.b64encode(self.input()).decode("ascii")
         return req
 
+    def verify(self, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,), error_class: Any = None,
+               strict_errors: bool = False) -> None:
+        """Raise AssertionError unless ``fn`` answers the case as expected (see :func:`verify`)."""
+        verify(self, fn, rejects=rejects, error_class=error_class, strict_errors=strict_errors)
+
     def check(self, answer: Answer, *, strict_errors: bool = False) -> Verdict:
         """Compare an answer with the expected outcome, by the spec's comparison rules."""
         if answer.status == "error":
@@ -164,6 +169,26 @@ class Case:
         if diffs:
             return Verdict("fail", str(diffs[0]), diff=[str(d) for d in diffs])
         return Verdict("pass")
+
+
+def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,),
+           error_class: Any = None, strict_errors: bool = False) -> None:
+    """Call an implementation's function on the case and raise AssertionError (with the
+    short diff) unless it does what the vector expects. ``fn(data, options)`` returns the
+    canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
+    bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
+    class)."""
+    payload = case.reading_input() if case.role == "encode" else case.input()
+    try:
+        result = fn(payload, dict(case.options))
+    except rejects as exc:
+        answer = Answer.rejected(f"{type(exc).__name__}: {exc}", error_class(exc) if error_class else None)
+    else:
+        answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
+    v = case.check(answer, strict_errors=strict_errors)
+    if v.outcome != "pass":
+        lines = [f"{case.id} ({case.description}): {v.message}", *[f"  {d}" for d in v.diff]]
+        raise AssertionError("\n".join(lines))
 
 
 def _one_line(text: str) -> str:
@@ -260,4 +285,4 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
 
 
 __all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "default_suite", "load_case", "load_suite", "save_case",
-           "write_suite"]
+           "verify", "write_suite"]
