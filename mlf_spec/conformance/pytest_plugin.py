@@ -34,6 +34,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--mlf-adapter", metavar="NAME", help="run the conformance vectors against this adapter")
     group.addoption("--mlf-vectors", metavar="DIR", help="another vector suite (default: the installed one)")
     group.addoption("--mlf-format", action="append", metavar="FORMAT", help="only these formats (repeatable)")
+    group.addoption("--mlf-id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")
     group.addoption("--mlf-known-failures", action="append", metavar="FILE", help="known failures (repeatable)")
     group.addoption("--mlf-timeout", type=float, default=60.0, metavar="S", help="seconds per case (default 60)")
     group.addoption("--mlf-strict-errors", action="store_true", help="a rejection of another error class fails")

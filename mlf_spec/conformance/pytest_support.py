@@ -30,7 +30,7 @@ def parametrize_cases(metafunc: Any) -> None:
     config = metafunc.config
     cases = load_suite(kw.get("vectors") or config.getoption("mlf_vectors"),
                        formats=kw.get("formats") or config.getoption("mlf_format"), roles=kw.get("roles"),
-                       ids=kw.get("ids"))
+                       ids=kw.get("ids") or config.getoption("mlf_id"))
     known = _known(kw.get("known_failures")).merged(_known(config.getoption("mlf_known_failures")))
     params = []
     for c in cases:
@@ -132,7 +132,8 @@ def testee_items(session: Any, config: Any) -> list[Any]:
             known = KnownFailures.load(path).merged(known)
     parent = ConformanceSuite.from_parent(session, name="mlf-conformance")
     items = []
-    for c in load_suite(config.getoption("mlf_vectors"), formats=config.getoption("mlf_format")):
+    for c in load_suite(config.getoption("mlf_vectors"), formats=config.getoption("mlf_format"),
+                        ids=config.getoption("mlf_id")):
         item = ConformanceItem.from_parent(parent, name=c.id, case=c)
         entry = known.match(c.id)
         if entry is not None:

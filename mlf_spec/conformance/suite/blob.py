@@ -148,6 +148,15 @@ def payload(kind: str, fmt: str, era: tuple[int, ...]) -> _blob.Payload:
     return _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
 
 
+def _page_of(struct: str) -> str:
+    """The reference page of a payload struct (vm.md, tensor.md or payloads.md)."""
+    from mlf_spec.generated import tensor_ir, vm_ir
+
+    if struct in tensor_ir.STRUCTS:
+        return "tensor"
+    return "vm" if struct in vm_ir.STRUCTS else "payloads"
+
+
 def _mod(kind: str, fmt: str, era: tuple[int, ...], *imports: _blob.Module) -> _blob.Module:
     return _blob.Module(kind, payload(kind, fmt, era), imports)
 
@@ -174,11 +183,10 @@ def _kind_vectors(c: Collector, fmt: str) -> None:
     kinds = dict(_blob.known_kinds(fmt))
     if fmt == "ffi":
         kinds["my_npu"] = "opaque_payload"  # a kind no grammar knows: kept as opaque bytes
-    page = "payloads"
     for kind, struct in kinds.items():
         data = _blob.build(_blob.Module.lib(_mod(kind, fmt, main)), format=fmt, era=main)
         _add(c, f"blob.{fmt}.kind.{kind}", data, fmt, main, f"a _lib root importing one {kind} module ({struct})",
-             (page, f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
+             (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
     for era in _bst.BLOB_ERAS[fmt]:
         if era == main:
             continue
@@ -191,7 +199,7 @@ def _kind_vectors(c: Collector, fmt: str) -> None:
             data = _blob.build(root, format=fmt, era=era)
             _add(c, f"blob.{fmt}.{era_text(era)}.{struct}", data, fmt, era,
                  f"a {kind} module ({struct}) as the TVM {_era_label(fmt, era)} writer packs it",
-                 (page, f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
+                 (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
 
 
 def _tree_vectors(c: Collector, fmt: str) -> None:
