@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+from mlf_spec.generated import canonical_params_models, payloads_ir
+
 from mlf_spec.conformance import canonical, compare
 from mlf_spec.conformance.compare import compare as cmp
-from mlf_spec.generated import canonical_params_models, payloads_ir
 from mlf_spec.params import codec as params
-
-import numpy as np
 
 
 def reading():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from mlf_spec.generated import canonical_params_models
 
 from mlf_spec import strategies as ms
 from mlf_spec.blob import codec as blob
@@ -17,7 +18,6 @@ from mlf_spec.blob.strategies import BLOB_ERAS
 from mlf_spec.conformance import compare, vectors
 from mlf_spec.conformance.suite.blob import era_text
 from mlf_spec.conformance.suite.common import anchor
-from mlf_spec.generated import canonical_params_models
 from mlf_spec.mlf import metadata as md
 from mlf_spec.params import dtypes
 
