@@ -58,7 +58,7 @@ def test_the_reference_testee_passes_over_the_protocol(one_shot, capsys):
 @pytest.mark.parametrize(("mode", "kind"), [("crash", "crash"), ("hang", "timeout"), ("flood", "output_limit"),
                                             ("garbage", "protocol"), ("exit3", "crash")])
 def test_a_misbehaving_one_shot_testee_is_an_error_outcome(mode, kind):
-    t = testee.OneShot(BAD + [mode], testee.Limits(timeout=3, max_output=1 << 20))
+    t = testee.OneShot(BAD + [mode], testee.Limits(timeout=1.5, max_output=1 << 20))
     t0 = time.monotonic()
     result = runner.run(t, few_cases(), progress=False)
     assert time.monotonic() - t0 < 30
@@ -97,7 +97,7 @@ def test_a_testee_that_rejects_everything_fails_valid_cases_only():
 @pytest.mark.parametrize(("mode", "kind"), [("serve-crash", "crash"), ("serve-garbage", "protocol"),
                                             ("serve-hang", "timeout")])
 def test_a_persistent_testee_that_misbehaves_is_restarted(mode, kind):
-    t = testee.Persistent(BAD + [mode], testee.Limits(timeout=3))
+    t = testee.Persistent(BAD + [mode], testee.Limits(timeout=1.5))
     cases = vectors.load_suite(ids=["params.valid.*"])[:5]
     result = runner.run(t, cases, progress=False)
     outcomes = [r["outcome"] for r in result.results]

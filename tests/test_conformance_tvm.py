@@ -31,7 +31,7 @@ def test_tvm_passes_or_is_listed_on_the_whole_suite(tmp_path, capsys):
 
 def test_a_bounded_generated_run_finds_only_known_divergences(tmp_path, capsys):
     status = cli(["conformance", "run", "--adapter", "tvm", "--id", "params.valid.w-and-b", "--memory-limit", "4096",
-                  "--generate", "150", "--seed", "7", "--generate-budget", "40", "--save-dir", str(tmp_path),
+                  "--generate", "100", "--seed", "7", "--generate-budget", "15", "--save-dir", str(tmp_path),
                   "--quiet"])
     out = capsys.readouterr().out
     assert status == 0, out
