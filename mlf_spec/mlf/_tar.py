@@ -318,10 +318,10 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     import lzma
     import zlib
 
-    opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
     total = 0
     try:
-        with opener(fileobj=src) as z:  # type: ignore[call-arg]
+        with opener(src) as z:  # BZ2File and LZMAFile take the file object as their first argument
             while True:
                 chunk = z.read(1 << 20)
                 if not chunk:
