@@ -129,12 +129,16 @@ def test_every_spec_ref_points_at_a_heading_of_the_reference(suite):
         assert not frag or frag in anchors[page], c.spec_ref
 
 
-def test_the_documented_example_is_the_reading_of_its_vector(suite):
-    example = json.loads((ROOT / "generated" / "docs" / "canonical_params.md").read_text()
-                         .split("```json", 1)[1].split("```", 1)[0])
-    case = next(c for c in suite if c.id == "params.valid.w-and-b")
-    assert example == case.expected["reading"]
-    canonical_params_models.ROOT.model_validate(example)
+def test_the_documented_examples_are_the_readings_of_their_vectors(suite):
+    by_id = {c.id: c for c in suite}
+    seen = set()
+    for page in sorted((ROOT / "generated" / "docs").glob("canonical_*.md")):
+        for doc, text in re.findall(r"^### \S+\n\n(.*?)\n\n```json\n(.*?)\n```", page.read_text(), re.M | re.S):
+            vid = re.search(r"\(vector ([^)]+)\)", doc).group(1)
+            assert json.loads(text) == by_id[vid].expected["reading"], (page.name, vid)
+            seen.add(page.stem)
+    assert {"canonical_params", "canonical_blob", "canonical_graph", "canonical_metadata"} <= seen
+    canonical_params_models.ROOT.model_validate(by_id["params.valid.w-and-b"].expected["reading"])
 
 
 def test_encode_inputs_carry_the_data_and_decode_back(suite):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from typing import Any
@@ -133,32 +132,32 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     jsonl = _report.JsonLines(args.report_json) if args.report_json else None
     try:
-        result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
-                     strict_errors=args.strict_errors, vectors=args.vectors or "installed", progress=not args.quiet)
-    except TesteeStartError as exc:
-        print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
-        return 2
+        try:
+            result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
+                         strict_errors=args.strict_errors, vectors=args.vectors or "installed",
+                         progress=not args.quiet, write_summary=not args.generate)
+        except TesteeStartError as exc:
+            print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
+            return 2
+        results, counts, seconds = result.results, result.counts, result.seconds
+        if args.generate:
+            from mlf_spec.conformance.generated_cases import explore
+
+            gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
+            try:
+                gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
+                              formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
+                              quiet=args.quiet, budget=args.generate_budget)
+            finally:
+                gen_testee.close()
+            results, counts, seconds = results + gen.results, counts + gen.counts, seconds + gen.seconds
+            if jsonl is not None:
+                for r in gen.results:
+                    jsonl.write(r)
+                jsonl.write(_report.summary_record(counts, seconds, result.coverage))
     finally:
         if jsonl is not None:
             jsonl.close()
-    results, counts, seconds = result.results, result.counts, result.seconds
-    if args.generate:
-        from mlf_spec.conformance.generated_cases import explore
-
-        gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
-        try:
-            gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
-                          formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
-                          quiet=args.quiet, budget=args.generate_budget)
-        finally:
-            gen_testee.close()
-        if jsonl_path := args.report_json:
-            with open(jsonl_path, "a", encoding="utf-8") as f:
-                for r in gen.results:
-                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        results = results + gen.results
-        counts = counts + gen.counts
-        seconds += gen.seconds
     if args.junit:
         _report.write_junit(args.junit, results, testee.describe(), seconds)
     out = sys.stdout

@@ -112,6 +112,12 @@ def coverage_lines(rows: list[dict[str, Any]], width: int = 100) -> list[str]:
     return out
 
 
+def summary_record(counts: Counter, seconds: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``summary`` line of the JSON report."""
+    return {"type": "summary", "counts": dict(counts), "seconds": round(seconds, 3),
+            "exit_status": 1 if any(counts[o] for o in UNEXPECTED) else 0, "coverage": rows}
+
+
 def summary_line(counts: Counter, seconds: float) -> str:
     """``802 cases: 790 passed, 3 failed, ... in 4.2 s``."""
     words = {"pass": "passed", "fail": "failed", "error": "errors", "xfail": "expected failures",
@@ -180,4 +186,4 @@ class Progress:
 
 
 __all__ = ["JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "coverage", "coverage_lines", "read_report",
-           "summary_line", "write_junit"]
+           "summary_line", "summary_record", "write_junit"]

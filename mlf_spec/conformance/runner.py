@@ -19,7 +19,7 @@ from typing import Any
 from mlf_spec.errors import MlfError
 
 from .known_failures import KnownFailures
-from .report import UNEXPECTED, JsonLines, Progress, coverage
+from .report import UNEXPECTED, JsonLines, Progress, coverage, summary_record
 from .testee import Testee
 from .vectors import Case
 
@@ -107,8 +107,10 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
 
 def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None, jobs: int = 1,
         report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
-        on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True) -> RunResult:
-    """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails."""
+        on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
+        write_summary: bool = True) -> RunResult:
+    """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
+    gets the run line, a line per case as it finishes and (``write_summary``) the summary."""
     from mlf_spec import __version__
 
     known = known or KnownFailures()
@@ -152,9 +154,8 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     counts = Counter(r["outcome"] for r in results)
     rows = coverage(results, {c.id: c.features for c in cases})
     result = RunResult(results, counts, seconds, rows, info, known.unused({c.id for c in cases}))
-    if report is not None:
-        report.write({"type": "summary", "counts": dict(counts), "seconds": round(seconds, 3),
-                      "exit_status": result.exit_status, "coverage": rows})
+    if report is not None and write_summary:
+        report.write(summary_record(counts, seconds, rows))
     return result
 
 
