@@ -211,10 +211,15 @@ def encode_graph(reading: Mapping[str, Any], options: Mapping[str, str] | None =
     """The GraphExecutor JSON text relay's codegen writes for a canonical reading."""
     from mlf_spec import graph_json as _graph
 
-    doc = {k: v for k, v in reading.items() if k != "format"}
-    doc["nodes"] = [{k: v for k, v in n.items() if not (k == "attrs" and not v and n.get("op") == "null")}
-                    for n in reading["nodes"]]
-    _graph.check_document(doc)
+    try:
+        doc = {k: v for k, v in reading.items() if k != "format"}
+        doc["nodes"] = [{k: v for k, v in n.items() if not (k == "attrs" and not v and n.get("op") == "null")}
+                        for n in reading["nodes"]]
+    except (KeyError, TypeError, AttributeError):
+        raise ValidationError("not a canonical graph reading (nodes of op, name, inputs, attrs)") from None
+    _g, issues = _graph.check_document(doc)
+    if issues:
+        raise ValidationError(f"not a valid graph: {issues[0].path}: {issues[0].message}")
     return _graph.dumps(doc).encode("utf-8")
 
 

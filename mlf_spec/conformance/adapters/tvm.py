@@ -5,8 +5,9 @@ of one case. Known failures: ``tvm.known-failures`` next to this file.
 
 What the reading holds is what TVM's API shows: names in the order of the Map it returns,
 and for each tensor its DLDataType, shape and the bytes TVM holds for it (taken from the
-record ``save_param_dict`` writes for that tensor alone, the only way TVM's API gives the
-bytes of every dtype, sub-byte and vector ones included). Fields TVM reads and drops
+record ``save_param_dict`` writes for that tensor alone, read with the spec's record
+grammar: the only way TVM's API gives the bytes of every dtype, sub-byte and vector ones
+included, and the DLDataType of codes TVM cannot spell). Fields TVM reads and drops
 (reserved words, device ids, trailing bytes) are left out (``may_omit``).
 """
 
@@ -14,15 +15,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import struct
 from typing import Any
 
 from .base import Adapter, Rejected
-
-# The record save_param_dict writes for {"x": tensor}: list magic, reserved, one name "x",
-# count, then the tensor record (magic, reserved, device, ndim, dtype, shape, nbytes, data).
-_HEAD = 8 + 8 + 8 + (8 + 1) + 8
-_RECORD = struct.Struct("<QQiiiBBH")
 
 
 def _last_line(exc: BaseException) -> str:
@@ -58,6 +53,8 @@ class TvmAdapter(Adapter):
             raise Rejected(f"tvm adapter: no {format}")
         from tvm import runtime
 
+        from mlf_spec.generated.params_fast import read_params_file
+
         try:
             loaded = runtime.load_param_dict(bytearray(data))
             names = list(loaded.keys())
@@ -70,13 +67,11 @@ class TvmAdapter(Adapter):
                 record = bytes(runtime.save_param_dict({"x": t}))
             except Exception as exc:
                 raise Rejected(f"{name!r}: TVM cannot write back what it read: {_last_line(exc)}") from None
-            _magic, _reserved, _dev, _dev_id, ndim, code, bits, lanes = _RECORD.unpack_from(record, _HEAD)
-            pos = _HEAD + _RECORD.size
-            shape = list(struct.unpack_from(f"<{ndim}q", record, pos))
-            (nbytes,) = struct.unpack_from("<q", record, pos + 8 * ndim)
-            raw = record[pos + 8 * ndim + 8:]
-            entry: dict[str, Any] = {"name": name, "code": code, "bits": bits, "lanes": lanes, "shape": shape,
-                                     "nbytes": nbytes, "sha256": hashlib.sha256(raw).hexdigest()}
+            rec = read_params_file(record, 0, len(record))[0].arrays[0]  # TVM's own record of the tensor
+            raw = record[rec.data_offset:rec.data_offset + rec.data_byte_size]
+            entry: dict[str, Any] = {"name": name, "code": rec.dtype_code, "bits": rec.dtype_bits,
+                                     "lanes": rec.dtype_lanes, "shape": list(rec.shape), "nbytes": rec.data_byte_size,
+                                     "sha256": hashlib.sha256(raw).hexdigest()}
             try:
                 entry["dtype"] = str(t.dtype)
             except Exception:  # noqa: S110 - TVM has no spelling for this code: the key may be left out

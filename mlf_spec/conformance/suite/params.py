@@ -11,7 +11,7 @@ from mlf_spec.generated import dtype_codes_table as _table
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated import params_strategies as _st
 from mlf_spec.params import dtypes as _dt
-from mlf_spec.spec_engine import Builder, build
+from mlf_spec.spec_engine import Builder, build, trace
 from mlf_spec.spec_strategies import _INT_RANGE, _find_field, _value_at
 
 from .. import canonical
@@ -174,9 +174,11 @@ def broken_variants(kind: str, tree: dict[str, Any], era: tuple[int, ...] = LATE
     """(label, bytes) of ``tree`` broken in the named way, each value chosen, not drawn: the
     deterministic counterpart of ``mlf_spec.strategies.broken_params_bytes``."""
     good = build(_STRUCTS, _ROOT, tree)
-    if kind == "truncated":
-        header = 8 + 8 + 8 + sum(8 + len(n.encode() if isinstance(n, str) else n) for n in tree["names"]) + 8
-        return [(f"at-{n}", good[:n]) for n in (0, 12, header - 4, header + 20, len(good) - 1)]
+    if kind == "truncated":  # nothing, inside the reserved word, the count, the first record, the last data byte
+        _, spans = trace(_STRUCTS, _ROOT, good)
+        at = {s.path: s.offset for s in spans}
+        cuts = (0, at[("reserved",)] + 4, at[("count",)] + 4, at[("arrays", 0, "shape", 0)] + 4, len(good) - 1)
+        return [(f"at-{n}", good[:n]) for n in cuts]
     what, where = kind.split(":", 1)
     struct_name, f = _find_field(_STRUCTS, where)
     places = _occurrences(tree, struct_name)
