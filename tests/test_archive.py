@@ -362,13 +362,3 @@ def test_tvm_consumers_read_our_archives(tmp_path):
     assert (root / "codegen/host/include/tvmgen_add.h").is_file() and (root / "runtime").is_dir()
 
 
-
-def test_bzip2_and_xz_archives_open_and_a_broken_one_is_an_mlf_error(add_tar):
-    import bz2
-    import lzma
-
-    for compress, kind in ((bz2.compress, "bzip2"), (lzma.compress, "xz")):
-        with archive.open(compress(add_tar)) as a:
-            assert a.compression == kind and a.to_bytes() == add_tar
-    with pytest.raises(MlfError, match="cannot decompress"):
-        archive.open(b"BZh")
