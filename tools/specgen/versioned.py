@@ -410,12 +410,10 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         other = model.records.get(used)
         if other is None or used == spec.name:
             raise doc.error(("uses", i), f"unknown records spec {used!r}")
-        if spec.timeline is not None or other[0].timeline is not None:
-            raise doc.error(("uses", i), "`uses` joins records specs without a timeline")
-        if spec.lenient:  # lenient specs import the records of other lenient specs (which may use others)
-            if not other[0].lenient:
-                raise doc.error(("uses", i), f"a lenient spec uses lenient specs; {used!r} is not one")
-        elif other[0].lenient or other[0].uses:
+        if spec.lenient and spec.timeline is None:  # lenient specs import lenient ones (which may use others)
+            if not other[0].lenient or other[0].timeline is not None:
+                raise doc.error(("uses", i), f"a lenient spec uses lenient specs without a timeline; {used!r} is not one")
+        elif other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
             raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of "
                             "their own)")
         clash = names & {r.name for r in other[0].records}
