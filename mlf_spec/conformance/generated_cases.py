@@ -252,13 +252,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     result = Exploration(drawn=drawn)
     for sig, (d, expected, _answer, verdict) in sorted(found.items()):
         rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
-                               "outcome": verdict.outcome, "seconds": 0.0, "message": verdict.message[:500]}
-        if verdict.diff:
-            rec["diff"] = verdict.diff
-        if verdict.error_kind:
-            rec["error_kind"] = verdict.error_kind
-        if verdict.signal:
-            rec["signal"] = verdict.signal
+                               "outcome": verdict.outcome, "seconds": 0.0, **verdict.details()}
         if save_dir is not None:
             path = save(d, expected, sig, Path(save_dir), seed_value, verdict.message)
             result.saved.append(path)

@@ -89,13 +89,7 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
             rec["message"] = entry.reason
     rec["outcome"] = outcome
     if outcome in ("fail", "error"):
-        rec["message"] = verdict.message[:500]
-        if verdict.diff:
-            rec["diff"] = verdict.diff
-        if verdict.error_kind:
-            rec["error_kind"] = verdict.error_kind
-        if verdict.signal:
-            rec["signal"] = verdict.signal
+        rec.update(verdict.details())
     if outcome in ("fail", "error", "xpass", "xfail"):
         repro = testee.reproduce(case)
         if repro:

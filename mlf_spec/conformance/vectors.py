@@ -72,6 +72,14 @@ class Verdict:
     error_kind: str | None = None
     signal: str | None = None
 
+    def details(self) -> dict[str, Any]:
+        """The report keys of a failure: message, diff, error_kind, signal (those set)."""
+        out: dict[str, Any] = {"message": self.message[:500]}
+        for key in ("diff", "error_kind", "signal"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
 
 @dataclass(frozen=True)
 class Case:
