@@ -250,6 +250,7 @@ def test_testee_info_is_a_valid_handshake(capfd):
 def test_memory_limit_applies_to_the_testee():
     if not hasattr(os, "fork"):
         pytest.skip("no RLIMIT_AS here")
-    code = "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"
+    # the limit is set from outside right after the start (prlimit): read it a moment later
+    code = "import resource, time; time.sleep(0.5); print(resource.getrlimit(resource.RLIMIT_AS)[0])"
     run = testee.run_capped([sys.executable, "-c", code], b"", testee.Limits(timeout=20, memory_mb=2048))
     assert run.returncode == 0 and int(run.stdout) == 2048 << 20

@@ -19,7 +19,6 @@ import selectors
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -56,17 +55,29 @@ def signal_name(returncode: int) -> str | None:
         return f"signal {-returncode}"
 
 
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on Windows
+    resource = None  # type: ignore[assignment]
+
+
 def _preexec(memory_mb: int) -> Any:
-    if not memory_mb or sys.platform == "win32":
+    """Where the child's limit cannot be set from outside (no prlimit), set it in the child
+    between fork and exec (a C call only: nothing there takes a Python lock)."""
+    if not memory_mb or resource is None or hasattr(resource, "prlimit"):
         return None
+    size = memory_mb << 20
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
-    def limit() -> None:
-        import resource
 
+def _limit(proc: subprocess.Popen, memory_mb: int) -> None:
+    """Limit a child's address space from outside (Linux prlimit), right after it starts."""
+    if memory_mb and resource is not None and hasattr(resource, "prlimit"):
         size = memory_mb << 20
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-    return limit
+        try:
+            resource.prlimit(proc.pid, resource.RLIMIT_AS, (size, size))
+        except (ProcessLookupError, PermissionError, OSError):
+            pass  # it has already ended: its exit status tells
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -95,6 +106,7 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
     """Run ``argv`` with ``data`` on stdin under ``limits``; never blocks past the timeout."""
     proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+    _limit(proc, limits.memory_mb)
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
     os.set_blocking(proc.stdin.fileno(), False)
@@ -241,7 +253,10 @@ class InProcess(Testee):
             if not isinstance(result, (bytes, bytearray)):
                 return Answer.failed("protocol", f"encode returned {type(result).__name__}, not bytes")
             return Answer.ok(output=bytes(result))
-        return Answer.ok(reading=json.loads(json.dumps(result)))
+        try:
+            return Answer.ok(reading=json.loads(json.dumps(result)))
+        except (TypeError, ValueError) as exc:
+            return Answer.failed("protocol", f"the reading is not JSON data: {exc}")
 
     def describe(self) -> str:
         """adapter:<name>."""
@@ -342,6 +357,7 @@ class _Server:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                      start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+        _limit(self.proc, limits.memory_mb)
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = bytearray()
