@@ -2,7 +2,7 @@
 #   spec/binary/blob_ffi.yaml (sha256 d87670a7332b078a)
 #   spec/binary/tensor.yaml (sha256 c72fcefaf9f2a076)
 #   spec/binary/vm.yaml (sha256 77d6fe80ca7f4a90)
-#   spec/binary/payloads.yaml (sha256 5e15aa4452119ebe)
+#   spec/binary/payloads.yaml (sha256 5a138095b6d10508)
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """The tvm-ffi library blob (__tvm_ffi__library_bin, 0.22 on): the spec as data (structs, fields, compiled expressions)."""
 

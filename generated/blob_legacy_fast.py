@@ -2,7 +2,7 @@
 #   spec/binary/blob_legacy.yaml (sha256 6383e1b0efbf49de)
 #   spec/binary/tensor.yaml (sha256 c72fcefaf9f2a076)
 #   spec/binary/vm.yaml (sha256 77d6fe80ca7f4a90)
-#   spec/binary/payloads.yaml (sha256 5e15aa4452119ebe)
+#   spec/binary/payloads.yaml (sha256 5a138095b6d10508)
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """Fast reader and writer: The legacy module blob (__tvm_dev_mblob up to 0.20, __tvm_ffi_library_bin in 0.21)."""
 

@@ -360,3 +360,5 @@ def test_tvm_consumers_read_our_archives(tmp_path):
     root = tmp_path / "model"
     assert sorted(p.name for p in (root / "codegen/host/src").glob("*.c")) == ["add_lib0.c", "add_lib1.c"]
     assert (root / "codegen/host/include/tvmgen_add.h").is_file() and (root / "runtime").is_dir()
+
+

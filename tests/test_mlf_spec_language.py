@@ -121,3 +121,22 @@ def test_records_uses_only_plain_specs_without_clashes(tmp_path):
     spec = _tree(tmp_path / "b", "records/mlf_inspect_output.yaml", lambda s: s.replace("uses: [finding]", "uses: [nothing]"))
     with pytest.raises(SpecError, match="unknown records spec"):
         load(spec)
+
+
+@pytest.mark.parametrize(("rel", "old", "new", "message"), [
+    ("records/canonical_params.yaml", "required: false, compare: [may_omit],\n         doc: \"The dtype dialect",
+     "compare: [may_omit],\n         doc: \"The dtype dialect", "may omit is not required"),
+    ("records/canonical_params.yaml", 'type: int, minimum: 0, doc: "DLDataType.code."',
+     'type: int, minimum: 0, compare: [unordered], doc: "DLDataType.code."', "apply to lists"),
+    ("records/canonical_archive.yaml", "uses: [canonical_params,", "uses: [params_dump,", "lenient specs"),
+    ("records/conformance_report.yaml", "root: report_run|report_case", "root: report_run|report_nothing",
+     "unknown record 'report_nothing'"),
+    ("records/mlf.yaml", "{name: runtimes, type: \"list[str]\",", "{name: runtimes, type: \"list[str]\", compare: [unordered],",
+     "lenient records spec without a timeline"),
+])
+def test_conformance_record_rules_are_checked(tmp_path, rel, old, new, message):
+    spec = _tree(tmp_path, rel, lambda s: s.replace(old, new, 1))
+    assert (spec / rel).read_text() != (ROOT / "spec" / rel).read_text()
+    with pytest.raises(SpecError, match=message) as err:
+        load(spec)
+    assert err.value.file == f"spec/{rel}"

@@ -94,9 +94,27 @@ types:
           129 and code <= 255 ? "custom[" + code.to_s + "]" + bits.to_s : "unknown(code=" + code.to_s + ",bits="
           + bits.to_s + ",lanes=" + lanes.to_s + ")"'
         doc: TVM's name of (code, bits) in the dialect of tvm_minor, from the table dtype_codes.
+      spells_lanes:
+        value: 'code == 1 and bits == 1 and tvm_minor < 23 ? true : code == 1 and bits == 1 and tvm_minor >= 23
+          and tvm_minor < 26 ? true : code == 1 and bits == 1 and tvm_minor >= 26 ? true : code == 6 and bits ==
+          8 and tvm_minor >= 13 and tvm_minor < 20 ? true : code == 7 and bits == 8 and tvm_minor >= 13 and tvm_minor
+          < 20 ? true : code == 6 and bits == 8 and tvm_minor >= 20 and tvm_minor < 21 ? true : code == 7 and bits
+          == 8 and tvm_minor >= 20 and tvm_minor < 21 ? true : code == 8 and bits == 4 and tvm_minor >= 20 and tvm_minor
+          < 21 ? true : code == 6 and bits == 8 and tvm_minor >= 21 and tvm_minor < 23 ? true : code == 6 and bits
+          == 8 and tvm_minor >= 23 ? true : code == 7 and bits == 8 and tvm_minor >= 21 ? true : code == 8 and bits
+          == 8 and tvm_minor >= 21 ? true : code == 9 and bits == 8 and tvm_minor >= 21 ? true : code == 10 and
+          bits == 8 and tvm_minor >= 21 ? true : code == 11 and bits == 8 and tvm_minor >= 21 ? true : code == 12
+          and bits == 8 and tvm_minor >= 21 ? true : code == 13 and bits == 8 and tvm_minor >= 21 ? true : code
+          == 14 and bits == 8 and tvm_minor >= 21 ? true : code == 15 and bits == 6 and tvm_minor >= 21 ? true :
+          code == 16 and bits == 6 and tvm_minor >= 21 ? true : code == 17 and bits == 4 and tvm_minor >= 21 ? true
+          : code == 0 and tvm_minor < 7 ? true : code == 0 and tvm_minor >= 7 and tvm_minor < 21 ? true : code ==
+          0 and tvm_minor >= 21 ? true : code == 1 and tvm_minor < 7 ? true : code == 1 and tvm_minor >= 7 and tvm_minor
+          < 21 ? true : code == 1 and tvm_minor >= 21 ? true : code == 2 and tvm_minor < 21 ? true : code == 2 and
+          tvm_minor >= 21 ? true : code == 3 ? false : true'
+        doc: Whether TVM appends the lanes to this spelling (not for a handle), from the table dtype_codes.
       spelling:
-        value: 'base_spelling.substring(0, 8) == "unknown(" ? base_spelling : base_spelling + (lanes >= 32768 ?
-          "xvscalex" + (65536 - lanes).to_s : lanes != 1 ? "x" + lanes.to_s : "")'
+        value: 'base_spelling.substring(0, 8) == "unknown(" or not spells_lanes ? base_spelling : base_spelling
+          + (lanes >= 32768 ? "xvscalex" + (65536 - lanes).to_s : lanes != 1 ? "x" + lanes.to_s : "")'
         doc: TVM's spelling of this dtype in the dialect of tvm_minor (x<lanes> appended for vectors), as mlf_spec.params.dtypes
           spells it; unknown(code=..,bits=..,lanes=..) for a code the table lacks.
   dl_device:

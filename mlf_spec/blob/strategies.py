@@ -188,30 +188,67 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
             lambda s: s not in known))
         return BrokenBlob(kind, data[: span.offset] + name.encode() + data[span.offset + span.size :], fmt, e)
     # The remaining kinds rewrite the import tree (and, for a second _lib, the module list).
-    tree_node = body if fmt == "ffi" else next((x["payload"] for x in body["entries"] if x["kind"] == _blob.IMPORT_TREE), None)
-    assume(tree_node is not None)
+    n = len(tree_of(tree, fmt)["row_ptr"]) - 1 if tree_of(tree, fmt) is not None else 0
+    at = 0
+    value = None
+    if kind == "child_out_of_range":
+        at = draw(st.integers(0, 2**16))
+        value = draw(st.integers(n, 2**64 - 1))
+    elif kind in ("row_ptr_decreasing", "cyclic_import_tree"):
+        at = draw(st.integers(1, max(n - 1, 1)))
+        value = draw(st.integers(1, 4))
+    elif kind == "row_ptr_past_children":
+        value = draw(st.integers(1, 4))
+    out = rewrite_import_tree(data, fmt, e, kind, at=at, value=value)
+    assume(out is not None)
+    return BrokenBlob(kind, out, fmt, e)  # type: ignore[arg-type]
+
+
+def tree_of(tree: dict, fmt: str) -> dict | None:
+    """The import tree node (row_ptr, child_indices) of a traced blob value tree."""
+    body = tree["body"]
+    if fmt == "ffi":
+        return body
+    return next((x["payload"] for x in body["entries"] if x["kind"] == _blob.IMPORT_TREE), None)
+
+
+def rewrite_import_tree(data: bytes, fmt: str, era: tuple[int, ...], kind: str, *, at: int = 0,
+                        value: int | None = None) -> bytes | None:
+    """``data`` with its import tree broken in the named way (``child_out_of_range``,
+    ``row_ptr_decreasing``, ``row_ptr_past_children``, ``cyclic_import_tree``, and a second
+    ``_lib`` for ``duplicate_lib_legacy`` / ``duplicate_lib_ffi``); ``at`` picks the child or
+    row (taken modulo what exists), ``value`` the bad index or the excess. None when this
+    blob cannot be broken that way (no tree, too few modules, no _lib)."""
+    structs, root = _ROOTS[fmt]
+    tree, _ = trace(structs, root, data, era)
+    body = tree["body"]
+    tree_node = tree_of(tree, fmt)
+    if tree_node is None:
+        return None
     row_ptr, child = list(tree_node["row_ptr"]), list(tree_node["child_indices"])
     n = len(row_ptr) - 1
     edges = [[child[j] for j in range(row_ptr[i], row_ptr[i + 1])] for i in range(n)]
     if kind == "child_out_of_range":
-        assume(bool(child))
-        j = draw(st.integers(0, len(child) - 1))
-        child[j] = draw(st.integers(n, 2**64 - 1))
+        if not child:
+            return None
+        child[at % len(child)] = value if value is not None and value >= n else n
     elif kind == "row_ptr_decreasing":  # still within child_indices: the reader follows it (a warning)
         rows = [i for i in range(1, n) if row_ptr[i + 1] < len(child)]
-        assume(bool(rows))
-        i = draw(st.sampled_from(rows))
-        row_ptr[i] = draw(st.integers(row_ptr[i + 1] + 1, len(child)))
+        if not rows:
+            return None
+        i = rows[(at - 1) % len(rows)]
+        row_ptr[i] = min(row_ptr[i + 1] + (value or 1), len(child))
     elif kind == "row_ptr_past_children":
-        row_ptr[-1] += draw(st.integers(1, 4))
+        row_ptr[-1] += value or 1
     else:
         if kind == "cyclic_import_tree":
-            assume(n >= 2)
-            i = draw(st.integers(1, n - 1))
-            edges[i].append(0)
+            if n < 2:
+                return None
+            edges[1 + (at - 1) % (n - 1)].append(0)
         else:  # a second _lib, imported by the root
             mods = body["modules"] if fmt == "ffi" else body["entries"]
-            assume(any(m["kind"] == _blob.LIB for m in mods))
+            if not any(m["kind"] == _blob.LIB for m in mods):
+                return None
             edges.append([])
             edges[0].append(n)
             lib = {"kind": _blob.LIB, "payload": None}
@@ -225,8 +262,8 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
             child.extend(row)
             row_ptr.append(len(child))
     tree_node["row_ptr"], tree_node["child_indices"] = row_ptr, child
-    return BrokenBlob(kind, Builder(structs, e).build(root, tree), fmt, e)
+    return Builder(structs, era).build(root, tree)
 
 
 __all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "BrokenBlob", "blob_bytes", "blob_payloads", "broken_blob_bytes",
-           "module_trees"]
+           "module_trees", "rewrite_import_tree", "tree_of"]

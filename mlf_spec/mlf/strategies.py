@@ -14,6 +14,7 @@ documents and whole archives, valid and broken by named kind.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import tarfile
@@ -495,30 +496,47 @@ def broken_metadata(draw: Any, name: str = "mlf", kinds: tuple[str, ...] = ()) -
     spec = draw(archive_specs())
     doc = document_of(spec)
     v, s = spec.version, spec.style
+    at = draw(st.integers(0, 2**16))
+    bad_version = draw(st.sampled_from([0, 8, 99, "7", None, 7.0, True]))
+    unknown_value = draw(st.sampled_from([1, "x", None, []]))
+    data = break_metadata(kind, doc, v, s, at=at, bad_version=bad_version, unknown_value=unknown_value)
+    assume(data is not None)
+    return kind, v, s, data  # type: ignore[return-value]
+
+
+def break_metadata(kind: str, doc: dict[str, Any], version: int, style: str, *, at: int = 0,
+                   bad_version: Any = 99, unknown_value: Any = 1) -> bytes | None:
+    """``doc`` (a valid document of ``version`` and ``style``) broken in the named way
+    (:data:`METADATA_BROKEN_KINDS` other than not_json and not_object), dumped as its
+    writer would; ``at`` picks the instance of the record (modulo how many there are).
+    None when the document has no place for that kind (no such record, key absent, key
+    optional for ``missing_key``). The document is not modified."""
+    doc = copy.deepcopy(doc)
+    v, s = version, style
     if kind == "bad_version":
-        doc["version"] = draw(st.sampled_from([0, 8, 99, "7", None, 7.0, True]))
-        return kind, v, s, _dump_raw(doc, v, s)
+        doc["version"] = bad_version
+        return _dump_raw(doc, v, s)
     what, target = kind.split(":", 1)
     record, _, fname = target.partition(".")
     insts = _instances(doc, record, v, s)
     if what == "unknown_key":
-        assume(insts)
-        inst, _ = draw(st.sampled_from(insts))
-        inst["x_unknown_key"] = draw(st.sampled_from([1, "x", None, []]))
-        return kind, v, s, _dump_raw(doc, v, s)
+        if not insts:
+            return None
+        inst, _ = insts[at % len(insts)]
+        inst["x_unknown_key"] = unknown_value
+        return _dump_raw(doc, v, s)
     f = _field_spec(v, record, fname)
-    assume(f is not None)
     insts = [(i, p) for i, p in insts if fname in i]
-    assume(insts)
-    inst, _ = draw(st.sampled_from(insts))
+    if f is None or not insts or (what == "missing_key" and not f["required"]):
+        return None
+    inst, _ = insts[at % len(insts)]
     if what == "missing_key":
-        assume(f["required"])
         del inst[fname]
     elif what == "wrong_type":
         inst[fname] = _wrong_value(f["tree"])
     elif what == "bad_value":
         inst[fname] = _bad_value(f, inst[fname], v)
-    return kind, v, s, _dump_raw(doc, v, s)
+    return _dump_raw(doc, v, s)
 
 
 # ----------------------------------------------------------------- broken archives
@@ -700,39 +718,59 @@ def broken_archives(draw: Any, kinds: tuple[str, ...] = ()) -> tuple[str, bytes]
     ``finding:<code>`` read and check with that finding."""
     kind = draw(st.sampled_from(list(kinds)))
     if kind == "not_a_tar":
-        return kind, draw(st.sampled_from([b"", b"not a tar", b"PK\x03\x04" + bytes(600), b"{}" * 300,
-                                           b"\x1f\x8b\x08\x00garbage", bytes(100)]))
+        return kind, draw(st.sampled_from(NOT_A_TAR))
+    spec = draw(archive_specs(req=archive_requirements(kind)))
+    data = break_archive(kind, spec, at=draw(st.integers(0, 2**16)), where=draw(st.integers(0, 2**16)),
+                         cut=draw(st.floats(0, 1, exclude_min=True)))
+    assume(data is not None)
+    return kind, data  # type: ignore[return-value]
+
+
+#: inputs that are no tar archive at all
+NOT_A_TAR = (b"", b"not a tar", b"PK\x03\x04" + bytes(600), b"{}" * 300, b"\x1f\x8b\x08\x00garbage", bytes(100))
+
+
+def archive_requirements(kind: str) -> dict[str, Any]:
+    """What an archive needs for ``kind`` to apply (archive_specs ``req``)."""
     what, _, target = kind.partition(":")
-    req: dict[str, Any] = {}
     if what == "finding":
-        req = RECIPES[target][0]
-    elif what == "missing_member":
-        req = _entry_req(target)
-    spec = draw(archive_specs(req=req))
+        return RECIPES[target][0]
+    if what == "missing_member":
+        return _entry_req(target)
+    return {}
+
+
+def break_archive(kind: str, spec: ArchiveSpec, *, at: int = 0, where: int = 0, cut: float = 0.5) -> bytes | None:
+    """The archive of ``spec`` broken in the named way (:data:`ARCHIVE_BROKEN_KINDS` other
+    than not_a_tar): ``cut`` is where a truncated archive ends (a fraction of its members'
+    bytes), ``at`` picks the member a kind acts on and ``where`` the position an unsafe
+    member is inserted at (both modulo what exists). None when the archive has no place
+    for that kind."""
     a = build_archive(spec)
+    what, _, target = kind.partition(":")
     if kind == "truncated":
         body, _ = _tar_parts(a)
-        cut = draw(st.integers(1, len(body)))
-        return kind, body[:cut]
+        return body[:max(1, min(len(body), round(len(body) * cut)))]
     if what == "unsafe":
         body, offsets = _tar_parts(a)
         files = [m for m in a.members if not m.is_dir]
-        existing = draw(st.sampled_from(files))
-        at = draw(st.sampled_from(offsets[1:] + [len(body)]))
-        crafted = _crafted(target, existing)
-        out = body[:at] + crafted + body[at:]
-        return kind, out + _tar.end_blocks(len(out))
+        places = offsets[1:] + [len(body)]
+        crafted = _crafted(target, files[at % len(files)])
+        pos = places[where % len(places)]
+        out = body[:pos] + crafted + body[pos:]
+        return out + _tar.end_blocks(len(out))
     if what == "missing_member":
-        paths = [m.path for m in a.members if _layout.classify(m.path, spec.version, spec.style,
-                                                                [x.name for x in spec.modules]) is not None
-                 and _layout.classify(m.path, spec.version, spec.style,
-                                      [x.name for x in spec.modules]).entry["id"] == target]
-        assume(paths)
-        a.remove(draw(st.sampled_from(paths))) if _layout.ENTRIES[target]["kind"] != "directory" else \
-            _remove_only(a, draw(st.sampled_from(paths)))
-        return kind, a.to_bytes()
+        names = [x.name for x in spec.modules]
+        paths = [m.path for m in a.members
+                 if (pl := _layout.classify(m.path, spec.version, spec.style, names)) is not None
+                 and pl.entry["id"] == target]
+        if not paths:
+            return None
+        path = paths[at % len(paths)]
+        a.remove(path) if _layout.ENTRIES[target]["kind"] != "directory" else _remove_only(a, path)
+        return a.to_bytes()
     RECIPES[target][1](a, spec)
-    return kind, a.to_bytes()
+    return a.to_bytes()
 
 
 def _remove_only(a: _archive.Archive, path: str) -> None:
@@ -741,6 +779,7 @@ def _remove_only(a: _archive.Archive, path: str) -> None:
     a._modules = None
 
 
-__all__ = ["RECIPES", "ArchiveSpec", "ModuleSpec", "Tensor", "archive_specs", "archives", "broken_archives",
-           "broken_metadata", "build_archive", "document_of", "files_of", "metadata_documents"]
+__all__ = ["NOT_A_TAR", "RECIPES", "ArchiveSpec", "ModuleSpec", "Tensor", "archive_requirements", "archive_specs",
+           "archives", "break_archive", "break_metadata", "broken_archives", "broken_metadata", "build_archive",
+           "document_of", "files_of", "metadata_documents"]
 

@@ -194,9 +194,9 @@ def _lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
         return DType(code, bits, lanes, f"unknown(code={code},bits={bits},lanes={lanes})", None, False, False)
     name = row["spelling"].replace("{bits}", str(bits)).replace("{code}", str(code))
     signed_lanes = lanes - 0x10000 if lanes >= 0x8000 else lanes
-    if signed_lanes < 0:
+    if row["spells_lanes"] and signed_lanes < 0:
         name += f"xvscalex{-signed_lanes}"
-    elif lanes != 1:
+    elif row["spells_lanes"] and lanes != 1:
         name += f"x{lanes}"
     np_type = None
     widths = (

@@ -29,7 +29,7 @@ def _field(f: RField, consts: dict[str, int]) -> str:
     if f.kind == "scalar" or s.type in SCALARS:
         if s.type in SCALARS:
             d["fmt"], d["size"] = SCALARS[s.type][1], SCALARS[s.type][0]
-    for key in ("const", "canonical", "table", "encoding", "role"):
+    for key in ("const", "canonical", "table", "encoding", "role", "order"):
         v = getattr(s, key)
         if v is not None:
             d[key] = v

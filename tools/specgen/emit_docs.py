@@ -52,6 +52,8 @@ def _rules(f: RField) -> str:
         parts.append(f"see [{s.table}]({s.table}.md)")
     if s.lazy:
         parts.append("read as an offset, never copied")
+    if s.order == "unspecified":
+        parts.append("element order is the writer's (unspecified)")
     if s.switch:
         cases = ", ".join(f"`{k}` → {v}" for k, v in s.switch.cases.items())
         parts.append(cases + (f", else {s.switch.default}" if s.switch.default else ", else error"))

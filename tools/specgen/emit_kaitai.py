@@ -1246,13 +1246,17 @@ class KsyEmitter:
         instances["base_spelling"] = {"value": self.spelling_expr(rs, f, tspec),
                                       "doc": clean_doc(f"TVM's name of (code, bits) in the dialect of tvm_minor, from "
                                                        f"the table {table}.")}
+        instances["spells_lanes"] = {"value": self.spelling_expr(rs, f, tspec, column="spells_lanes"),
+                                     "doc": clean_doc("Whether TVM appends the lanes to this spelling (not for a "
+                                                      f"handle), from the table {table}.")}
         instances["spelling"] = {"value": self.spelling_suffix(),
                                  "doc": clean_doc("TVM's spelling of this dtype in the dialect of tvm_minor (x<lanes> "
                                                   "appended for vectors), as mlf_spec.params.dtypes spells it; "
                                                   "unknown(code=..,bits=..,lanes=..) for a code the table lacks.")}
 
-    def spelling_expr(self, rs: RStruct, f: RField, tspec: Any) -> str:
-        """The spelling rule of the table as one conditional expression."""
+    def spelling_expr(self, rs: RStruct, f: RField, tspec: Any, column: str = "spelling") -> str:
+        """The spelling rule of the table (or its boolean ``column`` for the same rows) as one
+        conditional expression."""
         code = ksy_id(f.name)
         bits = "bits" if _field_of(rs, "bits") else None
         lanes = "lanes" if _field_of(rs, "lanes") else None
@@ -1282,7 +1286,14 @@ class KsyEmitter:
                 c.append(f"{ERA} >= {vkey(str(row['since']))[1]}")
             if row.get("until"):
                 c.append(f"{ERA} < {vkey(str(row['until']))[1]}")
-            branches.append((" and ".join(c), template(row["spelling"])))
+            branches.append((" and ".join(c), template(row["spelling"]) if column == "spelling" else
+                             ("true" if row[column] else "false")))
+        if column != "spelling":
+            base = "true"
+            for c, t in reversed(branches):
+                if t != base:
+                    base = f"{c} ? {t} : {base}"
+            return base
         base = f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"'
         for c, t in reversed(branches):
             base = f"{c} ? {t} : {base}"
@@ -1291,8 +1302,8 @@ class KsyEmitter:
     @staticmethod
     def spelling_suffix(lanes: str = "lanes") -> str:
         """The lanes suffix: x<lanes> for vectors, xvscalex<n> for scalable ones (negative as int16)."""
-        return (f'base_spelling.substring(0, 8) == "unknown(" ? base_spelling : base_spelling + ({lanes} >= 32768 ? '
-                f'"xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
+        return (f'base_spelling.substring(0, 8) == "unknown(" or not spells_lanes ? base_spelling : base_spelling + '
+                f'({lanes} >= 32768 ? "xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
 
 
 def _only_len_of(node: ast.AST, name: str) -> bool:

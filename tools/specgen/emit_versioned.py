@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import keyword
 import sys
 import types
 from pprint import pformat
@@ -206,7 +207,7 @@ def _constrained(t: TypeNode, c: dict[str, Any], const: Any) -> str:
 
 def _ident(name: str) -> str:
     ident = name.replace("-", "_")
-    if not ident.isidentifier() or ident in _RESERVED or ident.startswith("_"):
+    if not ident.isidentifier() or keyword.iskeyword(ident) or ident in _RESERVED or ident.startswith("_"):
         ident = ident.strip("_") + "_"
     return ident
 
@@ -348,22 +349,46 @@ def _plain_fields(r: Any) -> list[tuple[str, TypeNode, bool, str, dict[str, Any]
 
 
 def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
-    """A records spec without a timeline whose models can be read leniently."""
+    """A records spec without a timeline whose models can be read leniently. ``uses`` imports
+    the records of other such specs; a root ``a|b`` is a union of records (the schema accepts
+    any of them); records with ``compare`` rules get them as data (``FIELDS``)."""
     spec, doc = model.records[name]
+    used_docs = [model.records[u][1] for u in spec.uses]
     c = Code()
-    _module_head(c, model, [doc], f"Pydantic models: {spec.title}.")
+    _module_head(c, model, [doc, *used_docs], f"Pydantic models: {spec.title}.")
+    for used in spec.uses:
+        other = model.records[used][0]
+        imported = [camel(r.name) for r in other.records] + [camel(a.name) for a in other.aliases]
+        c(f"from .{used}_models import {', '.join(imported)}  # noqa: F401")
     _aliases(c, spec)
     for r in spec.records:
         _class(c, r.name, r.doc, _plain_fields(r), r.extra, r.extra_type)
     _rebuild(c, [r.name for r in spec.records])
     c()
-    c(f"ROOT = {camel(spec.root)}")  # type: ignore[arg-type]
+    roots = [p.strip() for p in spec.root.split("|")]  # type: ignore[union-attr]
+    if len(roots) == 1:
+        c(f"ROOT = {camel(roots[0])}")
+    else:
+        c("#: The records a whole document may be (told apart by their const keys).")
+        c(f"ROOTS = ({', '.join(camel(r) for r in roots)},)")
     c("#: JSON paths (\"*\" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length")
     c(f"MULTILINE_PATHS = {_dump_paths(spec, 'multiline')!r}")
+    if any(f.compare for r in spec.records for f in r.fields):
+        fields = {r.name: {f.name: {"type": f.type, "required": f.required, "compare": list(f.compare)} for f in r.fields}
+                  for r in spec.records}
+        c("#: record -> key -> type, required, and the conformance kit's comparison rules (spec/README.md)")
+        c(f"FIELDS = {pformat(fields, width=120, sort_dicts=False)}")
+        c(f"ROOT_RECORDS = {roots!r}")
     src = c.text()
-    mods = load_modules({"_recordlib": RECORDLIB, f"{name}_models": src})
-    schema = _schema_of(mods[f"{name}_models"], [spec.root], spec.title, spec.doc)  # type: ignore[list-item]
-    page = _page_head(model, [doc], spec.title, spec.doc)
+    sources = {"_recordlib": RECORDLIB}
+    for used in _uses_closure(model, name):
+        sources[f"{used}_models"] = emit_lenient_records(model, used)[f"{used}_models.py"]
+    sources[f"{name}_models"] = src
+    mods = load_modules(sources)
+    schema = _schema_of(mods[f"{name}_models"], roots, spec.title, spec.doc)
+    page = _page_head(model, [doc, *used_docs], spec.title, spec.doc)
+    if spec.uses:
+        page += ["Uses the records of " + ", ".join(f"[{u}]({u}.md)" for u in spec.uses) + ".", ""]
     if spec.aliases:
         page += ["## Types", "", "| Name | Type | Meaning |", "|---|---|---|"]
         for a in spec.aliases:
@@ -372,12 +397,48 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
     for r in spec.records:
         page += _record_table(r.name, r.doc, [(f.name, f.type, f.required, f.doc, _rules(f)) for f in r.fields],
                               r.extra, r.extra_type)
+    if spec.examples:
+        page += _lenient_examples(mods[f"{name}_models"], roots, spec, doc)
     page += [f"JSON Schema: [`schemas/{name}.schema.json`](../schemas/{name}.schema.json)", ""]
     return {
         f"{name}_models.py": src,
         f"schemas/{name}.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
         f"docs/{name}.md": "\n".join(page),
     }
+
+
+def _uses_closure(model: Model, name: str) -> list[str]:
+    """The specs ``name`` uses, directly or not, dependencies first."""
+    out: list[str] = []
+
+    def visit(n: str) -> None:
+        for u in model.records[n][0].uses:
+            if u not in out:
+                visit(u)
+                out.append(u)
+
+    visit(name)
+    return out
+
+
+def _lenient_examples(mod: types.ModuleType, roots: list[str], spec: Any, doc: Any) -> list[str]:
+    """The examples of a lenient records spec, each validated against one of its roots."""
+    from pydantic import ValidationError
+
+    out = ["## Examples", ""]
+    for i, ex in enumerate(spec.examples):
+        errors = []
+        for r in roots:
+            try:
+                getattr(mod, camel(r)).model_validate(ex.value)
+                break
+            except ValidationError as exc:
+                errors.append(str(exc).splitlines()[0])
+        else:
+            raise doc.error(("examples", i, "value"), f"example {ex.name!r} is not a valid {spec.root}: {errors}")
+        out += [f"### {ex.name}", "", " ".join(ex.doc.split()), "", "```json",
+                json.dumps(ex.value, indent=2, ensure_ascii=False), "```", ""]
+    return out
 
 
 def _dump_paths(spec: Any, style: str) -> list[tuple]:
@@ -391,7 +452,7 @@ def _dump_paths(spec: Any, style: str) -> list[tuple]:
             if aliases[t.name].dump == style and path not in out:
                 out.append(path)
             walk(parse_type(aliases[t.name].type), path, seen)
-        elif t.kind == "ref" and t.name not in seen:
+        elif t.kind == "ref" and t.name not in seen and t.name in records:  # records of used specs: not here
             for f in records[t.name].fields:
                 walk(parse_type(f.type), path + (f.name,), seen | {t.name})
         elif t.kind in ("list", "map", "intmap"):
@@ -403,7 +464,7 @@ def _dump_paths(spec: Any, style: str) -> list[tuple]:
             for i, a in enumerate(t.args):
                 walk(a, path + (i,), seen)
 
-    walk(TypeNode("ref", spec.root), (), frozenset())
+    walk(parse_type(spec.root), (), frozenset())
     return out
 
 
@@ -432,6 +493,8 @@ def _rules(f: RecordField | PField) -> str:
         parts.append(f"each key equals its value's `{s.keyed_by}`")
     if s.discriminator:
         parts.append(f"told apart by `{s.discriminator}`")
+    if isinstance(s, RecordField) and s.compare:
+        parts.append("compare: " + ", ".join(s.compare))
     return "; ".join(parts)
 
 

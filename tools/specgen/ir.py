@@ -91,6 +91,9 @@ class FieldSpec(Strict):
     role: str | None = Field(None, description="Meaning for engines, e.g. tensor_payload, name.")
     sized: bool = Field(False, description="Stored like a str: a u64 byte length, then the value, which must fill it.")
     keep_span: bool = Field(False, description="Records also get <name>_span: (start, end) offsets of the value.")
+    order: Literal["unspecified"] | None = Field(
+        None, description="unspecified: the writer's element order carries no meaning (a C++ unordered_map); "
+        "conformance readings of a vec or map compare it as a multiset.")
 
     _v_since = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
 
@@ -202,6 +205,10 @@ class RecordField(Strict):
     discriminator: str | None = Field(None, description="Key whose const value tells the records of a union apart.")
     keyed_by: str | None = Field(None, description="map of records: each key equals this field of its value.")
     role: Literal["version"] | None = Field(None, description="version: the metadata version number (const per version).")
+    compare: list[Literal["unordered", "writer_order", "may_omit", "informative", "payload_fields"]] = Field(
+        default_factory=list,
+        description="How the conformance kit compares this key of a reading (see spec/README.md): unordered, "
+        "writer_order, may_omit, informative, payload_fields.")
 
 
 class RecordAlias(Strict):
@@ -275,7 +282,8 @@ class RecordsSpec(Strict):
     doc: str
     root: str | None = Field(None, description="The whole document (records without a timeline).")
     uses: list[str] = Field(default_factory=list,
-                            description="Plain records specs whose records this one refers to (included in its models).")
+                            description="Records specs whose records this one refers to: plain specs (their records "
+                            "are included in its models), or, for a lenient spec, lenient specs (imported).")
     records: list[RecordSpec]
     timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
     roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")

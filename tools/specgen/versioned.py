@@ -427,14 +427,30 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         other = model.records.get(used)
         if other is None or used == spec.name:
             raise doc.error(("uses", i), f"unknown records spec {used!r}")
-        if other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
-            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of their own)")
+        if spec.lenient and spec.timeline is None:  # lenient specs import lenient ones (which may use others)
+            if not other[0].lenient or other[0].timeline is not None:
+                raise doc.error(("uses", i), f"a lenient spec uses lenient specs without a timeline; {used!r} is not one")
+        elif other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
+            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of "
+                            "their own)")
         clash = names & {r.name for r in other[0].records}
         if clash:
             raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
-        known |= {r.name for r in other[0].records}
-    if spec.root is not None and spec.root not in names:
-        raise doc.error(("root",), f"unknown record {spec.root!r}")
+        known |= {r.name for r in other[0].records} | {a.name for a in other[0].aliases}
+    seen, todo = set(), list(spec.uses)
+    while todo:
+        used = todo.pop()
+        if used == spec.name:
+            raise doc.error(("uses",), f"{spec.name} uses itself through {sorted(seen)}")
+        if used not in seen and used in model.records:
+            seen.add(used)
+            todo.extend(model.records[used][0].uses)
+    if spec.root is not None:
+        for part in spec.root.split("|"):
+            if part.strip() not in names:
+                raise doc.error(("root",), f"unknown record {part.strip()!r}")
+        if "|" in spec.root and not spec.lenient:
+            raise doc.error(("root",), "a union of roots needs lenient: true")
     for i, root in enumerate(spec.roots):
         if root.record not in names:
             raise doc.error(("roots", i, "record"), f"unknown record {root.record!r}")
@@ -461,6 +477,14 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
                 if ref not in known:
                     raise doc.error(loc + ("type",), f"unknown type {ref!r}")
             _check_range(tl, doc, loc, f.since, f.until)
+            if f.compare and (tl is not None or not spec.lenient):
+                raise doc.error(loc + ("compare",), "compare rules need a lenient records spec without a timeline")
+            if "may_omit" in f.compare and f.required:
+                raise doc.error(loc + ("compare",), "a key a testee may omit is not required (required: false)")
+            if "unordered" in f.compare and "writer_order" in f.compare:
+                raise doc.error(loc + ("compare",), "unordered and writer_order exclude each other")
+            if ({"unordered", "writer_order"} & set(f.compare)) and t.kind != "list":
+                raise doc.error(loc + ("compare",), "unordered and writer_order apply to lists")
             if tl is None and (f.role is not None):
                 raise doc.error(loc + ("role",), "role: version needs a timeline")
             for key in ("pattern", "key_pattern"):

@@ -1,0 +1,65 @@
+"""Adapters: implementations under test as Python objects (see :mod:`.base`).
+
+Built in: ``mlf-spec`` (the reference, in process) and ``tvm`` (apache-tvm's .params reader
+and writer, in a child process). ``--adapter`` also takes ``package.module:Class``, and a
+package can register adapters under the entry point group ``mlf_spec.conformance.adapters``.
+
+``python -m mlf_spec.conformance.adapters NAME ARGS...`` speaks the testee protocol for an
+adapter (``info``, ``decode FORMAT``, ..., ``serve``): how isolated adapters are run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import Adapter, Rejected
+
+#: name -> "module:class" of the built-in adapters
+BUILTIN: dict[str, str] = {
+    "mlf-spec": "mlf_spec.conformance.adapters.mlf_spec:MlfSpecAdapter",
+    "tvm": "mlf_spec.conformance.adapters.tvm:TvmAdapter",
+}
+ENTRY_POINT_GROUP = "mlf_spec.conformance.adapters"
+
+
+def names() -> list[str]:
+    """The adapters that can be named: built in and registered by entry points."""
+    from importlib.metadata import entry_points
+
+    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def target(name: str) -> str:
+    """The ``module:Class`` an adapter name stands for."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    if ":" in name:
+        return name
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return ep.value
+    from mlf_spec.errors import MlfError
+
+    raise MlfError(f"no adapter {name!r}; adapters: {', '.join(names())} (or module:Class)")
+
+
+def load(name: str) -> Adapter:
+    """An instance of the adapter ``name`` (does not import the implementation under test
+    until the adapter needs it)."""
+    from mlf_spec.errors import MlfError
+
+    module, _, cls = target(name).partition(":")
+    try:
+        obj: Any = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise MlfError(f"cannot load adapter {name!r} ({module}:{cls}): {exc}") from None
+    adapter = obj()
+    if not isinstance(adapter, Adapter):
+        raise MlfError(f"{module}:{cls} is not a mlf_spec.conformance.adapters.Adapter")
+    return adapter
+
+
+__all__ = ["Adapter", "BUILTIN", "ENTRY_POINT_GROUP", "Rejected", "load", "names", "target"]

@@ -1,0 +1,72 @@
+"""The adapter API: an implementation under test as a Python object.
+
+    class MyAdapter(Adapter):
+        name = "my-reader"
+        def info(self): return {"protocol": "mlf-conformance/1", "name": "my-reader", "version": "1.0",
+                                "formats": [{"format": "params", "roles": ["decode"]}]}
+        def decode(self, format, data, options): ...   # -> canonical reading; raise Rejected to refuse
+
+``isolated = True`` runs the adapter in a child process (``python -m
+mlf_spec.conformance.adapters NAME ...``, which speaks the testee protocol), so that a crash,
+an abort or a hang of the implementation is an outcome of one case, not of the run. A file
+``<module>.known-failures`` next to the adapter's module lists the cases it is known to fail,
+each with its reason (see :mod:`mlf_spec.conformance.known_failures`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class Rejected(Exception):
+    """The implementation refused the input: ``message``, and the error class if it can tell
+    (generated/docs/conformance_errors.md)."""
+
+    def __init__(self, message: str, error_class: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_class = error_class
+
+
+class Adapter:
+    """Base class of adapters; override what the implementation supports."""
+
+    #: the name used with --adapter
+    name: str = ""
+    #: run in a child process (for implementations that can crash or hang)
+    isolated: bool = False
+
+    def prepare(self) -> None:
+        """Load the implementation (called once before serving, so that forked children
+        share it instead of each loading it)."""
+
+    def info(self) -> dict[str, Any]:
+        """The handshake (generated/schemas/conformance_protocol.schema.json, testee_info)."""
+        raise NotImplementedError
+
+    def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
+        """The canonical reading of ``data``; raise Rejected to refuse it."""
+        raise Rejected(f"{self.name} does not decode {format}")
+
+    def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
+        """The bytes of a canonical reading; raise Rejected to refuse it."""
+        raise Rejected(f"{self.name} does not encode {format}")
+
+    def migrate(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
+        """The canonical migration of ``data`` to ``options['to']``; raise Rejected to refuse."""
+        raise Rejected(f"{self.name} does not migrate {format}")
+
+    def known_failures_path(self) -> Path | None:
+        """The known-failures file next to the adapter's module, if there is one."""
+        import sys
+
+        module = sys.modules.get(type(self).__module__)
+        source = getattr(module, "__file__", None)
+        if source is None:
+            return None
+        path = Path(source).with_suffix(".known-failures")
+        return path if path.is_file() else None
+
+
+__all__ = ["Adapter", "Rejected"]

@@ -1,0 +1,292 @@
+"""Generated cases: draw inputs from the spec's strategies, ask the testee, compare with
+mlf-spec's own reading, and shrink every disagreement to a minimal input saved as a vector.
+
+    >>> from mlf_spec.conformance import generated_cases, testee
+    >>> found = generated_cases.explore(testee.Persistent(["my-reader"]), 200, seed=1, save_dir="failures")
+    >>> [r["id"] for r in found.results]          # one per kind of disagreement, shrunk
+    # replay them: mlf-spec conformance run --testee my-reader --vectors failures
+
+Hypothesis does the drawing and the shrinking. Each disagreement gets a signature (format,
+role, what was drawn, and how the answers differ: accepted, rejected, the first differing
+key, or the signal of a crash); each signature raises its own exception type, so hypothesis
+tracks them as distinct failures and shrinks each one separately. The last input recorded
+for a signature is the one hypothesis replays at the end: the minimal one. The saved case's
+id is made from the signature (``gen.params.decode.broken.truncated.accepted``), so that a
+known-failures file can name the divergences a testee is known to have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+
+from mlf_spec.errors import MlfError
+
+from .known_failures import KnownFailures
+from .runner import out_of_scope
+from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
+from .testee import Testee
+from .vectors import Answer, Case, save_case
+
+
+@dataclass
+class Drawn:
+    """One generated request: what it is, its options and scope, and its input."""
+
+    format: str
+    role: str
+    label: str
+    options: dict[str, str]
+    scope: dict[str, str]
+    data: bytes = b""
+    reading: Any = None
+
+    def __repr__(self) -> str:  # what hypothesis prints for a falsifying example
+        size = len(self.data) if self.role != "encode" else len(str(self.reading))
+        return f"Drawn({self.format} {self.role} {self.label} {self.options}, {size} bytes)"
+
+
+@dataclass
+class Exploration:
+    """What --generate found: one report record per disagreement, and counts."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+    drawn: int = 0
+    seconds: float = 0.0
+    saved: list[Path] = field(default_factory=list)
+
+
+def _scope_values(info: dict[str, Any], fmt: str, key: str, known: list[str]) -> list[str]:
+    support = next((f for f in info.get("formats", []) if f.get("format") == fmt), {})
+    allowed = (support.get("scope") or {}).get(key)
+    return [v for v in known if allowed is None or v in allowed]
+
+
+def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.SearchStrategy[Drawn]:
+    """Requests drawn from the spec's strategies, valid and broken, within what the testee
+    declared in its handshake."""
+    from mlf_spec import strategies as ms
+    from mlf_spec.blob.strategies import BLOB_ERAS
+    from mlf_spec.generated import params_strategies as pst
+    from mlf_spec.params import dtypes as dt
+
+    from .suite.blob import era_text
+
+    def wanted(fmt: str, role: str) -> bool:
+        return (formats is None or fmt in formats) and out_of_scope(fmt, role, {}, info) is None
+
+    out: list[st.SearchStrategy[Drawn]] = []
+    dialects = [d for d in dt.DIALECTS if d.id in _scope_values(info, "params", "dialect", [x.id for x in dt.DIALECTS])]
+    for d in dialects:
+        opts, scope = {"dialect": d.id}, {"dialect": d.id}
+        if wanted("params", "decode"):
+            out.append(pst.valid_params_file(d.since).map(
+                lambda b, o=opts, s=scope: Drawn("params", "decode", "valid", o, s, b)))
+            out.append(pst.broken_params_file(None, d.since).map(
+                lambda kb, o=opts, s=scope: Drawn("params", "decode", f"broken.{kb[0]}", o, s, kb[1])))
+        if wanted("params", "encode"):
+            out.append(ms.param_dicts(d).map(lambda p, o=opts, s=scope, dd=d: _encode_params(p, dd, o, s)))
+    if wanted("blob", "decode"):
+        layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
+        for fmt in layouts:
+            for era in BLOB_ERAS[fmt]:
+                e = era_text(era)
+                if e not in _scope_values(info, "blob", "era", [e]):
+                    continue
+                o = {"layout": fmt, "era": e}
+                out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
+        out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
+            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}", {"layout": bb.format, "era": era_text(bb.era)},
+                             {"layout": bb.format, "era": era_text(bb.era)}, bb.data)))
+    if wanted("graph-json", "decode"):
+        out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))
+    if wanted("mlf-metadata", "decode") or wanted("mlf-metadata", "encode") or wanted("mlf-metadata", "migrate"):
+        versions = [int(v) for v in _scope_values(info, "mlf-metadata", "version", [str(v) for v in range(1, 8)])]
+        docs = ms.mlf_metadata().filter(lambda vsd: vsd[0] in versions)
+        for role in ("decode", "encode"):
+            if wanted("mlf-metadata", role):
+                out.append(docs.map(lambda vsd, r=role: _metadata(vsd, r)))
+        if wanted("mlf-metadata", "decode"):
+            out.append(ms.broken_mlf_metadata().map(lambda k: Drawn(
+                "mlf-metadata", "decode", f"broken.{k[0]}", {}, {"version": str(k[1])} if k[1] else {}, k[3])))
+        if wanted("mlf-metadata", "migrate"):
+            out.append(st.tuples(docs, st.sampled_from(versions)).map(lambda dv: _migration(*dv)))
+    if wanted("mlf-archive", "decode"):
+        out.append(ms.mlf_archives().map(lambda vsb: Drawn("mlf-archive", "decode", "valid", {},
+                                                          {"version": str(vsb[0]), "style": vsb[1]}, vsb[2])))
+        out.append(ms.broken_mlf_archives().map(lambda kb: Drawn("mlf-archive", "decode", f"broken.{kb[0]}", {}, {},
+                                                                 kb[1])))
+    if not out:
+        return st.nothing()
+    return st.one_of(out)
+
+
+def _encode_params(p: dict[str, Any], d: Any, opts: dict[str, str], scope: dict[str, str]) -> Drawn:
+    from mlf_spec.params import codec
+
+    from .canonical import decode_params
+
+    reading = decode_params(codec.dumps(p, dialect=d), opts, with_data=True)
+    return Drawn("params", "encode", "valid", opts, scope, reading=reading)
+
+
+def _metadata(vsd: tuple[int, str, dict], role: str) -> Drawn:
+    from mlf_spec.mlf import metadata as md
+
+    v, s, doc = vsd
+    scope = {"version": str(v), "style": s}
+    if role == "encode":
+        return Drawn("mlf-metadata", "encode", "valid", {}, scope,
+                     reading={"format": "mlf-metadata", "version": v, "style": s, "document": doc})
+    return Drawn("mlf-metadata", "decode", "valid", {}, scope, md.from_document(doc, version=v, style=s).dumps())
+
+
+def _migration(vsd: tuple[int, str, dict], to: int) -> Drawn:
+    from mlf_spec.mlf import metadata as md
+
+    v, s, doc = vsd
+    return Drawn("mlf-metadata", "migrate", f"v{v}-to-v{to}", {"to": str(to)}, {"version": str(v), "style": s},
+                 md.from_document(doc, version=v, style=s).dumps())
+
+
+def case_of(d: Drawn, expected: dict[str, Any], case_id: str = "generated", where: Path | None = None) -> Case:
+    """An in-memory case for a drawn request."""
+    import json
+
+    data = d.data if d.role != "encode" else (json.dumps(d.reading) + "\n").encode()
+    path = (where or Path(".")) / f"{case_id}.case.json"
+    from .canonical import sha256
+
+    return Case(case_id, d.format, d.role, dict(d.options), dict(d.scope), "generated", {"generated": [d.label]},
+                f"generated: {d.label}", "", None if d.label == "valid" else d.label, expected,
+                path.parent / (case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])),
+                sha256(data), path, data)
+
+
+def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
+    """How a disagreement looks, in a few stable words."""
+    if verdict.outcome == "error":
+        how = f"{answer.error_kind}-{answer.signal}" if answer.signal else str(answer.error_kind)
+    elif answer.status == "rejected":
+        error = re.search(r"[A-Za-z]*Error\b", answer.message)
+        how = "rejected" + (f"-{answer.error_class}" if answer.error_class else "") + (f"-{error.group(0)}" if error else "")
+    elif verdict.diff and verdict.diff[0].startswith("expected a rejection"):
+        how = "accepted"
+    elif verdict.diff:
+        where, _, what = verdict.diff[0].partition(": ")
+        kind = ("length" if "elements expected" in what else "missing" if what.startswith("missing") else
+                "unexpected" if what.startswith(("not expected", "unknown key")) else "value")
+        how = "diff-" + re.sub(r"\[[^\]]*\]", "", where) + "-" + kind
+    else:
+        how = "fail"
+    label = "valid" if d.role == "migrate" else d.label
+    return slug(f"gen.{d.format}.{d.role}.{label}.{how}")
+
+
+def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path | None = None,
+            formats: list[str] | None = None, info: dict[str, Any] | None = None,
+            known: KnownFailures | None = None, strict_errors: bool = False, quiet: bool = True,
+            budget: float = 120.0) -> Exploration:
+    """Draw ``n`` requests, ask ``testee`` and shrink each kind of disagreement; save each
+    shrunk one as a vector in ``save_dir`` (replay with ``--vectors``). After ``budget``
+    seconds the testee is no longer asked: drawing stops counting and shrinking keeps the
+    smallest input found so far."""
+    known = known or KnownFailures()
+    info = info if info is not None else testee.info()
+    found: dict[str, tuple[Drawn, dict[str, Any], Answer, Any]] = {}
+    errors: dict[str, type[Exception]] = {}
+    drawn = 0
+    t0 = time.perf_counter()
+    tmp = Path(tempfile.gettempdir())
+    strategy = sources(info, formats)
+
+    def one_round(round_seed: int, examples: int, old: frozenset[str]) -> None:
+        @seed(round_seed)
+        @settings(max_examples=examples, database=None, deadline=None, report_multiple_bugs=True,
+                  phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), print_blob=False)
+        @given(strategy)
+        def probe(d: Drawn) -> None:
+            nonlocal drawn
+            if time.perf_counter() > t0 + budget:
+                return
+            drawn += 1
+            expected = outcome(d.format, d.role, d.data, d.options, d.reading)
+            case = case_of(d, expected, where=tmp)
+            answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
+            verdict = case.check(answer, strict_errors=strict_errors)
+            if verdict.outcome == "pass":
+                return
+            sig = signature(d, answer, verdict)
+            if sig in old:  # found and shrunk in an earlier round: look for other kinds
+                return
+            found[sig] = (d, expected, answer, verdict)  # the last one recorded is the final, minimal replay
+            exc = errors.setdefault(sig, type("Disagreement_" + hashlib.sha1(sig.encode()).hexdigest()[:10],
+                                              (AssertionError,), {}))
+            raise exc(sig)
+
+        try:
+            probe()
+        except Exception as exc:  # disagreements (one per signature), or a fault of the kit itself
+            for e in getattr(exc, "exceptions", None) or [exc]:
+                if not (type(e).__name__.startswith("Disagreement_") or isinstance(e, HypothesisException)):
+                    raise
+
+    # Hypothesis stops looking soon after a first failure; rounds that ignore what earlier
+    # rounds found go on until n requests were drawn, a round finds nothing new, or time is up.
+    for r in range(64):
+        before = set(found)
+        one_round(seed_value * 1000 + r, max(1, n - drawn), frozenset(before))
+        if drawn >= n or time.perf_counter() > t0 + budget or set(found) == before:
+            break
+    result = Exploration(drawn=drawn)
+    for sig, (d, expected, _answer, verdict) in sorted(found.items()):
+        rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
+                               "outcome": verdict.outcome, "seconds": 0.0, **verdict.details()}
+        if save_dir is not None:
+            path = save(d, expected, sig, Path(save_dir), seed_value, verdict.message)
+            result.saved.append(path)
+            rec["reproduce"] = f"mlf-spec conformance run --vectors {save_dir} --id {sig} ..."
+        entry = known.match(sig)
+        if entry is not None:
+            rec["note"] = f"{rec['outcome']}: {rec['message']}"[:500]
+            rec["outcome"], rec["message"] = "xfail", entry.reason
+        result.results.append(rec)
+    result.counts = Counter(r["outcome"] for r in result.results)
+    result.seconds = time.perf_counter() - t0
+    if not quiet:
+        print(f"generated {drawn} cases (seed {seed_value}): {len(found)} kinds of disagreement", flush=True)
+    return result
+
+
+def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed_value: int, message: str) -> Path:
+    """Write a shrunk disagreement as a vector case in ``directory``."""
+    import json
+
+    from .canonical import sha256
+
+    data = d.data if d.role != "encode" else (json.dumps(d.reading, indent=1, ensure_ascii=False) + "\n").encode()
+    name = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])
+    case = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": sha256(data),
+            "options": dict(d.options), "scope": dict(d.scope), "tvm": "generated",
+            "features": {"generated": [d.label]},
+            "description": f"generated (seed {seed_value}) and shrunk: {' '.join(message.split())[:200]}",
+            "spec_ref": "generated/docs/index.md", "broken_kind": d.label[7:] if d.label.startswith("broken.") else None,
+            "expected": expected}
+    try:
+        return save_case(directory, case, data, name)
+    except OSError as exc:
+        raise MlfError(f"cannot save a generated case: {exc.strerror}", file=str(directory)) from None
+
+
+__all__ = ["Drawn", "Exploration", "case_of", "explore", "save", "signature", "sources"]

@@ -1,0 +1,169 @@
+"""The testee side of the protocol (docs/conformance/protocol.md): serve an adapter on the
+command line, one-shot or persistent.
+
+One-shot: ``CMD info`` | ``CMD decode FORMAT [k=v ...]`` | ``CMD encode FORMAT [k=v ...]`` |
+``CMD migrate FORMAT to=N``; the artifact (or, for encode, the canonical reading) on stdin;
+the reading (or bytes) on stdout, exit 0; a refusal exits 1 with a message on stderr and
+optionally ``{"error": {"class": ..., "message": ...}}`` on stdout. Persistent: ``CMD serve``
+answers one JSON request per line with one JSON response per line.
+
+An adapter's methods raise :class:`Rejected` to refuse an input; any other exception is a
+fault of the testee (exit status 2 one-shot, an ``internal`` error response persistent).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import IO, Any
+
+from .adapters.base import Adapter, Rejected
+
+PROTOCOL = "mlf-conformance/1"
+ROLES = ("decode", "encode", "migrate")
+
+
+def parse_options(args: list[str]) -> dict[str, str]:
+    """``["dialect=v0.23", "to=5"]`` -> ``{"dialect": "v0.23", "to": "5"}``."""
+    out = {}
+    for a in args:
+        key, sep, value = a.partition("=")
+        if not sep or not key:
+            raise ValueError(f"an option is key=value, got {a!r}")
+        out[key] = value
+    return out
+
+
+def carry_out(adapter: Adapter, op: str, fmt: str, options: dict[str, str], payload: Any) -> Any:
+    """Run one request on an adapter: a reading (decode, migrate) or bytes (encode)."""
+    if op == "decode":
+        return adapter.decode(fmt, payload, options)
+    if op == "encode":
+        return adapter.encode(fmt, payload, options)
+    if op == "migrate":
+        return adapter.migrate(fmt, payload, options)
+    raise ValueError(f"unknown op {op!r}; ops: {', '.join(ROLES)}")
+
+
+def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
+             stderr: IO[str] | None = None) -> int:
+    """Answer one command line; return the exit status (0 done, 1 refused, 2 usage or fault)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    stderr = stderr or sys.stderr
+    if not argv:
+        print("usage: info | decode FORMAT [k=v ...] | encode FORMAT [k=v ...] | migrate FORMAT to=N | serve",
+              file=stderr)
+        return 2
+    if argv[0] == "info":
+        stdout.write((json.dumps(adapter.info(), ensure_ascii=False) + "\n").encode("utf-8"))
+        return 0
+    if argv[0] == "serve":
+        return serve(adapter, stdin, stdout)
+    if argv[0] not in ROLES or len(argv) < 2:
+        print(f"unknown command {' '.join(argv)!r}", file=stderr)
+        return 2
+    op, fmt = argv[0], argv[1]
+    try:
+        options = parse_options(argv[2:])
+        raw = stdin.read()
+        payload: Any = json.loads(raw) if op == "encode" else raw
+    except ValueError as exc:
+        print(f"bad request: {exc}", file=stderr)
+        return 2
+    try:
+        result = carry_out(adapter, op, fmt, options, payload)
+    except Rejected as exc:
+        print(exc.message, file=stderr)
+        error = {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}
+        stdout.write((json.dumps({"error": error}, ensure_ascii=False) + "\n").encode("utf-8"))
+        return 1
+    except Exception:
+        traceback.print_exc(file=stderr)
+        return 2
+    if op == "encode":
+        stdout.write(result)
+    else:
+        stdout.write((json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+    return 0
+
+
+def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    """The persistent form: one JSON request per line in, one JSON response per line out,
+    until stdin ends. An ``isolated`` adapter answers each request in a forked child (where
+    the platform forks), so that a crash, or memory corrupted by one input, stays with that
+    request: the response then says which signal ended the child."""
+    fork = adapter.isolated and hasattr(os, "fork")
+    adapter.prepare()
+    for line in stdin:
+        if not line.strip():
+            continue
+        resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
+        stdout.write((json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8"))
+        stdout.flush()
+    return 0
+
+
+def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
+    """``respond`` in a forked child; a child that dies gives an ``internal`` error response."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer, hand the response over, leave without cleanup
+        os.close(read_fd)
+        try:
+            data = json.dumps(respond(adapter, line), ensure_ascii=False).encode("utf-8")
+            with os.fdopen(write_fd, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    rid = _request_id(line)
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        return {"id": rid, "ok": False, "error": {"class": "internal", "signal": sig,
+                                                  "message": f"the implementation was killed by {sig}"}}
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"id": rid, "ok": False, "error": {"class": "internal",
+                                                  "message": f"the child answered nothing (exit status {status})"}}
+
+
+def _request_id(line: bytes) -> int:
+    try:
+        rid = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        return -1
+    return rid if isinstance(rid, int) else -1
+
+
+def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
+    """The response to one request line."""
+    rid = -1
+    try:
+        req = json.loads(line)
+        rid = req["id"] if isinstance(req.get("id"), int) else -1
+        op, fmt, options = req["op"], req["format"], dict(req.get("options") or {})
+        payload = req["reading"] if op == "encode" else base64.b64decode(req["input"], validate=True)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return {"id": rid, "ok": False, "error": {"class": "protocol", "message": f"bad request: {exc!r}"}}
+    try:
+        result = carry_out(adapter, op, fmt, options, payload)
+    except Rejected as exc:
+        return {"id": rid, "ok": False,
+                "error": {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}}
+    except Exception as exc:
+        return {"id": rid, "ok": False, "error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}}
+    if op == "encode":
+        return {"id": rid, "ok": True, "output": base64.b64encode(result).decode("ascii")}
+    return {"id": rid, "ok": True, "reading": result}
+
+
+__all__ = ["PROTOCOL", "ROLES", "carry_out", "one_shot", "parse_options", "respond", "serve"]

@@ -1,0 +1,189 @@
+"""What a run leaves behind: the JSON Lines report (written as the run goes), a JUnit XML file,
+the coverage table, the one summary line and a progress bar on a terminal.
+
+The JSON report's lines follow generated/schemas/conformance_report.schema.json: a ``run``
+line, one ``case`` line per finished case (flushed at once, so a killed runner leaves every
+finished case readable), and a ``summary`` line at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import IO, Any
+from xml.sax.saxutils import escape, quoteattr
+
+from mlf_spec._io import atomic_write_bytes
+from mlf_spec.errors import MlfError
+
+OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
+UNEXPECTED = ("fail", "error", "xpass")
+
+
+class JsonLines:
+    """A JSON Lines report file, one flushed line per record."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        try:
+            self.f: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise MlfError(f"cannot write the report: {exc.strerror}", file=str(self.path)) from None
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record and flush it."""
+        with self._lock:
+            self.f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.f.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self.f.close()
+
+
+def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a JSON Lines report, each validated against its schema; a report cut
+    short (a killed run) reads up to its last whole line. MlfError for a malformed one."""
+    from pydantic import ValidationError
+
+    from mlf_spec.generated import conformance_report_models as models
+
+    kinds = {"run": models.ReportRun, "case": models.ReportCase, "summary": models.ReportSummary}
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MlfError(f"cannot read the report: {exc}", file=str(p)) from None
+    complete = lines[:-1]  # what follows the last newline is a line the run did not finish
+    out = []
+    for n, line in enumerate(complete, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            kinds[rec["type"]].model_validate(rec)
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            raise MlfError(f"line {n} is not a report record: {str(exc).splitlines()[0]}", file=str(p),
+                           field=f"line {n}") from None
+        out.append(rec)
+    if not out or out[0]["type"] != "run":
+        raise MlfError("a report starts with its run line", file=str(p))
+    return out
+
+
+def coverage(results: list[dict[str, Any]], features: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+    """Rows (format, feature, value, passed, total) over the cases that ran (not skipped)."""
+    table: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for r in results:
+        if r["outcome"] == "skip":
+            continue
+        for feature, values in features.get(r["id"], {}).items():
+            for v in values:
+                cell = table[(r["format"], feature, v)]
+                cell[1] += 1
+                cell[0] += r["outcome"] == "pass"
+    return [{"format": f, "feature": k, "value": v, "passed": p, "total": t}
+            for (f, k, v), (p, t) in sorted(table.items())]
+
+
+def coverage_lines(rows: list[dict[str, Any]], width: int = 100) -> list[str]:
+    """The coverage table for a terminal: per format and feature, passed/total and what failed."""
+    out = []
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["format"], r["feature"])].append(r)
+    last = None
+    for (fmt, feature), items in sorted(by.items()):
+        if fmt != last:
+            out.append(f"{fmt}:")
+            last = fmt
+        full = sum(1 for r in items if r["passed"] == r["total"])
+        text = f"  {feature:<14} {full}/{len(items)} values all passed"
+        partial = [f"{r['value']} ({r['passed']}/{r['total']})" for r in items if r["passed"] != r["total"]]
+        if partial:
+            shown = ", ".join(partial)
+            text += "; not: " + (shown if len(shown) <= width else shown[:width] + f"... ({len(partial)} values)")
+        out.append(text)
+    return out
+
+
+def summary_record(counts: Counter, seconds: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``summary`` line of the JSON report."""
+    return {"type": "summary", "counts": dict(counts), "seconds": round(seconds, 3),
+            "exit_status": 1 if any(counts[o] for o in UNEXPECTED) else 0, "coverage": rows}
+
+
+def summary_line(counts: Counter, seconds: float) -> str:
+    """``802 cases: 790 passed, 3 failed, ... in 4.2 s``."""
+    words = {"pass": "passed", "fail": "failed", "error": "errors", "xfail": "expected failures",
+             "xpass": "unexpectedly passed", "skip": "skipped"}
+    parts = [f"{counts[o]} {words[o]}" for o in OUTCOMES if counts[o]]
+    total = sum(counts.values())
+    return f"{total} cases: {', '.join(parts) or 'none run'} in {seconds:.1f} s"
+
+
+def write_junit(path: str | os.PathLike, results: list[dict[str, Any]], name: str, seconds: float) -> None:
+    """A JUnit XML file: one testsuite, one testcase per case (written atomically)."""
+    counts = Counter(r["outcome"] for r in results)
+    failures = counts["fail"] + counts["xpass"]
+    lines = ['<?xml version="1.0" encoding="utf-8"?>',
+             f'<testsuites><testsuite name={quoteattr(name)} tests="{len(results)}" failures="{failures}" '
+             f'errors="{counts["error"]}" skipped="{counts["skip"] + counts["xfail"]}" time="{seconds:.3f}">']
+    for r in sorted(results, key=lambda r: r["id"]):
+        head = (f'<testcase classname={quoteattr("conformance." + r["format"])} name={quoteattr(r["id"])} '
+                f'time="{r.get("seconds", 0):.3f}"')
+        msg = r.get("message", "")
+        detail = "\n".join(r.get("diff", []) + ([f"reproduce: {r['reproduce']}"] if r.get("reproduce") else []))
+        if r["outcome"] in ("fail", "xpass"):
+            body = f"<failure message={quoteattr(msg or 'unexpected pass')}>{escape(detail)}</failure>"
+        elif r["outcome"] == "error":
+            body = f"<error message={quoteattr(msg)} type={quoteattr(r.get('error_kind', 'error'))}>{escape(detail)}</error>"
+        elif r["outcome"] in ("skip", "xfail"):
+            body = f"<skipped message={quoteattr(msg)}/>"
+        else:
+            lines.append(head + "/>")
+            continue
+        lines.append(head + ">" + body + "</testcase>")
+    lines.append("</testsuite></testsuites>")
+    atomic_write_bytes(Path(path), ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.done = 0
+        self.counts: Counter = Counter()
+        self.active = self.stream.isatty() and total > 0
+        self._lock = threading.Lock()
+
+    def step(self, outcome: str) -> None:
+        """Count one finished case and redraw."""
+        with self._lock:
+            self.done += 1
+            self.counts[outcome] += 1
+            if not self.active:
+                return
+            width = 30
+            filled = width * self.done // self.total
+            bad = sum(self.counts[o] for o in UNEXPECTED)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+                              + (f"  {bad} unexpected" if bad else "") + " ")
+            self.stream.flush()
+
+    def finish(self) -> None:
+        """Clear the bar."""
+        if self.active:
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
+
+
+__all__ = ["JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "coverage", "coverage_lines", "read_report",
+           "summary_line", "summary_record", "write_junit"]

@@ -1,0 +1,156 @@
+"""Run conformance cases against a testee: skip what its handshake does not cover, ask it,
+check its answers, apply the known failures, and report.
+
+    >>> from mlf_spec.conformance import runner, testee, vectors
+    >>> result = runner.run(testee.Persistent(["my-reader"]), vectors.load_suite(), jobs=4)
+    >>> result.exit_status, result.counts
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlf_spec.errors import MlfError
+
+from .known_failures import KnownFailures
+from .report import UNEXPECTED, JsonLines, Progress, coverage, summary_record
+from .testee import Testee
+from .vectors import Case
+
+
+class TesteeStartError(MlfError):
+    """The testee could not be started or did not answer its handshake (exit status 2)."""
+
+
+@dataclass
+class RunResult:
+    """The outcome of a run."""
+
+    results: list[dict[str, Any]]
+    counts: Counter
+    seconds: float
+    coverage: list[dict[str, Any]]
+    info: dict[str, Any]
+    unused_known: list[Any] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """0 when nothing failed unexpectedly, 1 otherwise."""
+        return 1 if any(self.counts[o] for o in UNEXPECTED) else 0
+
+
+def skip_reason(case: Case, info: dict[str, Any]) -> str | None:
+    """Why the testee's handshake excludes ``case`` (None: it is in scope)."""
+    return out_of_scope(case.format, case.role, case.scope, info)
+
+
+def out_of_scope(fmt: str, role: str, scope: dict[str, str], info: dict[str, Any]) -> str | None:
+    """Why the testee's handshake excludes a request of this format, role and scope."""
+    support = next((f for f in info.get("formats", []) if f.get("format") == fmt), None)
+    if support is None:
+        return f"the testee does not support {fmt}"
+    if role not in support.get("roles", []):
+        return f"the testee does not {role} {fmt}"
+    for key, value in scope.items():
+        allowed = (support.get("scope") or {}).get(key)
+        if allowed is not None and value not in allowed:
+            return f"{key} {value} is outside what the testee supports ({', '.join(allowed)})"
+    return None
+
+
+def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailures,
+             strict_errors: bool = False) -> dict[str, Any]:
+    """The report record of one case."""
+    rec: dict[str, Any] = {"type": "case", "id": case.id, "format": case.format, "role": case.role}
+    t0 = time.perf_counter()
+    reason = skip_reason(case, info)
+    if reason is not None:
+        rec.update(outcome="skip", seconds=0.0, message=reason)
+        return rec
+    answer = testee.ask(case)
+    verdict = case.check(answer, strict_errors=strict_errors)
+    rec["seconds"] = round(time.perf_counter() - t0, 4)
+    outcome = verdict.outcome
+    entry = known.match(case.id)
+    if entry is not None:
+        if outcome == "pass":
+            outcome = "pass" if entry.flaky else "xpass"
+            if not entry.flaky:
+                rec["message"] = f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
+        else:
+            rec["note"] = f"{outcome}: {verdict.message}"[:500]
+            outcome = "xfail"
+            rec["message"] = entry.reason
+    rec["outcome"] = outcome
+    if outcome in ("fail", "error"):
+        rec.update(verdict.details())
+    if outcome in ("fail", "error", "xpass", "xfail"):
+        repro = testee.reproduce(case)
+        if repro:
+            rec["reproduce"] = repro
+    if verdict.note and "note" not in rec:
+        rec["note"] = verdict.note
+    return rec
+
+
+def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None, jobs: int = 1,
+        report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
+        on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
+        write_summary: bool = True) -> RunResult:
+    """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
+    gets the run line, a line per case as it finishes and (``write_summary``) the summary."""
+    from mlf_spec import __version__
+
+    known = known or KnownFailures()
+    try:
+        info = testee.info()
+    except MlfError as exc:
+        raise TesteeStartError(exc.message) from None
+    started = time.perf_counter()
+    if report is not None:
+        report.write({"type": "run", "mlf_spec": __version__, "testee": testee.describe(), "testee_info": info,
+                      "vectors": vectors, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                      "cases": len(cases), "mode": testee.mode})
+    bar = Progress(len(cases)) if progress else None
+    results: list[dict[str, Any]] = []
+
+    def one(case: Case) -> dict[str, Any]:
+        try:
+            rec = run_case(testee, case, info, known, strict_errors)
+        except MlfError as exc:  # the case itself is unusable (its input is missing or altered)
+            rec = {"type": "case", "id": case.id, "format": case.format, "role": case.role, "outcome": "error",
+                   "seconds": 0.0, "error_kind": "protocol", "message": f"the case cannot be run: {exc}"}
+        if report is not None:
+            report.write(rec)
+        if bar is not None:
+            bar.step(rec["outcome"])
+        if on_result is not None:
+            on_result(rec)
+        return rec
+
+    try:
+        if jobs > 1:
+            with ThreadPoolExecutor(jobs) as pool:
+                results = list(pool.map(one, cases))
+        else:
+            results = [one(c) for c in cases]
+    finally:
+        if bar is not None:
+            bar.finish()
+        testee.close()
+    seconds = time.perf_counter() - started
+    counts = Counter(r["outcome"] for r in results)
+    rows = coverage(results, {c.id: c.features for c in cases})
+    result = RunResult(results, counts, seconds, rows, info, known.unused({c.id for c in cases}))
+    if report is not None and write_summary:
+        report.write(summary_record(counts, seconds, rows))
+    return result
+
+
+__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "run", "run_case", "skip_reason"]

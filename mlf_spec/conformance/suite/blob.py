@@ -1,0 +1,302 @@
+"""Module blob vectors: every payload kind of each layout at its newest writer, every payload
+grammar at each TVM version whose writer the strategies imitate, import trees (odd but legal
+ones included), and every broken kind of ``BLOB_BROKEN_KINDS``. Payload values are sampled
+from the spec deterministically (:class:`Sampler`), never drawn at random."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlf_spec.blob import codec as _blob
+from mlf_spec.blob import strategies as _bst
+from mlf_spec.generated import dtype_codes_table as _table
+from mlf_spec.generated import payloads_ir as _payloads_ir
+from mlf_spec.spec_engine import build, trace
+from mlf_spec.spec_strategies import _INT_RANGE
+
+from .common import Collector, doc_ref, pattern_bytes
+
+LIB = _blob.LIB
+_MAIN_ERA = {"ffi": _blob.LATEST, "legacy": (0, 20)}
+
+
+def era_text(era: tuple[int, ...]) -> str:
+    """The era option value: ``latest`` or ``0.16``."""
+    return "latest" if era == _blob.LATEST else f"{era[0]}.{era[1]}"
+
+
+def _era_label(fmt: str, era: tuple[int, ...]) -> str:
+    return _blob._ERA_LABELS.get(era, era_text(era))
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+class Sampler:
+    """Builds one valid value tree of a struct, choosing values instead of drawing them: the
+    first choice of a set, 1 inside integer bounds (2 for array elements), one element per
+    vector or map (more if a constraint asks), short distinct texts."""
+
+    def __init__(self, structs: dict, era: tuple[int, ...]) -> None:
+        self.structs, self.era, self.counter = structs, era, 0
+
+    def tree(self, name: str, pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict[str, Any]:
+        """A value tree of struct ``name`` valid in the sampler's era."""
+        spec = self.structs[name]
+        pins = pins or {}
+        ns: dict[str, Any] = {}
+        table_fields = [f for f in spec["fields"] if "table" in f]
+        row = self._row(table_fields[0]["table"]) if table_fields else None
+        counted = {f["count"][0] for f in spec["fields"] if "count" in f}
+        for f in spec["fields"]:
+            n = f["name"]
+            if ("since" in f and self.era < tuple(f["since"])) or ("until" in f and self.era >= tuple(f["until"])) \
+                    or ("when" in f and not f["when"][1](ns)):
+                ns[n] = None
+                continue
+            ns[n] = self._field(f, ns, row, n in counted, pins.get(n))
+        return ns
+
+    def _row(self, table: str) -> dict[str, Any]:
+        rows = [r for r in _table.ROWS if (r["since"] is None or tuple(r["since"]) <= self.era)
+                and (r["until"] is None or self.era < tuple(r["until"]))]
+        return next((r for r in rows if r["code"] == 2), rows[0])
+
+    def _field(self, f: dict, ns: dict[str, Any], row: dict[str, Any] | None, counted: bool,
+               pin: tuple[int | None, int | None] | None) -> Any:
+        n, kind = f["name"], f["kind"]
+        if "const" in f:
+            return f["const"]
+        if "choices" in f and kind == "scalar":
+            return f["choices"][0]
+        if "equals" in f and kind in ("vec", "map"):
+            return [self._pair(f) if kind == "map" else self.element(f, f["elem"]) for _ in range(f["equals"][1](ns))]
+        if "equals" in f:
+            return f["equals"][1](ns)
+        if "derive" in f:
+            return f["derive"][1](ns)
+        if row is not None and "table" in f:
+            return row["code"]
+        if row is not None and kind == "scalar" and row.get(n) is not None:
+            return row[n]
+        if row is not None and n == "bits" and row.get("numpy_bits"):
+            return 32 if 32 in row["numpy_bits"] else row["numpy_bits"][0]
+        if "count" in f:
+            return [self.element(f, f["type"], each=True) for _ in range(f["count"][1](ns))]
+        if kind == "scalar":
+            if pin is not None or "bounds" in f:
+                return self.integer(f, pin)
+            if "canonical" in f:
+                return f["canonical"]
+            return self.integer(f) if counted or f["type"] in _INT_RANGE else 1.5
+        if kind == "str":
+            return self.element(f, "str")
+        if kind == "bytes":
+            size = f["size"][1](ns, remaining=8) if "remaining" in f["size"][0] else f["size"][1](ns)
+            return pattern_bytes(size, self.counter)
+        if kind in ("vec", "map"):
+            for size in range(1, 5):
+                ns[n] = [self._pair(f) if kind == "map" else self.element(f, f["elem"]) for _ in range(size)]
+                if "constraint" not in f or "each" in f["constraint"][0] or f["constraint"][1](ns):
+                    return ns[n]
+            raise AssertionError(f"no value of {n} meets {f['constraint'][0]}")
+        if kind == "struct":
+            return self.tree(f["struct"], f.get("member_bounds"))
+        if kind == "switch":
+            type_name = f["switch"]["cases"].get(f["switch_on"](ns), f["switch"]["default"])
+            return self.element(f, type_name)
+        raise AssertionError(f"cannot sample {n} ({kind})")
+
+    def _pair(self, f: dict) -> tuple[Any, Any]:
+        return self.element(f, f["key"]), self.element(f, f["value"])
+
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, want: int = 1) -> int:
+        """An integer inside the field's bounds (its type's range, its constraint, its hint)."""
+        lo, hi = _INT_RANGE.get(f["type"], (0, 255))
+        for blo, bhi in (f.get("bounds", (None, None)), pin or (None, None)):
+            lo = max(lo, blo) if blo is not None else lo
+            hi = min(hi, bhi) if bhi is not None else hi
+        hint = f.get("strategy", {})
+        lo, hi = max(lo, hint.get("min", lo)), min(hi, hint.get("max", hi))
+        return _clamp(want, lo, max(lo, hi))
+
+    def element(self, f: dict, type_name: str | None, each: bool = False) -> Any:
+        """One value of ``type_name`` for field ``f``."""
+        if type_name in _INT_RANGE:
+            return self.integer(f, want=2 if each else 1)
+        if type_name in ("f32", "f64"):
+            return 1.5
+        if type_name == "str":
+            self.counter += 1
+            alphabet = f.get("strategy", {}).get("alphabet")
+            if alphabet == "decimal":
+                return "1"
+            if alphabet == "tvm_version":
+                e = min(self.era, (0, 20))
+                return f"{e[0]}.{e[1]}.0"
+            text = f"{f['name']}{self.counter}"
+            return text if f.get("encoding") or alphabet == "text" else text.encode()
+        assert type_name is not None
+        return self.tree(type_name)
+
+
+def payload(kind: str, fmt: str, era: tuple[int, ...]) -> _blob.Payload:
+    """A valid payload of ``kind`` for the writer of ``fmt`` at ``era``, sampled from the spec."""
+    struct = _blob.known_kinds(fmt).get(kind, "opaque_payload")
+    tree = Sampler(_payloads_ir.STRUCTS, era).tree(struct)
+    return _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
+
+
+def _page_of(struct: str) -> str:
+    """The reference page of a payload struct (vm.md, tensor.md or payloads.md)."""
+    from mlf_spec.generated import tensor_ir, vm_ir
+
+    if struct in tensor_ir.STRUCTS:
+        return "tensor"
+    return "vm" if struct in vm_ir.STRUCTS else "payloads"
+
+
+def _mod(kind: str, fmt: str, era: tuple[int, ...], *imports: _blob.Module) -> _blob.Module:
+    return _blob.Module(kind, payload(kind, fmt, era), imports)
+
+
+def _add(c: Collector, vid: str, data: bytes, fmt: str, era: tuple[int, ...], description: str, page: tuple,
+         features: dict[str, list[str]], broken_kind: str | None = None, expect: str | None = None) -> None:
+    e = era_text(era)
+    c.add(vid, "blob", data, options={"layout": fmt, "era": e}, scope={"layout": fmt, "era": e},
+          tvm=_era_label(fmt, era), features={"layout": [fmt], "era": [e], **features}, description=description,
+          spec_ref=doc_ref(*page), broken_kind=broken_kind, expect=expect)
+
+
+def build_blob(c: Collector) -> None:
+    """Add every module blob vector to ``c``."""
+    for fmt in _blob.FORMATS:
+        _kind_vectors(c, fmt)
+        _tree_vectors(c, fmt)
+    _broken_vectors(c)
+
+
+def _kind_vectors(c: Collector, fmt: str) -> None:
+    """Each kind at the layout's newest era; each payload grammar at every other era."""
+    main = _MAIN_ERA[fmt]
+    kinds = dict(_blob.known_kinds(fmt))
+    if fmt == "ffi":
+        kinds["my_npu"] = "opaque_payload"  # a kind no grammar knows: kept as opaque bytes
+    for kind, struct in kinds.items():
+        data = _blob.build(_blob.Module.lib(_mod(kind, fmt, main)), format=fmt, era=main)
+        _add(c, f"blob.{fmt}.kind.{kind}", data, fmt, main, f"a _lib root importing one {kind} module ({struct})",
+             (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
+    for era in _bst.BLOB_ERAS[fmt]:
+        if era == main:
+            continue
+        seen = set()
+        for kind, struct in kinds.items():
+            if struct in seen:
+                continue
+            seen.add(struct)
+            root = _blob.Module.lib(_mod(kind, fmt, era))
+            data = _blob.build(root, format=fmt, era=era)
+            _add(c, f"blob.{fmt}.{era_text(era)}.{struct}", data, fmt, era,
+                 f"a {kind} module ({struct}) as the TVM {_era_label(fmt, era)} writer packs it",
+                 (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
+
+
+def _tree_vectors(c: Collector, fmt: str) -> None:
+    """Import trees: chains, shared modules, roots that are not _lib, roots without imports."""
+    page = ("blob_ffi", "`ffi_body`") if fmt == "ffi" else ("blob_legacy", "`legacy_body`")
+    for era in _bst.BLOB_ERAS[fmt]:
+        k = "cuda"
+        trees: list[tuple[str, _blob.Module, str]] = []
+        if fmt == "legacy" and era < (0, 7):
+            trees.append(("flat", _blob.Module.lib(_mod(k, fmt, era), _mod("opencl", fmt, era)),
+                          "two modules imported by the library, no import tree (TVM up to 0.6)"))
+        else:
+            trees.append(("chain", _blob.Module.lib(_mod(k, fmt, era, _mod("opencl", fmt, era, _mod("c", fmt, era)))),
+                          "a chain _lib -> cuda -> opencl -> c"))
+            shared = _mod("c", fmt, era)
+            trees.append(("shared", _blob.Module.lib(shared, _mod(k, fmt, era, shared)),
+                          "a module imported by two parents, the root and a sibling (a DAG): one entry, two edges"))
+            trees.append(("non-lib-root", _mod(k, fmt, era, _blob.Module.lib()),
+                          "a cuda root importing the library (a root that is not _lib)"))
+            trees.append(("lib-only", _blob.Module.lib(), "a _lib root without imports"))
+            if fmt == "ffi" or era >= (0, 14):
+                trees.append(("root-without-imports", _mod(k, fmt, era),
+                              "a non-_lib root without imports (legacy 0.14+: count 0, then the root's own entry)"))
+            if fmt == "legacy" and era < (0, 8):
+                trees.append(("two-libs", _mod(k, fmt, era, _blob.Module.lib(), _blob.Module.lib()),
+                              "two _lib modules (one per DSO module, TVM 0.7)"))
+        for label, root, description in trees:
+            try:
+                data = _blob.build(root, format=fmt, era=era)
+            except Exception as exc:
+                raise AssertionError(f"blob tree {label} at {era}: {exc}") from exc
+            _add(c, f"blob.{fmt}.{era_text(era)}.tree.{label}", data, fmt, era, description, page,
+                 {"import_tree": [label]})
+
+
+def _base(fmt: str, era: tuple[int, ...]) -> bytes:
+    """The blob the broken kinds start from: a shared module and a chain (four modules)."""
+    shared = _mod("c", fmt, era)
+    return _blob.build(_blob.Module.lib(shared, _mod("cuda", fmt, era, shared), _mod("opencl", fmt, era)),
+                       format=fmt, era=era)
+
+
+def broken_variants(kind: str, fmt: str, era: tuple[int, ...]) -> list[tuple[str, bytes]]:
+    """(label, bytes) of the base blob broken in the named way, with chosen values: the
+    deterministic counterpart of ``mlf_spec.strategies.broken_blob_bytes``."""
+    data = _base(fmt, era)
+    structs, root = _bst._ROOTS[fmt]
+    tree, spans = trace(structs, root, data, era)
+    if kind == "truncated":
+        return [(f"at-{n}", data[:n]) for n in (0, 5, 16, len(data) // 2, len(data) - 1)]
+    if kind == "lying_length":
+        places = [s for s in spans if s.role in ("count", "length")]
+        return [(f"{'.'.join(map(str, s.path)).replace('#', '')}", _set_u64(data, s.offset, 2**62))
+                for s in (places[0], places[len(places) // 2], places[-1])]
+    if kind == "payload_length_mismatch":
+        known = _blob.known_kinds("ffi")
+        s = next(s for s in spans if s.role == "length" and s.path[-2:] == ("payload", "#count")
+                 and tree["body"]["modules"][s.path[2]]["kind"] in known)
+        old = int.from_bytes(data[s.offset:s.offset + 8], "little")
+        return [("minus-1", _set_u64(data, s.offset, old - 1)), ("plus-1", _set_u64(data, s.offset, old + 1))]
+    if kind == "unknown_kind_legacy":
+        s = next(s for s in spans if s.role == "payload" and s.path[-1] == "kind"
+                 and bytes(data[s.offset:s.offset + s.size]) == b"cuda")
+        return [("cuda-as-zzzz", data[:s.offset] + b"zzzz" + data[s.offset + s.size:])]
+    out = []
+    for label, at, value in (("first", 1, 2**32), ("last", 2**10, 3)):
+        broken = _bst.rewrite_import_tree(data, fmt, era, kind, at=at, value=value)
+        if broken is not None and all(broken != b for _, b in out):
+            out.append((label, broken))
+    return out
+
+
+def _set_u64(data: bytes, offset: int, value: int) -> bytes:
+    return data[:offset] + value.to_bytes(8, "little") + data[offset + 8:]
+
+
+def _broken_vectors(c: Collector) -> None:
+    for kind, severity in _bst.BLOB_BROKEN_KINDS.items():
+        if kind in ("duplicate_lib_legacy", "unknown_kind_legacy"):
+            formats = ["legacy"]
+        elif kind in ("duplicate_lib_ffi", "payload_length_mismatch"):
+            formats = ["ffi"]
+        else:
+            formats = list(_blob.FORMATS)
+        n = 0
+        for fmt in formats:
+            era = _MAIN_ERA[fmt]
+            page = ("blob_ffi", "What a reader checks") if fmt == "ffi" else ("blob_legacy", "What a reader checks")
+            for label, data in broken_variants(kind, fmt, era):
+                n += 1
+                _add(c, f"blob.{fmt}.broken.{kind}.{label}", data, fmt, era,
+                     f"broken ({kind}, {label}): " + ("must be rejected" if severity == "error" else
+                                                       "reads, with a finding"),
+                     page, {"broken_kind": [kind]}, broken_kind=kind,
+                     expect="reject" if severity == "error" else "accept")
+        if not n:
+            raise AssertionError(f"no blob vector for the broken kind {kind!r}")
+
+
+__all__ = ["Sampler", "broken_variants", "build_blob", "era_text", "payload"]

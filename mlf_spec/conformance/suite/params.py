@@ -1,0 +1,241 @@
+""".params vectors: every dtype row of every dialect of the dtype table, the shapes, names and
+untouched fields the format allows, encode requests, and every broken kind the spec names
+(``PARAMS_BROKEN_KINDS``) applied to the spec's own example."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mlf_spec.generated import dtype_codes_table as _table
+from mlf_spec.generated import params_ir as _ir
+from mlf_spec.generated import params_strategies as _st
+from mlf_spec.params import dtypes as _dt
+from mlf_spec.spec_engine import Builder, build, trace
+from mlf_spec.spec_strategies import _INT_RANGE, _find_field, _value_at
+
+from .. import canonical
+from .common import Collector, doc_ref, pattern_bytes
+
+_STRUCTS = _ir.STRUCTS
+_ROOT = "params_file"
+LATEST = _dt.LATEST
+#: widths tried for a row that takes any width, by family (a row with `bits` has only that one)
+_SUB_BYTE = {"int": [4, 1], "uint": [4]}
+_OTHER_WIDTHS = {"handle": [64], "custom": [16], "bool": [1]}
+
+
+def _record(dtype: tuple[int, int, int], shape: list[int], data: bytes | None = None, *, salt: int = 0,
+            device_id: int = 0, reserved: int = 0) -> dict[str, Any]:
+    code, bits, lanes = dtype
+    numel = 1
+    for s in shape:
+        numel *= s
+    n = numel * -(-bits // 8)
+    return {"reserved": reserved, "device": {"device_type": 1, "device_id": device_id},
+            "dtype": {"code": code, "bits": bits, "lanes": lanes}, "shape": list(shape),
+            "data": pattern_bytes(n, salt) if data is None else data}
+
+
+def _file(names: list[Any], records: list[dict[str, Any]], reserved: int = 0, trailing: bytes = b"") -> bytes:
+    return build(_STRUCTS, _ROOT, {"reserved": reserved, "names": names, "arrays": records}) + trailing
+
+
+def _example_tree() -> dict[str, Any]:
+    ex = next(e for e in _ir.EXAMPLES if e["struct"] == _ROOT)
+    tree = copy.deepcopy(ex["value"])
+    for r in tree["arrays"]:
+        r["data"] = bytes.fromhex(r["data"].replace(" ", ""))
+    return tree
+
+
+def _dtypes_of(d: _dt.Dialect) -> list[tuple[dict[str, Any], int, int]]:
+    """(row, code, bits) of every dtype family the dialect defines, each width the kit tries."""
+    out = []
+    seen = set()
+    for i in d.rows:
+        row = _table.ROWS[i]
+        if row["bits"] is not None:
+            widths = [row["bits"]]
+        else:
+            widths = list(row["numpy_bits"] or []) + _SUB_BYTE.get(row["kind"], []) + _OTHER_WIDTHS.get(row["kind"], [])
+        for bits in widths:
+            dt = _dt.lookup(d, row["code"], bits, 1)
+            if (row["code"], bits) in seen or not dt.known or _dt._find_row(d, row["code"], bits) is not row:
+                continue
+            seen.add((row["code"], bits))
+            out.append((row, row["code"], bits))
+    return out
+
+
+def _add_decode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str, heading: tuple[str, str],
+                features: dict[str, list[str]], broken_kind: str | None = None, expect: str | None = None) -> None:
+    c.add(vid, "params", data, options={"dialect": d.id}, scope={"dialect": d.id}, tvm=d.label,
+          features={"dialect": [d.id], **features}, description=description, spec_ref=doc_ref(*heading),
+          broken_kind=broken_kind, expect=expect)
+
+
+def _add_encode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str,
+                features: dict[str, list[str]]) -> None:
+    reading = canonical.decode_params(data, {"dialect": d.id}, with_data=True)
+    c.add(vid, "params", b"", role="encode", reading=reading, options={"dialect": d.id}, scope={"dialect": d.id},
+          tvm=d.label, features={"dialect": [d.id], **features}, description=description,
+          spec_ref=doc_ref("params", "`params_file`"))
+
+
+def build_params(c: Collector) -> None:
+    """Add every .params vector to ``c``."""
+    _dtype_vectors(c)
+    _shape_and_field_vectors(c)
+    _broken_vectors(c)
+
+
+def _dtype_vectors(c: Collector) -> None:
+    for d in _dt.DIALECTS:
+        for row, code, bits in _dtypes_of(d):
+            name = _dt.lookup(d, code, bits, 1).name
+            data = _file(["t"], [_record((code, bits, 1), [2, 3], salt=code + bits)])
+            feats = {"dtype": [name], "dtype_kind": [row["kind"]]}
+            _add_decode(c, f"params.dtype.{d.id}.{name}.{code}-{bits}", data, d,
+                        f"one {name} tensor (code {code}, bits {bits}) [2, 3] read in dialect {d.id}",
+                        ("dtype_codes", None), feats)
+            if d is LATEST:
+                _add_encode(c, f"params.encode.dtype.{name}.{code}-{bits}", data, d,
+                            f"write one {name} tensor [2, 3] as TVM {d.label[4:]} does", feats)
+
+
+def _shape_and_field_vectors(c: Collector) -> None:
+    d = LATEST
+    f32 = (2, 32, 1)
+    tensor = ("tensor", "`tensor_record`")
+    params = ("params", "`params_file`")
+    ex = _example_tree()
+    cases: list[tuple[str, bytes, str, tuple[str, str], dict[str, list[str]], bool]] = [
+        ("w-and-b", build(_STRUCTS, _ROOT, ex), "the spec's example: float32 [2, 3] and int64 [3]", params,
+         {"dtype": ["float32", "int64"]}, True),
+        ("empty", _file([], []), "no tensors: the 32-byte file of an empty dict", params, {"shape": ["none"]}, True),
+        ("0-d", _file(["s"], [_record(f32, [])]), "a 0-d tensor: ndim 0, no extents, one element", tensor,
+         {"shape": ["0-d"]}, True),
+        ("zero-size-0x4", _file(["z"], [_record(f32, [0, 4])]), "an empty tensor [0, 4]: no data bytes", tensor,
+         {"shape": ["zero-size"]}, True),
+        ("zero-size-3x0", _file(["z"], [_record(f32, [3, 0])]),
+         "an empty tensor [3, 0] (first extent non-zero): no data bytes", tensor, {"shape": ["zero-size"]}, True),
+        ("ndim-64", _file(["n"], [_record(f32, [1] * 64)]), "64 dimensions of extent 1, the bound mlf-spec states",
+         tensor, {"shape": ["ndim-64"]}, True),
+        ("rank-6", _file(["r"], [_record(f32, [1, 2, 1, 3, 1, 2])]), "a rank-6 tensor", tensor, {"shape": ["rank-6"]},
+         True),
+        ("name-empty", _file([""], [_record(f32, [2])]), "a tensor whose name is the empty string", params,
+         {"name": ["empty"]}, True),
+        ("name-non-ascii", _file(["wörter-名前-\U0001f642"], [_record(f32, [2])]),
+         "a tensor whose name has non-ASCII UTF-8 (Latin, CJK and an emoji)", params, {"name": ["non-ascii"]}, True),
+        ("name-not-utf8", _file([b"w\xff\xfe"], [_record(f32, [2])]),
+         "a tensor whose name bytes are not UTF-8 (names are never validated)", params, {"name": ["not-utf8"]}, False),
+        ("name-long", _file(["n" * 300], [_record(f32, [2])]), "a 300-character name", params, {"name": ["long"]},
+         True),
+        ("duplicate-names", _file(["w", "w"], [_record(f32, [2], salt=1), _record(f32, [3], salt=2)]),
+         "two records named w (TVM's loader keeps the later one; both are in the file)", params,
+         {"name": ["duplicate"]}, False),
+        ("trailing-bytes", _file(["w"], [_record(f32, [2])], trailing=b"\x00tail"),
+         "5 bytes after the last record (ignored by TVM)", params, {"field": ["trailing"]}, False),
+        ("reserved-nonzero", _file(["w"], [_record(f32, [2])], reserved=0x1122334455667788),
+         "the file's reserved word is not 0 (never checked)", params, {"field": ["reserved"]}, False),
+        ("record-reserved-nonzero", _file(["w"], [_record(f32, [2], reserved=7)]),
+         "a record's reserved word is 7 (never checked)", tensor, {"field": ["reserved"]}, False),
+        ("device-id-3", _file(["w"], [_record(f32, [2], device_id=3)]),
+         "a record's device_id is 3 (written 0, never checked)", tensor, {"field": ["device_id"]}, False),
+        ("lanes-float32x4", _file(["v"], [_record((2, 32, 4), [2])]),
+         "float32x4 [2]: only numel x 4 bytes are stored, lanes are ignored", tensor, {"dtype": ["float32x4"]}, True),
+        ("lanes-int8x2", _file(["v"], [_record((0, 8, 2), [3])]), "int8x2 [3]", tensor, {"dtype": ["int8x2"]}, True),
+        ("lanes-handle-x4", _file(["h"], [_record((3, 64, 4), [2])]),
+         "a handle with 4 lanes: TVM spells it handle (no lanes)", tensor, {"dtype": ["handle"]}, False),
+        ("subbyte-int4-x25", _file(["q"], [_record((0, 4, 1), [25])]),
+         "int4 [25]: 25 stored bytes, more than the packed allocation TVM 0.21+ makes", tensor,
+         {"dtype": ["int4"], "shape": ["sub-byte-large"]}, True),
+        ("subbyte-uint1-x200", _file(["m"], [_record((1, 1, 1), [200])]), "uint1 [200]: one byte per element",
+         tensor, {"dtype": ["uint1"], "shape": ["sub-byte-large"]}, True),
+        ("subbyte-float4-x4096", _file(["f"], [_record((17, 4, 1), [4096])]), "float4_e2m1fn [4096]", tensor,
+         {"dtype": ["float4_e2m1fn"], "shape": ["sub-byte-large"]}, True),
+        ("many-tensors", _file([f"p{i}" for i in range(40)], [_record(f32, [4], salt=i) for i in range(40)]),
+         "40 tensors of the same type", params, {"shape": ["many"]}, True),
+    ]
+    for name, data, description, heading, feats, writable in cases:
+        _add_decode(c, f"params.valid.{name}", data, d, description, heading, feats)
+        if writable:
+            _add_encode(c, f"params.encode.{name}", data, d, f"write {description}", feats)
+
+
+def _occurrences(tree: dict[str, Any], struct: str) -> list[tuple]:
+    probe = Builder(_STRUCTS)
+    probe.build(_ROOT, tree)
+    return [path for s, path in probe.occurrences if s == struct]
+
+
+def broken_variants(kind: str, tree: dict[str, Any], era: tuple[int, ...] = LATEST.since) -> list[tuple[str, bytes]]:
+    """(label, bytes) of ``tree`` broken in the named way, each value chosen, not drawn: the
+    deterministic counterpart of ``mlf_spec.strategies.broken_params_bytes``."""
+    good = build(_STRUCTS, _ROOT, tree)
+    if kind == "truncated":  # nothing, inside the reserved word, the count, the first record, the last data byte
+        _, spans = trace(_STRUCTS, _ROOT, good)
+        at = {s.path: s.offset for s in spans}
+        cuts = (0, at[("reserved",)] + 4, at[("count",)] + 4, at[("arrays", 0, "shape", 0)] + 4, len(good) - 1)
+        return [(f"at-{n}", good[:n]) for n in cuts]
+    what, where = kind.split(":", 1)
+    struct_name, f = _find_field(_STRUCTS, where)
+    places = _occurrences(tree, struct_name)
+    if not places:
+        return []
+    path = places[0] + (f["name"],)
+    out: list[tuple[str, dict]] = []
+    if what == "bad_const":
+        out.append(("flipped", {path: f["const"] ^ 1}))
+    elif what in ("count_mismatch", "bad_derived"):
+        current = _value_at(_STRUCTS, _ROOT, tree, era, path)
+        out += [("plus-1", {path: current + 1}), ("minus-1", {path: current - 1})] if current else \
+            [("plus-1", {path: current + 1})]
+    elif what == "lying_length":
+        out.append(("2-62", {path + ("#count",): 2**62}))
+    elif what == "constraint":
+        if f["kind"] == "struct":
+            member, (lo, hi) = next(iter(f["member_bounds"].items()))
+            target = path + (member,)
+            out += [(f"{member}-{v}", {target: v}) for v in sorted({lo - 1, hi + 1})]
+        elif "count" in f:  # an element constraint: break the first element
+            lo, _hi = f.get("bounds", (None, None))
+            out.append(("element-negative", {path + (0,): (lo if lo is not None else 0) - 1}))
+        else:
+            lo, hi = f.get("bounds", (None, None))
+            type_lo, type_hi = _INT_RANGE[f["type"]]
+            if lo is not None and lo > type_lo:
+                out.append((f"below-{lo}", {path: lo - 1}))
+            if hi is not None and hi < type_hi:
+                out.append((f"above-{hi}", {path: hi + 1}))
+    elif what == "unknown_code":
+        known: set[int] = set()
+        for r in _table.ROWS:
+            known.update(range(r["code"], (r["code_max"] if r["code_max"] is not None else r["code"]) + 1))
+        out.append((f"code-{min(set(range(256)) - known)}", {path: min(set(range(256)) - known)}))
+    return [(label, build(_STRUCTS, _ROOT, tree, era, overrides)) for label, overrides in out]
+
+
+def _broken_vectors(c: Collector) -> None:
+    d = LATEST
+    base = _example_tree()
+    for kind in _st.BROKEN_KINDS:
+        variants = broken_variants(kind, base)
+        if not variants:
+            raise AssertionError(f"no .params vector for the broken kind {kind!r}")
+        where = kind.split(":", 1)[1].split(".")[0] if ":" in kind else "params_file"
+        page = "params" if where == "params_file" else "tensor"
+        for label, data in variants:
+            _add_decode(c, f"params.broken.{kind}.{label}", data, d, f"broken ({kind}, {label}): must be rejected",
+                        (page, "What a reader checks"), {"broken_kind": [kind]}, broken_kind=kind)
+    # a code the newest TVM defines but an older dialect does not: unknown in that dialect
+    old = _dt.dialect("0.7")
+    data = _file(["t"], [_record((6, 8, 1), [3])])
+    _add_decode(c, "params.broken.unknown_code.in-dialect-v0.7", data, old,
+                "code 6 (bool or float8 in later TVM) read in dialect v0.7, where it is not defined",
+                ("dtype_codes", None), {"broken_kind": ["unknown_code:dl_datatype.code"]},
+                broken_kind="unknown_code:dl_datatype.code")
+
+
+__all__ = ["broken_variants", "build_params"]

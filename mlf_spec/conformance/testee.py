@@ -1,0 +1,550 @@
+"""The runner side of the protocol: drive a testee and turn whatever it does into an
+:class:`~mlf_spec.conformance.vectors.Answer`, never into a hang or a crash of the runner.
+
+* :class:`InProcess` calls an adapter directly (fast; for adapters that cannot crash).
+* :class:`OneShot` starts ``CMD decode FORMAT k=v ...`` per case.
+* :class:`Persistent` keeps ``CMD serve`` processes (one per worker thread) and sends one JSON
+  line per case; a server that dies, hangs or babbles is killed and started again.
+
+Every child runs in its own session (killed as a group), with a wall-clock timeout, caps on
+what it may print and, where the platform has it, an address-space limit (RLIMIT_AS).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from mlf_spec.errors import MlfError
+
+from .adapters.base import Adapter, Rejected
+from .protocol import carry_out
+from .vectors import Answer, Case
+
+STDERR_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-case limits: seconds, bytes of output, megabytes of address space (0: none)."""
+
+    timeout: float = 60.0
+    max_output: int = 64 << 20
+    memory_mb: int = 0
+
+
+def signal_name(returncode: int) -> str | None:
+    """SIGSEGV for -11 (a child killed by a signal), else None."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on Windows
+    resource = None  # type: ignore[assignment]
+
+
+def _preexec(memory_mb: int) -> Any:
+    """Where the child's limit cannot be set from outside (no prlimit), set it in the child
+    between fork and exec (a C call only: nothing there takes a Python lock)."""
+    if not memory_mb or resource is None or hasattr(resource, "prlimit"):
+        return None
+    size = memory_mb << 20
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def _limit(proc: subprocess.Popen, memory_mb: int) -> None:
+    """Limit a child's address space from outside (Linux prlimit), right after it starts."""
+    if memory_mb and resource is not None and hasattr(resource, "prlimit"):
+        size = memory_mb << 20
+        try:
+            resource.prlimit(proc.pid, resource.RLIMIT_AS, (size, size))
+        except (ProcessLookupError, PermissionError, OSError):
+            pass  # it has already ended: its exit status tells
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+@dataclass
+class Run:
+    """What one child did: exit status (None if it was killed by the runner), output, the
+    tail of its stderr, and whether it hit the timeout or the output cap."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: str
+    timed_out: bool = False
+    overflow: bool = False
+
+
+def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
+    """Run ``argv`` with ``data`` on stdin under ``limits``; never blocks past the timeout."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+    _limit(proc, limits.memory_mb)
+    assert proc.stdin and proc.stdout and proc.stderr
+    sel = selectors.DefaultSelector()
+    os.set_blocking(proc.stdin.fileno(), False)
+    pending = memoryview(data)
+    if pending.nbytes:
+        sel.register(proc.stdin, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + limits.timeout
+    timed_out = overflow = False
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(min(left, 1.0)):
+                f = key.fileobj
+                if f is proc.stdin:
+                    try:
+                        n = os.write(proc.stdin.fileno(), pending[:65536])
+                        pending = pending[n:]
+                    except (BrokenPipeError, OSError):
+                        pending = pending[:0]
+                    if not pending.nbytes:
+                        sel.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]
+                if not chunk:
+                    sel.unregister(f)
+                    continue
+                if f is proc.stdout:
+                    out += chunk
+                    if len(out) > limits.max_output:
+                        overflow = True
+                        break
+                else:
+                    err += chunk
+                    if len(err) > 2 * STDERR_TAIL:
+                        del err[:-STDERR_TAIL]
+            if overflow:
+                break
+    finally:
+        sel.close()
+        if timed_out or overflow:
+            _kill(proc)
+        else:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill(proc)
+        proc.wait()
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+    rc = None if (timed_out or overflow) else proc.returncode
+    return Run(rc, bytes(out), err[-STDERR_TAIL:].decode("utf-8", "replace"), timed_out, overflow)
+
+
+def _failure(run: Run, limits: Limits) -> Answer | None:
+    """The Answer for a child that failed (timeout, overflow, crash), else None."""
+    if run.timed_out:
+        return Answer.failed("timeout", f"no answer within {limits.timeout:g} s")
+    if run.overflow:
+        return Answer.failed("output_limit", f"printed more than {limits.max_output} bytes")
+    assert run.returncode is not None
+    if run.returncode < 0:
+        sig = signal_name(run.returncode)
+        return Answer.failed("crash", f"killed by {sig}{_tail(run.stderr)}", signal=sig)
+    if run.returncode not in (0, 1):
+        kind = "memory" if "MemoryError" in run.stderr or "bad_alloc" in run.stderr else "crash"
+        return Answer.failed(kind, f"exit status {run.returncode}{_tail(run.stderr)}")
+    return None
+
+
+def _tail(stderr: str) -> str:
+    lines = [x for x in stderr.strip().splitlines() if x.strip()]
+    return f": {lines[-1][:300]}" if lines else ""
+
+
+class Testee:
+    """A testee the runner can ask: ``info()`` once, then ``ask(case)`` per case."""
+
+    mode = "in-process"
+
+    def info(self) -> dict[str, Any]:
+        """The handshake."""
+        raise NotImplementedError
+
+    def ask(self, case: Case) -> Answer:
+        """The testee's answer to a case."""
+        raise NotImplementedError
+
+    def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
+        """The testee's answer to a request not from a vector file (generated cases)."""
+        raise NotImplementedError
+
+    def reproduce(self, case: Case) -> str:
+        """A shell command that sends the case's request to the testee."""
+        return ""
+
+    def describe(self) -> str:
+        """How the report names the testee."""
+        return ""
+
+    def close(self) -> None:
+        """Stop whatever the testee keeps running."""
+
+
+class InProcess(Testee):
+    """An adapter called in this process (exceptions other than Rejected are testee errors)."""
+
+    mode = "in-process"
+
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+
+    def info(self) -> dict[str, Any]:
+        """The adapter's handshake."""
+        return self.adapter.info()
+
+    def ask(self, case: Case) -> Answer:
+        """Call the adapter with the case's request."""
+        payload = case.reading_input() if case.role == "encode" else case.input()
+        return self.ask_raw(case.role, case.format, case.options, payload)
+
+    def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
+        """Call the adapter."""
+        try:
+            result = carry_out(self.adapter, op, fmt, dict(options), payload)
+        except Rejected as exc:
+            return Answer.rejected(exc.message, exc.error_class)
+        except Exception as exc:
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            return Answer.failed("crash", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+        if op == "encode":
+            if not isinstance(result, (bytes, bytearray)):
+                return Answer.failed("protocol", f"encode returned {type(result).__name__}, not bytes")
+            return Answer.ok(output=bytes(result))
+        try:
+            return Answer.ok(reading=json.loads(json.dumps(result)))
+        except (TypeError, ValueError) as exc:
+            return Answer.failed("protocol", f"the reading is not JSON data: {exc}")
+
+    def describe(self) -> str:
+        """adapter:<name>."""
+        return f"adapter:{self.adapter.name}"
+
+
+class OneShot(Testee):
+    """A command started once per case."""
+
+    mode = "one-shot"
+
+    def __init__(self, command: Sequence[str], limits: Limits | None = None) -> None:
+        self.command = list(command)
+        self.limits = limits or Limits()
+
+    def describe(self) -> str:
+        """The command line."""
+        return shlex.join(self.command)
+
+    def info(self) -> dict[str, Any]:
+        """``CMD info``; MlfError if the command cannot be started or answers nonsense."""
+        try:
+            run = run_capped(self.command + ["info"], b"", self.limits)
+        except OSError as exc:
+            raise MlfError(f"cannot start the testee {self.describe()!r}: {exc.strerror}") from None
+        problem = _failure(run, self.limits)
+        if problem is not None or run.returncode != 0:
+            why = problem.message if problem else f"exit status {run.returncode}{_tail(run.stderr)}"
+            raise MlfError(f"the testee {self.describe()!r} did not answer `info`: {why}")
+        try:
+            doc = json.loads(run.stdout)
+        except ValueError:
+            raise MlfError(f"the testee {self.describe()!r} answered `info` with something that is not JSON: "
+                           f"{run.stdout[:80]!r}") from None
+        return check_info(doc, self.describe())
+
+    def ask(self, case: Case) -> Answer:
+        """Run ``CMD ROLE FORMAT k=v ...`` with the input on stdin."""
+        payload = case.input()
+        return self._ask(case.role, case.format, case.options, payload)
+
+    def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
+        """Run one request."""
+        data = (json.dumps(payload) + "\n").encode() if op == "encode" else bytes(payload)
+        return self._ask(op, fmt, options, data)
+
+    def _ask(self, op: str, fmt: str, options: dict[str, str], data: bytes) -> Answer:
+        argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())]
+        try:
+            run = run_capped(argv, data, self.limits)
+        except OSError as exc:
+            return Answer.failed("crash", f"cannot start: {exc.strerror}")
+        problem = _failure(run, self.limits)
+        if problem is not None:
+            return problem
+        if run.returncode == 1:
+            cls, message = None, _tail(run.stderr)[2:] or "(no message)"
+            if run.stdout.strip():
+                try:
+                    err = json.loads(run.stdout)["error"]
+                    cls, message = err.get("class"), err.get("message") or message
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    return Answer.failed("protocol", f"exit status 1 with stdout that is no rejection: "
+                                         f"{run.stdout[:80]!r}")
+            return Answer.rejected(message, cls)
+        if op == "encode":
+            return Answer.ok(output=run.stdout)
+        try:
+            return Answer.ok(reading=json.loads(run.stdout))
+        except ValueError:
+            return Answer.failed("protocol", f"stdout is not JSON: {run.stdout[:80]!r}")
+
+    def reproduce(self, case: Case) -> str:
+        """``CMD decode FORMAT k=v < INPUT``."""
+        args = [case.role, case.format] + [f"{k}={v}" for k, v in sorted(case.options.items())]
+        return f"{shlex.join(self.command + args)} < {shlex.quote(str(case.input_path))}"
+
+
+def check_info(doc: Any, who: str) -> dict[str, Any]:
+    """The handshake if it matches the schema (testee_info), else MlfError."""
+    from pydantic import ValidationError
+
+    from mlf_spec.generated.conformance_protocol_models import TesteeInfo
+
+    try:
+        TesteeInfo.model_validate(doc)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise MlfError(f"the handshake of {who!r} is not a testee_info: {'.'.join(map(str, e['loc']))}: "
+                       f"{e['msg']}") from None
+    return doc
+
+
+class _Server:
+    """One ``CMD serve`` process."""
+
+    def __init__(self, command: list[str], limits: Limits) -> None:
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+        _limit(self.proc, limits.memory_mb)
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buffer = bytearray()
+        self.next_id = 0
+
+    def stderr_tail(self) -> str:
+        self.stderr.seek(0, os.SEEK_END)
+        size = self.stderr.tell()
+        self.stderr.seek(max(0, size - STDERR_TAIL))
+        return self.stderr.read().decode("utf-8", "replace")
+
+    def exchange(self, request: dict[str, Any], limits: Limits) -> tuple[str, Any, str | None]:
+        """("ok", response, None) or (error kind, message, signal name or None)."""
+        self.next_id += 1
+        request = {"id": self.next_id, **request}
+        line = (json.dumps(request, ensure_ascii=False) + "\n").encode("utf-8")
+        deadline = time.monotonic() + limits.timeout
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self._write(line, deadline)
+        except (BrokenPipeError, OSError):
+            return self._dead("could not send the request")
+        except TimeoutError:
+            return "timeout", f"did not read the request within {limits.timeout:g} s", None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout", f"no answer within {limits.timeout:g} s", None
+                if os.fstat(self.stderr.fileno()).st_size > limits.max_output:
+                    return "output_limit", f"printed more than {limits.max_output} bytes on stderr", None
+                if not sel.select(min(left, 1.0)):
+                    if self.proc.poll() is not None:
+                        return self._dead("exited")
+                    continue
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    return self._dead("closed its output")
+                self.buffer += chunk
+                if len(self.buffer) > limits.max_output:
+                    return "output_limit", f"printed more than {limits.max_output} bytes", None
+        finally:
+            sel.close()
+        raw, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer = bytearray(rest)
+        try:
+            resp = json.loads(raw)
+        except ValueError:
+            return "protocol", f"answered with a line that is not JSON: {raw[:80]!r}", None
+        if not isinstance(resp, dict) or resp.get("id") != self.next_id or not isinstance(resp.get("ok"), bool):
+            return "protocol", f"answered with a line that is no response to request {self.next_id}: {raw[:80]!r}", None
+        return "ok", resp, None
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        assert self.proc.stdin is not None
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        view = memoryview(data)
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_WRITE)
+        try:
+            while view.nbytes:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                if sel.select(0.5):
+                    n = os.write(fd, view[:65536])
+                    view = view[n:]
+                elif self.proc.poll() is not None:
+                    raise BrokenPipeError
+        finally:
+            sel.close()
+
+    def _dead(self, what: str) -> tuple[str, str, str | None]:
+        try:
+            rc = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            return "protocol", f"{what} but did not exit", None
+        sig = signal_name(rc)
+        tail = _tail(self.stderr_tail())
+        if sig:
+            return "crash", f"killed by {sig}{tail}", sig
+        kind = "memory" if "MemoryError" in tail or "bad_alloc" in tail else "crash"
+        return kind, f"{what} (exit status {rc}){tail}", None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(2)
+            except (OSError, subprocess.TimeoutExpired):
+                _kill(self.proc)
+                self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.stderr):
+            try:
+                f.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+
+
+class Persistent(Testee):
+    """``CMD serve`` processes, one per worker thread, restarted after any failure."""
+
+    mode = "persistent"
+
+    def __init__(self, command: Sequence[str], limits: Limits | None = None) -> None:
+        self.command = list(command)
+        self.limits = limits or Limits()
+        self.oneshot = OneShot(command, self.limits)
+        self._local = threading.local()
+        self._all: list[_Server] = []
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        """The command line."""
+        return shlex.join(self.command)
+
+    def info(self) -> dict[str, Any]:
+        """``CMD info``."""
+        return self.oneshot.info()
+
+    def _server(self) -> _Server:
+        s = getattr(self._local, "server", None)
+        if s is None or s.proc.poll() is not None:
+            s = _Server(self.command + ["serve"], self.limits)
+            self._local.server = s
+            with self._lock:
+                self._all.append(s)
+        return s
+
+    def _drop(self, s: _Server) -> None:
+        _kill(s.proc)
+        s.proc.wait()
+        s.close()
+        self._local.server = None
+
+    def ask(self, case: Case) -> Answer:
+        """One request line for the case."""
+        return self._ask(case.request())
+
+    def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
+        """One request line."""
+        req: dict[str, Any] = {"op": op, "format": fmt, "options": dict(options)}
+        if op == "encode":
+            req["reading"] = payload
+        else:
+            req["input"] = base64.b64encode(bytes(payload)).decode("ascii")
+        return self._ask(req)
+
+    def _ask(self, request: dict[str, Any]) -> Answer:
+        try:
+            s = self._server()
+        except OSError as exc:
+            return Answer.failed("crash", f"cannot start: {exc.strerror}")
+        status, resp, sig = s.exchange(request, self.limits)
+        if status != "ok":
+            self._drop(s)
+            return Answer.failed(status, resp, signal=sig)
+        if resp["ok"]:
+            if request["op"] == "encode":
+                try:
+                    return Answer.ok(output=base64.b64decode(resp["output"], validate=True))
+                except (KeyError, TypeError, ValueError):
+                    return Answer.failed("protocol", "an encode response without base64 output")
+            if "reading" not in resp:
+                return Answer.failed("protocol", "a response without a reading")
+            return Answer.ok(reading=resp["reading"])
+        err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
+        cls = err.get("class")
+        if cls in ("internal", "protocol"):
+            sig = err.get("signal") if isinstance(err.get("signal"), str) else None
+            return Answer.failed("crash" if cls == "internal" else "protocol", str(err.get("message")), signal=sig)
+        return Answer.rejected(str(err.get("message", "")), cls)
+
+    def reproduce(self, case: Case) -> str:
+        """The one-shot form of the same request."""
+        return self.oneshot.reproduce(case)
+
+    def close(self) -> None:
+        """Stop every server."""
+        with self._lock:
+            servers, self._all = self._all, []
+        for s in servers:
+            s.close()
+
+
+__all__ = ["InProcess", "Limits", "OneShot", "Persistent", "Run", "Testee", "check_info", "run_capped",
+           "signal_name"]

@@ -1,0 +1,296 @@
+"""Conformance vectors as data: load a suite, build a case's request, check an answer.
+
+    >>> from mlf_spec.conformance import vectors
+    >>> for case in vectors.load_suite(formats=["params"]):     # the installed suite by default
+    ...     answer = my_reader(case.format, case.input(), case.options)
+    ...     verdict = case.check(answer)                       # pass / fail with a short diff
+
+A suite is a directory of ``<id>.case.json`` files (schema:
+generated/schemas/conformance_vector.schema.json) with their inputs next to them, in any
+layout below the directory. The installed suite is ``mlf_spec.vectors`` (the repository's
+``vectors/``); :func:`write_suite` copies it, or writes cases made by ``--generate``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlf_spec._io import atomic_write_bytes
+from mlf_spec.errors import MlfError
+
+from . import canonical
+from .compare import compare, validate_reading
+
+CASE_SUFFIX = ".case.json"
+
+
+@dataclass
+class Answer:
+    """What a testee answered: ``status`` ok, rejected or error (the testee failed: crashed,
+    hung, broke the protocol); a ``reading`` (decode, migrate) or ``output`` bytes (encode);
+    for a rejection the optional ``error_class`` and a ``message``; for an error its
+    ``error_kind`` (crash, timeout, protocol, output_limit, memory) and ``signal``."""
+
+    status: str
+    reading: Any = None
+    output: bytes | None = None
+    error_class: str | None = None
+    message: str = ""
+    error_kind: str | None = None
+    signal: str | None = None
+
+    @classmethod
+    def ok(cls, reading: Any = None, output: bytes | None = None) -> Answer:
+        """A successful answer."""
+        return cls("ok", reading=reading, output=output)
+
+    @classmethod
+    def rejected(cls, message: str, error_class: str | None = None) -> Answer:
+        """A refusal of the input."""
+        return cls("rejected", message=message, error_class=error_class)
+
+    @classmethod
+    def failed(cls, kind: str, message: str, signal: str | None = None) -> Answer:
+        """The testee did not answer properly."""
+        return cls("error", message=message, error_kind=kind, signal=signal)
+
+
+@dataclass
+class Verdict:
+    """The outcome of one case before known failures apply: pass, fail or error."""
+
+    outcome: str
+    message: str = ""
+    diff: list[str] = field(default_factory=list)
+    note: str = ""
+    error_kind: str | None = None
+    signal: str | None = None
+
+    def details(self) -> dict[str, Any]:
+        """The report keys of a failure: message, diff, error_kind, signal (those set)."""
+        out: dict[str, Any] = {"message": self.message[:500]}
+        for key in ("diff", "error_kind", "signal"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """One vector (see generated/docs/conformance_vector.md)."""
+
+    id: str
+    format: str
+    role: str
+    options: dict[str, str]
+    scope: dict[str, str]
+    tvm: str
+    features: dict[str, list[str]]
+    description: str
+    spec_ref: str
+    broken_kind: str | None
+    expected: dict[str, Any]
+    input_path: Path
+    input_sha256: str
+    path: Path
+    data: bytes | None = None  # the input, for a case made in memory (generated cases)
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def kind(self) -> str:
+        """What the reading is compared as: the format, or ``migration``."""
+        return "migration" if self.role == "migrate" else self.format
+
+    def input(self) -> bytes:
+        """The input file's bytes (checked against ``input_sha256``)."""
+        if self.data is not None:
+            return self.data
+        try:
+            data = self.input_path.read_bytes()
+        except OSError as exc:
+            raise MlfError(f"cannot read the input of case {self.id}: {exc.strerror}", file=str(self.input_path)) \
+                from None
+        if canonical.sha256(data) != self.input_sha256:
+            raise MlfError(f"input of case {self.id} does not match its input_sha256", file=str(self.input_path))
+        return data
+
+    def reading_input(self) -> Any:
+        """encode: the canonical reading to write (the input file, as JSON)."""
+        try:
+            return json.loads(self.input())
+        except ValueError as exc:
+            raise MlfError(f"not JSON: {exc}", file=str(self.input_path)) from None
+
+    def request(self) -> dict[str, Any]:
+        """The request of the persistent protocol (without its id)."""
+        req: dict[str, Any] = {"op": self.role, "format": self.format, "options": dict(self.options)}
+        if self.role == "encode":
+            req["reading"] = self.reading_input()
+        else:
+            req["input"] = base64.b64encode(self.input()).decode("ascii")
+        return req
+
+    def verify(self, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,), error_class: Any = None,
+               strict_errors: bool = False) -> None:
+        """Raise AssertionError unless ``fn`` answers the case as expected (see :func:`verify`)."""
+        verify(self, fn, rejects=rejects, error_class=error_class, strict_errors=strict_errors)
+
+    def check(self, answer: Answer, *, strict_errors: bool = False) -> Verdict:
+        """Compare an answer with the expected outcome, by the spec's comparison rules."""
+        if answer.status == "error":
+            return Verdict("error", answer.message, error_kind=answer.error_kind, signal=answer.signal)
+        want = self.expected
+        if want["outcome"] == "reject":
+            if answer.status == "rejected":
+                cls = want.get("error_class")
+                if answer.error_class and cls and answer.error_class != cls:
+                    msg = f"rejected as {answer.error_class}, the spec says {cls}"
+                    return Verdict("fail", msg) if strict_errors else Verdict("pass", note=msg)
+                return Verdict("pass")
+            return Verdict("fail", f"accepted an input the spec rejects ({want.get('error_class')})",
+                           diff=[f"expected a rejection ({want.get('error_class')}), got a reading"])
+        if answer.status == "rejected":
+            cls = f" [{answer.error_class}]" if answer.error_class else ""
+            return Verdict("fail", f"rejected a valid input{cls}: {_one_line(answer.message)}")
+        got = answer.reading
+        if self.role == "encode":
+            if answer.output is None:
+                return Verdict("error", "no output bytes", error_kind="protocol")
+            try:
+                got = canonical.decode(self.format, answer.output, self.options)
+            except MlfError as exc:
+                return Verdict("fail", f"the bytes written do not read: {_one_line(str(exc))}")
+        else:
+            problem = validate_reading(self.kind, got)
+            if problem is not None:
+                return Verdict("fail", f"the reading does not match canonical_{self.kind.replace('-', '_')}: "
+                               f"{problem}", diff=[problem])
+        diffs = compare(self.kind, want["reading"], got, role=self.role)
+        if diffs:
+            return Verdict("fail", str(diffs[0]), diff=[str(d) for d in diffs])
+        return Verdict("pass")
+
+
+def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,),
+           error_class: Any = None, strict_errors: bool = False) -> None:
+    """Call an implementation's function on the case and raise AssertionError (with the
+    short diff) unless it does what the vector expects. ``fn(data, options)`` returns the
+    canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
+    bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
+    class)."""
+    payload = case.reading_input() if case.role == "encode" else case.input()
+    try:
+        result = fn(payload, dict(case.options))
+    except rejects as exc:
+        answer = Answer.rejected(f"{type(exc).__name__}: {exc}", error_class(exc) if error_class else None)
+    else:
+        answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
+    v = case.check(answer, strict_errors=strict_errors)
+    if v.outcome != "pass":
+        lines = [f"{case.id} ({case.description}): {v.message}", *[f"  {d}" for d in v.diff]]
+        raise AssertionError("\n".join(lines))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def default_suite() -> Path:
+    """The installed suite (``mlf_spec.vectors``; the repository's ``vectors/``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mlf_spec.vectors")
+    if spec is None or not spec.submodule_search_locations:
+        raise MlfError("the conformance vectors are not installed (package mlf_spec.vectors)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def load_case(path: Path) -> Case:
+    """One case file. Raises MlfError (with the path) if it is not a valid case."""
+    from pydantic import ValidationError
+
+    from mlf_spec.generated.conformance_vector_models import VectorCase
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except ValueError as exc:
+        raise MlfError(f"not a case file (not JSON: {exc})", file=str(path)) from None
+    try:
+        VectorCase.model_validate(doc)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise MlfError(f"not a case file: {e['msg']}", file=str(path),
+                       field=".".join(str(p) for p in e["loc"]) or None) from None
+    if doc["expected"]["outcome"] == "accept" and "reading" not in doc["expected"]:
+        raise MlfError("an accepted case needs expected.reading", file=str(path), field="expected.reading")
+    input_path = path.parent / doc["input"]
+    if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"]:
+        raise MlfError("input must be a file next to the case file", file=str(path), field="input")
+    return Case(doc["id"], doc["format"], doc["role"], dict(doc["options"]), dict(doc["scope"]), doc["tvm"],
+                {k: list(v) for k, v in doc["features"].items()}, doc["description"], doc["spec_ref"],
+                doc["broken_kind"], doc["expected"], input_path, doc["input_sha256"], path)
+
+
+def load_suite(directory: str | os.PathLike | None = None, *, formats: Iterable[str] | None = None,
+               roles: Iterable[str] | None = None, ids: Iterable[str] | None = None) -> list[Case]:
+    """Every case below ``directory`` (default: the installed suite), sorted by id, filtered
+    by format, role and id (an id ending in ``*`` is a prefix). Raises MlfError for a
+    malformed case file or a repeated id."""
+    root = Path(directory) if directory is not None else default_suite()
+    if not root.is_dir():
+        raise MlfError("not a directory of conformance vectors", file=str(root))
+    fset, rset = set(formats or ()), set(roles or ())
+    wanted = list(ids or ())
+    cases: dict[str, Case] = {}
+    for path in sorted(root.rglob("*" + CASE_SUFFIX)):
+        case = load_case(path)
+        if case.id in cases:
+            raise MlfError(f"case id {case.id!r} appears twice (also in {cases[case.id].path})", file=str(path))
+        if (fset and case.format not in fset) or (rset and case.role not in rset):
+            continue
+        if wanted and not any(case.id == w or (w.endswith("*") and case.id.startswith(w[:-1])) for w in wanted):
+            continue
+        cases[case.id] = case
+    return sorted(cases.values(), key=lambda c: c.id)
+
+
+def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
+                source: str | os.PathLike | None = None) -> int:
+    """Copy the installed suite (or ``source``), or the cases of ``formats``, to ``out``;
+    return the number of cases. Files are written atomically."""
+    out_dir = Path(out)
+    n = 0
+    for case in load_suite(source, formats=formats):
+        rel = case.path.parent.relative_to(Path(source) if source is not None else default_suite())
+        dest = out_dir / rel
+        dest.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(dest / case.path.name, case.path.read_bytes())
+        atomic_write_bytes(dest / case.input_path.name, case.input())
+        n += 1
+    return n
+
+
+def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, input_name: str) -> Path:
+    """Write one case document and its input into ``directory`` (atomically); return the case path."""
+    from .suite import case_text
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(d / input_name, data)
+    path = d / f"{case['id']}{CASE_SUFFIX}"
+    atomic_write_bytes(path, case_text(case).encode("utf-8"))
+    return path
+
+
+__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "default_suite", "load_case", "load_suite", "save_case",
+           "verify", "write_suite"]

@@ -1,0 +1,35 @@
+"""The examples of docs/conformance/guide.md work as the guide says: a Python library's own
+tests over the vectors, and a reader in another language (JavaScript) speaking the protocol."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlf_spec.cli import main as cli
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "conformance"
+
+
+def test_the_python_library_example_passes_with_its_known_failure():
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             str(EXAMPLES / "test_python_reader.py")], capture_output=True, text=True, cwd=EXAMPLES)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "1 xfailed" in result.stdout and "passed" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (CI installs it)")
+@pytest.mark.parametrize("one_shot", [False, True])
+def test_the_javascript_testee_passes_with_its_known_failure(one_shot, capsys):
+    args = ["conformance", "run", "--testee", f"node {EXAMPLES / 'params_testee.js'}", "--known-failures",
+            str(EXAMPLES / "params_testee.known-failures"), "--quiet"]
+    if one_shot:
+        args += ["--one-shot", "--id", "params.valid.*"]
+    status = cli(args)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert ("1 expected failures" in out) != one_shot and "passed" in out
