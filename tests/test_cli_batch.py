@@ -107,7 +107,7 @@ def test_blob_dump_rejects_a_params_file_by_name(tree, capsys):
 def test_nothing_found_is_an_error(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("hello")
     code, _, err = run(["params", "dump", str(tmp_path)], capsys)
-    assert code == 2 and f"no a .params file found in {tmp_path}" in err
+    assert code == 2 and f"found nothing that is a .params file in {tmp_path}" in err
 
 
 @pytest.mark.parametrize("make, kind", [

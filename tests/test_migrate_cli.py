@@ -52,7 +52,7 @@ def test_refused_loss_exit_1_and_no_output(aot, tmp_path, capsys):
     out = tmp_path / "out.tar"
     assert main(["downgrade", str(aot), "--to", "4", "-o", str(out), "--accept-loss", "v6_v7.main_io"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("mlf-spec: refused: migrating to version 4 loses what was not accepted:")
+    assert err.startswith(f"mlf-spec: refused: {aot}: migrating to version 4 loses what was not accepted:")
     assert "--accept-loss v6_v7.templates --accept-loss v4_v5.standalone_crt --accept-loss v4_v5.c_header" in err
     assert not out.exists() and listing(tmp_path) == ["aot.tar"]
 

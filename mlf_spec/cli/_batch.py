@@ -161,14 +161,17 @@ def _pool_call(job: tuple[Work, Input, argparse.Namespace]) -> Outcome:
 
 
 def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: str,
-        paths: list[str] | None = None) -> int:
-    """Run ``work`` over the inputs named in ``args.paths``; print outcomes; return the
-    worst status. ``what`` names the expected input in messages (e.g. "a .params file")."""
+        paths: list[str] | None = None, inputs: list[Input] | None = None) -> int:
+    """Run ``work`` over the inputs named in ``args.paths`` (or ``paths``, or the already
+    expanded ``inputs``); print outcomes; return the worst status. ``what`` names the
+    expected input in messages (e.g. "a .params file")."""
     as_json = bool(getattr(args, "json", False))
     jobs = int(getattr(args, "jobs", 1) or 1)
-    inputs = list(expand(paths if paths is not None else args.paths, accept))
+    names = paths if paths is not None else args.paths
+    if inputs is None:
+        inputs = list(expand(names, accept))
     if not inputs:
-        print(f"mlf-spec: error: no {what} found in {', '.join(args.paths)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]

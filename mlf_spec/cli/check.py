@@ -14,7 +14,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from . import _batch
+from . import _batch, add_command
 from .archive import VERSIONS, add_member_size, member_limit
 
 #: kind name -> the function that checks one input of that kind.
@@ -23,8 +23,7 @@ CHECKERS: dict[str, Callable[[_batch.Input, argparse.Namespace], _batch.Outcome]
 
 def register(sub: Any) -> None:
     """Add the ``check`` command to the CLI."""
-    c = sub.add_parser("check", help="check artifacts (MLF archives) for conformance",
-                       description="Check each input against the spec of its kind, recognised by content. "
+    c = add_command(sub, "check", description="Check each input against the spec of its kind, recognised by content. "
                        "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(c, what="artifacts to check")
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")

@@ -6,7 +6,7 @@ import argparse
 import io
 from typing import TYPE_CHECKING, Any
 
-from . import _batch
+from . import _batch, add_command
 from ._text import printable, table
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ ACCEPT = frozenset({"params"})
 
 def register(sub: Any) -> None:
     """Add the ``params`` command group to the CLI."""
-    p = sub.add_parser("params", help="inspect and convert .params tensor files")
+    p = add_command(sub, "params")
     psub = p.add_subparsers(dest="params_command", metavar="ACTION")
     psub.required = True
 
