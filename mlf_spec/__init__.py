@@ -10,9 +10,12 @@ first use, so ``import mlf_spec`` stays cheap::
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from .errors import MlfError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations are strings here
+    from typing import Any
 
 __version__ = "0.1.0"
 

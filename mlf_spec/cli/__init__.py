@@ -92,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"mlf-spec {__version__}")
         return 0
+    import os
+
+    # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     parser = _build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
