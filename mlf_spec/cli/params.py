@@ -41,7 +41,7 @@ def dump_document(lazy: LazyParams) -> dict[str, Any]:
 
     tensors = []
     for info in lazy.index:
-        digest = hashlib.sha256(lazy.raw(info.name) if info.nbytes else b"").hexdigest()
+        digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
         tensors.append({"name": info.name, "dtype": info.dtype.name, "shape": list(info.shape),
                         "offset": info.offset, "nbytes": info.nbytes, "sha256": digest})
     return {"format": "tvm-params", "dialect": lazy.dialect.id, "tensors": tensors}
