@@ -161,3 +161,23 @@ def test_help_and_version_do_not_import_the_codecs():
             "print('HEAVY:' + ','.join(heavy))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout + r.stderr
+
+
+def test_convert_several_inputs_into_a_directory(tree, tmp_path, capsys):
+    out = tmp_path / "npz"
+    code, text, err = run(["params", "convert", str(tree / "a.params"), str(tree / "sub"), "-o", str(out),
+                           "--to", "npz"], capsys)
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == ["a.npz", "weights.npz"]
+    assert f"{tree / 'a.params'} -> {out / 'a.npz'}: 1 tensors" in text
+    back = tmp_path / "back"
+    code, _, _ = run(["params", "convert", str(out), "-o", str(back), "--to", "params"], capsys)
+    assert code == 0
+    assert (back / "a.params").read_bytes() == (tree / "a.params").read_bytes()
+    # an .npz named otherwise is recognised by content; an existing output is refused (1)
+    (out / "a.npz").rename(out / "renamed.data")
+    code, _, err = run(["params", "convert", str(out / "renamed.data"), "-o", str(back), "--to", "params"], capsys)
+    assert code == 0
+    code, _, err = run(["params", "convert", str(tree / "a.params"), "-o", str(back), "--to", "params"], capsys)
+    assert code == 1 and "exists; pass --force" in err
+    code, _, err = run(["params", "convert", str(tree / "a.params"), "-o", str(back)], capsys)
+    assert code == 2 and "needs --to" in err

@@ -59,11 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, what: str, jobs: bool = Tr
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help=f"{what}; a directory is searched for them (by content), '-' reads standard input")
     if jobs:
-        parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+        parser.add_argument("-j", "--jobs", type=positive, default=1, metavar="N",
                             help="work on N inputs at once in N processes (default 1)")
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
+    """argparse type: an int of at least 1."""
     try:
         n = int(text)
     except ValueError:

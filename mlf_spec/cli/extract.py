@@ -56,6 +56,9 @@ def _extract(args: argparse.Namespace) -> int:
             files = [m for m in a.members if not m.is_dir]
             doc = {"input": inp.name, "output": args.output, "members": sum(m.path != "." for m in a.members),
                    "files": len(files), "bytes": sum(m.size for m in files), "replaced": replaced}
+    except OSError as exc:
+        print(f"mlf-spec: error: {args.output}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except OutputExistsError as exc:
         print(f"mlf-spec: refused: {exc}; pass --force to replace it", file=sys.stderr)
         return 1

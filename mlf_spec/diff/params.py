@@ -136,6 +136,15 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
         d = int((x != y).sum())
         return {"unit": "element", "elements": int(x.size), "differing": d, "max_abs": 1.0 if d else 0.0,
                 "max_rel": 1.0 if d else 0.0, "nonfinite": 0}
+    if x.dtype.kind in "iu":  # exact: 64-bit values do not fit a float64
+        differ = x != y
+        wide = np.int64 if x.dtype.itemsize <= 4 else object  # object: Python ints, for 64-bit values
+        xs, ys = x[differ].astype(wide), y[differ].astype(wide)
+        d_int = np.abs(xs - ys)
+        rel = d_int / np.maximum(np.abs(xs), np.abs(ys))
+        return {"unit": "element", "elements": int(x.size), "differing": int(differ.sum()),
+                "max_abs": float(d_int.max()) if d_int.size else None,
+                "max_rel": float(rel.max()) if rel.size else None, "nonfinite": 0}
     if x.dtype.kind == "c":
         fx, fy = x.astype(np.complex128), y.astype(np.complex128)
     else:
