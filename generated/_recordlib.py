@@ -20,6 +20,14 @@ def as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def not_bool(value: Any) -> Any:
+    """Refuse true/false where integer constants are expected (pydantic's Literal[1]
+    takes True, since True == 1 in Python)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("literal_error", "a boolean is not the integer expected here")
+    return value
+
+
 class Record(BaseModel):
     """Base of every generated record. Types are strict (no coercion: ``"1"`` is not an
     int, ``true`` is not an int); unknown keys are refused unless the document is validated

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 #: [node_id, output_index, version]: the writer emits version 0; readers accept 2 or 3 elements. Written by GraphNodeRef::Save, always over several lines.
 NodeEntry = Annotated[list[int], Field(min_length=2, max_length=3)]

@@ -89,7 +89,7 @@ def test_a_failure_half_way_leaves_nothing(mlf, tmp_path, monkeypatch, capsys):
 @settings(max_examples=25)
 @given(ms.broken_mlf_archives(kinds=tuple(k for k in ms.MLF_ARCHIVE_BROKEN_KINDS if k.startswith("unsafe:"))))
 def test_unsafe_archives_are_refused_and_write_nothing(tmp_path_factory, case):
-    kind, data = case
+    kind, data = case.kind, case.data
     tmp = tmp_path_factory.mktemp("x")
     (tmp / "a.tar").write_bytes(data)
     code = main(["extract", str(tmp / "a.tar"), "-o", str(tmp / "out")])

@@ -160,9 +160,11 @@ def inspect_text(doc: dict[str, Any]) -> str:
         if mod["graph"]:
             g = mod["graph"]
             out.write(f"  graph: {g['nodes']} nodes\n")
+            bound = {p["name"] for p in mod["params"] or []}
             for kind in ("inputs", "outputs"):
                 for t in g[kind]:
-                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}\n")
+                    tag = " (bound to a parameter)" if kind == "inputs" and t["name"] in bound else ""
+                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}{tag}\n")
         if mod["params"] is not None:
             total = sum(p["nbytes"] for p in mod["params"])
             out.write(f"  parameters: {len(mod['params'])} tensors, {total} bytes\n")

@@ -53,6 +53,14 @@ def as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def not_bool(value: Any) -> Any:
+    """Refuse true/false where integer constants are expected (pydantic's Literal[1]
+    takes True, since True == 1 in Python)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("literal_error", "a boolean is not the integer expected here")
+    return value
+
+
 class Record(BaseModel):
     """Base of every generated record. Types are strict (no coercion: ``"1"`` is not an
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
@@ -181,13 +189,20 @@ def _ann(t: TypeNode, disc: str | None) -> str:
     return inner
 
 
+def _no_bool(literal: str, values: list[Any]) -> str:
+    """A Literal of integers refuses booleans (True == 1 would pass it)."""
+    if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return f"Annotated[{literal}, BeforeValidator(not_bool)]"
+    return literal
+
+
 def _constrained(t: TypeNode, c: dict[str, Any], const: Any) -> str:
     """Annotation of a field's type with its value constraints applied."""
     disc = c.get("discriminator")
     if const is not None:
-        return f"Literal[{const!r}]"
+        return _no_bool(f"Literal[{const!r}]", [const])
     if "enum" in c:
-        return "Literal[" + ", ".join(repr(v) for v in c["enum"]) + "]"
+        return _no_bool("Literal[" + ", ".join(repr(v) for v in c["enum"]) + "]", c["enum"])
     if "item_enum" in c and t.kind == "list":
         return "list[Literal[" + ", ".join(repr(v) for v in c["item_enum"]) + "]]"
     if "key_pattern" in c and t.kind == "map":
@@ -279,7 +294,7 @@ def _module_head(c: Code, model: Model, docs: list, title: str) -> None:
     c()
     c("from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401")
     c()
-    c("from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401")
+    c("from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401")
 
 
 def _aliases(c: Code, spec: Any) -> None:
