@@ -14,6 +14,8 @@ from mlf_spec.generated.params_dump_models import ParamsDump
 
 from mlf_spec import blob, cli, params, sniff
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture()
 def tree(tmp_path):
@@ -39,7 +41,8 @@ def test_several_paths_and_a_directory_give_one_result_each_and_the_worst_status
     assert code == 2
     assert f"{tree / 'a.params'}: 1 tensors" in out and f"{tree / 'sub' / 'weights.bin'}: 1 tensors" in out
     assert "notes.txt" not in out + err
-    assert out.strip().splitlines()[-1] == "3 inputs: 2 ok, 0 with findings or refused, 1 unreadable"
+    assert out.strip().splitlines()[-1] == ("3 inputs: 2 ok, 0 with findings or refused, 1 unreadable; "
+                                            "1 other file(s) skipped (not a .params file)")
     assert err.count("mlf-spec: error:") == 1 and "broken.params" in err
 
 
@@ -181,3 +184,17 @@ def test_convert_several_inputs_into_a_directory(tree, tmp_path, capsys):
     assert code == 1 and "exists; pass --force" in err
     code, _, err = run(["params", "convert", str(tree / "a.params"), "-o", str(back)], capsys)
     assert code == 2 and "needs --to" in err
+
+
+def test_a_damaged_archive_in_a_checked_folder_is_reported_not_skipped(tmp_path, capsys):
+    import sys as _sys
+
+    _sys.path.insert(0, str(ROOT / "examples"))
+    from make_example_artifacts import main as make
+
+    make(tmp_path / "demo")
+    code, out, err = run(["check", str(tmp_path / "demo" / "ci")], capsys)
+    assert code == 2
+    assert "model7.tar: offset 1536 (0x600): bad tar header" in err  # truncated: its head looks like any tar
+    assert out.strip().splitlines()[-1] == ("8 inputs: 6 ok, 1 with findings or refused, 1 unreadable; "
+                                            "1 other file(s) skipped (not an artifact mlf-spec checks)")

@@ -86,10 +86,20 @@ def error_line(exc: MlfError) -> str:
     return f"mlf-spec: error: {line}"
 
 
-def expand(paths: Iterable[str], accept: frozenset[str]) -> Iterator[Input]:
+#: Kinds that may be a damaged archive: a directory walk for MLF archives takes them too,
+#: so that a truncated archive in a checked folder is reported, not skipped.
+_DAMAGED_ARCHIVE = frozenset({"tar", "compressed"})
+
+
+def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | None = None) -> Iterator[Input]:
     """The inputs named by ``paths``: files as given, directories walked in sorted order
-    for files of the ``accept``-ed kinds (an extracted MLF archive counts as one input),
-    ``-`` as standard input and unexpanded glob patterns expanded."""
+    for files of the ``accept``-ed kinds (an extracted MLF archive counts as one input;
+    when MLF archives are accepted, so are tars and compressed files that look like no
+    known kind, which may be damaged archives), ``-`` as standard input and unexpanded
+    glob patterns expanded. Files a walk leaves out are appended to ``skipped``."""
+    if "mlf-archive" in accept:
+        accept = accept | _DAMAGED_ARCHIVE
+    skipped = [] if skipped is None else skipped
     for raw in paths:
         if raw == STDIN:
             data = sys.stdin.buffer.read()
@@ -100,21 +110,21 @@ def expand(paths: Iterable[str], accept: frozenset[str]) -> Iterator[Input]:
             if not matches:
                 yield Input(raw, raw, _sniff.KINDS["unknown"])
             for m in matches:
-                yield from _one(m, accept, explicit=True)
+                yield from _one(m, accept, skipped, explicit=True)
             continue
-        yield from _one(raw, accept, explicit=True)
+        yield from _one(raw, accept, skipped, explicit=True)
 
 
-def _one(path: str, accept: frozenset[str], *, explicit: bool) -> Iterator[Input]:
+def _one(path: str, accept: frozenset[str], skipped: list[str], *, explicit: bool) -> Iterator[Input]:
     kind = _sniff.sniff_path(path)
     if kind.name == "directory":
-        yield from _walk(path, accept)
+        yield from _walk(path, accept, skipped)
         return
     if explicit or kind.name in accept:
         yield Input(path, path, kind)
 
 
-def _walk(top: str, accept: frozenset[str]) -> Iterator[Input]:
+def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Input]:
     for root, dirs, files in os.walk(top):
         dirs.sort()
         files.sort()
@@ -135,6 +145,8 @@ def _walk(top: str, accept: frozenset[str]) -> Iterator[Input]:
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
                 yield Input(p, p, kind)
+            else:
+                skipped.append(p)
 
 
 def guard(inp: Input, accept: frozenset[str], what: str) -> None:
@@ -143,6 +155,8 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
     k = inp.kind
     if k.name in accept or k.name in ("unknown", "text"):
         return
+    if k.name in _DAMAGED_ARCHIVE and "mlf-archive" in accept:
+        return  # perhaps a damaged MLF archive: the archive reader says what is wrong
     if k.name == "directory":
         raise MlfError(f"{k.hint()}; no {what} found in it", file=inp.name)
     try_ = f"; try `{k.command}`" if k.command else ""
@@ -169,8 +183,9 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     as_json = bool(getattr(args, "json", False))
     jobs = int(getattr(args, "jobs", 1) or 1)
     names = paths if paths is not None else args.paths
+    skipped: list[str] = list(getattr(args, "skipped", []))
     if inputs is None:
-        inputs = list(expand(names, accept))
+        inputs = list(expand(names, accept, skipped))
     if not inputs:
         print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
         return 2
@@ -188,9 +203,11 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.show(i + 1, inp.name)
     if progress:
         progress.clear()
-    if len(inputs) > 1:
+    if len(inputs) > 1 or skipped:
         line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
                 f"{counts[2]} unreadable")
+        if skipped:
+            line += f"; {len(skipped)} other file(s) skipped (not {what})"
         print(line, file=sys.stderr if as_json else sys.stdout)
     return worst
 

@@ -39,6 +39,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     checker = CHECKERS.get(inp.kind.name)
+    if checker is None and inp.kind.name in ("tar", "compressed"):
+        checker = _check_archive  # perhaps a damaged MLF archive: the reader says what is wrong
     if checker is None:
         _batch.guard(inp, frozenset(CHECKERS), "an artifact mlf-spec checks")
         checker = _check_archive  # unrecognised content: the archive reader says what is wrong

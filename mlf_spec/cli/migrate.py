@@ -77,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"no loss is called {unknown[0]!r}; the names are listed in generated/docs/mlf_migrations.md "
                      f"(e.g. {', '.join(sorted(_migrate.LOSSES)[:2])})", 2)
     args.to_version = args.to if args.to is not None else _md.LATEST
-    inputs = list(_batch.expand(args.paths, ACCEPT))
+    args.skipped = []
+    inputs = list(_batch.expand(args.paths, ACCEPT, args.skipped))
     if not inputs:
         return _fail(f"found nothing that is {WHAT} in {', '.join(args.paths)}", 2)
     args.outputs = {}

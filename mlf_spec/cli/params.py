@@ -107,7 +107,8 @@ def _convert(args: argparse.Namespace) -> int:
     if args.to is None:
         print("mlf-spec: error: params convert -o DIR needs --to params|npz|safetensors", file=sys.stderr)
         return 2
-    inputs = list(_batch.expand(args.paths, frozenset(CONVERT_KINDS)))
+    args.skipped = []
+    inputs = list(_batch.expand(args.paths, frozenset(CONVERT_KINDS), args.skipped))
     args.targets = {}
     seen: dict[str, str] = {}
     for inp in inputs:
