@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from mlf_spec.generated.params_dump_models import ParamsDump
 
 from mlf_spec import blob, cli, params, sniff
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture()
@@ -187,9 +188,7 @@ def test_convert_several_inputs_into_a_directory(tree, tmp_path, capsys):
 
 
 def test_a_damaged_archive_in_a_checked_folder_is_reported_not_skipped(tmp_path, capsys):
-    import sys as _sys
-
-    _sys.path.insert(0, str(ROOT / "examples"))
+    sys.path.insert(0, str(ROOT / "examples"))
     from make_example_artifacts import main as make
 
     make(tmp_path / "demo")

@@ -144,3 +144,18 @@ def test_isolated_keeps_its_child_and_restarts_it_after_a_crash():
     with Isolated(_aborts) as target:
         assert target(b"").status == "crash" and target(b"").status == "crash"  # started again
     assert isinstance(Outcome("ok", value=1), Outcome)
+
+
+_STATE = {"calls": 0}
+
+
+def _counts(data):
+    _STATE["calls"] += 1
+    return _STATE["calls"]
+
+
+def test_a_fresh_process_per_input_keeps_no_state_from_the_last_one():
+    with Isolated(_counts, fresh=True) as fresh:
+        assert [fresh(b"").value for _ in range(3)] == [1, 1, 1]
+    with Isolated(_counts, fresh=False) as kept:
+        assert [kept(b"").value for _ in range(3)] == [1, 2, 3]

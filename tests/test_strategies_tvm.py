@@ -24,7 +24,7 @@ pytestmark = pytest.mark.tvm
 def tvm_reader():
     if not ta.tvm_version().startswith("0.27"):
         pytest.skip(f"written against apache-tvm 0.27, found {ta.tvm_version()}")
-    with Isolated(ta.load_param_names, timeout=120) as target:
+    with Isolated(ta.load_param_names, timeout=120, preload=["tvm"]) as target:
         yield target
 
 
