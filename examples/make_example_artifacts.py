@@ -7,8 +7,10 @@
     demo/build-1/add.params    the parameters of each build as a .params file
     demo/build-2/add.params
     demo/ci/                   a folder to check: six clean archives, one with a finding
-                               (a storage size that disagrees with the graph), one that is
-                               not an archive at all, and a text file that is skipped
+                               (a storage size that disagrees with the graph), one
+                               truncated archive, and a text file that is skipped
+    demo/aot/add.tar           an AOT build with the standalone CRT and its templates (what
+                               a downgrade below version 7 loses)
 """
 
 from __future__ import annotations
@@ -80,7 +82,13 @@ def main(out: Path) -> None:
     bad.write(ci / "model6.tar")
     (ci / "model7.tar").write_bytes(small_archive("net7", seed=7)[:3000])
     (ci / "README.txt").write_text("build outputs\n")
-    print(f"wrote {out}/build-1, {out}/build-2 and {out}/ci", file=sys.stderr)
+    aot = ModuleSpec("add", "aot", TARGET, "2021-05-07 10:00:00Z",
+                     inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
+                     outputs=[Tensor("output", "float32", [1, 2])], sources=2, header=True, crt=True,
+                     op_functions=[("tvmgen_add_fused_cast_add_multiply", 0)])
+    (out / "aot").mkdir(parents=True, exist_ok=True)
+    build_archive(ArchiveSpec(7, "v7.templates", "full-model", [aot], 1.7e9)).write(out / "aot" / "add.tar")
+    print(f"wrote {out}/build-1, {out}/build-2, {out}/ci and {out}/aot", file=sys.stderr)
 
 
 if __name__ == "__main__":

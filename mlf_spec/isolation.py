@@ -29,8 +29,8 @@ With hypothesis::
 
 The worker is started with ``multiprocessing``'s ``spawn`` method by default (a fresh
 interpreter: safe whatever threads the parent runs; the target and the input must be
-picklable, so the target is a module-level function); ``start_method="fork"`` starts
-faster on Linux. A fresh process per input (the default on POSIX) keeps one input's heap
+picklable, so the target is a module-level function, and a script that uses it needs the
+usual ``if __name__ == "__main__":`` guard); ``start_method="fork"`` starts faster on Linux. A fresh process per input (the default on POSIX) keeps one input's heap
 corruption from crashing the next; it costs a ``fork`` (about a millisecond). What the child writes to its standard error (glibc's ``free(): invalid
 pointer``, TVM's check messages) is captured in ``stderr``.
 """
@@ -216,11 +216,13 @@ class Isolated:
 
         ctx = multiprocessing.get_context(self.start_method)
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(child, self.target, self._stderr_path, self.fresh,
-                                                      self.preload, self.timeout), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc = ctx.Process(target=_child, args=(child, self.target, self._stderr_path, self.fresh, self.preload,
+                                                self.timeout), daemon=True)
+        try:
+            proc.start()
+        finally:
+            child.close()
+        self._proc, self._conn = proc, parent
 
     def __call__(self, data: Any) -> Outcome:
         """Run the target on ``data`` in the child; never raises for what the target does."""
