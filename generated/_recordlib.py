@@ -33,7 +33,10 @@ class Record(BaseModel):
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
     with ``context=LENIENT``, which keeps them in ``model_extra``."""
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=())
+    # defer_build: a model's validator is built when it first validates, so that importing
+    # a version's models (or a model a command never uses) costs no schema building
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=(),
+                              defer_build=True)
 
     OPEN: ClassVar[bool] = False
     KEYED_BY: ClassVar[dict[str, str]] = {}

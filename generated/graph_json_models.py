@@ -76,12 +76,6 @@ class GraphAttrs(Record):
     storage_scope: Annotated[tuple[Literal['list_str'], list[str]], BeforeValidator(as_tuple)] = Field(default=None, description='Memory scope per entry, written only if some scope is neither empty nor global (from 07672d0b41); the CRT reader cannot skip it.')
 
 
-Graph.model_rebuild()
-InputNode.model_rebuild()
-OpNode.model_rebuild()
-OpAttrs.model_rebuild()
-GraphAttrs.model_rebuild()
-
 ROOT = Graph
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length
 MULTILINE_PATHS = [('nodes', '*', 'inputs', '*'), ('heads', '*')]

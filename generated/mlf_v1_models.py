@@ -37,9 +37,6 @@ class StorageEntry(Record):
     storage_id: Annotated[int, Field(ge=0)] = Field(description='The storage id (graph attrs.storage_id).')
 
 
-FullModel.model_rebuild()
-StorageEntry.model_rebuild()
-
 VERSION = 1
 #: style -> root model of the whole document
 ROOTS = {'full-model': FullModel}

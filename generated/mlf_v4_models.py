@@ -111,16 +111,6 @@ class DeviceWorkspace(Record):
     workspace_size_bytes: Annotated[int, Field(ge=0)] = Field(description='Workspace bytes.')
 
 
-FullModel.model_rebuild()
-OperatorModel.model_rebuild()
-MemoryMap.model_rebuild()
-OperatorBuffer.model_rebuild()
-FunctionMemory.model_rebuild()
-StorageEntry.model_rebuild()
-MainEntry.model_rebuild()
-OperatorFunction.model_rebuild()
-DeviceWorkspace.model_rebuild()
-
 VERSION = 4
 #: style -> root model of the whole document
 ROOTS = {'full-model': FullModel, 'operator': OperatorModel}

@@ -66,7 +66,10 @@ class Record(BaseModel):
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
     with ``context=LENIENT``, which keeps them in ``model_extra``."""
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=())
+    # defer_build: a model's validator is built when it first validates, so that importing
+    # a version's models (or a model a command never uses) costs no schema building
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=(),
+                              defer_build=True)
 
     OPEN: ClassVar[bool] = False
     KEYED_BY: ClassVar[dict[str, str]] = {}
@@ -157,12 +160,22 @@ def load_modules(sources: dict[str, str]) -> dict[str, types.ModuleType]:
             mod.__package__ = pkg
             sys.modules[f"{pkg}.{name}"] = mod
             exec(compile(src, f"{pkg}.{name}", "exec"), mod.__dict__)
+            _build_models(mod)  # while the module is importable: its forward references resolve
             out[name] = mod
     finally:
         for k in [k for k in sys.modules if k == pkg or k.startswith(pkg + ".")]:
             del sys.modules[k]
         sys.modules.update(saved)
     return out
+
+
+def _build_models(mod: types.ModuleType) -> None:
+    """Build the (deferred) pydantic models a module defines."""
+    from pydantic import BaseModel
+
+    for obj in list(vars(mod).values()):
+        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == mod.__name__:
+            obj.model_rebuild(_types_namespace=vars(mod))
 
 
 # --------------------------------------------------------------------------- annotations
@@ -316,10 +329,9 @@ def _aliases(c: Code, spec: Any) -> None:
 
 
 def _rebuild(c: Code, names: list[str]) -> None:
+    """Nothing to emit: the models are built on first use (``defer_build``), when every
+    forward reference of the module resolves."""
     c()
-    c()
-    for n in names:
-        c(f"{camel(n)}.model_rebuild()")
 
 
 def _schema_of(mod: types.ModuleType, classes: list[str], title: str, doc: str) -> dict[str, Any]:
