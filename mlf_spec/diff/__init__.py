@@ -21,8 +21,11 @@ from mlf_spec.errors import MlfError
 from ._model import Change, Diff
 
 #: sniffed kind -> the kind compared (the containers of a module blob compare as blobs).
-FAMILIES = {"params": "params", "mlf-archive": "mlf-archive", "library": "blob", "c-source": "blob",
-            "export-tar": "blob", "blob": "blob", "graph-json": "graph-json", "mlf-metadata": "mlf-metadata"}
+#: A tar of no known kind (a damaged archive, often) is compared as an archive: the
+#: archive reader then says what is wrong with it.
+FAMILIES = {"params": "params", "mlf-archive": "mlf-archive", "tar": "mlf-archive", "compressed": "mlf-archive",
+            "library": "blob", "c-source": "blob", "export-tar": "blob", "blob": "blob", "graph-json": "graph-json",
+            "mlf-metadata": "mlf-metadata"}
 
 
 class DiffKindError(MlfError):
