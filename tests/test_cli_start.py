@@ -33,9 +33,13 @@ def test_help_lists_every_command_without_importing_them():
     mods = _imports_after(["--help"])
     assert not [m for m in mods if m.startswith("mlf_spec.cli.")]
     assert "numpy" not in mods and "pydantic" not in mods
+    assert "argparse" not in mods
     r = subprocess.run([sys.executable, "-m", "mlf_spec", "--help"], capture_output=True, text=True)
-    listed = [m.group(1) for line in r.stdout.splitlines() if (m := re.match(r"^    (\S+)", line))]
-    assert listed == list(cli.COMMANDS)
+    listed = [m.group(1) for line in r.stdout.splitlines() if (m := re.match(r"^  ([a-z]\S+)  ", line))]
+    assert r.returncode == 0 and listed == list(cli.COMMANDS)
+    # the parser (for errors) knows the same commands
+    r = subprocess.run([sys.executable, "-m", "mlf_spec", "nope"], capture_output=True, text=True)
+    assert r.returncode == 2 and all(f"'{c}'" in r.stderr for c in cli.COMMANDS), r.stderr
 
 
 def test_a_command_imports_its_module_only():

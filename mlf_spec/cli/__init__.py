@@ -5,9 +5,9 @@ refused (a loss not accepted, an impossible migration, an existing output withou
 --force) or ``diff`` found a difference; 2 the input could not be read (a one-line error
 on stderr names the file, field and byte offset).
 
-Start-up is kept short: ``--version`` needs no parser, ``--help`` lists the commands from
-:data:`COMMANDS` without importing them, and a command imports only its own module (which
-imports the codecs it needs when it runs).
+Start-up is kept short: ``--version`` and ``--help`` need no parser (the help lists the
+commands from :data:`COMMANDS`), and a command imports only its own module (which imports
+the codecs it needs when it runs).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "downgrade": ("migrate", "migrate an MLF archive or metadata.json to an earlier metadata version"),
 }
 
-DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts "
+DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts\n"
                "(MLF archives, .params files, module blobs, GraphExecutor JSON).")
 
 
@@ -84,6 +84,18 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def help_text() -> str:
+    """The top-level ``--help`` text, from :data:`COMMANDS` (no parser is built for it)."""
+    width = max(len(name) for name in COMMANDS) + 2
+    lines = ["usage: mlf-spec [-h] [--version] COMMAND ...", "", DESCRIPTION, "", "commands:"]
+    lines += [f"  {name:<{width}}{text}" for name, (_, text) in COMMANDS.items()]
+    lines += ["", "options:", "  -h, --help  show this help message and exit",
+              "  --version   show program's version number and exit", "",
+              "`mlf-spec COMMAND --help` describes a command. Exit status: 0 success, 1 a finding,",
+              "a refusal or a difference, 2 unreadable input."]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -91,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mlf_spec import __version__
 
         print(f"mlf-spec {__version__}")
+        return 0
+    if argv in (["--help"], ["-h"]):
+        print(help_text())
         return 0
     import os
 
