@@ -99,14 +99,17 @@ def help_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv == ["--version"]:
-        from mlf_spec import __version__
+    try:
+        if argv == ["--version"]:
+            from mlf_spec import __version__
 
-        print(f"mlf-spec {__version__}")
-        return 0
-    if argv in (["--help"], ["-h"]):
-        print(help_text())
-        return 0
+            print(f"mlf-spec {__version__}", flush=True)
+            return 0
+        if argv in (["--help"], ["-h"]):
+            print(help_text(), flush=True)
+            return 0
+    except BrokenPipeError:
+        return _pipe_closed()
     import os
 
     # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
@@ -124,7 +127,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error_line(exc), file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head
-        return 0
+        return _pipe_closed()
     except KeyboardInterrupt:
         print("mlf-spec: interrupted", file=sys.stderr)
         return 130
+
+
+def _pipe_closed() -> int:
+    """Standard output was closed by the reader (``| head``): stop quietly, without the
+    interpreter complaining when it flushes standard output at exit."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
