@@ -12,8 +12,8 @@ TVM's ``VerifyDataType`` (src/runtime/ndarray.cc) per release, checked against a
   before 0.7 any tensor with no data bytes is; lanes of 0x8000 and more (negative, as TVM
   reads them from 0.16) fail to allocate;
 * up to 0.20, ``VerifyDataType`` at allocation: lanes >= 1, bits a multiple of 8 and a
-  power of two, except (uint, 1) always, (int, 1), (uint, 4), (int, 4) from 0.7 and
-  (code 8, 4 bits) in 0.20; any code otherwise;
+  power of two, except (uint, 1) always, (int, 1), (uint, 4), (int, 4) from 0.7
+  (f23ac96905) and (code 8, 4 bits) in 0.20 (775e05064b); any code otherwise;
 * from 0.21 any code, bits and lanes are allocated, but bit-packed: a tensor whose stored
   bytes (numel x ceil(bits/8)) exceed its packed allocation (ceil(numel x bits x lanes / 8))
   is copied past the end of it, which corrupts the heap (observed: 0.25-0.27 abort on
