@@ -220,7 +220,11 @@ def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: i
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    fork = sys.platform.startswith("linux")
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
+    if fork:  # the first input in this process: the workers inherit what it imported
+        yield _call(work, inputs[0], args)
+        inputs = inputs[1:]
     chunk = max(1, min(16, len(inputs) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         yield from pool.map(_pool_call, [(work, inp, args) for inp in inputs], chunksize=chunk)
