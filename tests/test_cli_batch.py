@@ -197,3 +197,9 @@ def test_a_damaged_archive_in_a_checked_folder_is_reported_not_skipped(tmp_path,
     assert "model7.tar: offset 1536 (0x600): bad tar header" in err  # truncated: its head looks like any tar
     assert out.strip().splitlines()[-1] == ("8 inputs: 6 ok, 1 with findings or refused, 1 unreadable; "
                                             "1 other file(s) skipped (not an artifact mlf-spec checks)")
+
+
+def test_blob_extract_names_a_wrong_kind(tree, tmp_path, capsys):
+    code, _, err = run(["blob", "extract", str(tree / "a.params"), "-o", str(tmp_path / "x.bin")], capsys)
+    assert code == 2 and "this is a TVM .params tensor file, not a file holding a module blob" in err
+    assert not (tmp_path / "x.bin").exists()

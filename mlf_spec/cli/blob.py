@@ -128,6 +128,9 @@ def _extract(args: argparse.Namespace) -> int:
 
     if not Path(args.file).is_file():
         raise MlfError("no such file", file=args.file)
+    from mlf_spec import sniff
+
+    _batch.guard(_batch.Input(args.file, args.file, sniff.sniff_path(args.file)), ACCEPT, "a file holding a module blob")
     located = _locate.locate_blobs(args.file)
     if not located:
         raise MlfError("no module blob found", file=args.file)
