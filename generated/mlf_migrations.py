@@ -4,7 +4,7 @@
 #   spec/migrations/v3_v4.yaml (sha256 0e9b85c8f63fea86)
 #   spec/migrations/v4_v5.yaml (sha256 40775f06b3ddcd35)
 #   spec/migrations/v5_v6.yaml (sha256 2dc0fe9a7a65a5b1)
-#   spec/migrations/v6_v7.yaml (sha256 b1afa276a6763ffc)
+#   spec/migrations/v6_v7.yaml (sha256 eade85a8b29f9086)
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """Migrations of mlf between consecutive versions, as data for mlf_spec.migrate."""
 
@@ -267,9 +267,11 @@ STEPS = [{'name': 'v1_v2',
          'after their module: `src/relay.txt` became `src/<name>.relay` and '
          '`executor-config/graph/graph.json` became `executor-config/graph/<name>.graph`. Operator metadata '
          'stays flat. Later version 7 writers added, without a version bump, `inputs` and `outputs` to '
-         "main's memory entries (5a58c581f5), `null` operator input bindings (7e3dc45fed) and the CRT "
-         'template files (a1dc4b91a4). An upgrade rebuilds `inputs` and `outputs` from the graph JSON of '
-         'graph-executor modules; a document with several modules cannot go down (reference §4 "6 → 7").',
+         "main's memory entries (5a58c581f5), all-`null` operator input bindings (7e3dc45fed; versions 4 to "
+         '6 already have `null` for all but the last printed PrimFunc, 970aefffe9, so they go down '
+         'unchanged) and the CRT template files (a1dc4b91a4). An upgrade rebuilds `inputs` and `outputs` '
+         'from the graph JSON of graph-executor modules; a document with several modules cannot go down '
+         '(reference §4 "6 → 7").',
   'losses': {'main_io': {'doc': "`inputs` and `outputs` of main's memory entries (5a58c581f5).",
                          'up': None,
                          'down': 'Version 6 has no place for them. Nothing is lost when an upgrade derives '
@@ -279,18 +281,15 @@ STEPS = [{'name': 'v1_v2',
              'templates': {'doc': 'The CRT template files `templates/crt_config.h.template` and '
                                   '`templates/platform.c.template` (a1dc4b91a4).',
                            'up': None,
-                           'down': 'They are dropped; version 6 writers did not ship them.'},
-             'null_binding': {'doc': '`null` operator input bindings (7e3dc45fed).',
-                              'up': None,
-                              'down': 'Versions 4 to 6 require a string; a `null` binding (no name: the '
-                                      'TVMScript printer leaves the legacy name table empty) is written as '
-                                      'the empty string.'}},
+                           'down': 'They are dropped; version 6 writers did not ship them.'}},
   'derivations': {'main_inputs': {'doc': 'For a graph-executor module whose main has one memory entry: every '
                                          'graph input node (`arg_nodes`) that is not a parameter of the '
                                          "module's .params file, with its dtype and size `(prod(shape) * "
                                          "bits + 7) // 8`, as the 5a58c581f5 writer listed main's Relay "
-                                         'parameters. Only when the sizes of the derived inputs and outputs '
-                                         'add up to `io_size_bytes`.',
+                                         "parameters. Only when `io_size_bytes` is what TVM's formula gives "
+                                         'for the graph (parameters plus k times the k outputs, c0690496af; '
+                                         'mlf_check.md memory.io-formula), so that the graph shows all of '
+                                         'main.',
                                   'deriver': 'main_inputs_from_graph'},
                   'main_outputs': {'doc': "The graph heads under the writer's default names: `output` for "
                                           'one, `output0`, `output1`, ... for several; same conditions as '
@@ -324,16 +323,7 @@ STEPS = [{'name': 'v1_v2',
                        'derivation': 'main_outputs'},
                 'down': {'op': 'drop',
                          'path': ['memory', 'functions', 'main', '*', 'outputs'],
-                         'losses': ['main_io']}},
-               {'id': 'input_binding',
-                'doc': 'Operator `input_binding`: a string in versions 4 to 6, a string or `null` in version '
-                       '7.',
-                'records': ['operator_model'],
-                'up': {'op': 'keep', 'path': ['memory', '*', '*', 'input_binding']},
-                'down': {'op': 'convert',
-                         'path': ['memory', '*', '*', 'input_binding'],
-                         'converter': 'null_to_empty',
-                         'losses': ['null_binding']}}],
+                         'losses': ['main_io']}}],
   'files': [{'id': 'relay',
              'doc': '`src/relay.txt` becomes `src/<name>.relay`.',
              'up': {'op': 'move', 'to': 'relay_module', 'entry': 'relay'},
@@ -415,12 +405,6 @@ LOSSES = {'v1_v2.memory_functions': {'step': 'v1_v2',
                      'doc': 'The CRT template files `templates/crt_config.h.template` and '
                             '`templates/platform.c.template` (a1dc4b91a4).',
                      'up': None,
-                     'down': 'They are dropped; version 6 writers did not ship them.'},
- 'v6_v7.null_binding': {'step': 'v6_v7',
-                        'doc': '`null` operator input bindings (7e3dc45fed).',
-                        'up': None,
-                        'down': 'Versions 4 to 6 require a string; a `null` binding (no name: the TVMScript '
-                                'printer leaves the legacy name table empty) is written as the empty '
-                                'string.'}}
-CONVERTERS = ['null_to_empty', 'target_dict_to_list', 'target_list_to_dict']
+                     'down': 'They are dropped; version 6 writers did not ship them.'}}
+CONVERTERS = ['target_dict_to_list', 'target_list_to_dict']
 DERIVERS = ['main_inputs_from_graph', 'main_outputs_from_graph']

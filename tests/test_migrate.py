@@ -73,7 +73,7 @@ REAL_LOSSES = {  # target version -> the losses of going down to it
     "graph": {v: (["v1_v2.memory_functions"] if v == 1 else []) for v in range(1, 7)},
     "aot": {v: ["v6_v7.main_io", "v6_v7.templates"] + (["v4_v5.standalone_crt", "v4_v5.c_header"] if v <= 4 else [])
             + (["v1_v2.memory_functions"] if v == 1 else []) for v in range(1, 7)},
-    "operator": {v: ["v6_v7.null_binding"] for v in range(4, 7)},
+    "operator": {v: [] for v in range(4, 7)},  # null bindings are real from version 4 (970aefffe9)
 }
 
 
@@ -171,7 +171,6 @@ LOSS_CASES = {
     "v6_v7.main_io": [(lambda: tar(7, "v7.io", add_module("aot")), 6, "dropped"),
                       (lambda: json.loads(ADD_V7), 6, "dropped")],
     "v6_v7.templates": [(lambda: tar(7, "v7.templates", add_module("aot", crt=True)), 6, "dropped")],
-    "v6_v7.null_binding": [(lambda: json.loads(OPERATOR_V7), 6, "dropped")],
 }
 
 
@@ -357,17 +356,33 @@ def test_bare_documents_from_json_text_bytes_files_and_metadata(tmp_path):
     for source in (OPERATOR_V7, OPERATOR_V7.encode(), path, str(path), metadata.parse(OPERATOR_V7),
                    json.loads(OPERATOR_V7)):
         with migrate.plan(source, 5) as p:
-            assert (p.kind, p.source_version, p.loss_names()) == ("document", 7, ["v6_v7.null_binding"])
+            assert (p.kind, p.source_version, p.loss_names()) == ("document", 7, [])
             r = migrate.apply(p, p.loss_names())
             assert r.archive is None and r.to_bytes().startswith(b'{"version": 5, "model_name": "add"')
             assert r.document["target"] == {"1": "c -keys=cpu -model=host"}
 
 
-def test_invalid_documents_are_validation_errors():
+def test_documents_that_depart_from_their_model_are_refused_unparsable_ones_unreadable(tmp_path):
+    """JSON that breaks its version's model is readable (inspect shows it) but nothing is
+    declared to migrate it by: a refusal (MigrationError, exit 1). Text that is not JSON, or
+    an archive whose metadata.json is not, stays unreadable (ValidationError, exit 2)."""
+    for doc in ({"version": 7, "modules": {}}, {**json.loads(OPERATOR_V7), "x_extra": 1}):
+        with pytest.raises(MigrationError, match="departs from the model of its version"):
+            migrate.plan(doc, 6)
     with pytest.raises(ValidationError):
-        migrate.plan({"version": 7, "modules": {}}, 6)
+        migrate.plan('{"version": 7,', 6)
+    a = build_archive(ArchiveSpec(7, "v7.templates", "full-model", [add_module()], 1.7e9))
+    doc = json.loads(a.read("metadata.json"))
+    doc["modules"]["add"]["export_datetime"] = 20230101
+    a.replace("metadata.json", json.dumps(doc, indent=2, sort_keys=True))
+    with pytest.raises(MigrationError, match="export_datetime"):
+        migrate.plan(a.to_bytes(), 6)
+    a.remove("metadata.json")
+    with pytest.raises(MigrationError, match="no metadata.json"):
+        migrate.plan(a.to_bytes(), 6)
+    a.add("metadata.json", b"{")
     with pytest.raises(ValidationError):
-        migrate.plan({**json.loads(OPERATOR_V7), "x_extra": 1}, 6)
+        migrate.plan(a.to_bytes(), 6)
 
 
 def test_non_conformant_archives_are_refused():

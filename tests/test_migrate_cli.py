@@ -115,8 +115,11 @@ def test_unreadable_input_and_bad_command_lines_exit_2(tmp_path, capsys):
     assert main(["upgrade", str(bad), "-o", str(tmp_path / "x.tar")]) == 2
     assert capsys.readouterr().err.startswith("mlf-spec: error: ")
     broken = tmp_path / "metadata.json"
-    broken.write_text('{"version": 6, "model_name": 3}')
-    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 2
+    broken.write_text('{"version": 6, "model_name": 3')
+    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 2  # not JSON
+    broken.write_text('{"version": 6, "model_name": 3}')  # JSON that departs from the model: refused
+    assert main(["upgrade", str(broken), "-o", str(tmp_path / "x.json")]) == 1
+    assert "departs from the model of its version" in capsys.readouterr().err
     g = tmp_path / "g.tar"
     g.write_bytes(real_graph_v7())
     assert main(["upgrade", str(g), "--to", "5", "-o", str(tmp_path / "x.tar")]) == 2
@@ -133,19 +136,18 @@ def test_bare_metadata_json_down_and_up(tmp_path, capsys):
     src = tmp_path / "metadata.json"
     src.write_text(OPERATOR_V7)
     out = tmp_path / "v4.json"
-    assert main(["downgrade", str(src), "--to", "4", "-o", str(out)]) == 1
-    assert "v6_v7.null_binding" in capsys.readouterr().err
-    assert main(["downgrade", str(src), "--to", "4", "-o", str(out), "--accept-loss", "v6_v7.null_binding"]) == 0
-    assert "accepted loss v6_v7.null_binding" in capsys.readouterr().out
+    # null bindings are valid from version 4 (970aefffe9): they go down unchanged, no loss
+    assert main(["downgrade", str(src), "--to", "4", "-o", str(out)]) == 0
+    assert "accepted loss" not in capsys.readouterr().out
     text = out.read_text()
-    assert text.startswith('{"version": 4, "model_name": "add"') and '"input_binding": ""' in text
+    assert text.startswith('{"version": 4, "model_name": "add"') and '"input_binding": null' in text
     assert '"target": {"1": "c -keys=cpu -model=host"}, "runtimes": []' in text
     back = tmp_path / "v7.json"
     assert main(["upgrade", str(out), "-o", str(back), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     MigrateReport.model_validate(doc)
     assert (doc["status"], doc["kind"], doc["output"], doc["losses"]) == ("done", "document", str(back), [])
-    assert back.read_text() == OPERATOR_V7.replace("null", '""')
+    assert back.read_text() == OPERATOR_V7
     assert src.read_text() == OPERATOR_V7
 
 
@@ -162,7 +164,7 @@ def test_json_report_of_an_upgrade(tmp_path, capsys):
     [step] = doc["steps"]
     assert step["name"] == "v6_v7" and step["direction"] == "up"
     changed = {o["id"]: o["changes"] for o in step["operations"]}
-    assert changed == {"modules": 1, "main_inputs": 1, "main_outputs": 1, "input_binding": 0, "relay": 1,
+    assert changed == {"modules": 1, "main_inputs": 1, "main_outputs": 1, "relay": 1,
                        "graph": 1, "template_crt_config": 0, "template_platform": 0}
     assert [d["name"] for d in doc["derived"]] == ["v6_v7.main_inputs", "v6_v7.main_outputs"]
     assert doc["derived"][0]["value"] == {"a": {"dtype": "uint8", "size": 2}, "b": {"dtype": "float32", "size": 8}}
@@ -206,8 +208,7 @@ def test_several_inputs_are_written_into_a_directory(aot, tmp_path, capsys):
     meta = tmp_path / "metadata.json"
     meta.write_text(OPERATOR_V7)
     out = tmp_path / "out"
-    accept = ["--accept-loss", "v6_v7.main_io", "--accept-loss", "v6_v7.templates",
-              "--accept-loss", "v6_v7.null_binding"]
+    accept = ["--accept-loss", "v6_v7.main_io", "--accept-loss", "v6_v7.templates"]
     assert main(["downgrade", "--to", "5", str(aot), str(g), str(meta), "-o", str(out), *accept]) == 0
     assert listing(out) == ["aot.tar", "g.tar", "metadata.json"]
     assert check.check(out / "aot.tar").version == 5 and check.check(out / "g.tar").version == 5

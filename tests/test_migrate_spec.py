@@ -104,4 +104,4 @@ def test_generated_data_and_pages_follow_the_spec():
             assert f"`{s['name']}.{name}`" in page
     assert "(mlf_migrations.md)" in index
     overview = (docs / "mlf_migrations.md").read_text()
-    assert "| [6 ↔ 7](migrate_v6_v7.md) | — | `v6_v7.main_io`, `v6_v7.templates`, `v6_v7.null_binding` |" in overview
+    assert "| [6 ↔ 7](migrate_v6_v7.md) | — | `v6_v7.main_io`, `v6_v7.templates` |" in overview

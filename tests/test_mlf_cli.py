@@ -86,13 +86,28 @@ def test_unreadable_input_exit_2(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "missing.tar")]) == 2
 
 
-def test_inspect_invalid_metadata_exit_2(tmp_path, capsys):
+def test_inspect_shows_metadata_that_departs_from_its_model(tmp_path, capsys):
+    """A readable container whose metadata breaks its version's model is shown (exit 0), the
+    departures listed; check reports them (exit 1); only unparsable input is exit 2."""
     a = build_archive(ArchiveSpec(7, "v7", "full-model", [add_module()], 1.7e9))
     a.replace("metadata.json", b'{"version": 7, "modules": {}}')
     path = tmp_path / "bad.tar"
     a.write(path)
-    assert main(["inspect", str(path)]) == 2
-    assert "modules" in capsys.readouterr().err
+    assert main(["inspect", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    doc = InspectReport.model_validate_json(captured.out)
+    assert (doc.version, doc.style, doc.modules) == (7, "full-model", [])
+    assert [(d.code, d.path) for d in doc.deviations] == [("metadata.schema", "modules")]
+    assert "departs from the version 7 model" in captured.err
+    assert len(doc.files) == len(a.members) and doc.files[0].name == "."
+    assert main(["check", str(path)]) == 1
+    assert "error: metadata.schema" in capsys.readouterr().out
+    a.replace("metadata.json", b'{"version": 7, "modules": {')
+    a.write(path)
+    assert main(["inspect", str(path), "--json"]) == 0
+    doc = InspectReport.model_validate_json(capsys.readouterr().out)
+    assert doc.version is None and [d.code for d in doc.deviations] == ["metadata.json"]
+    assert all(f.kind is None for f in doc.files)
 
 
 def test_inspect_operator_and_directory(tmp_path, capsys):

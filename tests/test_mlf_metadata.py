@@ -189,13 +189,23 @@ def test_errors_name_the_json_path(mutate, path):
     assert err.value.field == path, err.value
 
 
-def test_null_input_binding_only_from_the_revision_that_wrote_it():
+def test_null_input_binding_from_version_4_all_null_from_7e3dc45fed():
+    """The legacy printer named only the last printed PrimFunc's parameters (970aefffe9), so
+    null bindings are valid from version 4; from 7e3dc45fed every binding is null, so a
+    string binding in version 7 means an earlier revision."""
     doc = json.loads(OPERATOR_V7)
-    metadata.from_document(doc)  # v7 accepts null
-    doc6 = dict(doc, version=6)
-    with pytest.raises(ValidationError):
-        metadata.from_document(doc6)
-    assert metadata.consistent_revisions(metadata.parse(OPERATOR_V7)) == ["v7.null_binding", "v7.templates"]
+    metadata.from_document(doc)
+    metadata.from_document(dict(doc, version=6))  # real v6 output of a two-PrimFunc module
+    assert metadata.consistent_revisions(metadata.parse(OPERATOR_V7)) == [
+        "v7", "v7.io", "v7.named_outputs", "v7.null_binding", "v7.templates"]
+    named = copy.deepcopy(doc)
+    for buffers in named["memory"].values():
+        for b in buffers:
+            b["input_binding"] = "A_1"
+    assert metadata.consistent_revisions(metadata.from_document(named)) == ["v7", "v7.io", "v7.named_outputs"]
+    v4 = copy.deepcopy(EXAMPLES["operator_v4"]["value"])
+    assert [b["input_binding"] for b in v4["memory"]["add"]] == [None] * 3
+    assert metadata.consistent_revisions(metadata.from_document(v4)) == ["v4"]
 
 
 def test_consistent_revisions_come_from_the_keys():

@@ -104,3 +104,25 @@ def test_any_valid_metadata_in_any_archive_gives_a_report(arc, doc):
         assert report.version == version
         problems: list[str] = []
         inspect_document(a, problems)
+
+
+@settings(max_examples=scaled(30))
+@given(ms.mlf_archives(), ms.broken_mlf_metadata())
+def test_any_readable_archive_is_inspected_and_judged(arc, broken):
+    """Read-only commands take any well-formed container: whatever metadata.json holds
+    (here broken in a named way), inspect shows the archive with its deviations and the TVM
+    reader verdict is given, never an exception."""
+    from mlf_spec.generated.mlf_inspect_output_models import InspectReport
+
+    from mlf_spec.cli.archive import inspect_document
+    from mlf_spec.mlf import readers
+
+    _, _, data = arc
+    text = broken.data
+    with archive.open(data) as a:
+        a.replace("metadata.json", text)
+        doc = inspect_document(a, [])
+        InspectReport.model_validate(doc)
+        assert doc["deviations"] and len(doc["files"]) == len(a.members)
+        v = readers.verdict(a, "0.12")
+        assert v["verdict"] in readers.VERDICTS and len(v["readers"]) == 7

@@ -88,3 +88,36 @@ def test_projection_required_only_if_every_revision_wrote_it():
     ob7 = {f.name: f for f in by_version[7].records["operator_buffer"].fields}
     assert ob7["input_binding"].type.text() == "str|null" and ob7["input_binding"].required
     assert "operator_model" not in by_version[3].records
+
+
+def test_a_rule_that_is_not_proven_cannot_warn(tmp_path):
+    spec = _tree(tmp_path, "findings/mlf_check.yaml", lambda s: s.replace(
+        "  - {code: memory.io-formula, severity: info,", "  - {code: memory.io-formula, severity: warning,", 1))
+    with pytest.raises(SpecError, match="info at most") as err:
+        load(spec)
+    assert err.value.file == "spec/findings/mlf_check.yaml" and err.value.line is not None
+
+
+def test_a_rule_states_its_basis(tmp_path):
+    spec = _tree(tmp_path, "findings/mlf_check.yaml", lambda s: s.replace("     provable: true,\n", "", 1))
+    with pytest.raises(SpecError, match="`provable` and its `basis`"):
+        load(spec)
+
+
+def test_tar_formats_name_the_written_one_and_umasks_fit(tmp_path):
+    spec = _tree(tmp_path, "layouts/mlf_layout.yaml", lambda s: s.replace("  format: pax\n", "  format: ustar\n", 1))
+    with pytest.raises(SpecError, match="is not one of the writer's formats"):
+        load(spec)
+    spec = _tree(tmp_path / "b", "layouts/mlf_layout.yaml",
+                 lambda s: s.replace("modes: {root: 448, directory: 493, file: 420}", "modes: {root: 448, directory: 509, file: 420}"))
+    with pytest.raises(SpecError, match="different umasks"):
+        load(spec)
+
+
+def test_records_uses_only_plain_specs_without_clashes(tmp_path):
+    spec = _tree(tmp_path, "records/mlf_inspect_output.yaml", lambda s: s.replace("uses: [finding]", "uses: [mlf]"))
+    with pytest.raises(SpecError, match="plain records specs"):
+        load(spec)
+    spec = _tree(tmp_path / "b", "records/mlf_inspect_output.yaml", lambda s: s.replace("uses: [finding]", "uses: [nothing]"))
+    with pytest.raises(SpecError, match="unknown records spec"):
+        load(spec)

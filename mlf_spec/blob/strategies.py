@@ -66,6 +66,12 @@ BLOB_BROKEN_KINDS: dict[str, str] = {
 }
 
 
+def era_tuple(era: str) -> tuple[int, ...]:
+    """The codec's version tuple for a TVM version named as in :data:`BLOB_ERAS` (0.24
+    and later: ``blob.LATEST``), for the Construct grammars and other tuple-taking code."""
+    return _era(era)  # type: ignore[return-value]
+
+
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
     """A TVM version given to a strategy, as the codec's tuple (0.24 and later: LATEST)."""
     e = public_version(era, "era")
@@ -242,5 +248,5 @@ def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...]) -> Broken:
     return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt)
 
 
-__all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes",
+__all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "era_tuple", "blob_payloads", "broken_blob_bytes",
            "module_trees"]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings 
 #: The command modules of this package (each has ``register(subparsers)``), in the order
 #: their commands are listed. A module whose commands are not in :data:`COMMANDS` is
 #: imported on every start (correct, only slower).
-COMMAND_MODULES = ("params", "blob", "archive", "check", "diff", "extract", "migrate")
+COMMAND_MODULES = ("params", "blob", "archive", "check", "diff", "extract", "migrate", "export")
 
 #: command name -> (command module, one-line help): what ``--help`` lists without imports.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("extract", "extract an MLF archive into a new directory, safely"),
     "upgrade": ("migrate", "migrate an MLF archive or metadata.json to a later metadata version"),
     "downgrade": ("migrate", "migrate an MLF archive or metadata.json to an earlier metadata version"),
+    "export": ("export", "write the formats as specs for other tools (Kaitai Struct .ksy)"),
 }
 
 DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts\n"

@@ -45,34 +45,56 @@ def member_limit(args: argparse.Namespace) -> dict[str, int]:
     return {} if args.max_member_size is None else {"max_member_size": args.max_member_size}
 
 
-def _memory(rec: Any) -> dict[str, Any]:
-    from mlf_spec.generated._recordlib import to_data
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
-    memory = rec.memory
-    if isinstance(memory, list):  # version 1
-        return {"main": [], "workspace_size_bytes": 0, "operator_functions": 0, "sids": len(memory),
-                "sids_bytes": sum(s.size_bytes for s in memory)}
-    if isinstance(memory, dict):  # operator style: PrimFunc -> buffers
-        return {"main": [], "workspace_size_bytes": 0, "operator_functions": len(memory), "sids": 0, "sids_bytes": 0}
-    main = [to_data(e) for e in memory.functions.main]
-    sids = memory.sids or []
-    return {"main": main, "workspace_size_bytes": sum(e.workspace_size_bytes for e in memory.functions.main),
-            "operator_functions": len(memory.functions.operator_functions), "sids": len(sids),
-            "sids_bytes": sum(s.size_bytes for s in sids)}
+
+def _memory(data: Any, style: str | None) -> dict[str, Any]:
+    """The memory summary of one module's metadata as plain data (read defensively: the
+    document may depart from its version's model)."""
+    out: dict[str, Any] = {"main": [], "workspace_size_bytes": 0, "operator_functions": 0, "sids": 0, "sids_bytes": 0}
+    memory = data.get("memory") if isinstance(data, dict) else None
+    if isinstance(memory, list):  # version 1: the storage ids
+        out["sids"] = len(memory)
+        out["sids_bytes"] = sum(_int(s.get("size_bytes")) for s in memory if isinstance(s, dict))
+        return out
+    if not isinstance(memory, dict):
+        return out
+    if style == "operator":  # PrimFunc -> buffers
+        out["operator_functions"] = len(memory)
+        return out
+    fn = memory.get("functions")
+    fn = fn if isinstance(fn, dict) else {}
+    main = [e for e in fn.get("main") or [] if isinstance(e, dict)] if isinstance(fn.get("main"), list) else []
+    ops = fn.get("operator_functions")
+    sids = memory.get("sids") if isinstance(memory.get("sids"), list) else []
+    out.update(main=main, workspace_size_bytes=sum(_int(e.get("workspace_size_bytes")) for e in main),
+               operator_functions=len(ops) if isinstance(ops, list) else 0, sids=len(sids),
+               sids_bytes=sum(_int(s.get("size_bytes")) for s in sids if isinstance(s, dict)))
+    return out
 
 
 def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str, Any]:
     """The JSON document of ``inspect --json`` (schema: mlf_inspect_output). Parts that
-    cannot be read (a broken params file or graph) are null and described in ``problems``."""
+    cannot be read (a broken params file or graph) are null and described in ``problems``;
+    a metadata.json that departs from its version's model is shown as far as it goes, the
+    departures in ``deviations``."""
     from mlf_spec import graph_json as _graph
+    from mlf_spec.generated._recordlib import Record, to_data
+    from mlf_spec.mlf import check as _check
     from mlf_spec.mlf import metadata as _md
 
     problems = [] if problems is None else problems
-    md = a.metadata
-    placements = a.placements()
+    reading = _check.read_metadata(a)
+    v, style, md = reading.version, reading.style, reading.metadata
+    if v is not None and style is not None:
+        placements = a.placements(v, style, list(reading.modules))
+        mods = a.modules_of(reading.modules, v, style)
+    else:
+        placements, mods = {}, {}
     modules = []
-    for name, mod in a.modules.items():
-        rec = mod.metadata
+    for name, mod in mods.items():
+        data = to_data(mod.metadata) if isinstance(mod.metadata, Record) else mod.metadata
         params = None
         try:
             lazy = mod.params
@@ -97,22 +119,27 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
                                  "shape": g.entry_shape(g.input_entry(n))} for n in g.input_names()],  # type: ignore[arg-type]
                      "outputs": [{"name": g.model.nodes[h[0]].name, "dtype": g.entry_dtype(g.entry_id(h[0], h[1])),
                                   "shape": g.entry_shape(g.entry_id(h[0], h[1]))} for h in g.model.heads]}
-        executors = list(getattr(rec, "executors", None) or getattr(rec, "runtimes", None) or [])
-        modules.append({"name": name, "targets": mod.targets, "executors": executors,
-                        "export_datetime": rec.export_datetime, "memory": _memory(rec), "params": params,
-                        "graph": graph, "files": {k: list(v) for k, v in mod.files.items()}})
+        executors = mod.field("executors") or mod.field("runtimes") or []
+        when = mod.field("export_datetime")
+        modules.append({"name": name, "targets": mod.targets,
+                        "executors": [x for x in executors if isinstance(x, str)] if isinstance(executors, list) else [],
+                        "export_datetime": when if isinstance(when, str) else None, "memory": _memory(data, style),
+                        "params": params, "graph": graph, "files": {k: list(x) for k, x in mod.files.items()}})
     files = []
     for m in a.members:
         pl = placements.get(m.path)
         files.append({"name": m.name, "type": "directory" if m.is_dir else "file", "size": m.size,
                       "kind": pl.kind if pl is not None else None, "module": pl.module if pl is not None else None})
-    revs = _md.consistent_revisions(md)
+    revs = _md.consistent_revisions(md) if md is not None else []
     for pl in placements.values():
         if pl is not None:
             revs = [r for r in revs if r in pl.present_in]
+    unknown = list(md.unknown) if md is not None else [f.path for f in reading.findings
+                                                       if f.code == "metadata.unknown-key"]
     return {"path": a.file, "container": "directory" if a.container == "directory" else "tar",
-            "compression": a.compression, "version": md.version, "style": md.style, "revisions": revs,
-            "unknown_keys": list(md.unknown), "modules": modules, "files": files}
+            "compression": a.compression, "version": v, "style": style, "revisions": revs,
+            "unknown_keys": unknown, "deviations": [f.to_dict() for f in reading.findings],
+            "modules": modules, "files": files}
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -127,6 +154,11 @@ def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     with _archive.open(inp.source, **member_limit(args)) as a:
         doc = inspect_document(a, problems)
     doc["path"] = inp.name
+    schema = [f for f in doc["deviations"] if f["severity"] == "error"]
+    if schema:
+        what = f"departs from the version {doc['version']} model" if doc["version"] is not None else "tells no version"
+        problems.insert(0, f"metadata.json {what} ({len(schema)} finding(s), first {schema[0]['code']}); "
+                           "shown as far as it goes")
     notes = [f"mlf-spec: warning: {inp.name}: {p} (run `mlf-spec check` for details)" for p in problems]
     if args.json:
         return _batch.Outcome(0, doc=doc, notes=notes)
@@ -137,24 +169,35 @@ def inspect_text(doc: dict[str, Any]) -> str:
     """The text form of an inspect document."""
     out = io.StringIO()
     revs = doc["revisions"]
-    out.write(f"{doc['path']}: MLF version {doc['version']}, {doc['style']} ({doc['container']}"
+    what = f"MLF version {doc['version']}, {doc['style']}" if doc["version"] is not None else "MLF version unknown"
+    out.write(f"{doc['path']}: {what} ({doc['container']}"
               f"{', ' + doc['compression'] if doc['compression'] else ''}, {len(doc['files'])} members)\n")
     if revs:
         out.write(f"writer revisions that fit: {', '.join(revs)}\n")
     if doc["unknown_keys"]:
         out.write(f"unknown metadata keys: {', '.join(printable(k) for k in doc['unknown_keys'])}\n")
+    schema = [f for f in doc["deviations"] if f["code"] != "metadata.unknown-key"]
+    if schema:
+        out.write(f"metadata departs from the version {doc['version']} model (shown as far as it goes):\n"
+                  if doc["version"] is not None else "metadata.json tells no version (members shown as they are):\n")
+        for f in schema:
+            loc = printable(f["path"]) + ": " if f["path"] else ""
+            out.write(f"  {f['severity']}: {f['code']}: {loc}{printable(f['message'])}\n")
     for mod in doc["modules"]:
-        ex = ", ".join(mod["executors"]) or "operator"
+        ex = ", ".join(printable(x) for x in mod["executors"]) or "operator"
         out.write(f"\nmodule {printable(mod['name'])!r}: executor {ex}; exported {mod['export_datetime']}\n")
         for t in mod["targets"]:
             out.write(f"  target: {printable(t)}\n")
         mem = mod["memory"]
         for e in mem["main"]:
-            out.write(f"  main on device {e['device']}: workspace {e['workspace_size_bytes']}, constants "
-                      f"{e['constants_size_bytes']}, io {e['io_size_bytes']} bytes\n")
+            out.write(f"  main on device {e.get('device')}: workspace {e.get('workspace_size_bytes')}, constants "
+                      f"{e.get('constants_size_bytes')}, io {e.get('io_size_bytes')} bytes\n")
             for kind in ("inputs", "outputs"):
-                for n, t in (e.get(kind) or {}).items():
-                    out.write(f"    {kind[:-1]} {printable(n)}: {t['dtype']}, {t['size']} bytes\n")
+                tensors = e.get(kind)
+                for n, t in (tensors.items() if isinstance(tensors, dict) else ()):
+                    t = t if isinstance(t, dict) else {}
+                    out.write(f"    {kind[:-1]} {printable(str(n))}: {printable(str(t.get('dtype')))}, "
+                              f"{t.get('size')} bytes\n")
         out.write(f"  operator functions: {mem['operator_functions']}")
         out.write(f"; storage ids: {mem['sids']} ({mem['sids_bytes']} bytes)\n" if mem["sids"] else "\n")
         if mod["graph"]:

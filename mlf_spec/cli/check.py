@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,11 +30,20 @@ def register(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     c.add_argument("--version", type=int, choices=VERSIONS, dest="check_version",
                    help="check MLF archives against this metadata version instead of the declared one")
+    c.add_argument("--tvm", metavar="VERSION",
+                   help="also say whether that TVM version's readers take each input as it was meant "
+                   "(loads, misreads or rejects, with reasons; e.g. 0.12)")
     add_member_size(c)
     c.set_defaults(handler=_check)
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.tvm is not None:
+        from mlf_spec.mlf.readers import valid_version
+
+        if not valid_version(args.tvm):
+            print(f"mlf-spec: error: --tvm {args.tvm!r} is not a TVM version (e.g. 0.12, 0.16.dev0)", file=sys.stderr)
+            return 2
     return _batch.run(args, _check_one, accept=frozenset(CHECKERS), what="an artifact mlf-spec checks")
 
 
@@ -50,13 +60,18 @@ def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 def _check_archive(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import check as _mlf_check
 
-    report = _mlf_check.check(inp.source, version=args.check_version, **member_limit(args))
+    report = _mlf_check.check(inp.source, version=args.check_version, tvm=args.tvm, **member_limit(args))
     report.path = inp.name
     status = 0 if report.conformant else 1
     if args.json:
         return _batch.Outcome(status, doc=report.to_dict())
-    return _batch.Outcome(status, text=report_text(report.path, report.version, report.style, report.conformant,
-                                                    [f.to_dict() for f in report.findings]))
+    text = report_text(report.path, report.version, report.style, report.conformant,
+                       [f.to_dict() for f in report.findings])
+    if report.tvm is not None:
+        from mlf_spec.mlf.readers import verdict_text
+
+        text += verdict_text(report.tvm)
+    return _batch.Outcome(status, text=text)
 
 
 def report_text(path: str, version: int | None, style: str | None, conformant: bool,

@@ -153,8 +153,10 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         if info.offset_data + info.size > size:
             raise TruncatedError(f"member data needs {info.size} bytes, {max(0, size - info.offset_data)} remain",
                                  file=file, field=name, offset=info.offset_data)
-        f.seek(info.offset)
-        raw = f.read(info.offset_data - info.offset)
+        # From where this member's header blocks start: a global PAX header before it is not
+        # part of tarfile's member offset but must be kept for an exact rewrite.
+        f.seek(here)
+        raw = f.read(info.offset_data - here)
         yield TarEntry(name=name, path=path, type=mtype, size=info.size if mtype == FILE else 0,
                        mode=info.mode, uid=info.uid, gid=info.gid, uname=info.uname, gname=info.gname,
                        mtime=info.mtime, pax_headers=dict(info.pax_headers), header_offset=info.offset,
@@ -191,22 +193,36 @@ def _stn(s: str, length: int, encoding: str, errors: str) -> bytes:
     return b + b"\0" * (length - len(b))
 
 
-def _header_block(info: dict[str, Any], magic: bytes, encoding: str, errors: str) -> bytes:
+def _itn_gnu(n: int, digits: int) -> bytes:
+    """An octal field, or GNU base-256 when the value does not fit (tarfile's GNU_FORMAT)."""
+    n = int(n)
+    if 0 <= n < 8 ** (digits - 1):
+        return b"%0*o" % (digits - 1, n) + b"\0"
+    if -(256 ** (digits - 1)) <= n < 256 ** (digits - 1):
+        return bytes([0o377 if n < 0 else 0o200]) + (n % 256 ** (digits - 1)).to_bytes(digits - 1, "big")
+    raise ValueError("number does not fit its field")
+
+
+def _header_block(info: dict[str, Any], magic: bytes, encoding: str, errors: str, *, gnu: bool = False) -> bytes:
+    itn = _itn_gnu if gnu else _itn
+    # Python 3.6/3.7 (the GNU-format years) wrote zero device numbers in octal; later
+    # versions leave the fields empty for members that are not devices.
+    dev = b"0000000\0" if gnu else b"\0" * 8
     parts = [
         _stn(info.get("name", ""), 100, encoding, errors),
-        _itn(info.get("mode", 0) & 0o7777, 8),
-        _itn(info.get("uid", 0), 8),
-        _itn(info.get("gid", 0), 8),
-        _itn(info.get("size", 0), 12),
-        _itn(info.get("mtime", 0), 12),
+        itn(info.get("mode", 0) & 0o7777, 8),
+        itn(info.get("uid", 0), 8),
+        itn(info.get("gid", 0), 8),
+        itn(info.get("size", 0), 12),
+        itn(int(info.get("mtime", 0)), 12),
         b"        ",
         info.get("type", tarfile.REGTYPE),
         _stn(info.get("linkname", ""), 100, encoding, errors),
         magic,
         _stn(info.get("uname", ""), 32, encoding, errors),
         _stn(info.get("gname", ""), 32, encoding, errors),
-        b"\0" * 8,
-        b"\0" * 8,
+        dev,
+        dev,
         _stn(info.get("prefix", ""), 155, encoding, errors),
     ]
     buf = b"".join(parts)
@@ -243,10 +259,32 @@ def _payload(data: bytes) -> bytes:
     return data + b"\0" * pad
 
 
-def encode_header(entry: TarEntry, *, encoding: str = "utf-8") -> bytes:
-    """The header blocks of ``entry`` in PAX format as CPython's tarfile writes them
-    (``TarInfo.tobuf(PAX_FORMAT)``), including the ``././@PaxHeader`` record."""
+GNU_MAGIC = b"ustar  \0"
+
+
+def _encode_gnu(entry: TarEntry, name: str, encoding: str) -> bytes:
+    """``TarInfo.tobuf(GNU_FORMAT)`` of Python 3.6/3.7: a ``././@LongLink`` block for a name
+    over 100 bytes, then the header with the GNU magic and integer mtime."""
+    out = b""
+    raw = name.encode(encoding, "surrogateescape")
+    if len(raw) > 100:
+        data = raw + b"\0"
+        out = _header_block({"name": "././@LongLink", "type": tarfile.GNUTYPE_LONGNAME, "size": len(data)},
+                            GNU_MAGIC, "ascii", "replace", gnu=True) + _payload(data)
+    info = {"name": name, "mode": entry.mode, "uid": entry.uid, "gid": entry.gid,
+            "size": entry.size if entry.type == FILE else 0, "mtime": entry.mtime,
+            "type": tarfile.DIRTYPE if entry.type == DIRECTORY else tarfile.REGTYPE,
+            "uname": entry.uname, "gname": entry.gname}
+    return out + _header_block(info, GNU_MAGIC, encoding, "surrogateescape", gnu=True)
+
+
+def encode_header(entry: TarEntry, *, encoding: str = "utf-8", format: str = "pax") -> bytes:  # noqa: A002
+    """The header blocks of ``entry`` as CPython's tarfile writes them: ``pax``
+    (``TarInfo.tobuf(PAX_FORMAT)``, with the ``././@PaxHeader`` record when needed) or
+    ``gnu`` (``GNU_FORMAT``, tarfile's default before Python 3.8)."""
     name = entry.name + ("/" if entry.type == DIRECTORY and not entry.name.endswith("/") else "")
+    if format == "gnu":
+        return _encode_gnu(entry, name, encoding)
     info: dict[str, Any] = {
         "name": name, "mode": entry.mode, "uid": entry.uid, "gid": entry.gid,
         "size": entry.size if entry.type == FILE else 0, "mtime": entry.mtime,
@@ -286,6 +324,51 @@ def encode_header(entry: TarEntry, *, encoding: str = "utf-8") -> bytes:
     return out + _header_block(info, tarfile.POSIX_MAGIC, "ascii", "replace")
 
 
+@dataclass(frozen=True)
+class HeaderInfo:
+    """What a member's header blocks say about the writer: ``format`` (``pax``: the POSIX
+    magic after PAX records; ``ustar``: the POSIX magic alone; ``gnu``: the GNU magic;
+    ``v7``: no magic), the member's ``typeflag``, the types of the extended blocks before
+    it (``x``, ``g``, ``L``, ``K``) and the PAX keywords they hold."""
+
+    format: str
+    typeflag: str
+    extended: tuple[str, ...] = ()
+    pax_keywords: tuple[str, ...] = ()
+
+
+def describe_header(raw: bytes) -> HeaderInfo:
+    """Classify the header blocks of one member (``TarEntry.raw_header``)."""
+    pos, ext, keys = 0, [], []
+    while pos + BLOCK <= len(raw):
+        block = raw[pos:pos + BLOCK]
+        flag = block[156:157]
+        if flag in (b"x", b"g", b"L", b"K"):
+            try:
+                size = tarfile.nti(block[124:136])
+            except (tarfile.InvalidHeaderError, ValueError):
+                size = 0
+            data = raw[pos + BLOCK:pos + BLOCK + size]
+            ext.append(flag.decode())
+            if flag in (b"x", b"g"):
+                for rec in data.split(b"\n"):
+                    _, _, kv = rec.partition(b" ")
+                    k, sep, _ = kv.partition(b"=")
+                    if sep:
+                        keys.append(k.decode("utf-8", "replace"))
+            pos += BLOCK + -(-size // BLOCK) * BLOCK
+            continue
+        magic = block[257:265]
+        if magic == GNU_MAGIC:
+            fmt = "gnu"
+        elif magic[:6] == b"ustar\0":
+            fmt = "pax" if "x" in ext else "ustar"
+        else:
+            fmt = "v7"
+        return HeaderInfo(fmt, flag.decode("latin-1"), tuple(ext), tuple(keys))
+    return HeaderInfo("v7", "", tuple(ext), tuple(keys))
+
+
 def end_blocks(offset: int) -> bytes:
     """Two zero blocks, then zeros up to a multiple of RECORD (tarfile.TarFile.close)."""
     offset += 2 * BLOCK
@@ -318,10 +401,14 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     import lzma
     import zlib
 
-    opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    def opener(f: IO[bytes]) -> Any:
+        if kind == "gzip":
+            return gzip.GzipFile(fileobj=f)
+        return bz2.BZ2File(f) if kind == "bzip2" else lzma.LZMAFile(f)  # these take the file object first
+
     total = 0
     try:
-        with opener(fileobj=src) as z:  # type: ignore[call-arg]
+        with opener(src) as z:
             while True:
                 chunk = z.read(1 << 20)
                 if not chunk:
@@ -335,6 +422,7 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     return total
 
 
-__all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "RECORD", "TarEntry", "check_end", "decompress_to",
-           "encode_header", "end_blocks", "normalize", "read_entries", "sniff"]
+__all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "GNU_MAGIC", "RECORD", "HeaderInfo", "TarEntry",
+           "check_end", "decompress_to", "describe_header", "encode_header", "end_blocks", "normalize", "read_entries",
+           "sniff"]
 

@@ -52,8 +52,9 @@ METADATA: str = _layout.ENTRIES["metadata"]["path"]
 class Member:
     """One member: ``name`` as stored (``./src/add.relay``), ``path`` relative to the root
     (``src/add.relay``, ``.`` for the root), ``is_dir``, ``size`` and the tar header fields
-    (``mode``, ``uid``, ``gid``, ``uname``, ``gname``, ``mtime``, ``pax_headers``). The data
-    is read on demand: :meth:`view` (zero-copy where the source allows) or :meth:`read`."""
+    (``mode``, ``uid``, ``gid``, ``uname``, ``gname``, ``mtime``, ``pax_headers``; ``header``
+    describes the header blocks as read: format, type flag, extended records). The data is
+    read on demand: :meth:`view` (zero-copy where the source allows) or :meth:`read`."""
 
     def __init__(self, name: str, path: str, is_dir: bool, size: int, *, mode: int = 0o644, uid: int = 0,
                  gid: int = 0, uname: str = "", gname: str = "", mtime: float = 0,
@@ -68,6 +69,7 @@ class Member:
         self.mtime = mtime
         self.pax_headers = dict(pax_headers or {})
         self.raw_header = raw_header
+        self.header: _tar.HeaderInfo | None = _tar.describe_header(raw_header) if raw_header else None
         self._loader = loader
         self.group = group
 
@@ -110,17 +112,23 @@ class Module:
         self._params: _params.LazyParams | None = None
         self._graph: _graph.GraphDocument | None = None
 
+    def field(self, key: str) -> Any:
+        """A key of the module's metadata (typed record or plain dict), None when absent."""
+        rec = self.metadata
+        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+
     @property
     def executor(self) -> str | None:
         """``graph`` or ``aot`` (None for operator modules)."""
-        ex = getattr(self.metadata, "executors", None) or getattr(self.metadata, "runtimes", None) or []
-        return ex[0] if ex else None
+        ex = self.field("executors") or self.field("runtimes") or []
+        return ex[0] if isinstance(ex, list) and ex and isinstance(ex[0], str) else None
 
     @property
     def targets(self) -> list[str]:
         """Target strings (the values of a version 1-5 target dict)."""
-        t = self.metadata.target
-        return list(t.values()) if isinstance(t, dict) else list(t)
+        t = self.field("target")
+        values = list(t.values()) if isinstance(t, dict) else list(t) if isinstance(t, list) else []
+        return [v for v in values if isinstance(v, str)]
 
     def member(self, kind: str) -> Member | None:
         """The first member of a content kind (``params``, ``graph_json``, ``relay_text`` ...)."""
@@ -191,13 +199,19 @@ class Archive:
     """An MLF archive read from a tar, a directory or bytes, or built new. See the module doc."""
 
     def __init__(self, members: list[Member], *, file: str, container: str, compression: str | None = None,
-                 trailer: bytes | memoryview | None = None, closer: Any = None) -> None:
+                 trailer: bytes | memoryview | None = None, closer: Any = None, size: int | None = None) -> None:
         self.members = members
         self.file = file
         self.container = container
         self.compression = compression
         self.trailer = trailer
+        #: Bytes of the tar as read (after decompression); None for directories and new archives.
+        self.size = size
         self._closer = closer
+        formats = {m.header.format for m in members if m.header is not None}
+        #: The tar format of the headers read (``pax``, ``gnu``, ``ustar``, ``v7``, ``mixed``;
+        #: None for a directory or a new archive); members re-encoded later keep it (GNU stays GNU).
+        self.tar_format: str | None = (formats.pop() if len(formats) == 1 else "mixed") if formats else None
         self._by_path = {m.path: m for m in members}
         self._metadata: _md.Metadata | None = None
         self._modules: dict[str, Module] | None = None
@@ -267,23 +281,32 @@ class Archive:
 
     # ------------------------------------------------------------- modules
 
-    def placements(self) -> dict[str, _layout.Placement | None]:
-        """Layout placement of every member path (None: no entry of the layout matches)."""
-        md = self.metadata
-        names = list(md.modules)
-        return {m.path: _layout.classify(m.path, md.version, md.style, names) for m in self.members}
+    def placements(self, version: int | None = None, style: str | None = None,
+                   names: list[str] | None = None) -> dict[str, _layout.Placement | None]:
+        """Layout placement of every member path (None: no entry of the layout matches), in
+        the layout of the metadata's version, style and module names unless given."""
+        if version is None or style is None or names is None:
+            md = self.metadata
+            version, style, names = md.version, md.style, list(md.modules)
+        return {m.path: _layout.classify(m.path, version, style, names) for m in self.members}
+
+    def modules_of(self, records: Mapping[str, Any], version: int, style: str) -> dict[str, Module]:
+        """:class:`Module` objects for the given per-module metadata: typed records, or the
+        plain dicts of a document that departs from its version's model (what ``inspect``
+        shows of such an archive; see :func:`mlf_spec.check.read_metadata`)."""
+        mods = {name: Module(self, name, rec) for name, rec in records.items()}
+        for path, pl in self.placements(version, style, list(records)).items():
+            if pl is None or pl.module is None or pl.module not in mods or pl.kind == "directory":
+                continue
+            mods[pl.module].files.setdefault(pl.kind, []).append(path)
+        return mods
 
     @property
     def modules(self) -> dict[str, Module]:
         """Module name -> :class:`Module`, in metadata order."""
         if self._modules is None:
             md = self.metadata
-            mods = {name: Module(self, name, rec) for name, rec in md.modules.items()}
-            for path, pl in self.placements().items():
-                if pl is None or pl.module is None or pl.module not in mods or pl.kind == "directory":
-                    continue
-                mods[pl.module].files.setdefault(pl.kind, []).append(path)
-            self._modules = mods
+            self._modules = self.modules_of(md.modules, md.version, md.style)
         return self._modules
 
     # ------------------------------------------------------------- writing
@@ -352,6 +375,7 @@ class Archive:
         for m in members:
             m.pax_headers = dict(m.pax_headers)
         a = Archive(members, file=self.file, container="new", compression=None, trailer=None)
+        a.tar_format = self.tar_format
         a._metadata = self._metadata_override or self._metadata
         return a
 
@@ -405,8 +429,9 @@ class Archive:
         """The archive's bytes as buffers: each member's header (as read, or encoded),
         data and padding, then the end blocks (as read, or TVM's)."""
         offset = 0
+        fmt = "gnu" if self.tar_format == "gnu" else "pax"
         for m in self.members:
-            header = m.raw_header if m.raw_header is not None else _tar.encode_header(m.tar_entry())
+            header = m.raw_header if m.raw_header is not None else _tar.encode_header(m.tar_entry(), format=fmt)
             yield header
             offset += len(header)
             if not m.is_dir and m.size:
@@ -623,7 +648,8 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
     except BaseException:
         close_all()
         raise
-    return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all)
+    return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all,
+                   size=size)
 
 
 def _slicer(buf: Any, start: int, n: int) -> Any:
@@ -746,8 +772,10 @@ def _new_member(path: str, data: bytes | None, mtime: float, group: str, source_
     mode = modes["root"] if path == "." else modes["directory"] if is_dir else modes["file"]
     name = _layout.TAR["root_member"] if path == "." else _layout.TAR["prefix"] + path
     buf = b"" if data is None else bytes(data)
+    # os.stat gives tarfile a float mtime, so every member of a PAX archive TVM wrote has a
+    # PAX mtime record; a float here does the same.
     return Member(name, path, is_dir, len(buf), mode=mode, uid=uid, gid=gid, uname=uname, gname=gname,
-                  mtime=mtime, loader=None if is_dir else (lambda b=buf: b), group=group)
+                  mtime=float(mtime), loader=None if is_dir else (lambda b=buf: b), group=group)
 
 
 def build(metadata: _md.Metadata | Any, files: Mapping[str, bytes | str], *, version: int | None = None,

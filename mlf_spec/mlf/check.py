@@ -32,6 +32,7 @@ from mlf_spec.params import codec as _params
 from . import _tar
 from . import archive as _archive
 from . import layout as _layout
+from . import memory as _memory
 from . import metadata as _md
 
 SEVERITIES = ("error", "warning", "info")
@@ -62,6 +63,8 @@ class Report:
     version: int | None
     style: str | None
     findings: list[Finding] = field(default_factory=list)
+    #: With ``tvm=``: the verdict of that TVM version's readers (spec/records/tvm_verdict.yaml).
+    tvm: dict[str, Any] | None = None
 
     @property
     def conformant(self) -> bool:
@@ -73,9 +76,12 @@ class Report:
         return [f.code for f in self.findings]
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "version", "style", "conformant", "findings": [...]}``."""
-        return {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
-                "findings": [f.to_dict() for f in self.findings]}
+        """``{"path", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
+        out = {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
+               "findings": [f.to_dict() for f in self.findings]}
+        if self.tvm is not None:
+            out["tvm"] = self.tvm
+        return out
 
 
 class _Collector:
@@ -88,14 +94,19 @@ class _Collector:
 
 
 def check(source: Any, *, version: int | None = None, max_member_size: int = _archive.DEFAULT_MAX_MEMBER_SIZE,
-          max_findings_per_code: int = 50) -> Report:
+          max_findings_per_code: int = 50, tvm: str | None = None) -> Report:
     """Check an archive (path to a tar or directory, bytes, or binary file object).
     ``version`` checks against that version instead of the declared one (a different
-    declared version is an error finding). Raises MlfError when the input cannot be read
-    at all (not a tar, unsafe members)."""
+    declared version is an error finding); ``tvm`` adds the verdict of that TVM version's
+    readers (``report.tvm``, see :mod:`mlf_spec.mlf.readers`). Raises MlfError when the
+    input cannot be read at all (not a tar, unsafe members)."""
     name = source if isinstance(source, str) else (os.fspath(source) if isinstance(source, os.PathLike) else None)
     with _archive.open(source, max_member_size=max_member_size) as a:
         report = check_archive(a, version=version)
+        if tvm is not None:
+            from . import readers as _readers
+
+            report.tvm = _readers.verdict(a, tvm)
     if name is not None:
         report.path = name
     counts: Counter[str] = Counter()
@@ -110,24 +121,44 @@ def check(source: Any, *, version: int | None = None, max_member_size: int = _ar
     return report
 
 
-def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
-    """Check an opened archive (see :func:`check`)."""
+@dataclass
+class MetadataReading:
+    """metadata.json read as far as it goes: the ``member`` name, the parsed ``document``
+    (None when it is missing or not a JSON object), the ``version`` and ``style`` it is
+    read as (declared, or the latest version whose model it fits; None when neither tells),
+    the typed ``metadata`` when the document fits that model (unknown keys aside), its
+    ``modules`` (typed records, or plain dicts of a deviating document) and the
+    ``findings`` (metadata.* codes) that say where it departs from the model."""
+
+    member: str | None
+    document: Any
+    version: int | None
+    style: str | None
+    metadata: _md.Metadata | None
+    modules: dict[str, Any]
+    findings: list[Finding]
+
+
+def read_metadata(a: _archive.Archive, *, version: int | None = None) -> MetadataReading:
+    """Read an archive's metadata.json as far as it goes (see :class:`MetadataReading`);
+    ``version`` reads it as that version (a different declared version is a finding). Never
+    raises for what the document holds; MlfError only for an unknown ``version`` argument."""
     c = _Collector()
-    report = Report(a.file, None, None, c.findings)
-    _container_checks(a, c)
+    reading = MetadataReading(None, None, None, None, None, {}, c.findings)
     meta = a.member(_archive.METADATA)
     if meta is None or meta.is_dir:
         c.add("metadata.missing", None, "", "the archive has no metadata.json at its root")
-        return report
-    mname = meta.name
+        return reading
+    mname = reading.member = meta.name
     try:
         doc = load_json(meta.view(), None, "metadata.json")
     except MlfError as exc:
         c.add("metadata.json", mname, "", exc.message)
-        return report
+        return reading
     if not isinstance(doc, dict):
         c.add("metadata.json", mname, "", f"metadata.json holds a JSON {type(doc).__name__}, not an object")
-        return report
+        return reading
+    reading.document = doc
     # shape-based detection validates against every version's model: only when needed
     det = _md.detect(doc, shapes=False)
     if version is not None:
@@ -142,14 +173,14 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
         where = "missing" if "version" not in doc else f"{det.declared!r} is not a known version"
         c.add("metadata.version", mname, "version", f"version {where}; known: {list(_md.VERSIONS)}")
         if not det.fits:
-            return report
+            return reading
         v = det.fits[-1][0]
         c.add("metadata.shape", mname, "", "the document fits version(s) "
               + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits) + f"; checking as version {v}")
     else:
         v = det.version
     style = _md.style_of(doc, v)
-    report.version, report.style = v, style
+    reading.version, reading.style = v, style
     typed, issues = _md.check_document(doc, v, style)
     for i in issues:
         c.add("metadata.unknown-key" if i.kind == "unknown-key" else "metadata.schema", mname, i.path, i.message)
@@ -159,15 +190,35 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
     if not schema_ok and version is None and det.fits and (v, style) not in det.fits:
         c.add("metadata.shape", mname, "", f"declares version {v} but fits version(s) "
               + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits))
-    md = _md.Metadata(v, style, typed, raw=meta.read()) if typed is not None else None
-    modules = md.modules if md is not None else _raw_modules(doc, style)
+    md = _md.Metadata(v, style, typed, raw=meta.read(), unknown=[i.path for i in issues if i.kind == "unknown-key"]) \
+        if typed is not None else None
+    reading.metadata = md
+    reading.modules = md.modules if md is not None else _raw_modules(doc, style)
     if md is not None:
         _datetime_checks(md, mname, c)
         if not issues and md.dumps() != meta.read():
-            c.add("metadata.format", mname, "", _format_difference(meta.read(), md.dumps(), style))
-    placements = _layout_checks(a, v, style, modules, c)
+            if md.dumps().replace(b"\n", b"\r\n") == meta.read():
+                c.add("metadata.crlf", mname, "", "TVM's json.dump with CRLF line ends (a text-mode write on Windows)")
+            else:
+                c.add("metadata.format", mname, "", _format_difference(meta.read(), md.dumps(), style))
+    return reading
+
+
+def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
+    """Check an opened archive (see :func:`check`)."""
+    c = _Collector()
+    report = Report(a.file, None, None, c.findings)
+    _container_checks(a, c)
+    reading = read_metadata(a, version=version)
+    c.findings.extend(reading.findings)
+    v, style, md = reading.version, reading.style, reading.metadata
+    if v is None or style is None:
+        return report
+    report.version, report.style = v, style
+    placements = _layout_checks(a, v, style, reading.modules, c)
     if md is None:
         return report
+    mname = reading.member or _archive.METADATA
     _revision_check(a, md, placements, mname, c)
     if style == "operator":
         _operator_checks(a, md, placements, mname, c)
@@ -198,11 +249,109 @@ def _container_checks(a: _archive.Archive, c: _Collector) -> None:
         group = _layout.GROUP_INFO.get(m.group, {})
         if parent not in paths and group.get("directories", True):
             c.add("layout.directory", m.name, "", f"its directory {parent!r} is not a member")
-    order = _layout.tvm_order((m.path, m.group) for m in a.members)
+    fmt = _format_checks(a, c)
+    siblings = _layout.TAR_FORMATS.get(fmt or "", {}).get("siblings", "sorted")
     actual = [m.path for m in a.members]
+    order = _layout.tvm_order(((m.path, m.group) for m in a.members), siblings=siblings)
     if order != actual:
         i = next(k for k, (x, y) in enumerate(zip(order, actual)) if x != y)
-        c.add("layout.order", a.members[i].name, "", f"member {i} is {actual[i]!r}; the writer's order has {order[i]!r}")
+        how = "depth first, a directory before its content" if siblings == "any" else "depth first, sorted"
+        c.add("layout.order", a.members[i].name, "", f"member {i} is {actual[i]!r}; the writer's order ({how}) "
+              f"has {order[i]!r}")
+    elif fmt is not None and siblings == "any":
+        sorted_order = _layout.tvm_order((m.path, m.group) for m in a.members)
+        info = _layout.TAR_FORMATS[fmt]
+        if sorted_order == actual:
+            c.add("layout.python", None, "", f"{fmt.upper()} tar format, tarfile's default of Python {info['python']}: "
+                  "TVM's writer under one of those")
+        else:
+            c.add("layout.python", None, "", f"{fmt.upper()} tar format with unsorted directory listings: "
+                  f"{info['unsorted']}")
+    _owner_mode_checks(a, c)
+    _padding_check(a, c)
+
+
+def _format_checks(a: _archive.Archive, c: _Collector) -> str | None:
+    """The layout.format and layout.member-type findings; returns the archive's format when
+    it is one TVM's writer produced, else None."""
+    headers = [(m, m.header) for m in a.members if m.header is not None]
+    if not headers:
+        return None
+    formats = Counter(h.format for _, h in headers)
+    fmt = a.tar_format
+    known = _layout.TAR_FORMATS
+    if fmt not in known:
+        first = next(m for m, h in headers if h.format != formats.most_common(1)[0][0]) if len(formats) > 1 \
+            else headers[0][0]
+        what = ", ".join(f"{n} {f}" for f, n in formats.most_common())
+        c.add("layout.format", first.name, "", f"the headers are {what}; TVM's writer wrote "
+              + " or ".join(f"{f} (Python {i['python']})" for f, i in known.items()))
+        fmt_ok = None
+    else:
+        fmt_ok = fmt
+        allowed = set(known[fmt].get("extended", []))
+        blocks = {"x"} if fmt == "pax" else allowed  # PAX: keywords of `x` records; GNU: L/K blocks
+        for m, h in headers:
+            extra = {k for k in h.pax_keywords if k not in allowed} if fmt == "pax" else set()
+            extra |= {f"{t!r} block" for t in h.extended if t not in blocks}
+            if extra:
+                extra = sorted(extra)
+                c.add("layout.format", m.name, "", f"extended header record(s) {', '.join(extra)}, which Python's "
+                      f"tarfile never wrote in {fmt} format (it wrote {', '.join(sorted(allowed))})")
+                break
+    types = _layout.TAR.get("member_types", {})
+    for m, h in headers:
+        want = types.get("directory" if m.is_dir else "file")
+        if want is not None and h.typeflag != want:
+            c.add("layout.member-type", m.name, "", f"type flag {h.typeflag!r}; TVM's writer used {want!r} for "
+                  f"{'directories' if m.is_dir else 'files'}")
+            break
+    return fmt_ok
+
+
+def _modes_for(umask: int, m: _archive.Member) -> set[int]:
+    if m.path == ".":
+        return {0o777 & ~umask, *_layout.TAR.get("root_modes", [])}
+    return {(0o777 if m.is_dir else 0o666) & ~umask}
+
+
+def _owner_mode_checks(a: _archive.Archive, c: _Collector) -> None:
+    main = [m for m in a.members if _layout.GROUP_INFO.get(m.group, {}).get("owner") == "reset"]
+    wrong = [m for m in main if (m.uid, m.gid, m.uname, m.gname) != (0, 0, "root", "root")]
+    if wrong:
+        m = wrong[0]
+        c.add("layout.owner", m.name, "", f"{len(wrong)} member(s) of the main tree are not owned by root "
+              f"(uid 0, gid 0, root/root), e.g. uid {m.uid}, gid {m.gid}, {m.uname or '-'}/{m.gname or '-'}")
+    umasks = _layout.TAR.get("umasks", [])
+    if not umasks or not main:
+        return
+    fits = [u for u in umasks if all(m.mode & 0o7777 in _modes_for(u, m) for m in main)]
+    if fits:
+        return
+    bad = [m for m in main if not any(m.mode & 0o7777 in _modes_for(u, m) for u in umasks)]
+    if bad:
+        first = next((m for m in bad if not m.is_dir), bad[0])  # a file tells most
+        kind = "root" if first.path == "." else "directory" if first.is_dir else "file"
+        usual = ", ".join(f"{(0o777 if first.is_dir else 0o666) & ~u:#o} (umask {u:#05o})" for u in umasks)
+        c.add("layout.mode", first.name, "", f"mode {first.mode & 0o7777:#o} for a {kind}"
+              + (f" ({len(bad) - 1} other member(s) too)" if len(bad) > 1 else "") + "; TVM's writer made "
+              f"{'directories 0o777' if first.is_dir else 'files 0o666'} & ~umask: {usual}"
+              + (" or 0o700" if first.path == "." else ""))
+    else:
+        c.add("layout.mode", main[0].name, "", "the modes of the main tree come from different umasks; "
+              "TVM's writer made the whole tree in one process")
+
+
+def _padding_check(a: _archive.Archive, c: _Collector) -> None:
+    trailer, size = a.trailer, a.size
+    if trailer is None or size is None:
+        return
+    tail = bytes(trailer)
+    record = _layout.TAR["record_size"]
+    if tail.strip(b"\0") or len(tail) < 2 * _tar.BLOCK or size % record:
+        c.add("layout.padding", None, "", f"the archive is {size} bytes with {len(tail)} bytes after the last member"
+              + (" (not all zero)" if tail.strip(b"\0") else "")
+              + f"; tarfile ends with two zero blocks padded to a multiple of {record}")
 
 
 # ----------------------------------------------------------------- metadata
@@ -348,10 +497,11 @@ def _module_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, 
         executors = getattr(rec, "executors", None) or getattr(rec, "runtimes", None) or []
         is_graph = "graph" in executors
         try:
+            names = [i.name for i in lazy.index] if lazy is not None else None
             if graph is not None and lazy is not None:
                 _params_vs_graph(lazy, graph, a.member(ppaths[0]).name, c)  # type: ignore[union-attr]
             _sids_checks(md, rec, base, graph, is_graph, mname, c)
-            _memory_checks(rec, base, graph, mname, c)
+            _memory_checks(rec, base, graph if is_graph else None, names, mname, c)
         finally:
             if lazy is not None:
                 lazy.close()
@@ -383,12 +533,18 @@ def _graph_checks(m: _archive.Member, c: _Collector) -> _graph.GraphDocument | N
     return None if structure else g
 
 
+#: Graph constants are named "p" + index by the graph codegen (rule of params.not-in-graph).
+_CONSTANT_NAME = re.compile(r"p[0-9]+")
+
+
 def _params_vs_graph(lazy: _params.LazyParams, g: _graph.GraphDocument, member: str, c: _Collector) -> None:
     inputs = set(g.input_names())
     for info in lazy.index:
         if info.name not in inputs:
-            c.add("params.not-in-graph", member, info.name, f"parameter {info.name!r} is not a graph input node "
-                  f"(inputs: {', '.join(sorted(inputs)) or 'none'})")
+            code = "params.not-in-graph" if _CONSTANT_NAME.fullmatch(info.name) else "params.external"
+            c.add(code, member, info.name, f"parameter {info.name!r} is not a graph input node "
+                  f"(inputs: {', '.join(sorted(inputs)) or 'none'})"
+                  + ("" if code == "params.not-in-graph" else "; external (BYOC) constants are named like this"))
             continue
         eid = g.input_entry(info.name)
         shape, dtype = g.entry_shape(eid), g.entry_dtype(eid)  # type: ignore[arg-type]
@@ -429,7 +585,10 @@ def _sids_checks(md: _md.Metadata, rec: Any, base: tuple, g: _graph.GraphDocumen
                   f"is {h} but the graph gives {w}" if h is not None else f"missing: the graph gives {w}")
 
 
-def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, member: str, c: _Collector) -> None:
+def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params: list[str] | None, member: str,
+                   c: _Collector) -> None:
+    """Memory summary rules (spec/findings/mlf_check.yaml, mlf_spec.mlf.memory); ``g`` is the
+    graph of a graph-executor module, ``params`` the names in its .params (None: unreadable)."""
     memory = rec.memory
     if isinstance(memory, list):
         return
@@ -445,15 +604,15 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, member
             op_max[w.device] = max(op_max.get(w.device, 0), w.workspace_size_bytes)
     for i, e in enumerate(fn.main):
         p = where + ("main", i)
-        if e.workspace_size_bytes < op_max.get(e.device, 0):
+        for key in ("constants_size_bytes", "io_size_bytes", "workspace_size_bytes"):
+            v = getattr(e, key)
+            if v < 0:
+                c.add("memory.overflow", member, json_path(p + (key,)), f"{v}: a 32-bit total that wrapped around; "
+                      f"the size meant is {_memory.intended(v)}")
+        if _memory.workspace_short(e.workspace_size_bytes, op_max.get(e.device, 0)):
             c.add("memory.workspace", member, json_path(p + ("workspace_size_bytes",)),
                   f"{e.workspace_size_bytes} is less than an operator function's {op_max[e.device]} on device {e.device}")
         inputs, outputs = getattr(e, "inputs", None), getattr(e, "outputs", None)
-        if inputs is not None and outputs is not None:
-            total = sum(t.size for t in inputs.values()) + sum(t.size for t in outputs.values())
-            if total != e.io_size_bytes:
-                c.add("memory.io-size", member, json_path(p + ("io_size_bytes",)),
-                      f"{e.io_size_bytes} differs from the inputs and outputs, which add up to {total}")
         if g is None:
             continue
         for name, t in (inputs or {}).items():
@@ -476,6 +635,42 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, member
         elif outs:
             c.add("memory.io-graph", member, json_path(p + ("outputs",)),
                   f"{len(outs)} outputs for {len(heads)} graph heads")
+    if len(fn.main) == 1:
+        _io_checks(fn.main[0], where + ("main", 0), g, params, member, c)
+
+
+def _io_checks(e: Any, p: tuple, g: _graph.GraphDocument | None, params: list[str] | None, member: str,
+               c: _Collector) -> None:
+    """memory.io-size (a lower bound, any executor), memory.io-formula and memory.constants
+    (graph executor) for a main with one entry."""
+    io = _memory.intended(e.io_size_bytes)
+    inputs, outputs = getattr(e, "inputs", None), getattr(e, "outputs", None)
+    bound, why = (sum(t.size for t in inputs.values()), "the sizes of its inputs") if inputs is not None else (0, "")
+    eids = None
+    if g is not None:
+        try:
+            eids = _memory.graph_parameters(g, inputs=list(inputs) if inputs is not None else None, constants=params)
+        except (IndexError, TypeError):
+            eids = None
+        sizes = _memory.parameter_sizes(g, eids) if eids is not None else None
+        if sizes is not None and min(sizes) > bound:
+            bound, why = min(sizes), "the sizes of main's parameters in the graph"
+    if io < bound:
+        c.add("memory.io-size", member, json_path(p + ("io_size_bytes",)),
+              f"{e.io_size_bytes} is less than {bound}, {why}: TVM counts every main parameter in io_size_bytes")
+    if g is None or eids is None:
+        return
+    values = _memory.graph_io(g, eids, list(outputs) if outputs is not None else None)
+    if values and io not in {v % _memory.WRAP for v in values}:
+        c.add("memory.io-formula", member, json_path(p + ("io_size_bytes",)),
+              f"{e.io_size_bytes}; TVM's formula over the graph (parameters + {len(g.output_entries())} x outputs) "
+              f"gives {' or '.join(map(str, sorted(values)))}")
+    if params is not None:
+        consts = _memory.graph_constants(g, params)
+        if consts and _memory.intended(e.constants_size_bytes) not in {v % _memory.WRAP for v in consts}:
+            c.add("memory.constants", member, json_path(p + ("constants_size_bytes",)),
+                  f"{e.constants_size_bytes}; the graph's constants (.params nodes) add up to "
+                  f"{' or '.join(map(str, sorted(consts)))}")
 
 
 def _tensor_vs_graph(t: Any, g: _graph.GraphDocument, eid: int, path: str, member: str, c: _Collector) -> None:
@@ -516,4 +711,4 @@ def _operator_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str
                 c.add("text.encoding", a.member(p).name, "", f"not UTF-8 at byte {exc.start}")  # type: ignore[union-attr]
 
 
-__all__ = ["Finding", "Issue", "Report", "SEVERITIES", "check", "check_archive"]
+__all__ = ["Finding", "Issue", "MetadataReading", "Report", "SEVERITIES", "check", "check_archive", "read_metadata"]

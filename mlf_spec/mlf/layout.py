@@ -18,6 +18,8 @@ from mlf_spec.generated import mlf_layout_ir as _L
 from mlf_spec.generated import mlf_revisions_timeline as _timeline
 
 TAR: dict[str, Any] = _L.TAR
+#: The tar formats TVM's writer produced, by name (spec: layout ``tar.formats``).
+TAR_FORMATS: dict[str, dict[str, Any]] = {f["name"]: f for f in _L.TAR.get("formats", [])}
 KINDS: dict[str, str] = _L.KINDS
 ENTRIES: dict[str, dict[str, Any]] = {e["id"]: e for e in _L.ENTRIES}
 GROUPS: list[str] = [g["name"] for g in _L.GROUPS]
@@ -194,9 +196,27 @@ def _split(path: str) -> list[str]:
     return [] if path == "." else path.split("/")
 
 
-def tvm_order(items: Iterable[tuple[str, str]]) -> list[str]:
-    """Paths sorted as TVM's writer added them: groups in spec order; ``sorted_tree``
-    groups depth first with sorted directory listings (tarfile.add), ``listed`` groups in
+def _found_key(paths: list[str]) -> Any:
+    """A sort key that walks the tree depth first, a directory before its content, keeping
+    the order in which siblings were found (for writers that listed directories unsorted)."""
+    first: dict[str, int] = {}
+    for i, p in enumerate(paths):
+        parts = _split(p)
+        for k in range(1, len(parts) + 1):
+            first.setdefault("/".join(parts[:k]), i)
+
+    def key(p: str) -> tuple[int, ...]:
+        parts = _split(p)
+        return tuple(first["/".join(parts[:k])] for k in range(1, len(parts) + 1))
+
+    return key
+
+
+def tvm_order(items: Iterable[tuple[str, str]], *, siblings: str = "sorted") -> list[str]:
+    """Paths in the order TVM's writer added them: groups in spec order; ``sorted_tree``
+    groups depth first, a directory before its content, with directory listings sorted
+    (tarfile.add from Python 3.7; ``siblings="sorted"``) or in the order the items give
+    them (``siblings="any"``: Python 3.6 listed directories unsorted); ``listed`` groups in
     the order given. ``items`` are (path, group)."""
     groups: dict[str, list[str]] = {g: [] for g in GROUPS}
     for path, group in items:
@@ -205,11 +225,11 @@ def tvm_order(items: Iterable[tuple[str, str]]) -> list[str]:
     for g, paths in groups.items():
         info = GROUP_INFO.get(g, {"order": "sorted_tree"})
         if info["order"] == "sorted_tree":
-            out += sorted(paths, key=_split)
+            out += sorted(paths, key=_split if siblings == "sorted" else _found_key(paths))
         else:
             out += paths
     return out
 
 
-__all__ = ["ENTRIES", "GROUPS", "KINDS", "TAR", "Placement", "ascii_lower", "classify", "conditions",
+__all__ = ["ENTRIES", "GROUPS", "KINDS", "TAR", "TAR_FORMATS", "Placement", "ascii_lower", "classify", "conditions",
            "entries_for", "expected", "holds", "template", "tvm_order", "versions_matching"]

@@ -361,10 +361,12 @@ def _span(since: str | None, until: str | None) -> set[str]:
 
 
 def _admits(type_text: str, value: Any) -> bool:
+    """Whether a revision's type of a field admits the value (only null-ness is told apart:
+    the model already checked the rest)."""
     parts = [p.strip() for p in type_text.split("|")]
     if value is None:
         return "null" in parts or "any" in parts
-    return True
+    return parts != ["null"]
 
 
 def consistent_revisions(md: Metadata) -> list[str]:

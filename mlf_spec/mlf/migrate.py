@@ -938,15 +938,43 @@ def plan(source: Source, to: int | None = None) -> Plan:
         raise
 
 
+def _deviates(name: str, exc: ValidationError) -> MigrationError:
+    """A document that is JSON but departs from its version's model: readable (inspect and
+    check show it), but there is nothing declared to migrate it by, so it is refused."""
+    issues = getattr(exc, "issues", None) or []
+    where = f" at {issues[0].path}" if issues and issues[0].path else (f" at {exc.field}" if exc.field else "")
+    err = MigrationError(f"the metadata departs from the model of its version{where}: {exc.message}; only "
+                         "documents that fit their version are migrated (spec/migrations/ declares no repair for "
+                         "this); `mlf-spec inspect` shows it and `mlf-spec check` lists every departure", file=name)
+    return err
+
+
 def _source(name: str, doc: dict[str, Any] | None,
             arc: _archive.Archive | None) -> tuple[_md.Metadata, list[_check.Finding]]:
     """The validated metadata of the source and (archives) the findings of checking it;
-    an archive with an error finding is refused."""
+    a document that departs from its version's model (MigrationError, a refusal) or an
+    archive with an error finding is refused. Text that is not JSON stays unreadable."""
     if arc is None:
-        return _md.from_document(doc, file=name), []
-    md = arc.metadata
+        try:
+            return _md.from_document(doc, file=name), []
+        except ValidationError as exc:
+            if not isinstance(doc, dict):
+                raise
+            raise _deviates(name, exc) from None
+    meta = arc.member(_archive.METADATA)
+    if meta is None or meta.is_dir:
+        raise MigrationError("the archive has no metadata.json: nothing says which version it is; `mlf-spec inspect` "
+                             "shows its members", file=name)
+    arc.metadata_document()  # not JSON: unreadable (ValidationError)
+    try:
+        md = arc.metadata
+    except ValidationError as exc:
+        if not isinstance(arc.metadata_document(), dict):
+            raise
+        raise _deviates(name, exc) from None
     if md.unknown:
-        raise ValidationError(f"unknown key(s) {', '.join(md.unknown)}", file=name, field=md.unknown[0])
+        raise _deviates(name, ValidationError(f"unknown key(s) {', '.join(md.unknown)}", file=name,
+                                              field=md.unknown[0]))
     report = _check.check_archive(arc)
     errors = [f for f in report.findings if f.severity == "error"]
     if errors:

@@ -19,6 +19,8 @@ from typing import Any
 
 from mlf_spec import graph_json as _graph
 
+from . import memory as _memory
+
 
 @dataclass
 class ModuleFiles:
@@ -156,23 +158,15 @@ def target_list_to_dict(value: list[str], ctx: Context) -> tuple[dict[str, str],
     return out, notes
 
 
-# ----------------------------------------------------------------- operator bindings
-
-
-@converter("null_to_empty")
-def null_to_empty(value: Any, ctx: Context) -> tuple[Any, list[Note]]:
-    """``null`` -> ``""`` (a string where the older version requires one); other values unchanged."""
-    return ("" if value is None else value), []
-
-
 # ----------------------------------------------------------------- main inputs and outputs
 
 
 def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """main's inputs and outputs as the 5a58c581f5 writer listed them, rebuilt from the
     graph JSON: graph input nodes that are not parameters, and the heads under the default
-    names; None unless the module has a graph, main has one entry and the sizes add up to
-    its io_size_bytes."""
+    names; None unless the module has a graph, main has one entry and its io_size_bytes is
+    what TVM's formula gives for that graph (mlf_check.md, memory.io-formula: parameters
+    plus k times the k outputs), so the graph shows all of main."""
     files = ctx.files
     if files is None or files.graph is None:
         return None
@@ -201,8 +195,13 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
             outputs["output" if len(heads) == 1 else f"output{i}"] = {"dtype": g.entry_dtype(eid), "size": size}
     except (IndexError, TypeError, KeyError):
         return None
-    total = sum(t["size"] for t in inputs.values()) + sum(t["size"] for t in outputs.values())
-    if total != main[0].get("io_size_bytes"):
+    io = main[0].get("io_size_bytes")
+    try:
+        eids = _memory.graph_parameters(g, inputs=list(inputs))
+        values = _memory.graph_io(g, eids, list(outputs)) if eids is not None else set()
+    except (IndexError, TypeError, KeyError):
+        return None
+    if not isinstance(io, int) or _memory.intended(io) not in {v % _memory.WRAP for v in values}:
         return None
     return inputs, outputs
 

@@ -327,8 +327,12 @@ def _module_values(m: ModuleSpec, spec: ArchiveSpec) -> dict[str, Any]:
 
 
 def _operator_values(m: ModuleSpec, spec: ArchiveSpec) -> dict[str, Any]:
+    # From v4 the legacy printer named only the last printed PrimFunc's parameters (its name
+    # table was cleared per PrimFunc); from v7.null_binding nothing is named.
+    last = list(m.prim_funcs)[-1] if m.prim_funcs else None
     null = _since(spec.revision, "v7.null_binding")
-    memory = {f: [{"size_bytes": t.nbytes, "shape": t.shape, "dtype": t.dtype, "input_binding": None if null else t.name}
+    memory = {f: [{"size_bytes": t.nbytes, "shape": t.shape, "dtype": t.dtype,
+                   "input_binding": None if null or f != last else t.name}
                   for t in bufs] for f, bufs in m.prim_funcs.items()}
     return {"model_name": m.name, "export_datetime": m.datetime, "memory": memory,
             "target": _Cand(intmap={"1": m.target}, list=[m.target]), "runtimes": [], "executors": []}
@@ -628,7 +632,16 @@ def _counter(a: _archive.Archive, s: ArchiveSpec) -> None:
 
 
 def _io_size(mod: dict[str, Any], doc: dict[str, Any]) -> None:
-    _main0(mod)["io_size_bytes"] += 1
+    e = _main0(mod)
+    e["io_size_bytes"] = max(0, sum(t["size"] for t in e["inputs"].values()) - 1)
+
+
+def _header_edit(a: _archive.Archive, path: str, **fields: Any) -> None:
+    m = a.member(path)
+    assert m is not None
+    for k, v in fields.items():
+        setattr(m, k, v)
+    m.raw_header = None
 
 
 #: finding code -> (what the archive needs, how to break it)
@@ -652,15 +665,19 @@ RECIPES: dict[str, tuple[dict[str, Any], Any]] = {
     "params.unreadable": ({"style": "full-model"}, lambda a, s: a.replace(_member_of(a, s, "params").path,
                                                                          b"\x00" * 7)),
     "params.not-in-graph": (_graph_module_req(), lambda a, s: _params_edit(
-        a, s, lambda d: d.update(zz_not_in_graph=np.zeros(2, "float32")))),
+        a, s, lambda d: d.update(p99=np.zeros(2, "float32")))),
     "params.shape": ({**_graph_module_req(), "min_params": 1}, lambda a, s: _params_edit(
         a, s, lambda d: d.update({k: np.zeros(7, "float32") for k in list(d)[:1]}))),
     "sids.mismatch": (_graph_module_req(), lambda a, s: _edit_metadata(a, s, _sids)),
-    "memory.io-size": ({"io": True, "style": "full-model"}, lambda a, s: _edit_metadata(a, s, _io_size)),
+    "memory.io-size": ({"io": True, "style": "full-model"},
+                       lambda a, s: _edit_metadata(a, s, _io_size)),
     "memory.io-graph": ({**_graph_module_req(), "io": True}, lambda a, s: _edit_metadata(a, s, _io_graph)),
     "operator.buffer-size": ({"style": "operator"}, lambda a, s: _edit_metadata(
         a, s, lambda m, d: next(iter(m["memory"].values()))[0].update(size_bytes=10**6))),
     "dependency.missing": ({"crt": True}, lambda a, s: a.remove("runtime")),
+    "layout.mode": ({}, lambda a, s: _header_edit(a, _archive.METADATA, mode=0o666)),
+    "layout.owner": ({}, lambda a, s: _header_edit(a, _archive.METADATA, uid=1001, gid=1001, uname="alice",
+                                                   gname="alice")),
 }
 
 

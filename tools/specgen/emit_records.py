@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import keyword
 import types
 
 from .common import camel, header
@@ -52,9 +53,12 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
         from .emit_versioned import emit_lenient_records, emit_versioned_records
 
         return emit_versioned_records(model, name) if spec.timeline else emit_lenient_records(model, name)
-    names = {r.name for r in spec.records}
+    used = [r for u in spec.uses for r in model.records[u][0].records]
+    docs = [doc] + [model.records[u][1] for u in spec.uses]
+    records = used + list(spec.records)
+    names = {r.name for r in records}
     c = Code()
-    c.lines.append(header(model, [doc]).rstrip("\n"))
+    c.lines.append(header(model, docs).rstrip("\n"))
     c(f'"""Pydantic models: {spec.title}."""')
     c()
     c("from __future__ import annotations")
@@ -62,7 +66,7 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
     c("from typing import Any  # noqa: F401")
     c()
     c("from pydantic import BaseModel, ConfigDict, Field  # noqa: F401")
-    for r in spec.records:
+    for r in records:
         c()
         c()
         c(f"class {camel(r.name)}(BaseModel):")
@@ -73,6 +77,8 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
         c()
         for f in r.fields:
             ident = f.name if f.name.isidentifier() else f.name.replace("-", "_")
+            if keyword.iskeyword(ident):
+                ident += "_"
             ann = py_type(f.type, names)
             args = []
             if not f.required:
@@ -90,12 +96,14 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
     # JSON Schema from the models just emitted
     mod = types.ModuleType(f"_gen_{name}")
     exec(compile(module_src, mod.__name__, "exec"), mod.__dict__)
-    for r in spec.records:
+    for r in records:
         getattr(mod, camel(r.name)).model_rebuild(_types_namespace=mod.__dict__)
     schema = getattr(mod, camel(spec.root)).model_json_schema(by_alias=True)
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": spec.title, **schema}
-    page = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, [doc]).splitlines()]
+    page = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, docs).splitlines()]
     page += ["", f"# {spec.title}", "", spec.doc.strip(), ""]
+    if spec.uses:
+        page += ["Uses the records of " + ", ".join(f"[`{u}`]({u}.md)" for u in spec.uses) + ".", ""]
     for r in spec.records:
         page += [f"## `{r.name}`", "", r.doc.strip(), "", "| Key | Type | Required | Meaning |", "|---|---|---|---|"]
         for f in r.fields:

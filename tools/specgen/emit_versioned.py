@@ -742,8 +742,24 @@ def emit_layout(model: Model, name: str) -> dict[str, str]:
     page = _page_head(model, [doc, tl.doc], spec.title, spec.doc)
     page += ["## Container", "", " ".join(spec.tar.doc.split()), "",
              f"- root member `{spec.tar.root_member}`, every name prefixed `{spec.tar.prefix}`",
-             f"- tar format {spec.tar.format}, padded to {spec.tar.record_size} bytes, compression {spec.tar.compression}",
-             "- modes: " + ", ".join(f"{k} `{v:#o}`" for k, v in spec.tar.modes.items()), ""]
+             f"- mlf-spec writes tar format {spec.tar.format}, padded to {spec.tar.record_size} bytes, compression "
+             f"{spec.tar.compression}",
+             "- modes mlf-spec writes: " + ", ".join(f"{k} `{v:#o}`" for k, v in spec.tar.modes.items())]
+    if spec.tar.umasks:
+        page.append("- modes of TVM's main tree: files `0o666 & ~umask`, directories `0o777 & ~umask`, for one umask of "
+                    + ", ".join(f"`{u:#05o}`" for u in spec.tar.umasks)
+                    + ("; the root also " + ", ".join(f"`{m:#o}`" for m in spec.tar.root_modes) if spec.tar.root_modes
+                       else ""))
+    if spec.tar.member_types:
+        page.append("- member type flags: " + ", ".join(f"{k} `{v}`" for k, v in spec.tar.member_types.items()))
+    page.append("")
+    if spec.tar.formats:
+        page += ["| Format | Python | Sibling order | Extended records | Meaning |", "|---|---|---|---|---|"]
+        for f in spec.tar.formats:
+            order = f.siblings + (f" ({f.unsorted})" if f.unsorted else "")
+            page.append(f"| {f.name} | {f.python} | {order} | {', '.join(f.extended) or '—'} | "
+                        f"{' '.join(f.doc.split())} |")
+        page.append("")
     if spec.tar.refused:
         page += ["A reader refuses (mlf-spec raises `UnsafeArchiveError`):", ""]
         page += [f"- `{k.name}`: {' '.join(k.doc.split())}" for k in spec.tar.refused]
@@ -810,13 +826,34 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
     c()
     c(f"NAME = {name!r}")
     c(f"TITLE = {spec.title!r}")
-    data = {f.code: {"severity": f.severity, "broken": f.broken, "doc": " ".join(f.doc.split())} for f in spec.findings}
+    data = {}
+    for f in spec.findings:
+        d: dict[str, Any] = {"severity": f.severity, "broken": f.broken, "doc": " ".join(f.doc.split())}
+        if f.rule is not None:
+            d["rule"] = " ".join(f.rule.split())
+            d["provable"] = f.provable
+            d["basis"] = [{"commit": b.commit, "doc": " ".join(b.doc.split())} for b in f.basis]
+            if f.was is not None:
+                d["was"] = " ".join(f.was.split())
+        data[f.code] = d
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
     page = _page_head(model, [doc], spec.title, spec.doc)
     page += ["| Code | Severity | Meaning |", "|---|---|---|"]
     for f in spec.findings:
         page.append(f"| `{f.code}` | {f.severity} | {' '.join(f.doc.split())} |")
-    return {f"{name}_findings.py": c.text(), f"docs/{name}.md": "\n".join(page) + "\n"}
+    rules = [f for f in spec.findings if f.rule is not None]
+    if rules:
+        page += ["", "## Cross-check rules", "",
+                 "What each cross-check compares, whether TVM's code proves it for every archive the writer made "
+                 "(a rule it does not prove is info at most), and the commits it rests on.", ""]
+        for f in rules:
+            page += [f"### `{f.code}` ({f.severity}, {'provable' if f.provable else 'not provable'})", "",
+                     f"Rule: {' '.join(f.rule.split())}", ""]
+            page += [f"- `{b.commit}`: {' '.join(b.doc.split())}" for b in f.basis]
+            if f.was is not None:
+                page += ["", f"Earlier rule: {' '.join(f.was.split())}"]
+            page.append("")
+    return {f"{name}_findings.py": c.text(), f"docs/{name}.md": "\n".join(page).rstrip() + "\n"}
 
 
 # --------------------------------------------------------------------------- strategies

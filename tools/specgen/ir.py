@@ -274,6 +274,8 @@ class RecordsSpec(Strict):
     title: str
     doc: str
     root: str | None = Field(None, description="The whole document (records without a timeline).")
+    uses: list[str] = Field(default_factory=list,
+                            description="Plain records specs whose records this one refers to (included in its models).")
     records: list[RecordSpec]
     timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
     roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")
@@ -338,15 +340,38 @@ class LayoutGroup(Strict):
     doc: str
 
 
+class LayoutTarFormat(Strict):
+    """A tar header format the writer produced, with the Python versions that wrote it."""
+
+    name: Literal["pax", "gnu", "ustar", "v7"]
+    python: str = Field(description="The Python versions whose tarfile default this was, as text.")
+    siblings: Literal["sorted", "any"] = Field(
+        description="sorted: directory listings were sorted (a member order with unsorted siblings is not the "
+        "writer's); any: some Python of this format listed directories unsorted.")
+    unsorted: str | None = Field(None, description="Who wrote unsorted listings in this format (siblings: any).")
+    extended: list[str] = Field(default_factory=list,
+                                description="Extended-header record keywords this format's writer used.")
+    doc: str
+
+
 class LayoutTar(Strict):
     """How the writer made the tar container."""
 
     root_member: str
     prefix: str
-    format: Literal["pax", "gnu", "ustar"]
+    format: Literal["pax", "gnu", "ustar"] = Field(description="The format mlf-spec writes new archives in.")
+    formats: list[LayoutTarFormat] = Field(default_factory=list,
+                                           description="Every format TVM's writer produced (by Python version).")
     record_size: int
     compression: Literal["none", "gzip"]
-    modes: dict[str, int] = Field(description="root, directory and file permission bits the writer's tree had.")
+    modes: dict[str, int] = Field(description="root, directory and file permission bits mlf-spec writes.")
+    umasks: list[int] = Field(default_factory=list,
+                              description="Process umasks the writer's main tree may have been made under: "
+                              "files 0o666 & ~umask, directories 0o777 & ~umask.")
+    root_modes: list[int] = Field(default_factory=list,
+                                  description="Modes of the root member besides the umask-derived directory mode.")
+    member_types: dict[str, str] = Field(default_factory=dict,
+                                         description="file and directory: the tar type flag the writer used.")
     refused: list[LayoutKind] = Field(default_factory=list, description="Member kinds a reader refuses (unsafe).")
     doc: str
 
@@ -384,11 +409,24 @@ class LayoutSpec(Strict):
     entries: list[LayoutEntry]
 
 
+class FindingBasis(Strict):
+    """A commit of the writer's (or compiler's) history that a cross-check rule rests on."""
+
+    commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
+    doc: str
+
+
 class FindingSpec(Strict):
     code: str = Field(pattern=r"^[a-z]+(\.[a-z0-9-]+)+$")
     severity: Literal["error", "warning", "info"]
     doc: str
     broken: bool = Field(False, description="Strategies can build an artifact that has this finding.")
+    rule: str | None = Field(None, description="A cross-check: what must hold for the writer's output, as text.")
+    provable: bool | None = Field(
+        None, description="Whether the writer's code proves the rule for every archive it wrote (a rule that "
+        "cannot be proven is info at most).")
+    basis: list[FindingBasis] = Field(default_factory=list, description="The commits the rule rests on.")
+    was: str | None = Field(None, description="The earlier, wrong form of the rule and why it was wrong.")
 
 
 class FindingsSpec(Strict):

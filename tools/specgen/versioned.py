@@ -355,6 +355,12 @@ def check_versioned(model: Any) -> None:
             if f.code in seen:
                 raise doc.error(("findings", i, "code"), f"code {f.code!r} appears twice")
             seen.add(f.code)
+            if f.provable is False and f.severity != "info":
+                raise doc.error(("findings", i, "severity"), "a rule the writer's code does not prove is info at most")
+            if (f.provable is not None or f.basis or f.was) and f.rule is None:
+                raise doc.error(("findings", i), "`provable`, `basis` and `was` belong to a cross-check with a `rule`")
+            if f.rule is not None and (f.provable is None or not f.basis):
+                raise doc.error(("findings", i), "a cross-check `rule` states whether it is `provable` and its `basis`")
 
 
 def _check_timeline(spec: TimelineSpec, doc: SpecDocument) -> None:
@@ -400,6 +406,16 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
     names = {r.name for r in spec.records}
     alias_names = {a.name for a in spec.aliases}
     known = names | alias_names
+    for i, used in enumerate(spec.uses):
+        other = model.records.get(used)
+        if other is None or used == spec.name:
+            raise doc.error(("uses", i), f"unknown records spec {used!r}")
+        if other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
+            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of their own)")
+        clash = names & {r.name for r in other[0].records}
+        if clash:
+            raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
+        known |= {r.name for r in other[0].records}
     if spec.root is not None and spec.root not in names:
         raise doc.error(("root",), f"unknown record {spec.root!r}")
     for i, root in enumerate(spec.roots):
@@ -481,6 +497,20 @@ def _check_layout(model: Any, spec: LayoutSpec, doc: SpecDocument) -> None:
     for key in ("root", "directory", "file"):
         if key not in spec.tar.modes:
             raise doc.error(("tar", "modes"), f"mode {key!r} is missing")
+    names = [f.name for f in spec.tar.formats]
+    if spec.tar.formats and spec.tar.format not in names:
+        raise doc.error(("tar", "format"), f"format {spec.tar.format!r} is not one of the writer's formats {names}")
+    for i, f in enumerate(spec.tar.formats):
+        if (f.unsorted is not None) != (f.siblings == "any"):
+            raise doc.error(("tar", "formats", i), "`unsorted` says who wrote unsorted listings, with siblings: any")
+    for key in spec.tar.member_types:
+        if key not in ("file", "directory"):
+            raise doc.error(("tar", "member_types", key), "member types are given for file and directory")
+    for i, u in enumerate(spec.tar.umasks):
+        if not 0 <= u <= 0o777:
+            raise doc.error(("tar", "umasks", i), "a umask is 0 to 0o777")
+        if spec.tar.modes["file"] == 0o666 & ~u and spec.tar.modes["directory"] != 0o777 & ~u:
+            raise doc.error(("tar", "modes"), "the file and directory modes come from different umasks")
     ids: set[str] = set()
     for i, e in enumerate(spec.entries):
         loc = ("entries", i)
