@@ -20,12 +20,23 @@ def as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def not_bool(value: Any) -> Any:
+    """Refuse true/false where integer constants are expected (pydantic's Literal[1]
+    takes True, since True == 1 in Python)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("literal_error", "a boolean is not the integer expected here")
+    return value
+
+
 class Record(BaseModel):
     """Base of every generated record. Types are strict (no coercion: ``"1"`` is not an
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
     with ``context=LENIENT``, which keeps them in ``model_extra``."""
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=())
+    # defer_build: a model's validator is built when it first validates, so that importing
+    # a version's models (or a model a command never uses) costs no schema building
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=(),
+                              defer_build=True)
 
     OPEN: ClassVar[bool] = False
     KEYED_BY: ClassVar[dict[str, str]] = {}

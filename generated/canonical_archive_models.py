@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 from .canonical_params_models import CanonicalParams, CanonicalTensor  # noqa: F401
 from .canonical_graph_models import CanonicalGraph, CanonicalNode  # noqa: F401
 from .canonical_metadata_models import CanonicalMetadata  # noqa: F401
@@ -50,10 +50,6 @@ class CanonicalArchiveModule(Record):
     params: CanonicalParams | None = Field(description='The reading of its parameters file (dtype dialect detected); null if it has none or it cannot be read (see findings).')
     graph: CanonicalGraph | None = Field(description='The reading of its GraphExecutor JSON; null if it has none or it cannot be read (see findings).')
 
-
-CanonicalArchive.model_rebuild()
-CanonicalMember.model_rebuild()
-CanonicalArchiveModule.model_rebuild()
 
 ROOT = CanonicalArchive
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

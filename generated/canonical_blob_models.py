@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class CanonicalBlob(Record):
@@ -47,10 +47,6 @@ class CanonicalImportTree(Record):
     row_ptr: list[int] = Field(description='Module i imports child_indices[row_ptr[i] .. row_ptr[i + 1]).')
     child_indices: list[int] = Field(description='Imported module indices, as stored.')
 
-
-CanonicalBlob.model_rebuild()
-CanonicalModule.model_rebuild()
-CanonicalImportTree.model_rebuild()
 
 ROOT = CanonicalBlob
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class CanonicalGraph(Record):
@@ -35,9 +35,6 @@ class CanonicalNode(Record):
     inputs: list[list[int]] = Field(description='Argument entries as [node, index, version].')
     attrs: dict[str, str] = Field(description='String attributes ({} when the node has none).')
 
-
-CanonicalGraph.model_rebuild()
-CanonicalNode.model_rebuild()
 
 ROOT = CanonicalGraph
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class CanonicalMetadata(Record):
@@ -22,8 +22,6 @@ class CanonicalMetadata(Record):
     style: Literal['full-model', 'operator'] = Field(description='The kind of document.')
     document: dict[str, Any] = Field(description='The document as read.')
 
-
-CanonicalMetadata.model_rebuild()
 
 ROOT = CanonicalMetadata
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 from .canonical_metadata_models import CanonicalMetadata  # noqa: F401
 from .canonical_archive_models import CanonicalArchive, CanonicalMember, CanonicalArchiveModule  # noqa: F401
 
@@ -27,8 +27,6 @@ class CanonicalMigration(Record):
     losses: list[str] = Field(description='Full names (<step>.<loss>) of the losses the migration incurred, each once.')
     output: CanonicalMetadata | CanonicalArchive = Field(description='The reading of the result (same kind as the input).')
 
-
-CanonicalMigration.model_rebuild()
 
 ROOT = CanonicalMigration
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

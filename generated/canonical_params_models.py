@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class CanonicalParams(Record):
@@ -43,9 +43,6 @@ class CanonicalTensor(Record):
     reserved: Annotated[int, Field(ge=0)] = Field(default=None, description="The record's reserved word (written 0, never checked).")
     data: Annotated[str, Field(pattern='^[A-Za-z0-9+/]*={0,2}$')] = Field(default=None, description='The stored data bytes, base64: given to an encoder; a decoder may report it.')
 
-
-CanonicalParams.model_rebuild()
-CanonicalTensor.model_rebuild()
 
 ROOT = CanonicalParams
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

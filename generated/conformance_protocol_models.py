@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class TesteeInfo(Record):
@@ -77,13 +77,6 @@ class ErrorReport(Record):
     message: str = Field(description='What was wrong.')
     signal: str = Field(default=None, description='With `internal`: the signal that ended the implementation (e.g. SIGABRT).')
 
-
-TesteeInfo.model_rebuild()
-FormatSupport.model_rebuild()
-Request.model_rebuild()
-Response.model_rebuild()
-Rejection.model_rebuild()
-ErrorReport.model_rebuild()
 
 #: The records a whole document may be (told apart by their const keys).
 ROOTS = (TesteeInfo, Request, Response, Rejection,)

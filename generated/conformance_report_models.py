@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class ReportRun(Record):
@@ -69,11 +69,6 @@ class CoverageRow(Record):
     passed: Annotated[int, Field(ge=0)] = Field(description='Cases with that tag that passed (xfail not counted).')
     total: Annotated[int, Field(ge=0)] = Field(description='Cases with that tag that ran (skips not counted).')
 
-
-ReportRun.model_rebuild()
-ReportCase.model_rebuild()
-ReportSummary.model_rebuild()
-CoverageRow.model_rebuild()
 
 #: The records a whole document may be (told apart by their const keys).
 ROOTS = (ReportRun, ReportCase, ReportSummary,)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class VectorCase(Record):
@@ -41,9 +41,6 @@ class ExpectedOutcome(Record):
     reading: Any = Field(default=None, description='The canonical reading (accept): generated/schemas/canonical_<format>.schema.json, canonical_migration for migrate.')
     error_class: str = Field(default=None, description='The class of the rejection (reject), from generated/docs/conformance_errors.md.')
 
-
-VectorCase.model_rebuild()
-ExpectedOutcome.model_rebuild()
 
 ROOT = VectorCase
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 #: [node_id, output_index, version]: the writer emits version 0; readers accept 2 or 3 elements. Written by GraphNodeRef::Save, always over several lines.
 NodeEntry = Annotated[list[int], Field(min_length=2, max_length=3)]
@@ -75,12 +75,6 @@ class GraphAttrs(Record):
     device_index: Annotated[tuple[Literal['list_int'], list[int]], BeforeValidator(as_tuple)] = Field(default=None, description='Device type per entry: written only when every entry had one before be03d62e5b (2021-11-12), always after.')
     storage_scope: Annotated[tuple[Literal['list_str'], list[str]], BeforeValidator(as_tuple)] = Field(default=None, description='Memory scope per entry, written only if some scope is neither empty nor global (from 07672d0b41); the CRT reader cannot skip it.')
 
-
-Graph.model_rebuild()
-InputNode.model_rebuild()
-OpNode.model_rebuild()
-OpAttrs.model_rebuild()
-GraphAttrs.model_rebuild()
 
 ROOT = Graph
 #: JSON paths ("*" = any element) of arrays a dmlc JSONWriter writes over several lines whatever their length

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class FullModel(Record):
@@ -24,7 +24,7 @@ class FullModel(Record):
     model_name: str = Field(description='mod_name passed to tvm.relay.build (libmod_name), "default" unless given.')
     runtimes: list[Literal['graph', 'aot']] = Field(min_length=1, max_length=1, description='The executor: ["graph"], or ["aot"] for AOT builds from f85cab2052. Renamed `executors` in version 5.')
     target: dict[Annotated[str, Field(pattern=INT_KEY)], str] = Field(description='Device type (DLDeviceType, as a decimal key) -> str(Target). Python dumped int keys, so sort_keys ordered them numerically.')
-    version: Literal[1] = Field(description='The metadata version (moved to the wrapper in version 7).')
+    version: Annotated[Literal[1], BeforeValidator(not_bool)] = Field(description='The metadata version (moved to the wrapper in version 7).')
 
 
 class StorageEntry(Record):
@@ -36,9 +36,6 @@ class StorageEntry(Record):
     size_bytes: Annotated[int, Field(ge=0)] = Field(description='(prod(shape) * bits + 7) // 8 with shape and dtype taken at index storage_id of attrs.shape/attrs.dltype (TVM indexes by storage id, not by entry).')
     storage_id: Annotated[int, Field(ge=0)] = Field(description='The storage id (graph attrs.storage_id).')
 
-
-FullModel.model_rebuild()
-StorageEntry.model_rebuild()
 
 VERSION = 1
 #: style -> root model of the whole document

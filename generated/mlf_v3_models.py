@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class FullModel(Record):
@@ -24,7 +24,7 @@ class FullModel(Record):
     model_name: str = Field(description='mod_name passed to tvm.relay.build (libmod_name), "default" unless given.')
     runtimes: list[Literal['graph', 'aot']] = Field(min_length=1, max_length=1, description='The executor: ["graph"], or ["aot"] for AOT builds from f85cab2052. Renamed `executors` in version 5.')
     target: dict[Annotated[str, Field(pattern=INT_KEY)], str] = Field(description='Device type (DLDeviceType, as a decimal key) -> str(Target). Python dumped int keys, so sort_keys ordered them numerically.')
-    version: Literal[3] = Field(description='The metadata version (moved to the wrapper in version 7).')
+    version: Annotated[Literal[3], BeforeValidator(not_bool)] = Field(description='The metadata version (moved to the wrapper in version 7).')
 
 
 class MemoryMap(Record):
@@ -83,14 +83,6 @@ class DeviceWorkspace(Record):
     device: Annotated[int, Field(ge=0)] = Field(description='DLDeviceType.')
     workspace_size_bytes: Annotated[int, Field(ge=0)] = Field(description='Workspace bytes.')
 
-
-FullModel.model_rebuild()
-MemoryMap.model_rebuild()
-FunctionMemory.model_rebuild()
-StorageEntry.model_rebuild()
-MainEntry.model_rebuild()
-OperatorFunction.model_rebuild()
-DeviceWorkspace.model_rebuild()
 
 VERSION = 3
 #: style -> root model of the whole document

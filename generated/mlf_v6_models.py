@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class FullModel(Record):
@@ -25,7 +25,7 @@ class FullModel(Record):
     model_name: str = Field(description='mod_name passed to tvm.relay.build (libmod_name), "default" unless given.')
     style: Literal['full-model'] = Field(description='Always full-model for relay builds.')
     target: list[str] = Field(description='[str(t) for t in mod.target]: the targets in the order given to relay.build after canonicalisation.')
-    version: Literal[6] = Field(description='The metadata version (moved to the wrapper in version 7).')
+    version: Annotated[Literal[6], BeforeValidator(not_bool)] = Field(description='The metadata version (moved to the wrapper in version 7).')
 
 
 class OperatorModel(Record):
@@ -33,7 +33,7 @@ class OperatorModel(Record):
 
     model_config = ConfigDict(title='OperatorModel', json_schema_extra={"additionalProperties": False})
 
-    version: Literal[6] = Field(description='The metadata version.')
+    version: Annotated[Literal[6], BeforeValidator(not_bool)] = Field(description='The metadata version.')
     model_name: str = Field(description='mod.name: the name= passed to tvm.build.')
     export_datetime: Annotated[str, Field(pattern='^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$')] = Field(description='Export time, local time with a literal Z (as in full-model documents).')
     memory: dict[str, list[OperatorBuffer]] = Field(description='PrimFunc global name -> its buffers in buffer_map order, for every PrimFunc of every target.')
@@ -120,17 +120,6 @@ class DeviceWorkspace(Record):
     device: Annotated[int, Field(ge=0)] = Field(description='DLDeviceType.')
     workspace_size_bytes: Annotated[int, Field(ge=0)] = Field(description='Workspace bytes.')
 
-
-FullModel.model_rebuild()
-OperatorModel.model_rebuild()
-ExternalDependency.model_rebuild()
-MemoryMap.model_rebuild()
-OperatorBuffer.model_rebuild()
-FunctionMemory.model_rebuild()
-StorageEntry.model_rebuild()
-MainEntry.model_rebuild()
-OperatorFunction.model_rebuild()
-DeviceWorkspace.model_rebuild()
 
 VERSION = 6
 #: style -> root model of the whole document

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal  # noqa: F401
 
 from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401
 
-from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401
+from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401
 
 
 class ModulesDocument(Record):
@@ -20,7 +20,7 @@ class ModulesDocument(Record):
     KEYED_BY = {'modules': 'model_name'}
 
     modules: dict[str, FullModel] = Field(min_length=1, description='One entry per relay build, keyed by its model_name (libmod_name); names are unique (AssertionError otherwise).')
-    version: Literal[7] = Field(description='The metadata version.')
+    version: Annotated[Literal[7], BeforeValidator(not_bool)] = Field(description='The metadata version.')
 
 
 class OperatorModel(Record):
@@ -28,7 +28,7 @@ class OperatorModel(Record):
 
     model_config = ConfigDict(title='OperatorModel', json_schema_extra={"additionalProperties": False})
 
-    version: Literal[7] = Field(description='The metadata version.')
+    version: Annotated[Literal[7], BeforeValidator(not_bool)] = Field(description='The metadata version.')
     model_name: str = Field(description='mod.name: the name= passed to tvm.build.')
     export_datetime: Annotated[str, Field(pattern='^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$')] = Field(description='Export time, local time with a literal Z (as in full-model documents).')
     memory: dict[str, list[OperatorBuffer]] = Field(description='PrimFunc global name -> its buffers in buffer_map order, for every PrimFunc of every target.')
@@ -140,19 +140,6 @@ class DeviceWorkspace(Record):
     device: Annotated[int, Field(ge=0)] = Field(description='DLDeviceType.')
     workspace_size_bytes: Annotated[int, Field(ge=0)] = Field(description='Workspace bytes.')
 
-
-ModulesDocument.model_rebuild()
-OperatorModel.model_rebuild()
-FullModel.model_rebuild()
-OperatorBuffer.model_rebuild()
-ExternalDependency.model_rebuild()
-MemoryMap.model_rebuild()
-FunctionMemory.model_rebuild()
-StorageEntry.model_rebuild()
-MainEntry.model_rebuild()
-OperatorFunction.model_rebuild()
-TensorInfo.model_rebuild()
-DeviceWorkspace.model_rebuild()
 
 VERSION = 7
 #: style -> root model of the whole document

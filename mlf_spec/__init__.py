@@ -4,15 +4,18 @@ Formats live in subpackages (:mod:`mlf_spec.params`, :mod:`mlf_spec.blob`,
 :mod:`mlf_spec.mlf`) and :mod:`mlf_spec.graph_json`; the short names below are loaded on
 first use, so ``import mlf_spec`` stays cheap::
 
-    from mlf_spec import params, blob, archive, check, metadata, migrate, strategies
+    from mlf_spec import params, blob, archive, check, metadata, migrate, strategies, diff, isolation
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from .errors import MlfError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations are strings here
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -28,6 +31,10 @@ _MODULES = {
     "migrate": "mlf_spec.mlf.migrate",
     "graph_json": "mlf_spec.graph_json",
     "strategies": "mlf_spec.strategies",
+    "diff": "mlf_spec.diff",
+    "sniff": "mlf_spec.sniff",
+    "isolation": "mlf_spec.isolation",
+    "acceptance": "mlf_spec.acceptance",
 }
 
 __all__ = ["MlfError", "__version__", *_MODULES]

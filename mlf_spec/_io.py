@@ -93,6 +93,49 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
         raise
 
 
+@contextlib.contextmanager
+def atomic_directory(path: Path, *, replace: bool = False) -> Iterator[Path]:
+    """A new empty directory beside ``path`` to fill; when the block succeeds it is renamed
+    to ``path``, so ``path`` never holds a partial result; on any failure it is removed and
+    ``path`` is as it was. An existing empty directory at ``path`` is replaced; a non-empty
+    one only with ``replace`` (it is moved aside, the new one renamed in, then the old one
+    deleted); a file, or a symbolic link, at ``path`` is refused."""
+    import shutil
+    import tempfile
+
+    path = Path(path)
+    if path.is_symlink():
+        raise MlfError("the output is a symbolic link; name a directory", file=str(path))
+    if path.exists() and not path.is_dir():
+        raise MlfError("the output exists and is not a directory", file=str(path))
+    occupied = path.is_dir() and any(path.iterdir())
+    if occupied and not replace:
+        raise OutputExistsError("the output directory exists and is not empty", file=str(path))
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())
+        yield tmp
+        if occupied:
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
+            os.rename(path, old / "dir")
+            try:
+                os.rename(tmp, path)
+            except BaseException:
+                os.rename(old / "dir", path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, path)  # replaces an empty directory
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def atomic_write_chunks(path: Path, chunks: Iterable[Any], *, overwrite: bool = True, durable: bool = False) -> None:
     """Write the buffers ``chunks`` to ``path`` atomically (see ``atomic_writer``), with
     vectored writes straight from the buffers' memory."""

@@ -4,11 +4,19 @@ and for anyone testing another implementation.
     from hypothesis import given
     from mlf_spec import strategies as ms
 
-    @given(ms.params_bytes())
+    @given(ms.params_bytes(accepted_by="0.27"))     # only files TVM 0.27 loads
     def test_my_reader_accepts(data): ...
 
     @given(ms.broken_params_bytes())
-    def test_my_reader_rejects(kind_and_data): ...
+    def test_my_reader_rejects(broken):            # broken.kind, broken.data, broken.expect
+        ...
+
+One vocabulary throughout: a TVM version is a string as on the command line (``"0.27"``,
+``"0.16"``; a tuple still works for one release, with a DeprecationWarning); every
+``broken_*`` strategy draws a :class:`Broken` (``kind``, ``data``, ``expect`` and what it
+imitates: ``era``, ``format``, ``version``, ``style``); bytes come as :class:`Data`, whose
+repr stays one line however large the artifact. To run a reader that may crash on what
+these draw, see :mod:`mlf_spec.isolation`.
 """
 
 from __future__ import annotations
@@ -20,20 +28,36 @@ from hypothesis import strategies as st
 
 from mlf_spec.params import dtypes as _dt
 
+from ._drawn import Broken, Data
+from .acceptance import accepts_params, public_version, version_label
 from .generated import params_ir as _params_ir
 from .generated import params_strategies as _params_st
+from .spec_strategies import ERAS as _PARAMS_ERAS
 
 PARAMS_BROKEN_KINDS: tuple[str, ...] = _params_st.BROKEN_KINDS
+#: TVM versions whose dtype numbering ``params_bytes`` imitates (the dialects' first versions).
+PARAMS_ERAS: tuple[str, ...] = tuple(version_label(e) for e in _PARAMS_ERAS)
 
 
-def params_bytes(era: tuple[int, ...] | None = None) -> st.SearchStrategy[bytes]:
-    """Valid .params files of any TVM era (or of ``era``, a version tuple like (0, 16))."""
-    return _params_st.valid_params_file(era)
+def params_bytes(era: str | None = None, accepted_by: str | None = None) -> st.SearchStrategy[Data]:
+    """Valid .params files written with the dtype numbering of TVM ``era`` (e.g. "0.16";
+    default: any). ``accepted_by`` (e.g. "0.27") keeps only files that TVM version's
+    reader loads (without refusing or crashing): see :mod:`mlf_spec.acceptance`."""
+    e = public_version(era, "era")
+    files = _params_st.valid_params_file(e).map(Data)
+    if accepted_by is None:
+        return files
+    reader = public_version(accepted_by, "accepted_by")
+    return files.filter(lambda data: accepts_params(data, reader))  # type: ignore[arg-type]
 
 
-def broken_params_bytes(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, bytes]]:
-    """(kind, bytes) of .params files broken in one named way (``PARAMS_BROKEN_KINDS``)."""
-    return _params_st.broken_params_file(kinds)
+@st.composite
+def broken_params_bytes(draw: Any, kinds: tuple[str, ...] | None = None, era: str | None = None) -> Broken:
+    """A .params file broken in one named way (``PARAMS_BROKEN_KINDS``): a :class:`Broken`
+    with ``era`` the TVM version whose numbering the rest of the file follows."""
+    e = public_version(era, "era") or draw(st.sampled_from(_PARAMS_ERAS))
+    kind, data = draw(_params_st.broken_params_file(kinds, e))
+    return Broken(kind, Data(data), "error", era=version_label(e))
 
 
 def numpy_dtypes(dialect: str | _dt.Dialect | None = None) -> st.SearchStrategy[np.dtype]:
@@ -99,27 +123,36 @@ def mlf_metadata(version: int | None = None, style: str | None = None) -> st.Sea
     return _mlf.valid_metadata(version, style)
 
 
-def broken_mlf_metadata(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, int, str, bytes]]:
-    """(kind, version, style, metadata.json bytes) broken in one named way (``MLF_METADATA_BROKEN_KINDS``)."""
+def broken_mlf_metadata(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[Broken]:
+    """metadata.json bytes broken in one named way (``MLF_METADATA_BROKEN_KINDS``): a
+    :class:`Broken` with the metadata ``version`` and ``style`` it imitates (None for
+    ``not_json`` and ``not_object``)."""
     from .generated import mlf_strategies as _mlf
 
-    return _mlf.broken_metadata(kinds)
+    return _mlf.broken_metadata(kinds).map(
+        lambda t: Broken(t[0], Data(t[3]), "error", version=t[1] or None, style=t[2] or None))
 
 
-def mlf_archives(version: int | None = None, style: str | None = None) -> st.SearchStrategy[tuple[int, str, bytes]]:
+def mlf_archives(version: int | None = None, style: str | None = None) -> st.SearchStrategy[tuple[int, str, Data]]:
     """(version, style, tar bytes): MLF archives of every version and style as TVM wrote them."""
     from .generated import mlf_strategies as _mlf
 
-    return _mlf.valid_archive(version, style)
+    return _mlf.valid_archive(version, style).map(lambda t: (t[0], t[1], Data(t[2])))
 
 
-def broken_mlf_archives(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[tuple[str, bytes]]:
-    """(kind, tar bytes) broken in one named way (``MLF_ARCHIVE_BROKEN_KINDS``): unreadable
-    (``not_a_tar``, ``truncated``, ``unsafe:*``) or with a finding (``missing_member:*``,
-    ``finding:<code>``)."""
+#: What a reader does with each kind of broken archive: the unreadable ones are refused.
+_UNREADABLE = ("not_a_tar", "truncated", "unsafe")
+
+
+def broken_mlf_archives(kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[Broken]:
+    """MLF archives broken in one named way (``MLF_ARCHIVE_BROKEN_KINDS``), as
+    :class:`Broken`: unreadable ones (``not_a_tar``, ``truncated``, ``unsafe:*``) expect an
+    error, the others (``missing_member:*``, ``finding:<code>``) read and check with that
+    finding."""
     from .generated import mlf_strategies as _mlf
 
-    return _mlf.broken_archive(kinds)
+    return _mlf.broken_archive(kinds).map(
+        lambda t: Broken(t[0], Data(t[1]), "error" if t[0].split(":")[0] in _UNREADABLE else "finding"))
 
 
 def graph_jsons() -> st.SearchStrategy[str]:
@@ -141,20 +174,19 @@ MLF_METADATA_BROKEN_KINDS, MLF_ARCHIVE_BROKEN_KINDS = _mlf_kinds()
 
 SPECS = {"params": _params_ir.STRUCTS}
 
-__all__ = ["MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROKEN_KINDS", "arrays",
-           "broken_mlf_archives", "broken_mlf_metadata", "broken_params_bytes", "graph_jsons", "mlf_archives",
-           "mlf_metadata", "numpy_dtypes", "param_dicts", "params_bytes", "stored_tensors"]
+__all__ = ["MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROKEN_KINDS", "PARAMS_ERAS", "Broken",
+           "Data", "arrays", "broken_mlf_archives", "broken_mlf_metadata", "broken_params_bytes", "graph_jsons",
+           "mlf_archives", "mlf_metadata", "numpy_dtypes", "param_dicts", "params_bytes", "stored_tensors"]
 
 # Module blobs (both layouts): valid module trees and blobs, and blobs broken by named kind.
 from mlf_spec.blob.strategies import (  # noqa: E402
     BLOB_BROKEN_KINDS,
     BLOB_ERAS,
-    BrokenBlob,
     blob_bytes,
     blob_payloads,
     broken_blob_bytes,
     module_trees,
 )
 
-__all__ += ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "BrokenBlob", "blob_bytes", "blob_payloads", "broken_blob_bytes",
+__all__ += ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes",
             "module_trees"]

@@ -198,9 +198,8 @@ def test_unsafe_members_are_refused(kind):
     @settings(max_examples=scaled(5))
     @given(ms.broken_mlf_archives((f"unsafe:{kind}",)))
     def run(arc):
-        _, data = arc
         with pytest.raises(UnsafeArchiveError) as err:
-            archive.open(data)
+            archive.open(arc.data)
         assert err.value.file == "<bytes>"
     run()
 

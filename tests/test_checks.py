@@ -88,7 +88,7 @@ def test_a_file_whose_structure_is_lost_is_unreadable():
 
 
 @settings(max_examples=150, suppress_health_check=list(HealthCheck))
-@given(st.one_of(ms.params_bytes(), ms.broken_params_bytes().map(lambda kb: kb[1])), st.data())
+@given(st.one_of(ms.params_bytes(), ms.broken_params_bytes().map(lambda b: bytes(b.data))), st.data())
 def test_params_check_is_total(data, draw):
     if draw.draw(st.booleans()) and data:
         i = draw.draw(st.integers(0, len(data) - 1))

@@ -95,7 +95,7 @@ def test_convert_round_trip_is_lossless(example, tmp_path, ext):
 def test_convert_refuses_to_overwrite(example, tmp_path, capsys):
     out = tmp_path / "o.npz"
     out.write_bytes(b"keep")
-    assert main(["params", "convert", str(example), str(out)]) == 1  # a refusal, as for migrations
+    assert main(["params", "convert", str(example), str(out)]) == 1  # a refusal, as for upgrade and extract
     assert out.read_bytes() == b"keep"
     assert main(["params", "convert", str(example), str(out), "--force"]) == 0
     assert out.read_bytes() != b"keep"

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from mlf_spec.generated.cli_error_models import CliError
 from mlf_spec.generated.params_dump_models import ParamsDump
 
 from mlf_spec import blob, cli, params, sniff
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture()
@@ -39,7 +42,8 @@ def test_several_paths_and_a_directory_give_one_result_each_and_the_worst_status
     assert code == 2
     assert f"{tree / 'a.params'}: 1 tensors" in out and f"{tree / 'sub' / 'weights.bin'}: 1 tensors" in out
     assert "notes.txt" not in out + err
-    assert out.strip().splitlines()[-1] == "3 inputs: 2 ok, 0 with findings or refused, 1 unreadable"
+    assert out.strip().splitlines()[-1] == ("3 inputs: 2 ok, 0 with findings or refused, 1 unreadable; "
+                                            "1 other file(s) skipped (not a .params file)")
     assert err.count("mlf-spec: error:") == 1 and "broken.params" in err
 
 
@@ -107,7 +111,7 @@ def test_blob_dump_rejects_a_params_file_by_name(tree, capsys):
 def test_nothing_found_is_an_error(tmp_path, capsys):
     (tmp_path / "x.txt").write_text("hello")
     code, _, err = run(["params", "dump", str(tmp_path)], capsys)
-    assert code == 2 and f"no a .params file found in {tmp_path}" in err
+    assert code == 2 and f"found nothing that is a .params file in {tmp_path}" in err
 
 
 @pytest.mark.parametrize("make, kind", [
@@ -161,3 +165,41 @@ def test_help_and_version_do_not_import_the_codecs():
             "print('HEAVY:' + ','.join(heavy))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout + r.stderr
+
+
+def test_convert_several_inputs_into_a_directory(tree, tmp_path, capsys):
+    out = tmp_path / "npz"
+    code, text, err = run(["params", "convert", str(tree / "a.params"), str(tree / "sub"), "-o", str(out),
+                           "--to", "npz"], capsys)
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == ["a.npz", "weights.npz"]
+    assert f"{tree / 'a.params'} -> {out / 'a.npz'}: 1 tensors" in text
+    back = tmp_path / "back"
+    code, _, _ = run(["params", "convert", str(out), "-o", str(back), "--to", "params"], capsys)
+    assert code == 0
+    assert (back / "a.params").read_bytes() == (tree / "a.params").read_bytes()
+    # an .npz named otherwise is recognised by content; an existing output is refused (1)
+    (out / "a.npz").rename(out / "renamed.data")
+    code, _, err = run(["params", "convert", str(out / "renamed.data"), "-o", str(back), "--to", "params"], capsys)
+    assert code == 0
+    code, _, err = run(["params", "convert", str(tree / "a.params"), "-o", str(back), "--to", "params"], capsys)
+    assert code == 1 and "exists; pass --force" in err
+    code, _, err = run(["params", "convert", str(tree / "a.params"), "-o", str(back)], capsys)
+    assert code == 2 and "needs --to" in err
+
+
+def test_a_damaged_archive_in_a_checked_folder_is_reported_not_skipped(tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "examples"))
+    from make_example_artifacts import main as make
+
+    make(tmp_path / "demo")
+    code, out, err = run(["check", str(tmp_path / "demo" / "ci")], capsys)
+    assert code == 2
+    assert "model7.tar: offset 1536 (0x600): bad tar header" in err  # truncated: its head looks like any tar
+    assert out.strip().splitlines()[-1] == ("8 inputs: 6 ok, 1 with findings or refused, 1 unreadable; "
+                                            "1 other file(s) skipped (not an artifact mlf-spec checks)")
+
+
+def test_blob_extract_names_a_wrong_kind(tree, tmp_path, capsys):
+    code, _, err = run(["blob", "extract", str(tree / "a.params"), "-o", str(tmp_path / "x.bin")], capsys)
+    assert code == 2 and "this is a TVM .params tensor file, not a file holding a module blob" in err
+    assert not (tmp_path / "x.bin").exists()

@@ -14,7 +14,7 @@ from mlf_spec.generated import canonical_params_models
 
 from mlf_spec import strategies as ms
 from mlf_spec.blob import codec as blob
-from mlf_spec.blob.strategies import BLOB_ERAS
+from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
 from mlf_spec.conformance import compare, vectors
 from mlf_spec.conformance.suite.blob import era_text
 from mlf_spec.conformance.suite.common import anchor
@@ -96,7 +96,7 @@ def test_every_payload_kind_and_era_has_a_vector(suite):
     for fmt in blob.FORMATS:
         assert set(blob.known_kinds(fmt)) <= kinds[fmt]
     eras = _by(suite, "era")["blob"]
-    assert {era_text(e) for f in BLOB_ERAS for e in BLOB_ERAS[f]} <= eras
+    assert {era_text(era_tuple(e)) for f in BLOB_ERAS for e in BLOB_ERAS[f]} <= eras
 
 
 def test_every_metadata_version_style_and_archive_version_has_a_vector(suite):

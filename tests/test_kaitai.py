@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from mlf_spec import kaitai
 from mlf_spec import strategies as ms
+from mlf_spec.acceptance import version_label
 from mlf_spec.blob import codec as blob_codec
 from mlf_spec.blob import strategies as blob_st
 from mlf_spec.errors import MlfError
@@ -61,7 +62,7 @@ def _collect(strategy, n: int) -> list:
     return out
 
 
-def _lib_with(kind: str, fmt: str, era: tuple[int, ...]):
+def _lib_with(kind: str, fmt: str, era: str):
     return st.builds(lambda p: blob_codec.Module.lib(blob_codec.Module(kind, p)),
                      blob_st.blob_payloads(kind, fmt, era))
 
@@ -79,14 +80,16 @@ def corpus() -> list[tuple[str, str, bytes, tuple[int, ...]]]:
                   for ex in ir.EXAMPLES]
     for fmt, eras in blob_st.BLOB_ERAS.items():
         spec = f"blob_{fmt}"
-        for era in eras:
-            items += [(f"{fmt} blob {era}", spec, b, era) for b in _collect(ms.blob_bytes(fmt, era), 25)]
+        for label in eras:
+            era = blob_st.era_tuple(label)
+            items += [(f"{fmt} blob {label}", spec, b, era) for b in _collect(ms.blob_bytes(fmt, label), 25)]
             kinds = sorted(blob_codec.known_kinds(fmt)) + (["my_npu"] if fmt == "ffi" else [])
             for kind in kinds:
-                roots = _collect(_lib_with(kind, fmt, era), 2)
-                items += [(f"{fmt} {kind} {era}", spec, blob_codec.build(r, format=fmt, era=era), era) for r in roots]
+                roots = _collect(_lib_with(kind, fmt, label), 2)
+                items += [(f"{fmt} {kind} {label}", spec, blob_codec.build(r, format=fmt, era=era), era) for r in roots]
     for d in ms._dt.DIALECTS:
-        items += [(f"params {d.id}", "params", b, d.since) for b in _collect(ms.params_bytes(d.since), 25)]
+        items += [(f"params {d.id}", "params", b, d.since)
+                  for b in _collect(ms.params_bytes(version_label(d.since)), 25)]
     return items
 
 
@@ -254,9 +257,10 @@ KAITAI_ACCEPTS = KNOWN_GAPS
 def broken() -> list[tuple[str, str, bytes, tuple[int, ...]]]:
     items = []
     for kind in ms.PARAMS_BROKEN_KINDS:
-        items += [(kind, "params", data, (0, 23)) for _k, data in _collect(ms.broken_params_bytes((kind,)), 6)]
+        items += [(kind, "params", b.data, (0, 23)) for b in _collect(ms.broken_params_bytes((kind,)), 6)]
     for kind in blob_st.BLOB_BROKEN_KINDS:
-        items += [(kind, f"blob_{b.format}", b.data, b.era) for b in _collect(ms.broken_blob_bytes((kind,)), 6)]
+        items += [(kind, f"blob_{b.format}", b.data, blob_st.era_tuple(b.era))
+                  for b in _collect(ms.broken_blob_bytes((kind,)), 6)]
     return items
 
 
@@ -288,7 +292,7 @@ def test_broken_files_are_rejected_where_the_ksy_states_the_rule(compiled, broke
     for (kind, spec, data, era), (js_ok, js_got) in zip(broken, answers):
         fmt, options = _options(spec, era)
         mlf_error = _mlf_error(spec, data, era)
-        if blob_st.BLOB_BROKEN_KINDS.get(kind) == "warning" or kind in KAITAI_ACCEPTS:
+        if blob_st.BLOB_BROKEN_KINDS.get(kind) == "finding" or kind in KAITAI_ACCEPTS:
             got = testee.decode(fmt, data, options)
             if mlf_error is None:
                 assert ks.compare(ks.mlf_read(spec, data, era), got)[0] == [], kind
@@ -307,7 +311,7 @@ def test_broken_files_are_rejected_where_the_ksy_states_the_rule(compiled, broke
                                   "ValidationLessThanError", "ValidationGreaterThanError", "ValidationNotAnyOfError"), js_got
     print(f"kaitai broken: {len(broken)} files, {sum(refused.values())} refused by both parsers")
     assert set(refused) == {k for k in ms.PARAMS_BROKEN_KINDS + tuple(blob_st.BLOB_BROKEN_KINDS)
-                            if k not in KAITAI_ACCEPTS and blob_st.BLOB_BROKEN_KINDS.get(k) != "warning"}
+                            if k not in KAITAI_ACCEPTS and blob_st.BLOB_BROKEN_KINDS.get(k) != "finding"}
 
 
 def test_testee_reads_like_mlf_spec_and_names_the_broken_rule(compiled):

@@ -52,7 +52,7 @@ def test_refused_loss_exit_1_and_no_output(aot, tmp_path, capsys):
     out = tmp_path / "out.tar"
     assert main(["downgrade", str(aot), "--to", "4", "-o", str(out), "--accept-loss", "v6_v7.main_io"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("mlf-spec: refused: migrating to version 4 loses what was not accepted:")
+    assert err.startswith(f"mlf-spec: refused: {aot}: migrating to version 4 loses what was not accepted:")
     assert "--accept-loss v6_v7.templates --accept-loss v4_v5.standalone_crt --accept-loss v4_v5.c_header" in err
     assert not out.exists() and listing(tmp_path) == ["aot.tar"]
 
@@ -169,3 +169,61 @@ def test_json_report_of_an_upgrade(tmp_path, capsys):
     assert [d["name"] for d in doc["derived"]] == ["v6_v7.main_inputs", "v6_v7.main_outputs"]
     assert doc["derived"][0]["value"] == {"a": {"dtype": "uint8", "size": 2}, "b": {"dtype": "float32", "size": 8}}
     assert doc["result_findings"] == [] and doc["losses"] == []
+
+
+def test_several_inputs_dry_run_json_lines_and_worst_status(aot, tmp_path, capsys):
+    g = tmp_path / "g.tar"
+    g.write_bytes(real_graph_v7())
+    before = listing(tmp_path)
+    assert main(["downgrade", "--to", "5", str(aot), str(g), "--dry-run", "--json"]) == 1
+    out, err = capsys.readouterr()
+    docs = [json.loads(line) for line in out.splitlines()]
+    for d in docs:
+        MigrateReport.model_validate(d)
+    assert [(d["input"], d["status"]) for d in docs] == [(str(aot), "dry-run"), (str(g), "dry-run")]
+    assert docs[0]["unaccepted"] == ["v6_v7.main_io", "v6_v7.templates"] and docs[1]["unaccepted"] == []
+    assert "2 inputs: 1 ok, 1 with findings or refused, 0 unreadable" in err
+    assert listing(tmp_path) == before
+    assert main(["downgrade", "--to", "5", str(tmp_path), "--dry-run"]) == 1  # a folder is searched
+    assert capsys.readouterr().out.count("MLF version 7, full-model archive -> version 5") == 2
+
+
+def test_each_loss_is_listed_once_with_all_its_places(aot, capsys):
+    assert main(["downgrade", "--to", "5", str(aot), "--dry-run", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    names = [x["name"] for x in doc["losses"]]
+    assert names == ["v6_v7.main_io", "v6_v7.templates"]
+    templates = doc["losses"][1]
+    assert [w["path"] for w in templates["where"]] == ["./templates/crt_config.h.template",
+                                                      "./templates/platform.c.template"]
+    main_io = doc["losses"][0]
+    assert {w["path"] for w in main_io["where"]} == {"modules.add.memory.functions.main[0].inputs",
+                                                     "modules.add.memory.functions.main[0].outputs"}
+    assert all(w["module"] == "add" for w in main_io["where"])
+
+
+def test_several_inputs_are_written_into_a_directory(aot, tmp_path, capsys):
+    g = tmp_path / "g.tar"
+    g.write_bytes(real_graph_v7())
+    meta = tmp_path / "metadata.json"
+    meta.write_text(OPERATOR_V7)
+    out = tmp_path / "out"
+    accept = ["--accept-loss", "v6_v7.main_io", "--accept-loss", "v6_v7.templates"]
+    assert main(["downgrade", "--to", "5", str(aot), str(g), str(meta), "-o", str(out), *accept]) == 0
+    assert listing(out) == ["aot.tar", "g.tar", "metadata.json"]
+    assert check.check(out / "aot.tar").version == 5 and check.check(out / "g.tar").version == 5
+    assert json.loads((out / "metadata.json").read_text())["version"] == 5
+    # a second run refuses existing outputs one by one (status 1), --force replaces them
+    assert main(["downgrade", "--to", "5", str(aot), str(g), "-o", str(out), *accept]) == 1
+    assert capsys.readouterr().err.count("exists; pass --force") == 2
+    assert main(["downgrade", "--to", "5", str(aot), str(g), "-o", str(out), "--force", *accept]) == 0
+
+
+def test_two_inputs_with_one_output_name_are_refused_before_writing(tmp_path, capsys):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "m.tar").write_bytes(real_graph_v7())
+    assert main(["downgrade", "--to", "6", str(tmp_path / "a" / "m.tar"), str(tmp_path / "b" / "m.tar"),
+                 "-o", str(tmp_path / "out")]) == 2
+    assert "would both be written to" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -46,9 +46,9 @@ def test_schema_valid_documents_validate_strictly(doc):
 @settings(max_examples=scaled(60))
 @given(ms.broken_mlf_metadata())
 def test_broken_metadata_is_a_validation_error(broken):
-    kind, version, style, data = broken
+    assert broken.expect == "error"
     with pytest.raises(ValidationError):
-        metadata.parse(data)
+        metadata.parse(broken.data)
 
 
 UNREADABLE = [k for k in ms.MLF_ARCHIVE_BROKEN_KINDS if k.split(":")[0] in ("not_a_tar", "truncated", "unsafe")]
@@ -60,9 +60,9 @@ def test_unreadable_kinds_raise_mlf_error(kind):
     @settings(max_examples=scaled(6))
     @given(ms.broken_mlf_archives((kind,)))
     def run(arc):
-        _, data = arc
+        assert arc.expect == "error"
         with pytest.raises(UnsafeArchiveError if kind.startswith("unsafe:") else MlfError):
-            archive.open(data)
+            archive.open(arc.data)
     run()
 
 
@@ -76,8 +76,8 @@ def test_finding_kinds_have_their_finding(kind):
     @settings(max_examples=scaled(4))
     @given(ms.broken_mlf_archives((kind,)))
     def run(arc):
-        _, data = arc
-        report = check.check(data)
+        assert arc.expect == "finding"
+        report = check.check(arc.data)
         assert want in report.codes(), [f.to_dict() for f in report.findings]
         if FINDINGS[want]["severity"] == "error":
             assert not report.conformant
@@ -118,7 +118,7 @@ def test_any_readable_archive_is_inspected_and_judged(arc, broken):
     from mlf_spec.mlf import readers
 
     _, _, data = arc
-    _, _, _, text = broken
+    text = broken.data
     with archive.open(data) as a:
         a.replace("metadata.json", text)
         doc = inspect_document(a, [])

@@ -48,7 +48,7 @@ def test_written_metadata_passes_the_schema(arc):
 @settings(max_examples=60)
 @given(ms.broken_mlf_metadata())
 def test_schema_and_model_agree_on_broken_documents(broken):
-    kind, version, style, data = broken
+    kind, version, style, data = broken.kind, broken.version, broken.style, broken.data
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError):  # not_json includes deeply nested arrays

@@ -66,8 +66,9 @@ def test_loads_dumps_is_identity_on_mappings(dialect_and_dict):
 
 @settings(suppress_health_check=list(HealthCheck))
 @given(ms.broken_params_bytes())
-def test_broken_files_raise_mlf_error(kind_and_data):
-    kind, data = kind_and_data
+def test_broken_files_raise_mlf_error(broken):
+    kind, data = broken.kind, broken.data
+    assert broken.expect == "error" and broken.era in ms.PARAMS_ERAS
     try:
         params.loads(data)
     except MlfError as exc:
@@ -95,10 +96,10 @@ def test_any_mutation_gives_a_result_or_mlf_error(data, draw):
 def _reject_kind(kind):
     @settings(max_examples=5, suppress_health_check=list(HealthCheck), database=None)
     @given(ms.broken_params_bytes((kind,)))
-    def check(kd):
-        assert kd[0] == kind
+    def check(broken):
+        assert broken.kind == kind
         try:
-            params.loads(kd[1])
+            params.loads(broken.data)
         except MlfError:
             return
         raise AssertionError(kind)

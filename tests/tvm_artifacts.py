@@ -758,3 +758,11 @@ def const_loader_blob(tensors: Mapping[str, Any], vars_by_symbol: Mapping[str, S
     ex = compile_for("llvm", "llvm")
     ex.mod.import_module(make_const_loader_module(tensors, vars_by_symbol))
     return pack_imports_bytes(ex)
+
+
+def load_param_names(data: bytes) -> list[tuple[str, tuple[int, ...]]]:
+    """(name, shape) of every tensor TVM's own reader loads from ``.params`` bytes, in its
+    order (no dtype strings: some codes have none). A module-level function, so that
+    :class:`mlf_spec.isolation.Isolated` can run it in a child process."""
+    loaded = _tvm().runtime.load_param_dict(bytes(data))
+    return [(str(name), tuple(int(x) for x in t.shape)) for name, t in loaded.items()]

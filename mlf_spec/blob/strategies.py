@@ -9,11 +9,13 @@ field spans (no layout is restated here).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from mlf_spec._drawn import Broken, Data
+from mlf_spec.acceptance import public_version, version_label
 from mlf_spec.errors import MlfError
 from mlf_spec.generated import blob_ffi_ir as _ffi_ir
 from mlf_spec.generated import blob_legacy_ir as _leg_ir
@@ -39,17 +41,17 @@ _PAYLOAD_STRUCTS = _Named("payloads", _payloads_ir.STRUCTS)
 _ROOTS = {"ffi": (_Named("blob_ffi", _ffi_ir.STRUCTS), "ffi_blob"),
           "legacy": (_Named("blob_legacy", _leg_ir.STRUCTS), "legacy_blob")}
 
-#: TVM versions whose writers the strategies imitate, per layout (LATEST = 0.24 and later).
-BLOB_ERAS: dict[str, tuple[tuple[int, ...], ...]] = {
-    "ffi": (_blob.LATEST, (0, 23)),
-    "legacy": ((0, 6), (0, 7), (0, 8), (0, 14), (0, 20), (0, 21)),
+#: TVM versions whose writers the strategies imitate, per layout ("0.24": 0.24 and later).
+BLOB_ERAS: dict[str, tuple[str, ...]] = {
+    "ffi": ("0.24", "0.23"),
+    "legacy": ("0.6", "0.7", "0.8", "0.14", "0.20", "0.21"),
 }
 
 #: Kinds no grammar knows, for opaque tvm-ffi payloads.
 _UNKNOWN_KINDS = ("my_npu", "vendor.Runtime", "x")
 
 #: The named ways :func:`broken_blob_bytes` breaks a blob, and what a reader must do:
-#: "error" (raise MlfError) or "warning" (read it and report the named finding).
+#: "error" (raise MlfError) or "finding" (read it and report the named finding).
 BLOB_BROKEN_KINDS: dict[str, str] = {
     "truncated": "error",
     "lying_length": "error",
@@ -58,27 +60,39 @@ BLOB_BROKEN_KINDS: dict[str, str] = {
     "row_ptr_past_children": "error",
     "duplicate_lib_legacy": "error",
     "unknown_kind_legacy": "error",
-    "cyclic_import_tree": "warning",
-    "duplicate_lib_ffi": "warning",
-    "row_ptr_decreasing": "warning",
+    "cyclic_import_tree": "finding",
+    "duplicate_lib_ffi": "finding",
+    "row_ptr_decreasing": "finding",
 }
 
 
-class BrokenBlob(NamedTuple):
-    """A blob broken in one named way, with the layout and TVM version it imitates (read it
-    with ``blob.parse(data, format=format, era=era)``)."""
+def era_tuple(era: str) -> tuple[int, ...]:
+    """The codec's version tuple for a TVM version named as in :data:`BLOB_ERAS` (0.24
+    and later: ``blob.LATEST``), for the Construct grammars and other tuple-taking code."""
+    return _era(era)  # type: ignore[return-value]
 
-    kind: str
-    data: bytes
-    format: str
-    era: tuple[int, ...]
+
+def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """A TVM version given to a strategy, as the codec's tuple (0.24 and later: LATEST)."""
+    e = public_version(era, "era")
+    return None if e is None else (_blob.LATEST if e >= (0, 24) else e)
+
+
+def _label(e: tuple[int, ...]) -> str:
+    return "0.24" if e == _blob.LATEST else version_label(e)
+
+
+def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
+    e = _era(era)
+    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]
 
 
 @st.composite
-def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: tuple[int, ...] | None = None) -> _blob.Payload:  # noqa: A002
-    """A valid payload of ``kind`` (from the spec's struct for it; unknown kinds get opaque
-    bytes in the ffi layout)."""
-    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[format]))
+def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: str | None = None) -> _blob.Payload:  # noqa: A002
+    """A valid payload of ``kind`` as TVM ``era`` (e.g. "0.16"; default: any of
+    ``BLOB_ERAS``) writes it (from the spec's struct for it; unknown kinds get opaque bytes
+    in the ffi layout)."""
+    e = _draw_era(draw, format, era)
     struct = _blob.known_kinds(format).get(kind, "opaque_payload" if format == "ffi" else None)
     if struct is None:
         raise ValueError(f"no payload grammar for {kind!r} in the legacy layout")
@@ -95,16 +109,16 @@ def _kinds(format: str) -> list[str]:  # noqa: A002
 
 
 @st.composite
-def module_trees(draw: Any, format: str = "ffi", era: tuple[int, ...] | None = None,  # noqa: A002
+def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa: A002
                  max_modules: int = 5) -> _blob.Module:
-    """A module tree that TVM's writer for ``format`` and ``era`` can pack: every kind of the
+    """A module tree that TVM's writer for ``format`` and ``era`` (e.g. "0.16") can pack: every kind of the
     spec (and, for ffi, unknown kinds), at most one ``_lib`` from 0.8 (several in 0.7), and
     for 0.6 and earlier a ``_lib`` root with one level of imports."""
-    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[format]))
+    e = _draw_era(draw, format, era)
     n = draw(st.integers(1, max_modules))
     kinds = _kinds(format)
     if format == "legacy" and e < (0, 7):
-        leaves = [_blob.Module(k, draw(blob_payloads(k, format, e)))
+        leaves = [_blob.Module(k, draw(blob_payloads(k, format, _label(e))))
                   for k in draw(st.lists(st.sampled_from(kinds), max_size=n - 1))]
         return _blob.Module.lib(*leaves)
     several_libs = format == "legacy" and e < (0, 8)
@@ -116,7 +130,7 @@ def module_trees(draw: Any, format: str = "ffi", era: tuple[int, ...] | None = N
             nodes.append(_blob.Module.lib())
         else:
             k = draw(st.sampled_from(kinds))
-            nodes.append(_blob.Module(k, draw(blob_payloads(k, format, e))))
+            nodes.append(_blob.Module(k, draw(blob_payloads(k, format, _label(e)))))
     for i in range(1, n):  # a tree: each module has a parent numbered before it
         nodes[draw(st.integers(0, i - 1))].imports.append(nodes[i])
     if n > 2 and draw(st.booleans()):  # sometimes share a module (a DAG)
@@ -128,16 +142,15 @@ def module_trees(draw: Any, format: str = "ffi", era: tuple[int, ...] | None = N
 
 
 @st.composite
-def blob_bytes(draw: Any, format: str | None = None, era: tuple[int, ...] | None = None) -> bytes:  # noqa: A002
-    """Valid blobs of either layout (or ``format``) as TVM's writer of a drawn (or the given)
-    version packs them."""
+def blob_bytes(draw: Any, format: str | None = None, era: str | None = None) -> Data:  # noqa: A002
+    """Valid blobs of either layout (or ``format``) as TVM's writer of a drawn (or the given,
+    e.g. "0.16") version packs them."""
     fmt = format or draw(st.sampled_from(_blob.FORMATS))
-    e = era if era is not None else draw(st.sampled_from(BLOB_ERAS[fmt]))
-    return _build(draw, fmt, e)
+    return Data(_build(draw, fmt, _draw_era(draw, fmt, era)))
 
 
 def _build(draw: Any, fmt: str, e: tuple[int, ...]) -> bytes:
-    root = draw(module_trees(fmt, e))
+    root = draw(module_trees(fmt, _label(e)))
     try:
         return _blob.build(root, format=fmt, era=e)
     except MlfError:  # a shared module that TVM's numbering cannot place after its parents
@@ -146,8 +159,10 @@ def _build(draw: Any, fmt: str, e: tuple[int, ...]) -> bytes:
 
 
 @st.composite
-def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> BrokenBlob:
-    """A blob broken in one named way (:data:`BLOB_BROKEN_KINDS`)."""
+def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken:
+    """A blob broken in one named way (:data:`BLOB_BROKEN_KINDS`): a :class:`Broken` with
+    the ``format`` and ``era`` it imitates (read it with ``blob.parse(b.data,
+    format=b.format, era=b.era)``)."""
     kind = draw(st.sampled_from(kinds or tuple(BLOB_BROKEN_KINDS)))
     if kind in ("duplicate_lib_legacy", "unknown_kind_legacy"):
         fmt = "legacy"
@@ -155,14 +170,16 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         fmt = "ffi"
     else:
         fmt = draw(st.sampled_from(_blob.FORMATS))
-    eras = [e for e in BLOB_ERAS[fmt] if e >= (0, 8)] if kind == "duplicate_lib_legacy" else BLOB_ERAS[fmt]
-    e = draw(st.sampled_from(eras))
+    eras = [_era(x) for x in BLOB_ERAS[fmt]]
+    if kind == "duplicate_lib_legacy":
+        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]
+    e: tuple[int, ...] = draw(st.sampled_from(eras))  # type: ignore[assignment]
     data = _build(draw, fmt, e)
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
     if kind == "truncated":
-        return BrokenBlob(kind, data[: draw(st.integers(0, len(data) - 1))], fmt, e)
+        return _broken(kind, data[: draw(st.integers(0, len(data) - 1))], fmt, e)
     if kind in ("lying_length", "payload_length_mismatch"):
         if kind == "lying_length":
             places = [s for s in spans if s.role in ("count", "length")]
@@ -177,7 +194,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         old = int.from_bytes(data[span.offset : span.offset + 8], "little")
         if value is None:
             value = draw(st.sampled_from([old - 1, old + 1, old + 8])) if old else old + 1
-        return BrokenBlob(kind, data[: span.offset] + value.to_bytes(8, "little") + data[span.offset + 8 :], fmt, e)
+        return _broken(kind, data[: span.offset] + value.to_bytes(8, "little") + data[span.offset + 8 :], fmt, e)
     if kind == "unknown_kind_legacy":
         known = set(_blob.known_kinds("legacy")) | {_blob.LIB, _blob.IMPORT_TREE}
         places = [s for s in spans if s.role == "payload" and s.path[-1] == "kind" and s.size > 0
@@ -186,7 +203,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         span = draw(st.sampled_from(places))
         name = draw(st.text("abcdefghijklmnopqrstuvwxyz_.", min_size=span.size, max_size=span.size).filter(
             lambda s: s not in known))
-        return BrokenBlob(kind, data[: span.offset] + name.encode() + data[span.offset + span.size :], fmt, e)
+        return _broken(kind, data[: span.offset] + name.encode() + data[span.offset + span.size :], fmt, e)
     # The remaining kinds rewrite the import tree (and, for a second _lib, the module list).
     n = len(tree_of(tree, fmt)["row_ptr"]) - 1 if tree_of(tree, fmt) is not None else 0
     at = 0
@@ -201,7 +218,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         value = draw(st.integers(1, 4))
     out = rewrite_import_tree(data, fmt, e, kind, at=at, value=value)
     assume(out is not None)
-    return BrokenBlob(kind, out, fmt, e)  # type: ignore[arg-type]
+    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]
 
 
 def tree_of(tree: dict, fmt: str) -> dict | None:
@@ -265,5 +282,9 @@ def rewrite_import_tree(data: bytes, fmt: str, era: tuple[int, ...], kind: str, 
     return Builder(structs, era).build(root, tree)
 
 
-__all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "BrokenBlob", "blob_bytes", "blob_payloads", "broken_blob_bytes",
+def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...]) -> Broken:
+    return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt)
+
+
+__all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes", "era_tuple",
            "module_trees", "rewrite_import_tree", "tree_of"]

@@ -1,57 +1,148 @@
 """The ``mlf-spec`` command line.
 
-Exit status: 0 success; 1 a check found an error-severity finding, or a migration was
+Exit status: 0 success; 1 a check found an error-severity finding, a migration was
 refused (a loss not accepted, an impossible migration, an existing output without
---force); 2 the input could not be read (a one-line error on stderr names the file, field
-and byte offset).
+--force) or ``diff`` found a difference; 2 the input could not be read (a one-line error
+on stderr names the file, field and byte offset).
+
+Start-up is kept short: ``--version`` and ``--help`` need no parser (the help lists the
+commands from :data:`COMMANDS`), and a command imports only its own module (which imports
+the codecs it needs when it runs).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Callable, Sequence
 
 from mlf_spec.errors import MlfError
 
-Handler = Callable[[argparse.Namespace], int]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings here
+    import argparse
+    from collections.abc import Callable, Sequence
 
-#: The command modules of this package, in the order their commands are listed.
-COMMAND_MODULES = ("params", "blob", "archive", "check", "migrate", "export", "conformance")
+    Handler = Callable[[argparse.Namespace], int]
+
+#: The command modules of this package (each has ``register(subparsers)``), in the order
+#: their commands are listed. A module whose commands are not in :data:`COMMANDS` is
+#: imported on every start (correct, only slower).
+COMMAND_MODULES = ("params", "blob", "archive", "check", "diff", "extract", "migrate", "export",
+                   "conformance")
+
+#: command name -> (command module, one-line help): what ``--help`` lists without imports.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "params": ("params", "inspect and convert .params tensor files"),
+    "blob": ("blob", "inspect the module blob of exported TVM libraries"),
+    "inspect": ("archive", "show what MLF archives (tars or directories) hold"),
+    "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON) for conformance"),
+    "diff": ("diff", "compare two artifacts of the same kind (.params, MLF archives, module blobs)"),
+    "extract": ("extract", "extract an MLF archive into a new directory, safely"),
+    "upgrade": ("migrate", "migrate an MLF archive or metadata.json to a later metadata version"),
+    "downgrade": ("migrate", "migrate an MLF archive or metadata.json to an earlier metadata version"),
+    "export": ("export", "write the formats as specs for other tools (Kaitai Struct .ksy)"),
+    "conformance": ("conformance", "test an implementation of these formats against the spec"),
+}
+
+DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts\n"
+               "(MLF archives, .params files, module blobs, GraphExecutor JSON).")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def add_command(sub: argparse._SubParsersAction, name: str, **kw: object) -> argparse.ArgumentParser:
+    """Add command ``name`` with the help line of :data:`COMMANDS` (for command modules)."""
+    return sub.add_parser(name, help=COMMANDS[name][1], **kw)  # type: ignore[arg-type]
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first argument not starting with ``-``)."""
+    for a in argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser: every command listed, only ``command``'s module imported and registered
+    (all of them when ``command`` is None and some module is not in :data:`COMMANDS`)."""
+    import argparse
+    import importlib
+
     from mlf_spec import __version__
 
-    parser = argparse.ArgumentParser(
-        prog="mlf-spec",
-        description="Read, write, check and convert Apache TVM deployment artifacts "
-        "(MLF archives, .params files, module blobs, GraphExecutor JSON).",
-    )
+    parser = argparse.ArgumentParser(prog="mlf-spec", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"mlf-spec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    listed = {module for module, _ in COMMANDS.values()}
+    wanted = [COMMANDS[command][0]] if command in COMMANDS else []
+    wanted += [m for m in COMMAND_MODULES if m not in listed]
     for module in COMMAND_MODULES:
-        importlib.import_module(f"mlf_spec.cli.{module}").register(sub)
+        if module in wanted:
+            importlib.import_module(f"mlf_spec.cli.{module}").register(sub)
+    for name, (_, text) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=text, add_help=False)
+    # list the commands in the order of COMMANDS, whichever were registered first
+    order = list(COMMANDS)
+    sub._choices_actions.sort(key=lambda a: order.index(a.dest) if a.dest in order else len(order))
     return parser
+
+
+def help_text() -> str:
+    """The top-level ``--help`` text, from :data:`COMMANDS` (no parser is built for it)."""
+    width = max(len(name) for name in COMMANDS) + 2
+    lines = ["usage: mlf-spec [-h] [--version] COMMAND ...", "", DESCRIPTION, "", "commands:"]
+    lines += [f"  {name:<{width}}{text}" for name, (_, text) in COMMANDS.items()]
+    lines += ["", "options:", "  -h, --help  show this help message and exit",
+              "  --version   show program's version number and exit", "",
+              "`mlf-spec COMMAND --help` describes a command. Exit status: 0 success, 1 a finding,",
+              "a refusal or a difference, 2 unreadable input."]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv == ["--version"]:
+            from mlf_spec import __version__
+
+            print(f"mlf-spec {__version__}", flush=True)
+            return 0
+        if argv in (["--help"], ["-h"]):
+            print(help_text(), flush=True)
+            return 0
+    except BrokenPipeError:
+        return _pipe_closed()
+    import os
+
+    # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    parser = _build_parser(_command_of(argv))
     args = parser.parse_args(argv)
-    handler: Handler = args.handler
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:  # a listed command whose module did not register it
+        parser.error(f"command {args.command!r} is not available")
     try:
         return handler(args)
     except MlfError as exc:
-        # one line, whatever the message embeds (e.g. tarfile's per-method list)
-        line = "; ".join(part.strip(" -") for part in str(exc).splitlines() if part.strip())
-        print(f"mlf-spec: error: {line}", file=sys.stderr)
+        from ._batch import error_line
+
+        print(error_line(exc), file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head
-        return 0
+        return _pipe_closed()
     except KeyboardInterrupt:
         print("mlf-spec: interrupted", file=sys.stderr)
         return 130
 
+
+def _pipe_closed() -> int:
+    """Standard output was closed by the reader (``| head``): stop quietly, without the
+    interpreter complaining when it flushes standard output at exit."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0

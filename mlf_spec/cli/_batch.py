@@ -59,11 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, what: str, jobs: bool = Tr
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help=f"{what}; a directory is searched for them (by content), '-' reads standard input")
     if jobs:
-        parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+        parser.add_argument("-j", "--jobs", type=positive, default=1, metavar="N",
                             help="work on N inputs at once in N processes (default 1)")
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
+    """argparse type: an int of at least 1."""
     try:
         n = int(text)
     except ValueError:
@@ -85,10 +86,20 @@ def error_line(exc: MlfError) -> str:
     return f"mlf-spec: error: {line}"
 
 
-def expand(paths: Iterable[str], accept: frozenset[str]) -> Iterator[Input]:
+#: Kinds that may be a damaged archive: a directory walk for MLF archives takes them too,
+#: so that a truncated archive in a checked folder is reported, not skipped.
+_DAMAGED_ARCHIVE = frozenset({"tar", "compressed"})
+
+
+def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | None = None) -> Iterator[Input]:
     """The inputs named by ``paths``: files as given, directories walked in sorted order
-    for files of the ``accept``-ed kinds (an extracted MLF archive counts as one input),
-    ``-`` as standard input and unexpanded glob patterns expanded."""
+    for files of the ``accept``-ed kinds (an extracted MLF archive counts as one input;
+    when MLF archives are accepted, so are tars and compressed files that look like no
+    known kind, which may be damaged archives), ``-`` as standard input and unexpanded
+    glob patterns expanded. Files a walk leaves out are appended to ``skipped``."""
+    if "mlf-archive" in accept:
+        accept = accept | _DAMAGED_ARCHIVE
+    skipped = [] if skipped is None else skipped
     for raw in paths:
         if raw == STDIN:
             data = sys.stdin.buffer.read()
@@ -99,21 +110,21 @@ def expand(paths: Iterable[str], accept: frozenset[str]) -> Iterator[Input]:
             if not matches:
                 yield Input(raw, raw, _sniff.KINDS["unknown"])
             for m in matches:
-                yield from _one(m, accept, explicit=True)
+                yield from _one(m, accept, skipped, explicit=True)
             continue
-        yield from _one(raw, accept, explicit=True)
+        yield from _one(raw, accept, skipped, explicit=True)
 
 
-def _one(path: str, accept: frozenset[str], *, explicit: bool) -> Iterator[Input]:
+def _one(path: str, accept: frozenset[str], skipped: list[str], *, explicit: bool) -> Iterator[Input]:
     kind = _sniff.sniff_path(path)
     if kind.name == "directory":
-        yield from _walk(path, accept)
+        yield from _walk(path, accept, skipped)
         return
     if explicit or kind.name in accept:
         yield Input(path, path, kind)
 
 
-def _walk(top: str, accept: frozenset[str]) -> Iterator[Input]:
+def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Input]:
     for root, dirs, files in os.walk(top):
         dirs.sort()
         files.sort()
@@ -134,6 +145,8 @@ def _walk(top: str, accept: frozenset[str]) -> Iterator[Input]:
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
                 yield Input(p, p, kind)
+            else:
+                skipped.append(p)
 
 
 def guard(inp: Input, accept: frozenset[str], what: str) -> None:
@@ -142,6 +155,8 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
     k = inp.kind
     if k.name in accept or k.name in ("unknown", "text"):
         return
+    if k.name in _DAMAGED_ARCHIVE and "mlf-archive" in accept:
+        return  # perhaps a damaged MLF archive: the archive reader says what is wrong
     if k.name == "directory":
         raise MlfError(f"{k.hint()}; no {what} found in it", file=inp.name)
     try_ = f"; try `{k.command}`" if k.command else ""
@@ -161,14 +176,18 @@ def _pool_call(job: tuple[Work, Input, argparse.Namespace]) -> Outcome:
 
 
 def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: str,
-        paths: list[str] | None = None) -> int:
-    """Run ``work`` over the inputs named in ``args.paths``; print outcomes; return the
-    worst status. ``what`` names the expected input in messages (e.g. "a .params file")."""
+        paths: list[str] | None = None, inputs: list[Input] | None = None) -> int:
+    """Run ``work`` over the inputs named in ``args.paths`` (or ``paths``, or the already
+    expanded ``inputs``); print outcomes; return the worst status. ``what`` names the
+    expected input in messages (e.g. "a .params file")."""
     as_json = bool(getattr(args, "json", False))
     jobs = int(getattr(args, "jobs", 1) or 1)
-    inputs = list(expand(paths if paths is not None else args.paths, accept))
+    names = paths if paths is not None else args.paths
+    skipped: list[str] = list(getattr(args, "skipped", []))
+    if inputs is None:
+        inputs = list(expand(names, accept, skipped))
     if not inputs:
-        print(f"mlf-spec: error: no {what} found in {', '.join(args.paths)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
@@ -184,9 +203,11 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.show(i + 1, inp.name)
     if progress:
         progress.clear()
-    if len(inputs) > 1:
+    if len(inputs) > 1 or skipped:
         line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
                 f"{counts[2]} unreadable")
+        if skipped:
+            line += f"; {len(skipped)} other file(s) skipped (not {what})"
         print(line, file=sys.stderr if as_json else sys.stdout)
     return worst
 
@@ -199,7 +220,11 @@ def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: i
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    fork = sys.platform.startswith("linux")
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
+    if fork:  # the first input in this process: the workers inherit what it imported
+        yield _call(work, inputs[0], args)
+        inputs = inputs[1:]
     chunk = max(1, min(16, len(inputs) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         yield from pool.map(_pool_call, [(work, inp, args) for inp in inputs], chunksize=chunk)

@@ -1,28 +1,10 @@
-"""Text output helpers: names made safe for one table cell or one line."""
+"""Text output helpers of the command line: tables, and names made safe for one cell."""
 
 from __future__ import annotations
 
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-# Bidirectional overrides and isolates reorder what follows them on a terminal.
-_BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+from mlf_spec._text import printable
 
-
-def printable(text: str) -> str:
-    """``text`` with control characters (and bidi overrides) escaped as ``\\t``, ``\\n``,
-    ``\\xNN`` or ``\\uNNNN``, so that a name holding them stays in its table cell."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch in _NAMED:
-            out.append(_NAMED[ch])
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ch in _BIDI or ch in ("\u2028", "\u2029"):
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+__all__ = ["printable", "table"]
 
 
 def table(rows: list[tuple[str, ...]], right: int) -> list[str]:

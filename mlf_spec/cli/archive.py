@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import MlfError
 
-from . import _batch
+from . import _batch, add_command
 from ._text import printable
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ VERSIONS = tuple(range(1, 8))
 
 def register(sub: Any) -> None:
     """Add the ``inspect`` command to the CLI (``check`` is in :mod:`mlf_spec.cli.check`)."""
-    p = sub.add_parser("inspect", help="show what MLF archives (tars or directories) hold")
+    p = add_command(sub, "inspect")
     _batch.add_arguments(p, what="MLF tarballs or extracted directories")
     p.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     add_member_size(p)
@@ -203,9 +203,11 @@ def inspect_text(doc: dict[str, Any]) -> str:
         if mod["graph"]:
             g = mod["graph"]
             out.write(f"  graph: {g['nodes']} nodes\n")
+            bound = {p["name"] for p in mod["params"] or []}
             for kind in ("inputs", "outputs"):
                 for t in g[kind]:
-                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}\n")
+                    tag = " (bound to a parameter)" if kind == "inputs" and t["name"] in bound else ""
+                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}{tag}\n")
         if mod["params"] is not None:
             total = sum(p["nbytes"] for p in mod["params"])
             out.write(f"  parameters: {len(mod['params'])} tensors, {total} bytes\n")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import MlfError, OutputExistsError
 
-from . import _batch
+from . import _batch, add_command
 from ._text import printable
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ ACCEPT = frozenset({"library", "c-source", "export-tar", "blob"})
 
 def register(sub: Any) -> None:
     """Add the ``blob`` command group to the CLI."""
-    p = sub.add_parser("blob", help="inspect the module blob of exported TVM libraries")
+    p = add_command(sub, "blob")
     bsub = p.add_subparsers(dest="blob_command", metavar="ACTION")
     bsub.required = True
 
@@ -154,6 +154,9 @@ def _extract(args: argparse.Namespace) -> int:
 
     if not Path(args.file).is_file():
         raise MlfError("no such file", file=args.file)
+    from mlf_spec import sniff
+
+    _batch.guard(_batch.Input(args.file, args.file, sniff.sniff_path(args.file)), ACCEPT, "a file holding a module blob")
     located = _locate.locate_blobs(args.file)
     if not located:
         raise MlfError("no module blob found", file=args.file)

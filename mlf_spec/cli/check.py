@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import _batch
+from . import _batch, add_command
 from .archive import VERSIONS, add_member_size, member_limit
 
 #: kind name -> the function that checks one input of that kind.
@@ -27,8 +27,7 @@ CHECKERS: dict[str, Callable[[_batch.Input, argparse.Namespace], _batch.Outcome]
 
 def register(sub: Any) -> None:
     """Add the ``check`` command to the CLI."""
-    c = sub.add_parser("check", help="check artifacts (MLF archives, .params, blobs, graph JSON) for conformance",
-                       description="Check each input against the spec of its kind, recognised by content. "
+    c = add_command(sub, "check", description="Check each input against the spec of its kind, recognised by content. "
                        "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(c, what="artifacts to check")
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
@@ -130,6 +129,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     checker = CHECKERS.get(inp.kind.name)
+    if checker is None and inp.kind.name in ("tar", "compressed"):
+        checker = _check_archive  # perhaps a damaged MLF archive: the reader says what is wrong
     if checker is None:
         _batch.guard(inp, frozenset(CHECKERS), "an artifact mlf-spec checks")
         checker = _check_archive  # unrecognised content: the archive reader says what is wrong

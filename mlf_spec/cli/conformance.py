@@ -12,9 +12,11 @@ FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive")
 
 def register(sub: Any) -> None:
     """Add the ``conformance`` command group to the CLI."""
-    p = sub.add_parser("conformance", help="test an implementation of these formats against the spec",
-                       description="Conformance kit: vectors made from the spec, a testee protocol, a runner "
-                       "(docs/conformance/guide.md).")
+    from . import add_command
+
+    p = add_command(sub, "conformance",
+                    description="Conformance kit: vectors made from the spec, a testee protocol, a runner "
+                    "(docs/conformance/guide.md).")
     csub = p.add_subparsers(dest="conformance_command", metavar="ACTION")
     csub.required = True
 

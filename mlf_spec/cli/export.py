@@ -16,7 +16,9 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add the ``export`` command group to the CLI."""
-    p = sub.add_parser("export", help="write the formats as specs for other tools (Kaitai Struct .ksy)")
+    from . import add_command
+
+    p = add_command(sub, "export")
     esub = p.add_subparsers(dest="export_command", metavar="WHAT")
     esub.required = True
     ksy = esub.add_parser(

@@ -6,18 +6,21 @@ import argparse
 import io
 from typing import TYPE_CHECKING, Any
 
-from . import _batch
+from . import _batch, add_command
 from ._text import printable, table
 
 if TYPE_CHECKING:
     from mlf_spec.params.codec import LazyParams
 
 ACCEPT = frozenset({"params"})
+#: Kinds ``params convert`` reads, with the reader's format name.
+CONVERT_KINDS = {"params": "params", "npz": "npz", "zip": "npz", "safetensors": "safetensors"}
+CONVERT_EXT = {"params": ".params", "npz": ".npz", "safetensors": ".safetensors"}
 
 
 def register(sub: Any) -> None:
     """Add the ``params`` command group to the CLI."""
-    p = sub.add_parser("params", help="inspect and convert .params tensor files")
+    p = add_command(sub, "params")
     psub = p.add_subparsers(dest="params_command", metavar="ACTION")
     psub.required = True
 
@@ -41,13 +44,21 @@ def register(sub: Any) -> None:
     add_tvm_arguments(chk)
     chk.set_defaults(handler=_check)
 
-    conv = psub.add_parser("convert", help="convert between .params, .npz and .safetensors (by extension)")
-    conv.add_argument("input")
-    conv.add_argument("output")
+    conv = psub.add_parser(
+        "convert", help="convert between .params, .npz and .safetensors",
+        description="Convert IN to OUT (formats from the extensions; --to overrides OUT's), or several inputs "
+        "(files, directories searched by content, '-') into a directory: -o DIR --to FORMAT gives DIR/<name>.<ext> "
+        "per input. The input format is recognised by content. Exit status: 0 done, 1 an output exists (pass "
+        "--force), 2 unreadable input (the worst over all inputs).")
+    conv.add_argument("paths", nargs="+", metavar="PATH", help="IN OUT, or with -o: the inputs")
+    conv.add_argument("-o", "--output", metavar="DIR", help="write one converted file per input into DIR")
+    conv.add_argument("--to", choices=sorted(set(CONVERT_EXT)), help="output format (required with -o)")
     conv.add_argument("--dialect", type=_dialect_arg,
                       help="dtype dialect for reading/writing .params (default: detect, and refuse an ambiguous "
                       "file; newest for writing)")
-    conv.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    conv.add_argument("--force", action="store_true", help="replace outputs that exist")
+    conv.add_argument("-j", "--jobs", type=_batch.positive, default=1, metavar="N",
+                      help="convert N inputs at once in N processes (default 1)")
     conv.set_defaults(handler=_convert)
 
 
@@ -72,7 +83,7 @@ def dump_document(lazy: LazyParams) -> dict[str, Any]:
 
     tensors = []
     for info in lazy.index:
-        digest = hashlib.sha256(lazy.raw(info.name) if info.nbytes else b"").hexdigest()
+        digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
         tensors.append({**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
                         "offset": info.offset, "nbytes": info.nbytes, "sha256": digest})
     return {"format": "tvm-params", "dialect": lazy.dialect.id, "dialect_choice": lazy.choice.to_dict(),
@@ -126,19 +137,63 @@ def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    import os
     import sys
+
+    if args.output is None:
+        if len(args.paths) != 2:
+            print("mlf-spec: error: params convert takes IN OUT, or several inputs with -o DIR --to FORMAT",
+                  file=sys.stderr)
+            return 2
+        src, dst = args.paths
+        inputs = list(_batch.expand([src], frozenset(CONVERT_KINDS)))
+        args.targets = {inputs[0].name: dst}
+        args.quiet_text = True
+        return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+    if args.to is None:
+        print("mlf-spec: error: params convert -o DIR needs --to params|npz|safetensors", file=sys.stderr)
+        return 2
+    args.skipped = []
+    inputs = list(_batch.expand(args.paths, frozenset(CONVERT_KINDS), args.skipped))
+    args.targets = {}
+    seen: dict[str, str] = {}
+    for inp in inputs:
+        stem = "stdin" if inp.path is None else os.path.splitext(os.path.basename(os.path.normpath(inp.path)))[0]
+        out = os.path.join(args.output, stem + CONVERT_EXT[args.to])
+        if out in seen:
+            print(f"mlf-spec: error: {seen[out]} and {inp.name} would both be written to {out}; convert them "
+                  "separately", file=sys.stderr)
+            return 2
+        seen[out] = inp.name
+        args.targets[inp.name] = out
+    if inputs:
+        try:
+            os.makedirs(args.output, exist_ok=True)
+        except OSError as exc:
+            print(f"mlf-spec: error: {args.output}: cannot create the output directory: {exc.strerror}",
+                  file=sys.stderr)
+            return 2
+    args.quiet_text = False
+    return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+
+
+def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from pathlib import Path
 
     from mlf_spec.errors import AmbiguousDialectError
-    from mlf_spec.params.convert import convert
+    from mlf_spec.params.convert import convert, format_of
 
-    if Path(args.output).exists() and not args.force:
-        print(f"mlf-spec: refused: {args.output}: output exists; pass --force to replace it", file=sys.stderr)
-        return 1
+    accept = frozenset(CONVERT_KINDS)
+    _batch.guard(inp, accept, "a .params, .npz or .safetensors file")
+    out = args.targets[inp.name]
+    if Path(out).exists() and not args.force:
+        return _batch.Outcome(1, notes=[f"mlf-spec: refused: {out}: output exists; pass --force to replace it"])
+    src_format = CONVERT_KINDS.get(inp.kind.name) or (format_of(inp.path) if inp.path else "params")
     try:
-        n = convert(args.input, args.output, args.dialect)
+        n = convert(inp.source, out, args.dialect, src_format=src_format, dst_format=args.to)
     except AmbiguousDialectError as exc:
-        print(f"mlf-spec: refused: {exc.file}: {exc.message}", file=sys.stderr)
-        return 1
-    print(f"{args.input} -> {args.output}: {n} tensors", file=sys.stderr)
-    return 0
+        return _batch.Outcome(1, notes=[f"mlf-spec: refused: {exc.file or inp.name}: {exc.message}"])
+    line = f"{inp.name} -> {out}: {n} tensors"
+    if args.quiet_text:  # IN OUT: the one line goes to stderr, as before
+        return _batch.Outcome(0, notes=[line])
+    return _batch.Outcome(0, text=line)

@@ -77,7 +77,7 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     """Requests drawn from the spec's strategies, valid and broken, within what the testee
     declared in its handshake."""
     from mlf_spec import strategies as ms
-    from mlf_spec.blob.strategies import BLOB_ERAS
+    from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
     from mlf_spec.generated import params_strategies as pst
     from mlf_spec.params import dtypes as dt
 
@@ -101,14 +101,14 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
         layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
         for fmt in layouts:
             for era in BLOB_ERAS[fmt]:
-                e = era_text(era)
+                e = era_text(era_tuple(era))
                 if e not in _scope_values(info, "blob", "era", [e]):
                     continue
                 o = {"layout": fmt, "era": e}
                 out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
         out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
-            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}", {"layout": bb.format, "era": era_text(bb.era)},
-                             {"layout": bb.format, "era": era_text(bb.era)}, bb.data)))
+            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}", {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
+                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))}, bytes(bb.data))))
     if wanted("graph-json", "decode"):
         out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))
     if wanted("mlf-metadata", "decode") or wanted("mlf-metadata", "encode") or wanted("mlf-metadata", "migrate"):
@@ -118,15 +118,16 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
             if wanted("mlf-metadata", role):
                 out.append(docs.map(lambda vsd, r=role: _metadata(vsd, r)))
         if wanted("mlf-metadata", "decode"):
-            out.append(ms.broken_mlf_metadata().map(lambda k: Drawn(
-                "mlf-metadata", "decode", f"broken.{k[0]}", {}, {"version": str(k[1])} if k[1] else {}, k[3])))
+            out.append(ms.broken_mlf_metadata().map(lambda b: Drawn(
+                "mlf-metadata", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)} if b.version else {},
+                bytes(b.data))))
         if wanted("mlf-metadata", "migrate"):
             out.append(st.tuples(docs, st.sampled_from(versions)).map(lambda dv: _migration(*dv)))
     if wanted("mlf-archive", "decode"):
         out.append(ms.mlf_archives().map(lambda vsb: Drawn("mlf-archive", "decode", "valid", {},
                                                           {"version": str(vsb[0]), "style": vsb[1]}, vsb[2])))
-        out.append(ms.broken_mlf_archives().map(lambda kb: Drawn("mlf-archive", "decode", f"broken.{kb[0]}", {}, {},
-                                                                 kb[1])))
+        out.append(ms.broken_mlf_archives().map(lambda b: Drawn("mlf-archive", "decode", f"broken.{b.kind}", {}, {},
+                                                                bytes(b.data))))
     if not out:
         return st.nothing()
     return st.one_of(out)

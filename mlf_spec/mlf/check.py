@@ -159,7 +159,8 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
         c.add("metadata.json", mname, "", f"metadata.json holds a JSON {type(doc).__name__}, not an object")
         return reading
     reading.document = doc
-    det = _md.detect(doc)
+    # shape-based detection validates against every version's model: only when needed
+    det = _md.detect(doc, shapes=False)
     if version is not None:
         if version not in _md.VERSIONS:
             raise MlfError(f"no MLF metadata version {version}; known: {list(_md.VERSIONS)}")
@@ -168,6 +169,7 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
                   f"the document declares version {det.declared!r}, checked against version {version}")
         v = version
     elif det.version is None:
+        det = _md.detect(doc)
         where = "missing" if "version" not in doc else f"{det.declared!r} is not a known version"
         c.add("metadata.version", mname, "version", f"version {where}; known: {list(_md.VERSIONS)}")
         if not det.fits:
@@ -183,6 +185,8 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
     for i in issues:
         c.add("metadata.unknown-key" if i.kind == "unknown-key" else "metadata.schema", mname, i.path, i.message)
     schema_ok = not [i for i in issues if i.kind != "unknown-key"]
+    if not schema_ok and version is None and not det.fits:
+        det = _md.detect(doc)
     if not schema_ok and version is None and det.fits and (v, style) not in det.fits:
         c.add("metadata.shape", mname, "", f"declares version {v} but fits version(s) "
               + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits))

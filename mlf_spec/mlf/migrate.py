@@ -84,10 +84,25 @@ class Loss:
     doc: str
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (``mlf-spec upgrade --json``)."""
+        """This one place as JSON data (``mlf-spec upgrade --json`` groups places by loss:
+        :func:`group_losses`)."""
         return {"name": self.name, "kind": self.kind, "step": self.step, "direction": self.direction,
                 "part": self.part, "module": self.module, "where": self.where, "detail": self.detail,
                 "doc": self.doc}
+
+
+def group_losses(losses: Iterable[Loss]) -> list[dict[str, Any]]:
+    """Each loss once, in the order it first occurs, with every place it occurs at
+    (``where``: a list of ``{module, path, detail}``): the JSON form of
+    ``mlf-spec upgrade --json`` (record ``loss`` of spec/records/mlf_migrate_output.yaml)."""
+    out: dict[str, dict[str, Any]] = {}
+    for x in losses:
+        g = out.get(x.name)
+        if g is None:
+            g = out[x.name] = {"name": x.name, "kind": x.kind, "step": x.step, "direction": x.direction,
+                               "part": x.part, "doc": x.doc, "where": []}
+        g["where"].append({"module": x.module, "path": x.where, "detail": x.detail})
+    return list(out.values())
 
 
 @dataclass(frozen=True)
@@ -207,7 +222,7 @@ class Plan:
         """The plan as JSON data (the ``plan`` part of ``mlf-spec upgrade --json``)."""
         return {"input": self.source, "kind": self.kind, "style": self.style, "from_version": self.source_version,
                 "to_version": self.target_version, "direction": self.direction,
-                "steps": [s.to_dict() for s in self.steps], "losses": [x.to_dict() for x in self.losses],
+                "steps": [s.to_dict() for s in self.steps], "losses": group_losses(self.losses),
                 "derived": [x.to_dict() for x in self.derived],
                 "source_findings": [f.to_dict() for f in self.source_findings],
                 "result_findings": [f.to_dict() for f in self.report.findings] if self.report else []}
@@ -1116,4 +1131,4 @@ def loss_names() -> list[str]:
 
 
 __all__ = ["LOSSES", "STEPS", "Derived", "Loss", "Operation", "Plan", "Result", "Step", "apply", "downgrade",
-           "loss_names", "migrate", "plan", "upgrade"]
+           "group_losses", "loss_names", "migrate", "plan", "upgrade"]

@@ -373,16 +373,25 @@ class LazyParams(Mapping):
         """The dtype dialect used to name the codes."""
         return self.choice.dialect
 
-    def raw(self, name: str) -> memoryview:
-        """The stored data bytes of tensor ``name`` (zero-copy)."""
-        info = self._by_name[name]
+    def raw(self, name: str | TensorInfo) -> memoryview:
+        """The stored data bytes of tensor ``name`` (the last of that name, as TVM reads
+        it) or of one :attr:`index` entry (zero-copy)."""
+        info = name if isinstance(name, TensorInfo) else self._by_name[name]
         return memoryview(self._buf)[info.offset : info.offset + info.nbytes]
 
-    def __getitem__(self, name: str) -> Tensor:
-        info = self._by_name[name]
+    def raw_file(self) -> memoryview:
+        """The whole file's bytes (zero-copy)."""
+        return memoryview(self._buf)[: self.size]
+
+    def tensor(self, info: TensorInfo) -> Tensor:
+        """The tensor of one :attr:`index` entry (duplicates included): a zero-copy array,
+        or a StoredTensor for dtypes NumPy cannot hold."""
         if info.dtype.numpy is None:
-            return StoredTensor(info.dtype, info.shape, self.raw(name))
+            return StoredTensor(info.dtype, info.shape, self.raw(info))
         return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self.tensor(self._by_name[name])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_name)

@@ -87,36 +87,44 @@ def _dt_numpy(name: str) -> np.dtype:
     return np.dtype(getattr(ml_dtypes, name))
 
 
-def read_any(path: str | os.PathLike, dialect: str | None = None) -> dict[str, Any]:
-    """Read a .params, .npz or .safetensors file into name -> array / StoredTensor."""
-    fmt = format_of(path)
+def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt: str | None = None) -> dict[str, Any]:
+    """Read a .params, .npz or .safetensors file (a path, or its bytes) into name -> array /
+    StoredTensor. ``fmt`` ('params', 'npz' or 'safetensors') defaults to the path's extension."""
+    is_path = isinstance(source, (str, os.PathLike))
+    name = os.fspath(source) if is_path else "<bytes>"  # type: ignore[arg-type]
+    fmt = fmt or (format_of(source) if is_path else "params")  # type: ignore[arg-type]
     if fmt == "params":
-        p = _params.load(path, dialect=dialect, strict=False)
+        p = _params.load(source, dialect=dialect, strict=False)
         if p.choice.ambiguous:
-            raise AmbiguousDialectError(ambiguity_message(p), [c.id for c in p.choice.candidates],
-                                        file=os.fspath(path))
+            raise AmbiguousDialectError(ambiguity_message(p), [c.id for c in p.choice.candidates], file=name)
         return dict(p.items())
     if fmt == "npz":
+        import io
+
         try:
-            with np.load(path, allow_pickle=False) as z:
+            with np.load(source if is_path else io.BytesIO(source), allow_pickle=False) as z:  # type: ignore[arg-type]
                 keys = [k for k in z.files if k != _META_KEY]
                 meta = json.loads(str(z[_META_KEY])) if _META_KEY in z.files else {}
                 arrays = {k: z[k] for k in keys}
-        except (OSError, ValueError) as exc:
-            raise MlfError(f"not a readable .npz: {exc}", file=os.fspath(path)) from None
+        except (OSError, ValueError, EOFError) as exc:
+            raise MlfError(f"not a readable .npz: {exc}", file=name) from None
         order = meta.get("order", keys)
         return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
     try:
         from safetensors import safe_open
-        from safetensors.numpy import load_file
+        from safetensors.numpy import load, load_file
     except ImportError:  # pragma: no cover - optional extra
         raise UnsupportedError("safetensors support needs `pip install mlf-spec[safetensors]`") from None
     try:
-        arrays = load_file(os.fspath(path))
-        with safe_open(os.fspath(path), "np") as f:
-            md = f.metadata() or {}
+        if is_path:
+            arrays = load_file(name)
+            with safe_open(name, "np") as f:
+                md = f.metadata() or {}
+        else:
+            arrays = load(bytes(source))  # type: ignore[arg-type]
+            md = _safetensors_metadata(bytes(source))  # type: ignore[arg-type]
     except Exception as exc:  # safetensors raises its own error types
-        raise MlfError(f"not a readable safetensors file: {exc}", file=os.fspath(path)) from None
+        raise MlfError(f"not a readable safetensors file: {exc}", file=name) from None
     meta = json.loads(md.get(_META_KEY, "{}"))
     order = meta.get("order", list(arrays))
     return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
@@ -141,9 +149,17 @@ def ambiguity_message(p: _params.ParamsFile) -> str:
             + f"; choose one with --dialect ({', '.join(c.id for c in choice.candidates)})")
 
 
-def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None) -> None:
-    """Write name -> array / StoredTensor as .params, .npz or .safetensors (atomically)."""
-    fmt = format_of(path)
+def _safetensors_metadata(data: bytes) -> dict[str, str]:
+    """The ``__metadata__`` of safetensors bytes (the JSON header after its u64 length)."""
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + n]).get("__metadata__") or {}
+
+
+def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None,
+              fmt: str | None = None) -> None:
+    """Write name -> array / StoredTensor as .params, .npz or .safetensors (atomically);
+    ``fmt`` defaults to the path's extension."""
+    fmt = fmt or format_of(path)
     if fmt == "params":
         _params.save(tensors, path, dialect=dialect)
         return
@@ -170,10 +186,12 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
         f.write(data)
 
 
-def convert(src: str | os.PathLike, dst: str | os.PathLike, dialect: str | None = None) -> int:
-    """Convert ``src`` to ``dst`` (formats from the extensions); return the tensor count."""
-    tensors = read_any(src, dialect)
-    write_any(tensors, dst, dialect)
+def convert(src: str | os.PathLike | bytes, dst: str | os.PathLike, dialect: str | None = None, *,
+            src_format: str | None = None, dst_format: str | None = None) -> int:
+    """Convert ``src`` (a path or bytes) to ``dst``; formats ('params', 'npz',
+    'safetensors') from the extensions unless given. Returns the tensor count."""
+    tensors = read_any(src, dialect, src_format)
+    write_any(tensors, dst, dialect, dst_format)
     return len(tensors)
 
 

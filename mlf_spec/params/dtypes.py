@@ -114,14 +114,24 @@ def of_version(version: tuple[int, ...]) -> Dialect:
 
 class DType:
     """A DLDataType as one dialect reads it: ``name`` is TVM's spelling in that dialect,
-    ``numpy`` the NumPy/ml_dtypes type whose bytes are the stored bytes (None: keep raw)."""
+    ``numpy`` the NumPy/ml_dtypes type whose bytes are the stored bytes (None: keep raw;
+    resolved on first use, so that ml_dtypes is imported only when a tensor needs it)."""
 
-    __slots__ = ("code", "bits", "lanes", "name", "numpy", "known", "tvm_named")
+    __slots__ = ("code", "bits", "lanes", "name", "numpy_name", "_numpy", "known", "tvm_named")
 
-    def __init__(self, code: int, bits: int, lanes: int, name: str, numpy: np.dtype | None, known: bool,
+    def __init__(self, code: int, bits: int, lanes: int, name: str, numpy_name: str | None, known: bool,
                  tvm_named: bool) -> None:
         self.code, self.bits, self.lanes, self.name = code, bits, lanes, name
-        self.numpy, self.known, self.tvm_named = numpy, known, tvm_named
+        self.numpy_name, self.known, self.tvm_named = numpy_name, known, tvm_named
+        self._numpy: np.dtype | None | bool = False  # False: not resolved yet
+
+    @property
+    def numpy(self) -> np.dtype | None:
+        """The NumPy/ml_dtypes type whose bytes are the stored bytes, or None."""
+        if self._numpy is False:
+            t = _numpy_type(self.numpy_name) if self.numpy_name is not None else None
+            self._numpy = t if t is not None and t.itemsize == stored_bytes(self.bits, (1,)) else None
+        return self._numpy  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DType) and self._key() == other._key()
@@ -130,7 +140,7 @@ class DType:
         return hash(self._key())
 
     def _key(self) -> tuple:
-        return (self.code, self.bits, self.lanes, self.name, self.numpy, self.known)
+        return (self.code, self.bits, self.lanes, self.name, self.numpy_name, self.known)
 
     def __repr__(self) -> str:
         return f"DType({self.name!r}, code={self.code}, bits={self.bits}, lanes={self.lanes})"
@@ -198,17 +208,15 @@ def _lookup(d: Dialect, code: int, bits: int, lanes: int) -> DType:
         name += f"xvscalex{-signed_lanes}"
     elif row["spells_lanes"] and lanes != 1:
         name += f"x{lanes}"
-    np_type = None
+    np_name = None
     widths = (
         row["numpy_bits"]
         if row["numpy_bits"] is not None
         else ([row["bits"]] if row["bits"] is not None else [])
     )
     if row["numpy"] and lanes == 1 and bits in widths:
-        np_type = _numpy_type(row["numpy"].replace("{bits}", str(bits)))
-        if np_type.itemsize != stored_bytes(bits, (1,)):
-            np_type = None
-    return DType(code, bits, lanes, name, np_type, True, bool(row["tvm_named"]))
+        np_name = row["numpy"].replace("{bits}", str(bits))
+    return DType(code, bits, lanes, name, np_name, True, bool(row["tvm_named"]))
 
 
 def stored_bytes(bits: int, shape: tuple[int, ...]) -> int:
@@ -277,7 +285,7 @@ def meaning(d: Dialect, code: int, bits: int, lanes: int) -> tuple[Any, ...]:
     row = _find_row(d, code, bits)
     if row is None:
         return (None,)
-    return (row["kind"], lookup(d, code, bits, lanes).numpy, layout(d, code, bits) if bits % 8 else None)
+    return (row["kind"], lookup(d, code, bits, lanes).numpy_name, layout(d, code, bits) if bits % 8 else None)
 
 
 class DialectChoice:

@@ -54,12 +54,23 @@ def as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def not_bool(value: Any) -> Any:
+    """Refuse true/false where integer constants are expected (pydantic's Literal[1]
+    takes True, since True == 1 in Python)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("literal_error", "a boolean is not the integer expected here")
+    return value
+
+
 class Record(BaseModel):
     """Base of every generated record. Types are strict (no coercion: ``"1"`` is not an
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
     with ``context=LENIENT``, which keeps them in ``model_extra``."""
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=())
+    # defer_build: a model's validator is built when it first validates, so that importing
+    # a version's models (or a model a command never uses) costs no schema building
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, protected_namespaces=(),
+                              defer_build=True)
 
     OPEN: ClassVar[bool] = False
     KEYED_BY: ClassVar[dict[str, str]] = {}
@@ -150,12 +161,22 @@ def load_modules(sources: dict[str, str]) -> dict[str, types.ModuleType]:
             mod.__package__ = pkg
             sys.modules[f"{pkg}.{name}"] = mod
             exec(compile(src, f"{pkg}.{name}", "exec"), mod.__dict__)
+            _build_models(mod)  # while the module is importable: its forward references resolve
             out[name] = mod
     finally:
         for k in [k for k in sys.modules if k == pkg or k.startswith(pkg + ".")]:
             del sys.modules[k]
         sys.modules.update(saved)
     return out
+
+
+def _build_models(mod: types.ModuleType) -> None:
+    """Build the (deferred) pydantic models a module defines."""
+    from pydantic import BaseModel
+
+    for obj in list(vars(mod).values()):
+        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == mod.__name__:
+            obj.model_rebuild(_types_namespace=vars(mod))
 
 
 # --------------------------------------------------------------------------- annotations
@@ -182,13 +203,20 @@ def _ann(t: TypeNode, disc: str | None) -> str:
     return inner
 
 
+def _no_bool(literal: str, values: list[Any]) -> str:
+    """A Literal of integers refuses booleans (True == 1 would pass it)."""
+    if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return f"Annotated[{literal}, BeforeValidator(not_bool)]"
+    return literal
+
+
 def _constrained(t: TypeNode, c: dict[str, Any], const: Any) -> str:
     """Annotation of a field's type with its value constraints applied."""
     disc = c.get("discriminator")
     if const is not None:
-        return f"Literal[{const!r}]"
+        return _no_bool(f"Literal[{const!r}]", [const])
     if "enum" in c:
-        return "Literal[" + ", ".join(repr(v) for v in c["enum"]) + "]"
+        return _no_bool("Literal[" + ", ".join(repr(v) for v in c["enum"]) + "]", c["enum"])
     if "item_enum" in c and t.kind == "list":
         return "list[Literal[" + ", ".join(repr(v) for v in c["item_enum"]) + "]]"
     if "key_pattern" in c and t.kind == "map":
@@ -280,7 +308,7 @@ def _module_head(c: Code, model: Model, docs: list, title: str) -> None:
     c()
     c("from pydantic import BeforeValidator, ConfigDict, Field  # noqa: F401")
     c()
-    c("from ._recordlib import INT_KEY, Record, as_tuple  # noqa: F401")
+    c("from ._recordlib import INT_KEY, Record, as_tuple, not_bool  # noqa: F401")
 
 
 def _aliases(c: Code, spec: Any) -> None:
@@ -302,10 +330,9 @@ def _aliases(c: Code, spec: Any) -> None:
 
 
 def _rebuild(c: Code, names: list[str]) -> None:
+    """Nothing to emit: the models are built on first use (``defer_build``), when every
+    forward reference of the module resolves."""
     c()
-    c()
-    for n in names:
-        c(f"{camel(n)}.model_rebuild()")
 
 
 def _schema_of(mod: types.ModuleType, classes: list[str], title: str, doc: str) -> dict[str, Any]:

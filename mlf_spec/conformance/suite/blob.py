@@ -187,7 +187,7 @@ def _kind_vectors(c: Collector, fmt: str) -> None:
         data = _blob.build(_blob.Module.lib(_mod(kind, fmt, main)), format=fmt, era=main)
         _add(c, f"blob.{fmt}.kind.{kind}", data, fmt, main, f"a _lib root importing one {kind} module ({struct})",
              (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
-    for era in _bst.BLOB_ERAS[fmt]:
+    for era in map(_bst.era_tuple, _bst.BLOB_ERAS[fmt]):
         if era == main:
             continue
         seen = set()
@@ -205,7 +205,7 @@ def _kind_vectors(c: Collector, fmt: str) -> None:
 def _tree_vectors(c: Collector, fmt: str) -> None:
     """Import trees: chains, shared modules, roots that are not _lib, roots without imports."""
     page = ("blob_ffi", "`ffi_body`") if fmt == "ffi" else ("blob_legacy", "`legacy_body`")
-    for era in _bst.BLOB_ERAS[fmt]:
+    for era in map(_bst.era_tuple, _bst.BLOB_ERAS[fmt]):
         k = "cuda"
         trees: list[tuple[str, _blob.Module, str]] = []
         if fmt == "legacy" and era < (0, 7):

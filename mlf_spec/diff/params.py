@@ -1,0 +1,177 @@
+"""Comparing two .params files: tensors added or removed, dtype or shape changed, data
+changed (with the number of differing elements and the largest absolute and relative
+difference), the order of the tensors, and what lies outside the tensors (dialect, header
+words, trailing bytes).
+
+Tensors are matched by name; a name held by several tensors (TVM keeps the last when it
+loads) is matched occurrence by occurrence, the k-th in A with the k-th in B, and an
+occurrence only one side has is added or removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._model import Change, short
+
+if TYPE_CHECKING:
+    from mlf_spec.params.codec import LazyParams, TensorInfo
+
+
+def compare(a: LazyParams, b: LazyParams, *, member: str | None = None, module: str | None = None,
+            a_bytes: Any = None, b_bytes: Any = None) -> list[Change]:
+    """The changes from ``a`` to ``b`` (two opened .params files). ``member``/``module``
+    say where they sit inside an archive. ``a_bytes``/``b_bytes``, when given, are the
+    whole files, so that a difference outside the tensors is reported too."""
+    where = {"member": member, "module": module}
+    out: list[Change] = []
+    if a.dialect.id != b.dialect.id:
+        out.append(Change("file", "changed", "dialect", a.dialect.id, b.dialect.id,
+                          f"dtype dialect {a.dialect.id} -> {b.dialect.id}", **where))
+    pairs, only_a, only_b = _match(a.index, b.index)
+    common_a = [ia for ia, _ in pairs]
+    order_a = [a.index[i].name for i in sorted(common_a)]
+    order_b = [b.index[ib].name for _, ib in sorted(pairs, key=lambda p: p[1])]
+    if order_a != order_b:
+        out.append(Change("file", "order", "tensors", order_a, order_b,
+                          f"the tensors both files hold are in another order: {short(order_a, 60)} -> "
+                          f"{short(order_b, 60)}", **where))
+    for i in only_a:
+        t = a.index[i]
+        out.append(Change("tensor", "removed", t.name, _info(t, i), None,
+                          f"{_nth(a.index, i)}{t.dtype.name} {_shape(t.shape)}", **where))
+    for i in only_b:
+        t = b.index[i]
+        out.append(Change("tensor", "added", t.name, None, _info(t, i),
+                          f"{_nth(b.index, i)}{t.dtype.name} {_shape(t.shape)}", **where))
+    for ia, ib in pairs:
+        out.extend(_tensor(a, b, a.index[ia], b.index[ib], ia, ib, where))
+    if a.trailing_bytes != b.trailing_bytes:
+        out.append(Change("file", "changed", "trailing_bytes", a.trailing_bytes, b.trailing_bytes,
+                          f"bytes after the last tensor: {a.trailing_bytes} -> {b.trailing_bytes}", **where))
+    if not out and a_bytes is not None and b_bytes is not None and not same_bytes(a_bytes, b_bytes):
+        out.append(Change("file", "changed", "encoding", None, None,
+                          "the tensors are the same; the files differ outside them (header words, device "
+                          "fields or trailing bytes)", **where))
+    return out
+
+
+def same_bytes(x: Any, y: Any) -> bool:
+    """Whether two buffers hold the same bytes (compared without copying)."""
+    mx, my = memoryview(x).cast("B"), memoryview(y).cast("B")
+    return mx.nbytes == my.nbytes and bool(np.array_equal(np.frombuffer(mx, np.uint8), np.frombuffer(my, np.uint8)))
+
+
+def _match(a: list[TensorInfo], b: list[TensorInfo]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """(index pairs, unmatched in a, unmatched in b): k-th occurrence of a name with k-th."""
+    seen_b: dict[str, list[int]] = {}
+    for i, t in enumerate(b):
+        seen_b.setdefault(t.name, []).append(i)
+    taken: dict[str, int] = {}
+    pairs: list[tuple[int, int]] = []
+    only_a: list[int] = []
+    for i, t in enumerate(a):
+        k = taken.get(t.name, 0)
+        cands = seen_b.get(t.name, [])
+        if k < len(cands):
+            pairs.append((i, cands[k]))
+            taken[t.name] = k + 1
+        else:
+            only_a.append(i)
+    matched_b = {ib for _, ib in pairs}
+    return pairs, only_a, [i for i in range(len(b)) if i not in matched_b]
+
+
+def _nth(index: list[TensorInfo], i: int) -> str:
+    """'' for a unique name, else 'occurrence 2 of 3 of this name: '."""
+    same = [j for j, t in enumerate(index) if t.name == index[i].name]
+    return "" if len(same) == 1 else f"occurrence {same.index(i) + 1} of {len(same)} of this name: "
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def _info(t: TensorInfo, i: int) -> dict[str, Any]:
+    return {"index": i, "dtype": t.dtype.name, "shape": list(t.shape), "nbytes": t.nbytes}
+
+
+def _tensor(a: LazyParams, b: LazyParams, ta: TensorInfo, tb: TensorInfo, ia: int, ib: int,
+            where: dict[str, Any]) -> Iterator[Change]:
+    nth = _nth(a.index, ia)
+    if (ta.dtype.code, ta.dtype.bits, ta.dtype.lanes) != (tb.dtype.code, tb.dtype.bits, tb.dtype.lanes) or \
+            ta.dtype.name != tb.dtype.name:
+        yield Change("tensor", "dtype", ta.name, ta.dtype.name, tb.dtype.name,
+                     f"{nth}dtype {ta.dtype.name} -> {tb.dtype.name}", **where)
+        if ta.shape != tb.shape:
+            yield Change("tensor", "shape", ta.name, list(ta.shape), list(tb.shape),
+                         f"{nth}shape {_shape(ta.shape)} -> {_shape(tb.shape)}", **where)
+        return
+    if ta.shape != tb.shape:
+        yield Change("tensor", "shape", ta.name, list(ta.shape), list(tb.shape),
+                     f"{nth}shape {_shape(ta.shape)} -> {_shape(tb.shape)}", **where)
+        return
+    ra, rb = a.raw(ta), b.raw(tb)
+    if same_bytes(ra, rb):
+        return
+    stats = data_stats(a.tensor(ta), b.tensor(tb), ra, rb)
+    yield Change("tensor", "data", ta.name, None, None, f"{nth}{describe_stats(stats)}", stats=stats, **where)
+
+
+def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
+    """How two tensors of one dtype and shape differ: ``elements``, ``differing`` elements
+    (bytes, for dtypes NumPy cannot hold, with ``unit: "byte"``), ``max_abs`` and
+    ``max_rel`` (|a - b| / max(|a|, |b|)) over the differing elements where both values
+    are finite (None if there are none), ``nonfinite``: differing elements where one side
+    is NaN or infinite. NaN equals NaN here."""
+    if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
+        bx = np.frombuffer(raw_x, np.uint8)
+        by = np.frombuffer(raw_y, np.uint8)
+        return {"unit": "byte", "elements": int(bx.size), "differing": int((bx != by).sum()), "max_abs": None,
+                "max_rel": None, "nonfinite": 0}
+    if x.dtype.kind == "b":
+        d = int((x != y).sum())
+        return {"unit": "element", "elements": int(x.size), "differing": d, "max_abs": 1.0 if d else 0.0,
+                "max_rel": 1.0 if d else 0.0, "nonfinite": 0}
+    if x.dtype.kind in "iu":  # exact: 64-bit values do not fit a float64
+        differ = x != y
+        wide = np.int64 if x.dtype.itemsize <= 4 else object  # object: Python ints, for 64-bit values
+        xs, ys = x[differ].astype(wide), y[differ].astype(wide)
+        d_int = np.abs(xs - ys)
+        rel = d_int / np.maximum(np.abs(xs), np.abs(ys))
+        return {"unit": "element", "elements": int(x.size), "differing": int(differ.sum()),
+                "max_abs": float(d_int.max()) if d_int.size else None,
+                "max_rel": float(rel.max()) if rel.size else None, "nonfinite": 0}
+    if x.dtype.kind == "c":
+        fx, fy = x.astype(np.complex128), y.astype(np.complex128)
+    else:
+        try:
+            fx, fy = x.astype(np.float64), y.astype(np.float64)
+        except (TypeError, ValueError):  # a type without a float conversion: compare bytes
+            return data_stats(None, None, raw_x, raw_y)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        same = (fx == fy) | (np.isnan(fx) & np.isnan(fy))
+        differ = ~same
+        finite = np.isfinite(fx) & np.isfinite(fy)
+        both = differ & finite
+        d_abs = np.abs(fx - fy)[both]
+        scale = np.maximum(np.abs(fx), np.abs(fy))[both]
+        rel = d_abs / scale
+    return {"unit": "element", "elements": int(x.size), "differing": int(differ.sum()),
+            "max_abs": float(d_abs.max()) if d_abs.size else None,
+            "max_rel": float(rel.max()) if rel.size else None,
+            "nonfinite": int((differ & ~finite).sum())}
+
+
+def describe_stats(s: dict[str, Any]) -> str:
+    """A data change as one sentence."""
+    unit = "bytes" if s["unit"] == "byte" else "elements"
+    text = f"data differs in {s['differing']} of {s['elements']} {unit}"
+    if s["max_abs"] is not None:
+        text += f", max abs diff {s['max_abs']:.6g}, max rel diff {s['max_rel']:.6g}"
+    if s.get("nonfinite"):
+        text += f", {s['nonfinite']} where one side is NaN or infinite"
+    return text
