@@ -13,8 +13,8 @@ from mlf_spec.generated import blob_ffi_construct, blob_legacy_construct
 
 from mlf_spec import blob
 from mlf_spec import strategies as ms
-from mlf_spec.acceptance import parse_version
 from mlf_spec.errors import MlfError
+from mlf_spec.versions import required as parse_version
 
 FORMAT_ERAS = st.sampled_from([(f, e) for f in blob.FORMATS for e in ms.BLOB_ERAS[f]])
 

@@ -50,11 +50,11 @@ def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _version_type(text: str) -> str:
+    from mlf_spec import versions
     from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params.dtypes import known_version
 
     try:
-        known_version(text)
+        versions.known(text)
     except UnsupportedError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
     return text
@@ -65,11 +65,11 @@ def tvm_version_error(args: argparse.Namespace) -> int | None:
     version the verdict rules describe, else None."""
     if args.tvm is None:
         return None
+    from mlf_spec import versions
     from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params.dtypes import known_version
 
     try:
-        known_version(args.tvm)
+        versions.known(args.tvm)
     except UnsupportedError as exc:
         print(f"mlf-spec: error: --tvm: {exc.message}", file=sys.stderr)
         return 2

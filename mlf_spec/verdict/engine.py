@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlf_spec import versions as _versions
 from mlf_spec.generated import tvm_read_rules_rules as _rules
 from mlf_spec.generated.tvm_versions import NEWEST
-from mlf_spec.params.dtypes import known_version
 
 VERDICTS: tuple[str, ...] = tuple(_rules.VERDICTS)
 _RANK = {v: i for i, v in enumerate(VERDICTS)}
@@ -32,29 +32,24 @@ for _rule in _rules.RULES:
 
 Version = tuple[int, ...]
 Range = tuple[Version, Version]
+#: The end of a writer range that is open: past the newest version the spec describes.
+PAST_NEWEST: Version = (NEWEST[0], NEWEST[1] + 1)
 
 
 def reader_version(text: str) -> Version:
     """The (major, minor) of a TVM version the spec describes; UnsupportedError otherwise."""
-    return known_version(text)
+    return _versions.known(text)
 
 
 def writer_range(text: str) -> Range:
     """The range [v, next minor) for a writer version given as text."""
-    v = known_version(text)
+    v = _versions.known(text)
     return v, (v[0], v[1] + 1)
 
 
 def range_label(r: Range | None) -> str | None:
     """'0.16' for a one-version range, '0.13-0.19' for a longer one, '0.26 on' for an open one."""
-    if r is None:
-        return None
-    lo, hi = r
-    first = ".".join(map(str, lo))
-    if hi > NEWEST:
-        return f"{first} on"
-    last = (hi[0], hi[1] - 1)
-    return first if last == lo else f"{first}-{'.'.join(map(str, last))}"
+    return None if r is None else _versions.range_label(r[0], r[1])
 
 
 def worst(verdicts: Iterable[str]) -> str:
