@@ -64,7 +64,7 @@ def test_check_findings_exit_1(tmp_path, capsys):
     assert report["conformant"] is False
     [f] = report["findings"]
     assert f == {"code": "sids.mismatch", "severity": "error", "member": "./metadata.json",
-                 "path": "modules.add.memory.sids[1]",
+                 "path": "modules.add.memory.sids[1]", "offset": None,
                  "message": "is {'input_binding': 'b', 'size_bytes': 4, 'storage_id': 1} but the graph gives "
                             "{'storage_id': 1, 'size_bytes': 8, 'input_binding': 'b'}"}
     assert main(["check", str(path)]) == 1

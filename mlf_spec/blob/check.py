@@ -18,7 +18,7 @@ from typing import Any
 
 from mlf_spec._io import describe
 from mlf_spec.errors import MlfError
-from mlf_spec.findings import Collector, Report
+from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import tvm_wheel_loaders_table as _loaders
 from mlf_spec.generated import vm_fast as _vm
 from mlf_spec.generated.blob_check_findings import FINDINGS
@@ -29,7 +29,7 @@ from . import locate as _locate
 
 
 def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era: str | None = None,
-          name: str | None = None) -> Report:
+          name: str | None = None) -> ArtifactReport:
     """Check every blob in ``source`` (a path, bytes or binary file object). ``tvm`` adds
     the verdict of that TVM version's loader; ``writer`` names the version that exported it
     (default: the era of the grammar that read it); ``era`` forces the payload grammar.
@@ -53,7 +53,7 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
             c.add(f.code, path, f.message, offset=entry.payload_offset if entry is not None else None, member=member)
         if not b.symbol:
             _raw_layout(b, member, c)
-    report = Report(label, "blob", c.findings, blobs=[_summary(b) for b in blobs])
+    report = ArtifactReport(label, c.findings, kind="blob", blobs=[_summary(b) for b in blobs])
     if reader is not None:
         report.tvm = _tvm_verdict(blobs, located, reader, tvm or "", wrange, writer)
     return report

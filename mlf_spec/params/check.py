@@ -26,7 +26,7 @@ import numpy as np
 
 from mlf_spec._io import describe, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
-from mlf_spec.findings import Collector, Report
+from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
@@ -86,7 +86,7 @@ class _File:
 
 
 def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, writer: str | None = None,
-          name: str | None = None) -> Report:
+          name: str | None = None) -> ArtifactReport:
     """Check a .params file (path, bytes or binary file object). ``dialect`` reads the
     dtype codes as that TVM version's (default: detected); ``tvm`` adds the verdict of that
     TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
@@ -99,7 +99,7 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
     _dialect_findings(r.choice, r.detected, r.keys, r.max_bytes, c)
     for rec in r.file.records:
         _tensor_findings(rec, r.choice.dialect, r.max_bytes.get(rec.key, -1), c)
-    report = Report(r.label, "params", c.findings, dialect_choice=r.choice.to_dict())
+    report = ArtifactReport(r.label, c.findings, kind="params", dialect_choice=r.choice.to_dict())
     if tvm is not None and reader is not None:
         report.tvm = _tvm_verdict(r, reader, tvm, writer)
     return report
