@@ -409,6 +409,16 @@ def test_cli_dump_and_extract(tmp_path, capsys):
         (0, "_lib", []), (1, "const_loader", []), (2, "opencl", ["add_one_kernel"])]
     assert doc["import_tree"] == {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2]}
     assert doc["modules"][2]["payload_bytes"] == len(opencl_payload("0.27").to_bytes())
+    import hashlib
+
+    m = doc["modules"][2]  # the payload's place and digest: what another reader's capture is compared with
+    assert data[m["payload_offset"]:m["payload_offset"] + m["payload_bytes"]] == opencl_payload("0.27").to_bytes()
+    assert m["payload_sha256"] == hashlib.sha256(opencl_payload("0.27").to_bytes()).hexdigest()
+    assert doc["modules"][0]["payload_offset"] is None and doc["modules"][0]["payload_sha256"] is None
+    assert doc["file_offset"] is None  # a C array: not the bytes themselves
+    (tmp_path / "raw.bin").write_bytes(data)
+    assert cli.main(["blob", "dump", str(tmp_path / "raw.bin"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["blobs"][0]["file_offset"] == 0
     assert cli.main(["blob", "dump", str(src)]) == 0
     text = capsys.readouterr().out
     assert "[2] opencl" in text and "functions: add_one_kernel" in text

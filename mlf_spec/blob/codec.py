@@ -606,6 +606,16 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     for m in root.walk():
         if m.kind != LIB and not isinstance(m.payload, Payload):
             raise TypeError(f"module {m.kind!r} has no Payload")
+    mismatch = _module_error(root, format, e, write=False)
+    if mismatch is not None:
+        raise mismatch
+    try:
+        return _build(root, format, e)
+    except MlfError as exc:
+        raise _module_error(root, format, e) or exc from None
+
+
+def _build(root: Module, format: str, e: tuple[int, ...]) -> bytes:  # noqa: A002
     buffers: dict[int, Any] = {}
     for m in root.walk():
         if m.payload is not None:
@@ -650,6 +660,36 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     body = _leg.new_legacy_body(entries=entries, trailing=trailing)
     _leg.write_legacy_blob(out.append, _leg.new_legacy_blob(body=body), lazy, e)
     return b"".join(out)
+
+
+def _module_error(root: Module, format: str, e: tuple[int, ...], write: bool = True) -> MlfError | None:  # noqa: A002
+    """The first module (depth-first from the root) whose payload the ``format`` layout of
+    TVM ``e`` cannot hold, as an error naming it and what does not fit: a kind without a
+    grammar there, a payload record of another layout's struct or, with ``write``, a record
+    made for another era (fields that era's writer lacks or needs)."""
+    cases = known_kinds(format)
+    where = f"the {format} layout of TVM {_fastlib.era_text(e)}"
+    for i, m in enumerate(root.walk()):
+        p = m.payload
+        if p is None or p.codec is not None or _fastlib.ext_lookup(_REGISTRY, m.kind) is not None:
+            continue
+        label = f"module {m.kind!r} ({i} in depth-first order from the root)"
+        at = f"modules[{i}].payload"
+        want = cases.get(m.kind, "opaque_payload" if format == "ffi" else None)
+        if want is None:
+            return UnsupportedError(f"{label}: {where} has no grammar for kind {m.kind!r}, and a legacy payload has no "
+                                    "length to keep it opaque (register one with blob.register_payload)", field=at)
+        if p.struct != want:
+            return ConstraintError(f"{label}: its payload is a {p.struct} record, while {where} stores a {m.kind!r} "
+                                   f"payload as {want} (make it for format={format!r})", field=at)
+        if not write:
+            continue
+        try:
+            _writer(want)([].append, p.record, _lazy_from({id(t): p.buffer for t in p.tensors()}), e)
+        except MlfError as exc:
+            return ConstraintError(f"{label} cannot be written in {where}: {exc.message}",
+                                   field=at + (f".{exc.field}" if exc.field else ""))
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -710,6 +750,13 @@ class Blob:
     unread_root: Entry | None = None
     prefix: str = ""  # system-lib prefix in front of the symbol, where the blob was found
     after_end: int = 0  # bytes of a raw blob file after the size-prefixed blob (not part of it)
+    file_offset: int | None = None  # where the blob starts in the file (or tar member) it was found in
+
+    def payload_bytes(self, entry: Entry) -> bytes:
+        """The payload bytes of one entry as the blob stores them (empty for _lib)."""
+        if entry.payload_offset is None:
+            return b""
+        return self.data[entry.payload_offset:entry.payload_offset + entry.payload_size]
 
     @property
     def full_symbol(self) -> str:
@@ -984,6 +1031,7 @@ def _parse_located(loc: _locate.LocatedBlob, label: str, era: Any, format: str |
             exc.field = loc.prefix + exc.field
         raise
     b.prefix = loc.prefix
+    b.file_offset = loc.file_offset
     if loc.after_end:
         b.after_end = loc.after_end
         b.findings = b.findings + [_finding(

@@ -56,12 +56,16 @@ def register(sub: Any) -> None:
 
 def dump_document(b: Blob) -> dict[str, Any]:
     """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
-    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "functions": e.functions}
+    import hashlib
+
+    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
+                "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest() if e.payload_offset is not None
+                else None, "functions": e.functions}
                for e in b.entries]
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
-    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "era": b.era_label, "modules": modules,
-            "import_tree": tree, "findings": findings}
+    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "file_offset": b.file_offset,
+            "era": b.era_label, "modules": modules, "import_tree": tree, "findings": findings}
 
 
 def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
@@ -101,17 +105,9 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check import tvm_version_error
+    from .check import run_kind
 
-    bad = tvm_version_error(args)
-    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a file holding a module blob")
-
-
-def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from .check import _check_blob
-
-    _batch.guard(inp, ACCEPT, "a file holding a module blob")
-    return _check_blob(inp, args)
+    return run_kind(args, "blob", ACCEPT, "a file holding a module blob")
 
 
 def _tree_lines(b: Blob) -> list[str]:

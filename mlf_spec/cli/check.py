@@ -75,6 +75,25 @@ def tvm_version_error(args: argparse.Namespace) -> int | None:
     return None
 
 
+def run_kind(args: argparse.Namespace, kind: str, accept: frozenset[str], what: str) -> int:
+    """``params check`` / ``blob check``: the check of ``kind`` over every input, each of
+    which must be ``what`` (one of the kinds in ``accept``); exit 2 first for a --tvm that
+    names no version the rules describe."""
+    import functools
+
+    bad = tvm_version_error(args)
+    if bad is not None:
+        return bad
+    one = functools.partial(_check_kind, kind=kind, accept=accept, what=what)  # picklable for -j N
+    return _batch.run(args, one, accept=accept, what=what)
+
+
+def _check_kind(inp: _batch.Input, args: argparse.Namespace, *, kind: str, accept: frozenset[str],
+                what: str) -> _batch.Outcome:
+    _batch.guard(inp, accept, what)
+    return CHECKERS[kind](inp, args)
+
+
 def _dialect_type(text: str) -> str:
     from .params import _dialect_arg
 

@@ -123,17 +123,9 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check import tvm_version_error
+    from .check import run_kind
 
-    bad = tvm_version_error(args)
-    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a .params file")
-
-
-def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from .check import _check_params
-
-    _batch.guard(inp, ACCEPT, "a .params file")
-    return _check_params(inp, args)
+    return run_kind(args, "params", ACCEPT, "a .params file")
 
 
 def _convert(args: argparse.Namespace) -> int:
