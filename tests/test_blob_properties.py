@@ -69,6 +69,17 @@ def test_building_any_valid_tree_for_any_era_gives_bytes_or_an_mlf_error(root, t
     assert blob.parse(data, format=fmt, era=era).to_bytes() == data
 
 
+@settings(suppress_health_check=list(HealthCheck))
+@given(with_era())
+def test_an_explicit_order_in_blob_order_rebuilds_every_valid_blob(arg):
+    (fmt, era), data = arg
+    b = blob.parse(data, format=fmt, era=era)
+    if b.row_ptr is None or b.unread_root is not None:
+        return  # no import tree to number
+    nodes = b.modules()
+    assert blob.build(nodes[0], format=fmt, era=era, order=nodes) == data
+
+
 def _ffi_payload(kind):
     from hypothesis import find
 
