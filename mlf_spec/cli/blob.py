@@ -33,16 +33,12 @@ def register(sub: Any) -> None:
     dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
-    chk = bsub.add_parser("check", help="check module blobs: findings and, with --tvm, a TVM version's verdict",
-                          description="Findings with stable codes (generated/docs/blob_check.md); with --tvm VERSION "
-                          "whether that TVM version's loader reads the blob as meant (generated/docs/tvm_read_rules.md). "
-                          "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
-    _batch.add_arguments(chk, what="files holding module blobs")
-    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
-    from .check import add_tvm_arguments
+    from .check import add_kind_check
 
-    add_tvm_arguments(chk)
+    chk = add_kind_check(bsub, help="check module blobs: findings and, with --tvm, a TVM version's verdict",
+                         findings="blob_check.md", question="whether that TVM version's loader reads the blob as meant",
+                         what="files holding module blobs")
+    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     chk.set_defaults(handler=_check)
 
     ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")

@@ -39,6 +39,19 @@ def register(sub: Any) -> None:
     c.set_defaults(handler=_check)
 
 
+def add_kind_check(sub: Any, *, help: str, findings: str, question: str,  # noqa: A002
+                   what: str) -> argparse.ArgumentParser:
+    """The ``check`` action of a command group (``params check``, ``blob check``): inputs,
+    --json, --tvm and --from; the caller adds its own options."""
+    chk = sub.add_parser("check", help=help, description=f"Findings with stable codes (generated/docs/{findings}); "
+                         f"with --tvm VERSION {question} (generated/docs/tvm_read_rules.md). "
+                         "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
+    _batch.add_arguments(chk, what=what)
+    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    add_tvm_arguments(chk)
+    return chk
+
+
 def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
     """--tvm VERSION and --from VERSION (the verdict of a TVM version's reader)."""
     parser.add_argument("--tvm", metavar="VERSION",
