@@ -106,18 +106,6 @@ def _relax_v2(e: _blob.Entry) -> int:
     return int(getattr(rec, "magic", None) == _vm.RELAX_VM_MAGIC_V2)
 
 
-def _reachable(b: _blob.Blob) -> set[int]:
-    if b.row_ptr is None:
-        return set(range(len(b.entries)))
-    seen, stack = {0}, [0]
-    while stack:
-        for ch in b.imports_of(stack.pop()):
-            if ch not in seen:
-                seen.add(ch)
-                stack.append(ch)
-    return seen
-
-
 def blob_facts(b: _blob.Blob, other_symbols: int) -> dict[str, Any]:
     """The facts of the ``blob`` subject of the verdict rules."""
     symbol = b.symbol or _blob.symbol_for(b.format, b.era)
@@ -142,7 +130,7 @@ def _tvm_verdict(blobs: list[_blob.Blob], located: list[_locate.LocatedBlob], re
     for b in blobs:
         where = b.full_symbol or "blob"
         reasons += ev.apply("blob", blob_facts(b, len(symbols - {b.symbol})), where)
-        reach = _reachable(b)
+        reach = b.reachable()
         for e in b.entries:
             reasons += ev.apply("module", module_facts(b, e, reach, reader), f"{where}:modules[{e.index}]", e.kind)
     if writer is not None:

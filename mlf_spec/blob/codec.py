@@ -801,6 +801,21 @@ class Blob:
         """The symbol as it stands in the file: system-lib prefix + symbol."""
         return self.prefix + self.symbol
 
+    def reachable(self) -> set[int]:
+        """Indices of the modules the root reaches through imports (every module without an
+        import tree, where the loader's new root imports them all)."""
+        if self.row_ptr is None:
+            return set(range(len(self.entries)))
+        if not self.entries:
+            return set()
+        seen, stack = {0}, [0]
+        while stack:
+            for c in self.imports_of(stack.pop()):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return seen
+
     def imports_of(self, index: int) -> list[int]:
         """Indices of the modules module ``index`` imports (as the import tree says)."""
         if self.row_ptr is None:
@@ -1035,13 +1050,7 @@ def _findings(blob: Blob, tree_rec: Any) -> list[Finding]:
             out.append(_finding("tree.none", "no import tree: a loader makes a new library module "
                                 "the root and imports every module (the layout of TVM up to 0.6)"))
     elif blob.entries:
-        reached = {0}
-        stack = [0]
-        while stack:
-            for c in blob.imports_of(stack.pop()):
-                if c not in reached:
-                    reached.add(c)
-                    stack.append(c)
+        reached = blob.reachable()
         for i in range(len(blob.entries)):
             if i not in reached:
                 out.append(_finding("tree.unreachable", f"module {i} ({blob.entries[i].kind}) is not "
