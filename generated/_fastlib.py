@@ -115,6 +115,11 @@ def write_strs(append: Any, items: list, text: bool) -> None:
     append(b"".join([part for e in enc for part in (U64P(len(e)), e)]))
 
 
+def era_text(era: tuple[int, ...]) -> str:
+    """A writer's era for messages: ``0.16``, or ``0.24 and later`` for LATEST."""
+    return "0.24 and later" if era == LATEST else ".".join(map(str, era))
+
+
 def numel(shape: tuple[int, ...] | list[int]) -> int:
     """Number of elements of a shape (1 for a 0-d shape)."""
     n = 1

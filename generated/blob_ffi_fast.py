@@ -26,6 +26,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
+from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import acyclic as _acyclic, count_where as _count_where, ext_lookup as _ext_lookup, nondecreasing as _nondecreasing  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
@@ -234,6 +235,8 @@ def write_ffi_module(append: Callable[[Any], Any], rec: FfiModule, lazy: Lazy | 
     append(_U64P(len(_b)))
     append(_b)
     if (kind != '_lib'):
+        if payload is None:
+            raise ConstraintError(f"payload is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='payload')
         _outer_payload = append
         _sub_payload: list = []
         append = _sub_payload.append
@@ -299,6 +302,8 @@ def write_ffi_module(append: Callable[[Any], Any], rec: FfiModule, lazy: Lazy | 
         _b = b''.join(_sub_payload)
         append(_U64P(len(_b)))
         append(_b)
+    elif payload is not None:  # an empty one loses nothing
+        raise ConstraintError(f"payload has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='payload')
 
 
 def new_ffi_module(*, kind: Any, payload: Any = None, payload_span: Any = None) -> FfiModule:

@@ -24,6 +24,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
+from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401

@@ -25,6 +25,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
+from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import unique as _unique  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
@@ -113,8 +114,12 @@ def write_function_info(append: Callable[[Any], Any], rec: FunctionInfo, lazy: L
         write_dl_datatype(append, _v, lazy, era)
     _write_strs(append, launch_param_tags, True)
     if era >= (0, 21):
+        if arg_extra_tags is None:
+            raise ConstraintError(f"arg_extra_tags is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='arg_extra_tags')
         append(_U64P(len(arg_extra_tags)))
         append(_arr('i', len(arg_extra_tags)).pack(*arg_extra_tags))
+    elif arg_extra_tags is not None and len(arg_extra_tags) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"arg_extra_tags has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='arg_extra_tags')
 
 
 def new_function_info(*, name: Any, arg_types: Any, launch_param_tags: Any, arg_extra_tags: Any = None) -> FunctionInfo:
@@ -498,19 +503,27 @@ def write_vulkan_payload(append: Callable[[Any], Any], rec: VulkanPayload, lazy:
         append(_b)
         write_function_info(append, _v, lazy, era)
     if era < (0, 24):
+        if shaders is None:
+            raise ConstraintError(f"shaders is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='shaders')
         append(_U64P(len(shaders)))
         for _k, _v in shaders:
             _b = _k.encode('utf-8', 'surrogateescape') if isinstance(_k, str) else _k
             append(_U64P(len(_b)))
             append(_b)
             write_spirv_shader(append, _v, lazy, era)
+    elif shaders is not None and len(shaders) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"shaders has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='shaders')
     if era >= (0, 24):
+        if shader_bytes is None:
+            raise ConstraintError(f"shader_bytes is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='shader_bytes')
         append(_U64P(len(shader_bytes)))
         for _k, _v in shader_bytes:
             _b = _k.encode('utf-8', 'surrogateescape') if isinstance(_k, str) else _k
             append(_U64P(len(_b)))
             append(_b)
             write_spirv_shader_bytes(append, _v, lazy, era)
+    elif shader_bytes is not None and len(shader_bytes) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"shader_bytes has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='shader_bytes')
 
 
 def new_vulkan_payload(*, fmt: Any, fmap: Any, shaders: Any = None, shader_bytes: Any = None) -> VulkanPayload:
@@ -658,6 +671,8 @@ def write_metal_payload(append: Callable[[Any], Any], rec: MetalPayload, lazy: L
     append(_U64P(len(_b)))
     append(_b)
     if era < (0, 24) and (lead == '0.1.0'):
+        if smap_v013 is None:
+            raise ConstraintError(f"smap_v013 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='smap_v013')
         append(_U64P(len(smap_v013)))
         for _k, _v in smap_v013:
             _b = _k.encode('utf-8', 'surrogateescape') if isinstance(_k, str) else _k
@@ -666,6 +681,8 @@ def write_metal_payload(append: Callable[[Any], Any], rec: MetalPayload, lazy: L
             _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
             append(_U64P(len(_b)))
             append(_b)
+    elif smap_v013 is not None and len(smap_v013) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"smap_v013 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='smap_v013')
     append(_U64P(len(fmap)))
     for _k, _v in fmap:
         _b = _k.encode('utf-8', 'surrogateescape') if isinstance(_k, str) else _k
@@ -673,14 +690,24 @@ def write_metal_payload(append: Callable[[Any], Any], rec: MetalPayload, lazy: L
         append(_b)
         write_function_info(append, _v, lazy, era)
     if era < (0, 24) and (lead == '0.1.0'):
+        if fmt_v013 is None:
+            raise ConstraintError(f"fmt_v013 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='fmt_v013')
         _b = fmt_v013.encode('utf-8', 'surrogateescape') if isinstance(fmt_v013, str) else fmt_v013
         append(_U64P(len(_b)))
         append(_b)
+    elif fmt_v013 is not None and len(fmt_v013) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"fmt_v013 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='fmt_v013')
     if era < (0, 24) and (lead != '0.1.0'):
+        if data is None:
+            raise ConstraintError(f"data is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='data')
         _b = data.encode('utf-8', 'surrogateescape') if isinstance(data, str) else data
         append(_U64P(len(_b)))
         append(_b)
+    elif data is not None and len(data) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"data has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='data')
     if era >= (0, 24):
+        if smap is None:
+            raise ConstraintError(f"smap is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='smap')
         append(_U64P(len(smap)))
         for _k, _v in smap:
             _b = _k.encode('utf-8', 'surrogateescape') if isinstance(_k, str) else _k
@@ -689,6 +716,8 @@ def write_metal_payload(append: Callable[[Any], Any], rec: MetalPayload, lazy: L
             _b = _v.encode('utf-8', 'surrogateescape') if isinstance(_v, str) else _v
             append(_U64P(len(_b)))
             append(_b)
+    elif smap is not None and len(smap) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"smap has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='smap')
 
 
 def new_metal_payload(*, lead: Any, fmap: Any, smap_v013: Any = None, fmt_v013: Any = None, data: Any = None, smap: Any = None) -> MetalPayload:

@@ -24,6 +24,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
+from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any

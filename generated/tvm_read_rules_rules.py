@@ -55,276 +55,348 @@ SUBJECTS = {'tensor': {'index': 'int',
             'loader': 'int',
             'loader_needs_cuda': 'int',
             'relax_v2': 'int'}}
+#: subject -> {test: what its argument is, or None}
+TESTS = {'tensor': {}, 'params_file': {}, 'blob': {}, 'module': {}}
+#: The readers of a version, each with its own verdict (none: the artifact has one reader).
+READERS = []
+#: What a version in which no declared reader exists gets.
+WITHOUT_READER = []
 
 
 def _when_0(f: Mapping[str, Any]) -> bool:  # tensor.device-type
     return bool(f['device_type'] != 1)
 
+
 def _when_1(f: Mapping[str, Any]) -> bool:  # tensor.size
     return bool(f['nbytes'] != f['numel_i64'] * f['elem_bytes'])
+
 
 def _when_2(f: Mapping[str, Any]) -> bool:  # tensor.size-v06
     return bool(f['nbytes'] != f['numel_i64'] * (f['bits'] // 8))
 
+
 def _when_3(f: Mapping[str, Any]) -> bool:  # tensor.zero-byte-read
     return bool(f['present'] == 0 and f['nbytes'] >= 0 and (f['ndim'] > 0) and (f['first_extent'] != 0))
+
 
 def _when_4(f: Mapping[str, Any]) -> bool:  # tensor.zero-byte-read-v06
     return bool(f['present'] == 0)
 
+
 def _when_5(f: Mapping[str, Any]) -> bool:  # tensor.truncated
     return bool(f['present'] < f['nbytes'] and (not (f['present'] == 0 and f['ndim'] > 0 and (f['first_extent'] != 0))))
+
 
 def _when_6(f: Mapping[str, Any]) -> bool:  # tensor.allocation-fails
     return bool(f['nbytes'] > f['present'] and f['nbytes'] >= 1 << 40)
 
+
 def _when_7(f: Mapping[str, Any]) -> bool:  # tensor.negative-product
     return bool(f['numel_i64'] < 0)
+
 
 def _when_8(f: Mapping[str, Any]) -> bool:  # tensor.negative-extents
     return bool(f['negative_extents'] > 0 and f['numel_i64'] > 0)
 
+
 def _when_9(f: Mapping[str, Any]) -> bool:  # tensor.numel-overflow
     return bool(f['numel'] != f['numel_i64'] and f['numel_i64'] > 0)
+
 
 def _when_10(f: Mapping[str, Any]) -> bool:  # tensor.alignment
     return bool(f['align_bad'] == 1)
 
+
 def _when_11(f: Mapping[str, Any]) -> bool:  # tensor.lanes-zero-refused
     return bool(f['lanes'] == 0)
+
 
 def _when_12(f: Mapping[str, Any]) -> bool:  # tensor.vector
     return bool(f['numel_i64'] > 0 and (f['lanes_signed'] > 1 or (f['lanes_signed'] < 0 and f['bits'] > 0)))
 
+
 def _when_13(f: Mapping[str, Any]) -> bool:  # tensor.scalable
     return bool(f['lanes_signed'] < 0)
+
 
 def _when_14(f: Mapping[str, Any]) -> bool:  # dtype.width-refused-v06
     return bool(f['bits'] % 8 != 0 and (not (f['code'] == 1 and f['bits'] == 1)))
 
+
 def _when_15(f: Mapping[str, Any]) -> bool:  # dtype.width-refused
     return bool(f['bits'] % 8 != 0 and (not (f['code'] in (0, 1) and f['bits'] in (1, 4))) and (not (f['code'] == 8 and f['bits'] == 4)))
+
 
 def _when_16(f: Mapping[str, Any]) -> bool:  # dtype.width-not-power-of-two
     return bool(f['bits'] & f['bits'] - 1 != 0 and (not (f['code'] == 1 and f['bits'] == 1)))
 
+
 def _when_17(f: Mapping[str, Any]) -> bool:  # dtype.float4-refused
     return bool(f['code'] == 8 and f['bits'] == 4)
+
 
 def _when_18(f: Mapping[str, Any]) -> bool:  # dtype.unnamed-v06
     return bool(4 <= f['code'] <= 128)
 
+
 def _when_19(f: Mapping[str, Any]) -> bool:  # dtype.unnamed-v07
     return bool(5 <= f['code'] <= 128)
+
 
 def _when_20(f: Mapping[str, Any]) -> bool:  # dtype.unnamed-v013
     return bool(f['code'] == 5 or 8 <= f['code'] <= 128)
 
+
 def _when_21(f: Mapping[str, Any]) -> bool:  # dtype.unnamed-v020
     return bool(f['code'] == 5 or 9 <= f['code'] <= 128)
+
 
 def _when_22(f: Mapping[str, Any]) -> bool:  # dtype.unnamed
     return bool(f['code'] == 5 or 18 <= f['code'] <= 128)
 
+
 def _when_23(f: Mapping[str, Any]) -> bool:  # dtype.unknown-to-writer
     return bool(f['writer_known'] == 0 and f['code'] < 129)
+
 
 def _when_24(f: Mapping[str, Any]) -> bool:  # dtype.custom
     return bool(f['code'] >= 129)
 
+
 def _when_25(f: Mapping[str, Any]) -> bool:  # dtype.handle
     return bool(f['code'] == 3)
+
 
 def _when_26(f: Mapping[str, Any]) -> bool:  # dtype.code6-unprintable
     return bool(f['code'] == 6 and f['bits'] == 8)
 
+
 def _when_27(f: Mapping[str, Any]) -> bool:  # dtype.name-ignores-bits
     return bool(7 <= f['code'] <= 14 and f['bits'] != 8 and (not (f['code'] == 8 and f['bits'] == 4)) or (15 <= f['code'] <= 16 and f['bits'] != 6) or (f['code'] == 17 and f['bits'] != 4))
+
 
 def _when_28(f: Mapping[str, Any]) -> bool:  # dtype.float8-read-as-bool
     return bool(f['code'] == 6 and f['bits'] == 8)
 
+
 def _when_29(f: Mapping[str, Any]) -> bool:  # dtype.bool-read-as-float8
     return bool(f['code'] == 6 and f['bits'] == 8)
+
 
 def _when_30(f: Mapping[str, Any]) -> bool:  # dtype.bool-named-bool8
     return bool(f['code'] == 6 and f['bits'] == 8)
 
+
 def _when_31(f: Mapping[str, Any]) -> bool:  # dtype.e5m2-read-as-e3m4
     return bool(f['code'] == 7 and f['bits'] == 8)
+
 
 def _when_32(f: Mapping[str, Any]) -> bool:  # dtype.e3m4-read-as-e5m2
     return bool(f['code'] == 7 and f['bits'] == 8)
 
+
 def _when_33(f: Mapping[str, Any]) -> bool:  # dtype.e4m3-read-as-float4
     return bool(f['code'] == 8 and f['bits'] == 8)
+
 
 def _when_34(f: Mapping[str, Any]) -> bool:  # dtype.float4-read-as-float8
     return bool(f['code'] == 8 and f['bits'] == 4)
 
+
 def _when_35(f: Mapping[str, Any]) -> bool:  # dtype.bool-read-as-uint1
     return bool(f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1) and (f['packed'] == 0))
+
 
 def _when_36(f: Mapping[str, Any]) -> bool:  # dtype.uint1-bytes-read-packed
     return bool(f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1) and (f['packed'] == 0))
 
+
 def _when_37(f: Mapping[str, Any]) -> bool:  # dtype.uint1-packed-read-bytes
     return bool(f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1) and (f['packed'] == 1))
+
 
 def _when_38(f: Mapping[str, Any]) -> bool:  # dtype.subbyte-bytes-read-packed
     return bool(f['bits'] % 8 != 0 and f['packed'] == 0 and (not (f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1))) and (not (f['code'] == 8 and f['bits'] == 4)))
 
+
 def _when_39(f: Mapping[str, Any]) -> bool:  # dtype.subbyte-packed-read-bytes
     return bool(f['bits'] % 8 != 0 and f['packed'] == 1 and (not (f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1))))
+
 
 def _when_40(f: Mapping[str, Any]) -> bool:  # dtype.subbyte-tail
     return bool(f['bits'] % 8 != 0 and f['packed'] == 1 and (f['nbytes'] > f['alloc_packed']))
 
+
 def _when_41(f: Mapping[str, Any]) -> bool:  # memory.overflow
     return bool((f['bits'] % 8 != 0 and (not (f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1))) or f['lanes'] == 0) and f['nbytes'] > f['usable_packed'])
+
 
 def _when_42(f: Mapping[str, Any]) -> bool:  # memory.overflow-uint1
     return bool(f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1) and (f['nbytes'] > f['usable_packed']))
 
+
 def _when_43(f: Mapping[str, Any]) -> bool:  # memory.overflow-contained
     return bool((f['bits'] % 8 != 0 and (not (f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1))) or f['lanes'] == 0) and f['alloc_packed'] < f['nbytes'] <= f['usable_packed'])
+
 
 def _when_44(f: Mapping[str, Any]) -> bool:  # memory.overflow-contained-uint1
     return bool(f['code'] == 1 and f['bits'] == 1 and (f['lanes'] == 1) and (f['alloc_packed'] < f['nbytes'] <= f['usable_packed']))
 
+
 def _when_45(f: Mapping[str, Any]) -> bool:  # memory.lanes-zero
     return bool(f['lanes'] == 0)
+
 
 def _when_46(f: Mapping[str, Any]) -> bool:  # name.not-utf8
     return bool(f['name_utf8'] == 0)
 
+
 def _when_47(f: Mapping[str, Any]) -> bool:  # name.duplicate
     return bool(f['dropped'] == 1)
+
 
 def _when_48(f: Mapping[str, Any]) -> bool:  # file.count
     return bool(f['count'] != f['names'])
 
+
 def _when_49(f: Mapping[str, Any]) -> bool:  # file.writer-uncertain
     return bool(f['ambiguous'] == 1)
+
 
 def _when_50(f: Mapping[str, Any]) -> bool:  # file.trailing-bytes
     return bool(f['trailing_bytes'] > 0)
 
+
 def _when_51(f: Mapping[str, Any]) -> bool:  # blob.legacy-symbol-ignored
     return bool(f['symbol'] == '__tvm_dev_mblob' and f['other_symbols'] == 0)
+
 
 def _when_52(f: Mapping[str, Any]) -> bool:  # blob.v021-symbol-ignored-before
     return bool(f['symbol'] == '__tvm_ffi_library_bin' and f['other_symbols'] == 0)
 
+
 def _when_53(f: Mapping[str, Any]) -> bool:  # blob.v021-symbol-ignored-after
     return bool(f['symbol'] == '__tvm_ffi_library_bin' and f['other_symbols'] == 0)
+
 
 def _when_54(f: Mapping[str, Any]) -> bool:  # blob.ffi-symbol-ignored
     return bool(f['symbol'] == '__tvm_ffi__library_bin' and f['other_symbols'] == 0)
 
+
 def _when_55(f: Mapping[str, Any]) -> bool:  # blob.legacy-layout-under-ffi-symbol
     return bool(f['symbol'] == '__tvm_ffi__library_bin' and f['layout'] == 'legacy')
+
 
 def _when_56(f: Mapping[str, Any]) -> bool:  # blob.ffi-layout-under-v021-symbol
     return bool(f['symbol'] == '__tvm_ffi_library_bin' and f['layout'] == 'ffi')
 
+
 def _when_57(f: Mapping[str, Any]) -> bool:  # blob.several-symbols
     return bool(f['other_symbols'] > 0)
+
 
 def _when_58(f: Mapping[str, Any]) -> bool:  # blob.raw
     return bool(f['raw'] == 1)
 
+
 def _when_59(f: Mapping[str, Any]) -> bool:  # blob.several-lib-refused
     return bool(f['libs'] > 1)
+
 
 def _when_60(f: Mapping[str, Any]) -> bool:  # blob.several-lib
     return bool(f['libs'] > 1)
 
+
 def _when_61(f: Mapping[str, Any]) -> bool:  # blob.cycle
     return bool(f['cycle'] == 1)
+
 
 def _when_62(f: Mapping[str, Any]) -> bool:  # module.empty-payload
     return bool(f['layout'] == 'ffi' and f['kind'] != '_lib' and (f['payload_size'] == 0))
 
+
 def _when_63(f: Mapping[str, Any]) -> bool:  # module.no-loader
     return bool(f['loader'] == 0)
+
 
 def _when_64(f: Mapping[str, Any]) -> bool:  # module.loader-needs-cuda
     return bool(f['loader_needs_cuda'] == 1)
 
+
 def _when_65(f: Mapping[str, Any]) -> bool:  # module.unreachable
     return bool(f['reachable'] == 0)
+
 
 def _when_66(f: Mapping[str, Any]) -> bool:  # module.relax-v2-refused
     return bool(f['relax_v2'] == 1)
 
 
 RULES = [
-    {'id': 'tensor.device-type', 'subject': 'tensor', 'when': _when_0, 'condition': 'device_type != 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "device type {device_type}: 'Invalid DLTensor device: can only save as CPU tensor'", 'evidence': 'observed; src v0.7-v0.26'},
-    {'id': 'tensor.size', 'subject': 'tensor', 'when': _when_1, 'condition': 'nbytes != numel_i64 * elem_bytes', 'since': (0, 7), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "data_byte_size {nbytes} is not numel x ceil(bits/8): 'Check failed: data_byte_size == num_elems * elem_bytes'", 'evidence': 'observed; b8d385c2ab'},
-    {'id': 'tensor.size-v06', 'subject': 'tensor', 'when': _when_2, 'condition': 'nbytes != numel_i64 * (bits // 8)', 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'data_byte_size {nbytes} is not numel x floor(bits/8), the rule up to 0.6', 'evidence': 'src v0.6.0'},
-    {'id': 'tensor.zero-byte-read', 'subject': 'tensor', 'when': _when_3, 'condition': 'present == 0 and nbytes >= 0 and ndim > 0 and first_extent != 0', 'since': (0, 7), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "no data bytes to read while shape[0] is not 0: 'Invalid DLTensor file format' (read check)", 'evidence': 'observed; cc79591f5e'},
-    {'id': 'tensor.zero-byte-read-v06', 'subject': 'tensor', 'when': _when_4, 'condition': 'present == 0', 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'no data bytes: up to 0.6 every data read is checked, so an empty tensor fails', 'evidence': 'src v0.6.0'},
-    {'id': 'tensor.truncated', 'subject': 'tensor', 'when': _when_5, 'condition': 'present < nbytes and not (present == 0 and ndim > 0 and first_extent != 0)', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'the file ends after {present} of {nbytes} data bytes: the partial read passes and the rest of the tensor is stale heap memory (not zeros)', 'evidence': 'observed (0xAB from an earlier tensor); src all eras'},
-    {'id': 'tensor.allocation-fails', 'subject': 'tensor', 'when': _when_6, 'condition': 'nbytes > present and nbytes >= 1 << 40', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'allocating {nbytes} bytes fails (std::bad_alloc) before the data is read', 'evidence': 'observed (2^40)'},
-    {'id': 'tensor.negative-product', 'subject': 'tensor', 'when': _when_7, 'condition': 'numel_i64 < 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'the extents multiply to a negative number: std::bad_alloc', 'evidence': 'observed'},
-    {'id': 'tensor.negative-extents', 'subject': 'tensor', 'when': _when_8, 'condition': 'negative_extents > 0 and numel_i64 > 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "loads with a negative shape; .numpy() fails ('negative dimensions are not allowed')", 'evidence': 'observed'},
-    {'id': 'tensor.numel-overflow', 'subject': 'tensor', 'when': _when_9, 'condition': 'numel != numel_i64 and numel_i64 > 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "the extents' product wraps to {numel_i64} in 64 bits: a tensor whose shape claims {numel} elements backed by {nbytes} bytes", 'evidence': 'observed'},
-    {'id': 'tensor.alignment', 'subject': 'tensor', 'when': _when_10, 'condition': 'align_bad == 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': '(bits/8) x lanes is an invalid posix_memalign alignment: std::bad_alloc', 'evidence': 'observed; src v0.6-v0.26 GetDataAlignment'},
-    {'id': 'tensor.lanes-zero-refused', 'subject': 'tensor', 'when': _when_11, 'condition': 'lanes == 0', 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "lanes 0: 'Check failed: dtype.lanes >= 1' (VerifyDataType)", 'evidence': 'src v0.6-v0.20'},
-    {'id': 'tensor.vector', 'subject': 'tensor', 'when': _when_12, 'condition': 'numel_i64 > 0 and (lanes_signed > 1 or (lanes_signed < 0 and bits > 0))', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a vector of {lanes} lanes: only numel x ceil(bits/8) = {nbytes} bytes are stored and loaded, the rest of the vector buffer is uninitialised', 'evidence': 'observed (int8x2 round trip)'},
-    {'id': 'tensor.scalable', 'subject': 'tensor', 'when': _when_13, 'condition': 'lanes_signed < 0', 'since': (0, 16), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'lanes {lanes} is negative as int16: named as a scalable vector (xvscalex...)', 'evidence': 'observed'},
-    {'id': 'dtype.width-refused-v06', 'subject': 'tensor', 'when': _when_14, 'condition': 'bits % 8 != 0 and not (code == 1 and bits == 1)', 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits}-bit code {code}: 'Check failed: dtype.bits % 8 == 0' (up to 0.6 only uint1 is allowed below 8 bits)", 'evidence': 'src v0.6.0'},
-    {'id': 'dtype.width-refused', 'subject': 'tensor', 'when': _when_15, 'condition': 'bits % 8 != 0 and not (code in (0, 1) and bits in (1, 4)) and not (code == 8 and bits == 4)', 'since': (0, 7), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits}-bit code {code}: 'Check failed: dtype.bits % 8 == 0' (VerifyDataType allows int1, uint1, int4, uint4 below 8 bits)", 'evidence': 'f23ac96905; src v0.7-v0.20'},
-    {'id': 'dtype.width-not-power-of-two', 'subject': 'tensor', 'when': _when_16, 'condition': 'bits & (bits - 1) != 0 and not (code == 1 and bits == 1)', 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits} bits: 'Check failed: dtype.bits & (dtype.bits - 1) == 0'", 'evidence': 'src v0.6-v0.20'},
-    {'id': 'dtype.float4-refused', 'subject': 'tensor', 'when': _when_17, 'condition': 'code == 8 and bits == 4', 'since': None, 'until': (0, 20), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "(8, 4): 'Check failed: dtype.bits % 8 == 0'; only 0.20 allows it", 'evidence': '775e05064b; src v0.7-v0.19'},
-    {'id': 'dtype.unnamed-v06', 'subject': 'tensor', 'when': _when_18, 'condition': '4 <= code <= 128', 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'code {code} has no name up to 0.6: it loads, but printing the dtype fails', 'evidence': 'src v0.6.0'},
-    {'id': 'dtype.unnamed-v07', 'subject': 'tensor', 'when': _when_19, 'condition': '5 <= code <= 128', 'since': (0, 7), 'until': (0, 13), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name in 0.7 to 0.12: it loads, but printing the dtype fails ('unknown type_code')", 'evidence': 'src v0.7-v0.12'},
-    {'id': 'dtype.unnamed-v013', 'subject': 'tensor', 'when': _when_20, 'condition': 'code == 5 or 8 <= code <= 128', 'since': (0, 13), 'until': (0, 20), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name in 0.13 to 0.19 ('unknown type_code' / 'Type code not registered')", 'evidence': 'src v0.13-v0.19'},
-    {'id': 'dtype.unnamed-v020', 'subject': 'tensor', 'when': _when_21, 'condition': 'code == 5 or 9 <= code <= 128', 'since': (0, 20), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'code {code} has no name in 0.20 (DLPack 1.1 float8 codes come with 0.21)', 'evidence': 'src v0.20.0; ba9f174363'},
-    {'id': 'dtype.unnamed', 'subject': 'tensor', 'when': _when_22, 'condition': 'code == 5 or 18 <= code <= 128', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name: '.dtype' raises 'DLDataType contains unknown type_code={code}'", 'evidence': 'observed'},
-    {'id': 'dtype.unknown-to-writer', 'subject': 'tensor', 'when': _when_23, 'condition': 'writer_known == 0 and code < 129', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} with {bits} bits means no type in the writer's TVM: whatever the reader names it ({bits}-bit), it is not a type the writer meant", 'evidence': 'spec/tables/dtype_codes.yaml'},
-    {'id': 'dtype.custom', 'subject': 'tensor', 'when': _when_24, 'condition': 'code >= 129', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "custom code {code}: it loads, but naming it needs the custom type registered in the reading process ('Function dtype.get_custom_type_name not found' otherwise)", 'evidence': 'observed'},
-    {'id': 'dtype.handle', 'subject': 'tensor', 'when': _when_25, 'condition': 'code == 3', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "an opaque handle: loaded as stored and printed 'handle' without a width; pointer values mean nothing in another process", 'evidence': 'observed'},
-    {'id': 'dtype.code6-unprintable', 'subject': 'tensor', 'when': _when_26, 'condition': 'code == 6 and bits == 8', 'since': (0, 21), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "(6, 8, 1) loads, but 0.21's in-tree ffi printer has no name for code 6: '.dtype' raises", 'evidence': 'src v0.21.0 ffi/include/tvm/ffi/dtype.h'},
-    {'id': 'dtype.name-ignores-bits', 'subject': 'tensor', 'when': _when_27, 'condition': '(7 <= code <= 14 and bits != 8 and not (code == 8 and bits == 4)) or (15 <= code <= 16 and bits != 6) or (code == 17 and bits != 4)', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} with {bits} bits: named as the code's standard float8/6/4 type whatever the width, while the data size follows the bits; .numpy() then copies into an array of the named type and can abort the process", 'evidence': 'observed ((7,16,1) float8_e3m4, (17,8,1) float4_e2m1fn; .numpy() aborts seen)'},
-    {'id': 'dtype.float8-read-as-bool', 'subject': 'tensor', 'when': _when_28, 'condition': 'code == 6 and bits == 8', 'since': (0, 21), 'until': None, 'writer_since': (0, 13), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': 'written as float8 E4M3 (code 6 up to 0.20), read as bool (DLPack kDLBool): every non-zero byte becomes True', 'evidence': 'observed ([1.0, 2.0, 0.5] -> [True, True, True]); ba9f174363'},
-    {'id': 'dtype.bool-read-as-float8', 'subject': 'tensor', 'when': _when_29, 'condition': 'code == 6 and bits == 8', 'since': (0, 13), 'until': (0, 21), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': 'written as bool (kDLBool from 0.21), read as float8 E4M3 (e4m3_float8): True becomes 0.001953125', 'evidence': 'src v0.13-v0.20; b13be936a0'},
-    {'id': 'dtype.bool-named-bool8', 'subject': 'tensor', 'when': _when_30, 'condition': 'code == 6 and bits == 8', 'since': (0, 22), 'until': (0, 23), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': "named 'bool8' by the tvm-ffi 0.1.0 printer 0.22 is built on; 0.22's own bool is (1, 1, 1)", 'evidence': 'src tvm-ffi v0.1.0 (submodule 9a6ec6ee)'},
-    {'id': 'dtype.e5m2-read-as-e3m4', 'subject': 'tensor', 'when': _when_31, 'condition': 'code == 7 and bits == 8', 'since': (0, 21), 'until': None, 'writer_since': (0, 13), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': 'written as float8 E5M2 (code 7 up to 0.20), read as float8_e3m4: [1.0, 2.0, 0.5] becomes [1.75, 2.0, 1.5]', 'evidence': 'observed; ba9f174363'},
-    {'id': 'dtype.e3m4-read-as-e5m2', 'subject': 'tensor', 'when': _when_32, 'condition': 'code == 7 and bits == 8', 'since': (0, 13), 'until': (0, 21), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': 'written as float8_e3m4 (code 7 from 0.21), read as E5M2', 'evidence': 'src v0.13-v0.20'},
-    {'id': 'dtype.e4m3-read-as-float4', 'subject': 'tensor', 'when': _when_33, 'condition': 'code == 8 and bits == 8', 'since': (0, 20), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '(8, 8, 1) float8_e4m3 is named float4_e2m1fn by 0.20 (its printer omits bits for code 8)', 'evidence': 'src v0.20.0 data_type.h'},
-    {'id': 'dtype.float4-read-as-float8', 'subject': 'tensor', 'when': _when_34, 'condition': 'code == 8 and bits == 4', 'since': (0, 21), 'until': None, 'writer_since': (0, 20), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': "written as 0.20's float4 (8, 4, 1), one element per byte; read as float8_e4m3 with a packed 4-bit allocation: values wrong", 'evidence': 'observed ([02 04 01 05] -> 0.0039...)'},
-    {'id': 'dtype.bool-read-as-uint1', 'subject': 'tensor', 'when': _when_35, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 0', 'since': (0, 23), 'until': (0, 26), 'writer_since': None, 'writer_until': (0, 23), 'verdict': 'misreads', 'reason': "written as bool (1, 1, 1), named uint1 from 0.23; the values and the one-byte-per-element layout are intact (0.25's .numpy() fails: 'ArrayCopyToBytes: size mismatch')", 'evidence': 'observed 0.25; tvm-ffi ae346ec9'},
-    {'id': 'dtype.uint1-bytes-read-packed', 'subject': 'tensor', 'when': _when_36, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 0', 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '(1, 1, 1) stored one byte per element (bool up to 0.22, uint1 up to 0.25) is read as bit-packed uint1: element i is bit i of the first bytes, so values are wrong', 'evidence': 'observed 0.26/0.27; tvm-ffi d6c18a66'},
-    {'id': 'dtype.uint1-packed-read-bytes', 'subject': 'tensor', 'when': _when_37, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 1', 'since': None, 'until': (0, 26), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'uint1 written bit-packed (0.26 on) is read one element per byte: the packed bits and the garbage tail become elements', 'evidence': 'observed 0.25'},
-    {'id': 'dtype.subbyte-bytes-read-packed', 'subject': 'tensor', 'when': _when_38, 'condition': 'bits % 8 != 0 and packed == 0 and not (code == 1 and bits == 1 and lanes == 1) and not (code == 8 and bits == 4)', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a {bits}-bit tensor stored one element per byte (writers up to 0.20) is treated as bit-packed from 0.21: values wrong (int4 [1,2,3,-1,7] -> [0,1,0,2,0])', 'evidence': 'observed; 95d1268982'},
-    {'id': 'dtype.subbyte-packed-read-bytes', 'subject': 'tensor', 'when': _when_39, 'condition': 'bits % 8 != 0 and packed == 1 and not (code == 1 and bits == 1 and lanes == 1)', 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a {bits}-bit tensor written bit-packed (0.21 on) is read one element per byte: the packed bytes and the garbage tail become elements', 'evidence': 'src v0.7-v0.20'},
-    {'id': 'dtype.subbyte-tail', 'subject': 'tensor', 'when': _when_40, 'condition': 'bits % 8 != 0 and packed == 1 and nbytes > alloc_packed', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the file's last {nbytes} - ceil(numel x bits / 8) bytes are what the writer read past its packed allocation (garbage); the reader copies them past its own", 'evidence': 'observed'},
-    {'id': 'memory.overflow', 'subject': 'tensor', 'when': _when_41, 'condition': '((bits % 8 != 0 and not (code == 1 and bits == 1 and lanes == 1)) or lanes == 0) and nbytes > usable_packed', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'crashes', 'reason': 'the loader copies {nbytes} bytes into a {alloc_packed}-byte packed allocation: heap corruption (abort, segmentation fault, hang or silent corruption, varying by run)', 'evidence': 'observed 0.25/0.26/0.27 (7 dtypes x 13 sizes, crashes from 25 bytes)'},
-    {'id': 'memory.overflow-uint1', 'subject': 'tensor', 'when': _when_42, 'condition': 'code == 1 and bits == 1 and lanes == 1 and nbytes > usable_packed', 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'crashes', 'reason': 'the loader copies {nbytes} bytes into a {alloc_packed}-byte packed uint1 allocation: heap corruption (observed aborts from 40 elements)', 'evidence': 'observed 0.26/0.27'},
-    {'id': 'memory.overflow-contained', 'subject': 'tensor', 'when': _when_43, 'condition': '((bits % 8 != 0 and not (code == 1 and bits == 1 and lanes == 1)) or lanes == 0) and alloc_packed < nbytes <= usable_packed', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the loader copies {nbytes} bytes into a {alloc_packed}-byte allocation but stays inside the allocator's chunk ({usable_packed} bytes): no effect observed", 'evidence': 'observed (never crashed up to 24 bytes)'},
-    {'id': 'memory.overflow-contained-uint1', 'subject': 'tensor', 'when': _when_44, 'condition': 'code == 1 and bits == 1 and lanes == 1 and alloc_packed < nbytes <= usable_packed', 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the loader copies {nbytes} bytes into a {alloc_packed}-byte allocation but stays inside the allocator's chunk ({usable_packed} bytes): no effect observed", 'evidence': 'observed'},
-    {'id': 'memory.lanes-zero', 'subject': 'tensor', 'when': _when_45, 'condition': 'lanes == 0', 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'lanes 0 is accepted, printed like lanes 1, and given a 0-byte allocation', 'evidence': 'observed'},
-    {'id': 'name.not-utf8', 'subject': 'tensor', 'when': _when_46, 'condition': 'name_utf8 == 0', 'since': (0, 25), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "the name is not UTF-8: the C++ loader accepts it, but Python's load_param_dict(...).keys() raises UnicodeDecodeError", 'evidence': 'observed 0.25/0.26/0.27'},
-    {'id': 'name.duplicate', 'subject': 'tensor', 'when': _when_47, 'condition': 'dropped == 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a later record has the same name and replaces this one silently', 'evidence': 'observed; src (v0.7 dict, v0.8 on Map::Set)'},
-    {'id': 'file.count', 'subject': 'params_file', 'when': _when_48, 'condition': 'count != names', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{count} tensors for {names} names: 'Invalid parameters file format'", 'evidence': 'observed'},
-    {'id': 'file.writer-uncertain', 'subject': 'params_file', 'when': _when_49, 'condition': 'ambiguous == 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the file reads differently in the dialects {candidates}; the verdict takes the writer to be {writer} (name it with --from)', 'evidence': 'spec/tables/dtype_codes.yaml'},
-    {'id': 'file.trailing-bytes', 'subject': 'params_file', 'when': _when_50, 'condition': 'trailing_bytes > 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': '{trailing_bytes} bytes after the last record are ignored', 'evidence': 'observed'},
-    {'id': 'blob.legacy-symbol-ignored', 'subject': 'blob', 'when': _when_51, 'condition': "symbol == '__tvm_dev_mblob' and other_symbols == 0", 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '{symbol} is not looked up from 0.21: the library loads as a bare library and its device modules are missing', 'evidence': 'observed 0.25-0.27; src v0.21.0'},
-    {'id': 'blob.v021-symbol-ignored-before', 'subject': 'blob', 'when': _when_52, 'condition': "symbol == '__tvm_ffi_library_bin' and other_symbols == 0", 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "{symbol} (0.21's) is not looked up before 0.21: the library loads without its imports", 'evidence': 'src v0.20.0 library_module.cc'},
-    {'id': 'blob.v021-symbol-ignored-after', 'subject': 'blob', 'when': _when_53, 'condition': "symbol == '__tvm_ffi_library_bin' and other_symbols == 0", 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "{symbol} (0.21's) is not looked up from 0.22: the library loads without its imports", 'evidence': 'observed'},
-    {'id': 'blob.ffi-symbol-ignored', 'subject': 'blob', 'when': _when_54, 'condition': "symbol == '__tvm_ffi__library_bin' and other_symbols == 0", 'since': None, 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '{symbol} is not looked up before 0.22: the library loads without its imports (and 0.22+ export functions as __tvm_ffi_<name>, so lookups by name fail too)', 'evidence': 'src v0.20.0, v0.21.0'},
-    {'id': 'blob.legacy-layout-under-ffi-symbol', 'subject': 'blob', 'when': _when_55, 'condition': "symbol == '__tvm_ffi__library_bin' and layout == 'legacy'", 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "legacy-layout bytes under {symbol}: the module count is read as the import tree's length ('vector::_M_default_append' or another stream error)", 'evidence': 'observed'},
-    {'id': 'blob.ffi-layout-under-v021-symbol', 'subject': 'blob', 'when': _when_56, 'condition': "symbol == '__tvm_ffi_library_bin' and layout == 'ffi'", 'since': (0, 21), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'a tvm-ffi layout blob under {symbol}: 0.21 reads that symbol in the legacy layout', 'evidence': 'src v0.21.0; b8eb80b968'},
-    {'id': 'blob.several-symbols', 'subject': 'blob', 'when': _when_57, 'condition': 'other_symbols > 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the library has blobs under {other_symbols} other symbol(s); each TVM version reads only the one it looks up', 'evidence': 'observed (both symbols: only the tvm-ffi one is read from 0.22)'},
-    {'id': 'blob.raw', 'subject': 'blob', 'when': _when_58, 'condition': 'raw == 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "a raw blob: taken to be embedded under {symbol}, the symbol of its layout's writers", 'evidence': 'spec/binary/blob_*.yaml'},
-    {'id': 'blob.several-lib-refused', 'subject': 'blob', 'when': _when_59, 'condition': 'libs > 1', 'since': (0, 8), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{libs} _lib entries: 'Multiple dso module detected, please upgrade tvm to the latest before exporting the module'", 'evidence': 'aa2b09698d; src v0.21.0'},
-    {'id': 'blob.several-lib', 'subject': 'blob', 'when': _when_60, 'condition': 'libs > 1', 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': '{libs} _lib entries each become a separate library module', 'evidence': 'observed'},
-    {'id': 'blob.cycle', 'subject': 'blob', 'when': _when_61, 'condition': 'cycle == 1', 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the import cycle is accepted: the module graph has no end', 'evidence': 'observed'},
-    {'id': 'module.empty-payload', 'subject': 'module', 'when': _when_62, 'condition': "layout == 'ffi' and kind != '_lib' and payload_size == 0", 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "a zero-length payload: tvm-ffi's stream treats a 0-byte read as a failure ('Check failed: stream.Read')", 'evidence': 'observed'},
-    {'id': 'module.no-loader', 'subject': 'module', 'when': _when_63, 'condition': 'loader == 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "no loader for kind '{kind}' in that version's apache-tvm wheel: 'a loader of that name is not registered'", 'evidence': 'observed 0.25/0.26/0.27 (registered loaders listed with tvm_ffi.registry)'},
-    {'id': 'module.loader-needs-cuda', 'subject': 'module', 'when': _when_64, 'condition': 'loader_needs_cuda == 1', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the '{kind}' loader is registered only when libcuda.so.1 (the NVIDIA driver) loads; without it the load is rejected", 'evidence': 'observed (stub libcuda.so.1)'},
-    {'id': 'module.unreachable', 'subject': 'module', 'when': _when_65, 'condition': 'reachable == 0', 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'module {index} ({kind}) is not reachable from the root: loaded and dropped', 'evidence': 'src tvm-ffi library_module.cc'},
-    {'id': 'module.relax-v2-refused', 'subject': 'module', 'when': _when_66, 'condition': 'relax_v2 == 1', 'since': (0, 16), 'until': (0, 23), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "relax VM magic V2 (written from 0.23): 'Invalid VM file format in the header section.'", 'evidence': 'src v0.16-v0.22'},
+    {'id': 'tensor.device-type', 'readers': None, 'subject': 'tensor', 'when': _when_0, 'condition': 'device_type != 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "device type {device_type}: 'Invalid DLTensor device: can only save as CPU tensor'", 'evidence': 'observed; src v0.7-v0.26'},
+    {'id': 'tensor.size', 'readers': None, 'subject': 'tensor', 'when': _when_1, 'condition': 'nbytes != numel_i64 * elem_bytes', 'requires': None, 'argument': None, 'since': (0, 7), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "data_byte_size {nbytes} is not numel x ceil(bits/8): 'Check failed: data_byte_size == num_elems * elem_bytes'", 'evidence': 'observed; b8d385c2ab'},
+    {'id': 'tensor.size-v06', 'readers': None, 'subject': 'tensor', 'when': _when_2, 'condition': 'nbytes != numel_i64 * (bits // 8)', 'requires': None, 'argument': None, 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'data_byte_size {nbytes} is not numel x floor(bits/8), the rule up to 0.6', 'evidence': 'src v0.6.0'},
+    {'id': 'tensor.zero-byte-read', 'readers': None, 'subject': 'tensor', 'when': _when_3, 'condition': 'present == 0 and nbytes >= 0 and ndim > 0 and first_extent != 0', 'requires': None, 'argument': None, 'since': (0, 7), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "no data bytes to read while shape[0] is not 0: 'Invalid DLTensor file format' (read check)", 'evidence': 'observed; cc79591f5e'},
+    {'id': 'tensor.zero-byte-read-v06', 'readers': None, 'subject': 'tensor', 'when': _when_4, 'condition': 'present == 0', 'requires': None, 'argument': None, 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'no data bytes: up to 0.6 every data read is checked, so an empty tensor fails', 'evidence': 'src v0.6.0'},
+    {'id': 'tensor.truncated', 'readers': None, 'subject': 'tensor', 'when': _when_5, 'condition': 'present < nbytes and not (present == 0 and ndim > 0 and first_extent != 0)', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'the file ends after {present} of {nbytes} data bytes: the partial read passes and the rest of the tensor is stale heap memory (not zeros)', 'evidence': 'observed (0xAB from an earlier tensor); src all eras'},
+    {'id': 'tensor.allocation-fails', 'readers': None, 'subject': 'tensor', 'when': _when_6, 'condition': 'nbytes > present and nbytes >= 1 << 40', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'allocating {nbytes} bytes fails (std::bad_alloc) before the data is read', 'evidence': 'observed (2^40)'},
+    {'id': 'tensor.negative-product', 'readers': None, 'subject': 'tensor', 'when': _when_7, 'condition': 'numel_i64 < 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'the extents multiply to a negative number: std::bad_alloc', 'evidence': 'observed'},
+    {'id': 'tensor.negative-extents', 'readers': None, 'subject': 'tensor', 'when': _when_8, 'condition': 'negative_extents > 0 and numel_i64 > 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "loads with a negative shape; .numpy() fails ('negative dimensions are not allowed')", 'evidence': 'observed'},
+    {'id': 'tensor.numel-overflow', 'readers': None, 'subject': 'tensor', 'when': _when_9, 'condition': 'numel != numel_i64 and numel_i64 > 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "the extents' product wraps to {numel_i64} in 64 bits: a tensor whose shape claims {numel} elements backed by {nbytes} bytes", 'evidence': 'observed'},
+    {'id': 'tensor.alignment', 'readers': None, 'subject': 'tensor', 'when': _when_10, 'condition': 'align_bad == 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': '(bits/8) x lanes is an invalid posix_memalign alignment: std::bad_alloc', 'evidence': 'observed; src v0.6-v0.26 GetDataAlignment'},
+    {'id': 'tensor.lanes-zero-refused', 'readers': None, 'subject': 'tensor', 'when': _when_11, 'condition': 'lanes == 0', 'requires': None, 'argument': None, 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "lanes 0: 'Check failed: dtype.lanes >= 1' (VerifyDataType)", 'evidence': 'src v0.6-v0.20'},
+    {'id': 'tensor.vector', 'readers': None, 'subject': 'tensor', 'when': _when_12, 'condition': 'numel_i64 > 0 and (lanes_signed > 1 or (lanes_signed < 0 and bits > 0))', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a vector of {lanes} lanes: only numel x ceil(bits/8) = {nbytes} bytes are stored and loaded, the rest of the vector buffer is uninitialised', 'evidence': 'observed (int8x2 round trip)'},
+    {'id': 'tensor.scalable', 'readers': None, 'subject': 'tensor', 'when': _when_13, 'condition': 'lanes_signed < 0', 'requires': None, 'argument': None, 'since': (0, 16), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'lanes {lanes} is negative as int16: named as a scalable vector (xvscalex...)', 'evidence': 'observed'},
+    {'id': 'dtype.width-refused-v06', 'readers': None, 'subject': 'tensor', 'when': _when_14, 'condition': 'bits % 8 != 0 and not (code == 1 and bits == 1)', 'requires': None, 'argument': None, 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits}-bit code {code}: 'Check failed: dtype.bits % 8 == 0' (up to 0.6 only uint1 is allowed below 8 bits)", 'evidence': 'src v0.6.0'},
+    {'id': 'dtype.width-refused', 'readers': None, 'subject': 'tensor', 'when': _when_15, 'condition': 'bits % 8 != 0 and not (code in (0, 1) and bits in (1, 4)) and not (code == 8 and bits == 4)', 'requires': None, 'argument': None, 'since': (0, 7), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits}-bit code {code}: 'Check failed: dtype.bits % 8 == 0' (VerifyDataType allows int1, uint1, int4, uint4 below 8 bits)", 'evidence': 'f23ac96905; src v0.7-v0.20'},
+    {'id': 'dtype.width-not-power-of-two', 'readers': None, 'subject': 'tensor', 'when': _when_16, 'condition': 'bits & (bits - 1) != 0 and not (code == 1 and bits == 1)', 'requires': None, 'argument': None, 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{bits} bits: 'Check failed: dtype.bits & (dtype.bits - 1) == 0'", 'evidence': 'src v0.6-v0.20'},
+    {'id': 'dtype.float4-refused', 'readers': None, 'subject': 'tensor', 'when': _when_17, 'condition': 'code == 8 and bits == 4', 'requires': None, 'argument': None, 'since': None, 'until': (0, 20), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "(8, 4): 'Check failed: dtype.bits % 8 == 0'; only 0.20 allows it", 'evidence': '775e05064b; src v0.7-v0.19'},
+    {'id': 'dtype.unnamed-v06', 'readers': None, 'subject': 'tensor', 'when': _when_18, 'condition': '4 <= code <= 128', 'requires': None, 'argument': None, 'since': None, 'until': (0, 7), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'code {code} has no name up to 0.6: it loads, but printing the dtype fails', 'evidence': 'src v0.6.0'},
+    {'id': 'dtype.unnamed-v07', 'readers': None, 'subject': 'tensor', 'when': _when_19, 'condition': '5 <= code <= 128', 'requires': None, 'argument': None, 'since': (0, 7), 'until': (0, 13), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name in 0.7 to 0.12: it loads, but printing the dtype fails ('unknown type_code')", 'evidence': 'src v0.7-v0.12'},
+    {'id': 'dtype.unnamed-v013', 'readers': None, 'subject': 'tensor', 'when': _when_20, 'condition': 'code == 5 or 8 <= code <= 128', 'requires': None, 'argument': None, 'since': (0, 13), 'until': (0, 20), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name in 0.13 to 0.19 ('unknown type_code' / 'Type code not registered')", 'evidence': 'src v0.13-v0.19'},
+    {'id': 'dtype.unnamed-v020', 'readers': None, 'subject': 'tensor', 'when': _when_21, 'condition': 'code == 5 or 9 <= code <= 128', 'requires': None, 'argument': None, 'since': (0, 20), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'code {code} has no name in 0.20 (DLPack 1.1 float8 codes come with 0.21)', 'evidence': 'src v0.20.0; ba9f174363'},
+    {'id': 'dtype.unnamed', 'readers': None, 'subject': 'tensor', 'when': _when_22, 'condition': 'code == 5 or 18 <= code <= 128', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} has no name: '.dtype' raises 'DLDataType contains unknown type_code={code}'", 'evidence': 'observed'},
+    {'id': 'dtype.unknown-to-writer', 'readers': None, 'subject': 'tensor', 'when': _when_23, 'condition': 'writer_known == 0 and code < 129', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} with {bits} bits means no type in the writer's TVM: whatever the reader names it ({bits}-bit), it is not a type the writer meant", 'evidence': 'spec/tables/dtype_codes.yaml'},
+    {'id': 'dtype.custom', 'readers': None, 'subject': 'tensor', 'when': _when_24, 'condition': 'code >= 129', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "custom code {code}: it loads, but naming it needs the custom type registered in the reading process ('Function dtype.get_custom_type_name not found' otherwise)", 'evidence': 'observed'},
+    {'id': 'dtype.handle', 'readers': None, 'subject': 'tensor', 'when': _when_25, 'condition': 'code == 3', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "an opaque handle: loaded as stored and printed 'handle' without a width; pointer values mean nothing in another process", 'evidence': 'observed'},
+    {'id': 'dtype.code6-unprintable', 'readers': None, 'subject': 'tensor', 'when': _when_26, 'condition': 'code == 6 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 21), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "(6, 8, 1) loads, but 0.21's in-tree ffi printer has no name for code 6: '.dtype' raises", 'evidence': 'src v0.21.0 ffi/include/tvm/ffi/dtype.h'},
+    {'id': 'dtype.name-ignores-bits', 'readers': None, 'subject': 'tensor', 'when': _when_27, 'condition': '(7 <= code <= 14 and bits != 8 and not (code == 8 and bits == 4)) or (15 <= code <= 16 and bits != 6) or (code == 17 and bits != 4)', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "code {code} with {bits} bits: named as the code's standard float8/6/4 type whatever the width, while the data size follows the bits; .numpy() then copies into an array of the named type and can abort the process", 'evidence': 'observed ((7,16,1) float8_e3m4, (17,8,1) float4_e2m1fn; .numpy() aborts seen)'},
+    {'id': 'dtype.float8-read-as-bool', 'readers': None, 'subject': 'tensor', 'when': _when_28, 'condition': 'code == 6 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': (0, 13), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': 'written as float8 E4M3 (code 6 up to 0.20), read as bool (DLPack kDLBool): every non-zero byte becomes True', 'evidence': 'observed ([1.0, 2.0, 0.5] -> [True, True, True]); ba9f174363'},
+    {'id': 'dtype.bool-read-as-float8', 'readers': None, 'subject': 'tensor', 'when': _when_29, 'condition': 'code == 6 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 13), 'until': (0, 21), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': 'written as bool (kDLBool from 0.21), read as float8 E4M3 (e4m3_float8): True becomes 0.001953125', 'evidence': 'src v0.13-v0.20; b13be936a0'},
+    {'id': 'dtype.bool-named-bool8', 'readers': None, 'subject': 'tensor', 'when': _when_30, 'condition': 'code == 6 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 22), 'until': (0, 23), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': "named 'bool8' by the tvm-ffi 0.1.0 printer 0.22 is built on; 0.22's own bool is (1, 1, 1)", 'evidence': 'src tvm-ffi v0.1.0 (submodule 9a6ec6ee)'},
+    {'id': 'dtype.e5m2-read-as-e3m4', 'readers': None, 'subject': 'tensor', 'when': _when_31, 'condition': 'code == 7 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': (0, 13), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': 'written as float8 E5M2 (code 7 up to 0.20), read as float8_e3m4: [1.0, 2.0, 0.5] becomes [1.75, 2.0, 1.5]', 'evidence': 'observed; ba9f174363'},
+    {'id': 'dtype.e3m4-read-as-e5m2', 'readers': None, 'subject': 'tensor', 'when': _when_32, 'condition': 'code == 7 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 13), 'until': (0, 21), 'writer_since': (0, 21), 'writer_until': None, 'verdict': 'misreads', 'reason': 'written as float8_e3m4 (code 7 from 0.21), read as E5M2', 'evidence': 'src v0.13-v0.20'},
+    {'id': 'dtype.e4m3-read-as-float4', 'readers': None, 'subject': 'tensor', 'when': _when_33, 'condition': 'code == 8 and bits == 8', 'requires': None, 'argument': None, 'since': (0, 20), 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '(8, 8, 1) float8_e4m3 is named float4_e2m1fn by 0.20 (its printer omits bits for code 8)', 'evidence': 'src v0.20.0 data_type.h'},
+    {'id': 'dtype.float4-read-as-float8', 'readers': None, 'subject': 'tensor', 'when': _when_34, 'condition': 'code == 8 and bits == 4', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': (0, 20), 'writer_until': (0, 21), 'verdict': 'misreads', 'reason': "written as 0.20's float4 (8, 4, 1), one element per byte; read as float8_e4m3 with a packed 4-bit allocation: values wrong", 'evidence': 'observed ([02 04 01 05] -> 0.0039...)'},
+    {'id': 'dtype.bool-read-as-uint1', 'readers': None, 'subject': 'tensor', 'when': _when_35, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 0', 'requires': None, 'argument': None, 'since': (0, 23), 'until': (0, 26), 'writer_since': None, 'writer_until': (0, 23), 'verdict': 'misreads', 'reason': "written as bool (1, 1, 1), named uint1 from 0.23; the values and the one-byte-per-element layout are intact (0.25's .numpy() fails: 'ArrayCopyToBytes: size mismatch')", 'evidence': 'observed 0.25; tvm-ffi ae346ec9'},
+    {'id': 'dtype.uint1-bytes-read-packed', 'readers': None, 'subject': 'tensor', 'when': _when_36, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 0', 'requires': None, 'argument': None, 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '(1, 1, 1) stored one byte per element (bool up to 0.22, uint1 up to 0.25) is read as bit-packed uint1: element i is bit i of the first bytes, so values are wrong', 'evidence': 'observed 0.26/0.27; tvm-ffi d6c18a66'},
+    {'id': 'dtype.uint1-packed-read-bytes', 'readers': None, 'subject': 'tensor', 'when': _when_37, 'condition': 'code == 1 and bits == 1 and lanes == 1 and packed == 1', 'requires': None, 'argument': None, 'since': None, 'until': (0, 26), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'uint1 written bit-packed (0.26 on) is read one element per byte: the packed bits and the garbage tail become elements', 'evidence': 'observed 0.25'},
+    {'id': 'dtype.subbyte-bytes-read-packed', 'readers': None, 'subject': 'tensor', 'when': _when_38, 'condition': 'bits % 8 != 0 and packed == 0 and not (code == 1 and bits == 1 and lanes == 1) and not (code == 8 and bits == 4)', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a {bits}-bit tensor stored one element per byte (writers up to 0.20) is treated as bit-packed from 0.21: values wrong (int4 [1,2,3,-1,7] -> [0,1,0,2,0])', 'evidence': 'observed; 95d1268982'},
+    {'id': 'dtype.subbyte-packed-read-bytes', 'readers': None, 'subject': 'tensor', 'when': _when_39, 'condition': 'bits % 8 != 0 and packed == 1 and not (code == 1 and bits == 1 and lanes == 1)', 'requires': None, 'argument': None, 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a {bits}-bit tensor written bit-packed (0.21 on) is read one element per byte: the packed bytes and the garbage tail become elements', 'evidence': 'src v0.7-v0.20'},
+    {'id': 'dtype.subbyte-tail', 'readers': None, 'subject': 'tensor', 'when': _when_40, 'condition': 'bits % 8 != 0 and packed == 1 and nbytes > alloc_packed', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the file's last {nbytes} - ceil(numel x bits / 8) bytes are what the writer read past its packed allocation (garbage); the reader copies them past its own", 'evidence': 'observed'},
+    {'id': 'memory.overflow', 'readers': None, 'subject': 'tensor', 'when': _when_41, 'condition': '((bits % 8 != 0 and not (code == 1 and bits == 1 and lanes == 1)) or lanes == 0) and nbytes > usable_packed', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'crashes', 'reason': 'the loader copies {nbytes} bytes into a {alloc_packed}-byte packed allocation: heap corruption (abort, segmentation fault, hang or silent corruption, varying by run)', 'evidence': 'observed 0.25/0.26/0.27 (7 dtypes x 13 sizes, crashes from 25 bytes)'},
+    {'id': 'memory.overflow-uint1', 'readers': None, 'subject': 'tensor', 'when': _when_42, 'condition': 'code == 1 and bits == 1 and lanes == 1 and nbytes > usable_packed', 'requires': None, 'argument': None, 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'crashes', 'reason': 'the loader copies {nbytes} bytes into a {alloc_packed}-byte packed uint1 allocation: heap corruption (observed aborts from 40 elements)', 'evidence': 'observed 0.26/0.27'},
+    {'id': 'memory.overflow-contained', 'readers': None, 'subject': 'tensor', 'when': _when_43, 'condition': '((bits % 8 != 0 and not (code == 1 and bits == 1 and lanes == 1)) or lanes == 0) and alloc_packed < nbytes <= usable_packed', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the loader copies {nbytes} bytes into a {alloc_packed}-byte allocation but stays inside the allocator's chunk ({usable_packed} bytes): no effect observed", 'evidence': 'observed (never crashed up to 24 bytes)'},
+    {'id': 'memory.overflow-contained-uint1', 'readers': None, 'subject': 'tensor', 'when': _when_44, 'condition': 'code == 1 and bits == 1 and lanes == 1 and alloc_packed < nbytes <= usable_packed', 'requires': None, 'argument': None, 'since': (0, 26), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the loader copies {nbytes} bytes into a {alloc_packed}-byte allocation but stays inside the allocator's chunk ({usable_packed} bytes): no effect observed", 'evidence': 'observed'},
+    {'id': 'memory.lanes-zero', 'readers': None, 'subject': 'tensor', 'when': _when_45, 'condition': 'lanes == 0', 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'lanes 0 is accepted, printed like lanes 1, and given a 0-byte allocation', 'evidence': 'observed'},
+    {'id': 'name.not-utf8', 'readers': None, 'subject': 'tensor', 'when': _when_46, 'condition': 'name_utf8 == 0', 'requires': None, 'argument': None, 'since': (0, 25), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "the name is not UTF-8: the C++ loader accepts it, but Python's load_param_dict(...).keys() raises UnicodeDecodeError", 'evidence': 'observed 0.25/0.26/0.27'},
+    {'id': 'name.duplicate', 'readers': None, 'subject': 'tensor', 'when': _when_47, 'condition': 'dropped == 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': 'a later record has the same name and replaces this one silently', 'evidence': 'observed; src (v0.7 dict, v0.8 on Map::Set)'},
+    {'id': 'file.count', 'readers': None, 'subject': 'params_file', 'when': _when_48, 'condition': 'count != names', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{count} tensors for {names} names: 'Invalid parameters file format'", 'evidence': 'observed'},
+    {'id': 'file.writer-uncertain', 'readers': None, 'subject': 'params_file', 'when': _when_49, 'condition': 'ambiguous == 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the file reads differently in the dialects {candidates}; the verdict takes the writer to be {writer} (name it with --from)', 'evidence': 'spec/tables/dtype_codes.yaml'},
+    {'id': 'file.trailing-bytes', 'readers': None, 'subject': 'params_file', 'when': _when_50, 'condition': 'trailing_bytes > 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': '{trailing_bytes} bytes after the last record are ignored', 'evidence': 'observed'},
+    {'id': 'blob.legacy-symbol-ignored', 'readers': None, 'subject': 'blob', 'when': _when_51, 'condition': "symbol == '__tvm_dev_mblob' and other_symbols == 0", 'requires': None, 'argument': None, 'since': (0, 21), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '{symbol} is not looked up from 0.21: the library loads as a bare library and its device modules are missing', 'evidence': 'observed 0.25-0.27; src v0.21.0'},
+    {'id': 'blob.v021-symbol-ignored-before', 'readers': None, 'subject': 'blob', 'when': _when_52, 'condition': "symbol == '__tvm_ffi_library_bin' and other_symbols == 0", 'requires': None, 'argument': None, 'since': None, 'until': (0, 21), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "{symbol} (0.21's) is not looked up before 0.21: the library loads without its imports", 'evidence': 'src v0.20.0 library_module.cc'},
+    {'id': 'blob.v021-symbol-ignored-after', 'readers': None, 'subject': 'blob', 'when': _when_53, 'condition': "symbol == '__tvm_ffi_library_bin' and other_symbols == 0", 'requires': None, 'argument': None, 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': "{symbol} (0.21's) is not looked up from 0.22: the library loads without its imports", 'evidence': 'observed'},
+    {'id': 'blob.ffi-symbol-ignored', 'readers': None, 'subject': 'blob', 'when': _when_54, 'condition': "symbol == '__tvm_ffi__library_bin' and other_symbols == 0", 'requires': None, 'argument': None, 'since': None, 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'misreads', 'reason': '{symbol} is not looked up before 0.22: the library loads without its imports (and 0.22+ export functions as __tvm_ffi_<name>, so lookups by name fail too)', 'evidence': 'src v0.20.0, v0.21.0'},
+    {'id': 'blob.legacy-layout-under-ffi-symbol', 'readers': None, 'subject': 'blob', 'when': _when_55, 'condition': "symbol == '__tvm_ffi__library_bin' and layout == 'legacy'", 'requires': None, 'argument': None, 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "legacy-layout bytes under {symbol}: the module count is read as the import tree's length ('vector::_M_default_append' or another stream error)", 'evidence': 'observed'},
+    {'id': 'blob.ffi-layout-under-v021-symbol', 'readers': None, 'subject': 'blob', 'when': _when_56, 'condition': "symbol == '__tvm_ffi_library_bin' and layout == 'ffi'", 'requires': None, 'argument': None, 'since': (0, 21), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': 'a tvm-ffi layout blob under {symbol}: 0.21 reads that symbol in the legacy layout', 'evidence': 'src v0.21.0; b8eb80b968'},
+    {'id': 'blob.several-symbols', 'readers': None, 'subject': 'blob', 'when': _when_57, 'condition': 'other_symbols > 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the library has blobs under {other_symbols} other symbol(s); each TVM version reads only the one it looks up', 'evidence': 'observed (both symbols: only the tvm-ffi one is read from 0.22)'},
+    {'id': 'blob.raw', 'readers': None, 'subject': 'blob', 'when': _when_58, 'condition': 'raw == 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "a raw blob: taken to be embedded under {symbol}, the symbol of its layout's writers", 'evidence': 'spec/binary/blob_*.yaml'},
+    {'id': 'blob.several-lib-refused', 'readers': None, 'subject': 'blob', 'when': _when_59, 'condition': 'libs > 1', 'requires': None, 'argument': None, 'since': (0, 8), 'until': (0, 22), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "{libs} _lib entries: 'Multiple dso module detected, please upgrade tvm to the latest before exporting the module'", 'evidence': 'aa2b09698d; src v0.21.0'},
+    {'id': 'blob.several-lib', 'readers': None, 'subject': 'blob', 'when': _when_60, 'condition': 'libs > 1', 'requires': None, 'argument': None, 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': '{libs} _lib entries each become a separate library module', 'evidence': 'observed'},
+    {'id': 'blob.cycle', 'readers': None, 'subject': 'blob', 'when': _when_61, 'condition': 'cycle == 1', 'requires': None, 'argument': None, 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'the import cycle is accepted: the module graph has no end', 'evidence': 'observed'},
+    {'id': 'module.empty-payload', 'readers': None, 'subject': 'module', 'when': _when_62, 'condition': "layout == 'ffi' and kind != '_lib' and payload_size == 0", 'requires': None, 'argument': None, 'since': (0, 22), 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "a zero-length payload: tvm-ffi's stream treats a 0-byte read as a failure ('Check failed: stream.Read')", 'evidence': 'observed'},
+    {'id': 'module.no-loader', 'readers': None, 'subject': 'module', 'when': _when_63, 'condition': 'loader == 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "no loader for kind '{kind}' in that version's apache-tvm wheel: 'a loader of that name is not registered'", 'evidence': 'observed 0.25/0.26/0.27 (registered loaders listed with tvm_ffi.registry)'},
+    {'id': 'module.loader-needs-cuda', 'readers': None, 'subject': 'module', 'when': _when_64, 'condition': 'loader_needs_cuda == 1', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': "the '{kind}' loader is registered only when libcuda.so.1 (the NVIDIA driver) loads; without it the load is rejected", 'evidence': 'observed (stub libcuda.so.1)'},
+    {'id': 'module.unreachable', 'readers': None, 'subject': 'module', 'when': _when_65, 'condition': 'reachable == 0', 'requires': None, 'argument': None, 'since': None, 'until': None, 'writer_since': None, 'writer_until': None, 'verdict': 'loads', 'reason': 'module {index} ({kind}) is not reachable from the root: loaded and dropped', 'evidence': 'src tvm-ffi library_module.cc'},
+    {'id': 'module.relax-v2-refused', 'readers': None, 'subject': 'module', 'when': _when_66, 'condition': 'relax_v2 == 1', 'requires': None, 'argument': None, 'since': (0, 16), 'until': (0, 23), 'writer_since': None, 'writer_until': None, 'verdict': 'rejects', 'reason': "relax VM magic V2 (written from 0.23): 'Invalid VM file format in the header section.'", 'evidence': 'src v0.16-v0.22'},
 ]

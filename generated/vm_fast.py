@@ -24,6 +24,7 @@ from mlf_spec.errors import (  # noqa: F401
 from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401
 from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
+from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import at_least as _at_least, decimal as _decimal  # noqa: F401
 from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
@@ -606,21 +607,37 @@ def write_relax_vm_body(append: Callable[[Any], Any], rec: RelaxVmBody, lazy: La
     for _v in func_table:
         write_vm_func_info(append, _v, lazy, era)
     if (magic == RELAX_VM_MAGIC_V2):
+        if memory_scopes is None:
+            raise ConstraintError(f"memory_scopes is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='memory_scopes')
         append(_U64P(len(memory_scopes)))
         for _v in memory_scopes:
             write_memory_scope(append, _v, lazy, era)
+    elif memory_scopes is not None and len(memory_scopes) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"memory_scopes has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='memory_scopes')
     if era < (0, 21):
+        if constants is None:
+            raise ConstraintError(f"constants is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='constants')
         append(_U64P(len(constants)))
         for _v in constants:
             write_relax_constant_v016(append, _v, lazy, era)
+    elif constants is not None and len(constants) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"constants has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='constants')
     if era >= (0, 21) and era < (0, 22):
+        if constants_v021 is None:
+            raise ConstraintError(f"constants_v021 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='constants_v021')
         append(_U64P(len(constants_v021)))
         for _v in constants_v021:
             write_relax_constant_v021(append, _v, lazy, era)
+    elif constants_v021 is not None and len(constants_v021) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"constants_v021 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='constants_v021')
     if era >= (0, 22):
+        if constants_v022 is None:
+            raise ConstraintError(f"constants_v022 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='constants_v022')
         append(_U64P(len(constants_v022)))
         for _v in constants_v022:
             write_relax_constant_v022(append, _v, lazy, era)
+    elif constants_v022 is not None and len(constants_v022) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"constants_v022 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='constants_v022')
     append(_U64P(len(instr_offset)))
     append(_arr('q', len(instr_offset)).pack(*instr_offset))
     append(_U64P(len(instr_data)))
@@ -1206,28 +1223,56 @@ def write_relay_vm_body(append: Callable[[Any], Any], rec: RelayVmBody, lazy: La
     append(_U64P(len(_b)))
     append(_b)
     if (_at_least(version, '0.9') and (not _at_least(version, '0.14'))):
+        if virtual_devices_v09 is None:
+            raise ConstraintError(f"virtual_devices_v09 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='virtual_devices_v09')
         append(_U64P(len(virtual_devices_v09)))
         for _v in virtual_devices_v09:
             write_dl_device(append, _v, lazy, era)
+    elif virtual_devices_v09 is not None and len(virtual_devices_v09) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"virtual_devices_v09 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='virtual_devices_v09')
     if (_at_least(version, '0.14')):
+        if virtual_devices is None:
+            raise ConstraintError(f"virtual_devices is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='virtual_devices')
         append(_U64P(len(virtual_devices)))
         for _v in virtual_devices:
             write_virtual_device(append, _v, lazy, era)
+    elif virtual_devices is not None and len(virtual_devices) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"virtual_devices has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='virtual_devices')
     if (_at_least(version, '0.9')):
+        if host_device_index is None:
+            raise ConstraintError(f"host_device_index is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='host_device_index')
         append(_arr('i', 1).pack(host_device_index))
+    elif host_device_index is not None:  # an empty one loses nothing
+        raise ConstraintError(f"host_device_index has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='host_device_index')
     _write_strs(append, globals, True)
     append(_RELAY_VM_BODY_RUN2.pack(constant_count))
     if (not _at_least(version, '0.9')):
+        if constants_v08 is None:
+            raise ConstraintError(f"constants_v08 is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='constants_v08')
         write_tensor_record_many(append, constants_v08, lazy, era)
+    elif constants_v08 is not None and len(constants_v08) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"constants_v08 has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='constants_v08')
     if (not _at_least(version, '0.9')):
+        if const_device_types is None:
+            raise ConstraintError(f"const_device_types is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='const_device_types')
         append(_U64P(len(const_device_types)))
         append(_arr('q', len(const_device_types)).pack(*const_device_types))
+    elif const_device_types is not None and len(const_device_types) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"const_device_types has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='const_device_types')
     if (_at_least(version, '0.9')):
+        if constants is None:
+            raise ConstraintError(f"constants is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='constants')
         for _v in constants:
             write_relay_constant(append, _v, lazy, era)
+    elif constants is not None and len(constants) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"constants has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='constants')
     if (_at_least(version, '0.9')):
+        if const_device_indexes is None:
+            raise ConstraintError(f"const_device_indexes is part of this layout in TVM {_era_text(era)}, but the record holds none (it was read or made for another TVM version)", field='const_device_indexes')
         append(_U64P(len(const_device_indexes)))
         append(_arr('q', len(const_device_indexes)).pack(*const_device_indexes))
+    elif const_device_indexes is not None and len(const_device_indexes) != 0:  # an empty one loses nothing
+        raise ConstraintError(f"const_device_indexes has no place in this layout in TVM {_era_text(era)}, but the record holds one (it was read or made for another TVM version)", field='const_device_indexes')
     _write_strs(append, primitive_names, True)
     append(_U64P(len(primitive_attrs)))
     for _k, _v in primitive_attrs:

@@ -34,7 +34,7 @@ _MODULES = {
     "diff": "mlf_spec.diff",
     "sniff": "mlf_spec.sniff",
     "isolation": "mlf_spec.isolation",
-    "acceptance": "mlf_spec.acceptance",
+    "versions": "mlf_spec.versions",
 }
 
 __all__ = ["MlfError", "__version__", *_MODULES]

@@ -1,14 +1,18 @@
-"""Findings and reports of the checks of .params files, blobs and graph JSON.
+"""Findings and reports of every check: MLF archives, .params files, blobs and graph JSON.
 
 Every finding has a stable code from a findings spec (spec/findings/<name>.yaml, which
 gives its severity and meaning), the container member and the field path it concerns,
-the byte offset of that field where there is one, and a message. A report is in the shape
-of the MLF archive report (generated/schemas/artifact_check_output.schema.json).
+the byte offset of that field where there is one, and a message (spec/records/finding.yaml).
+A report holds the findings of one input and, when asked for, a TVM version's verdict; the
+MLF archive report adds the metadata version and style
+(generated/schemas/mlf_check_output.schema.json), the report of the other kinds their kind
+and what it adds (generated/schemas/artifact_check_output.schema.json).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,31 +22,46 @@ from mlf_spec.verdict import Verdict
 @dataclass(frozen=True)
 class Finding:
     """One finding: ``code`` and ``severity`` (from the spec), ``member`` (a container member
-    or blob symbol, or None), field ``path``, byte ``offset`` (or None) and ``message``."""
+    or blob symbol, or None), field ``path``, ``message`` and byte ``offset`` (or None)."""
 
     code: str
     severity: str
     member: str | None
     path: str
-    offset: int | None
     message: str
+    offset: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (artifact_finding)."""
+        """The JSON form (spec/records/finding.yaml)."""
         return {"code": self.code, "severity": self.severity, "member": self.member, "path": self.path,
                 "offset": self.offset, "message": self.message}
 
 
+def left_out(code: str, severity: str) -> Finding:
+    """The note that stands for the findings of ``code`` past a report's limit."""
+    return Finding(code, severity, None, "", f"more {code} findings were left out")
+
+
+def limited(findings: Iterable[Finding], limit: int) -> list[Finding]:
+    """At most ``limit`` findings per code, then one :func:`left_out` note for the rest."""
+    counts: Counter[str] = Counter()
+    kept = []
+    for f in findings:
+        counts[f.code] += 1
+        if counts[f.code] <= limit:
+            kept.append(f)
+        elif counts[f.code] == limit + 1:
+            kept.append(left_out(f.code, f.severity))
+    return kept
+
+
 @dataclass
 class Report:
-    """The check of one input: its ``kind``, ``findings``, and what the kind adds
-    (``dialect_choice`` for .params, ``blobs`` for blobs) and, when asked for, ``tvm``."""
+    """The check of one input: its ``path``, the ``findings`` and, when asked for, the
+    verdict of a TVM version's readers (``tvm``)."""
 
     path: str
-    kind: str
     findings: list[Finding] = field(default_factory=list)
-    dialect_choice: dict[str, Any] | None = None
-    blobs: list[dict[str, Any]] | None = None
     tvm: Verdict | None = None
 
     @property
@@ -54,6 +73,31 @@ class Report:
         """The codes of the findings, in order."""
         return [f.code for f in self.findings]
 
+    @property
+    def heading(self) -> str:
+        """What was checked, for the text form (after the path)."""
+        return "checked"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {"path": self.path, "conformant": self.conformant, "findings": [f.to_dict() for f in self.findings],
+                "tvm": self.tvm.to_dict() if self.tvm is not None else None}
+
+
+@dataclass(kw_only=True)
+class ArtifactReport(Report):
+    """The check of a .params file, blob or graph JSON document: its ``kind`` and what the
+    kind adds (``dialect_choice`` for .params, ``blobs`` for blobs)."""
+
+    kind: str
+    dialect_choice: dict[str, Any] | None = None
+    blobs: list[dict[str, Any]] | None = None
+
+    @property
+    def heading(self) -> str:
+        """The kind."""
+        return self.kind
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (artifact_check)."""
         return {"path": self.path, "kind": self.kind, "conformant": self.conformant,
@@ -63,9 +107,10 @@ class Report:
 
 class Collector:
     """Collects findings whose codes are declared in ``spec`` (a generated FINDINGS
-    mapping), keeping at most ``limit`` per code (then one note that more were left out)."""
+    mapping), keeping at most ``limit`` per code (then one note that more were left out;
+    None: all)."""
 
-    def __init__(self, spec: dict[str, dict[str, Any]], limit: int = 50) -> None:
+    def __init__(self, spec: dict[str, dict[str, Any]], limit: int | None = 50) -> None:
         self.spec, self.limit = spec, limit
         self.findings: list[Finding] = []
         self._counts: Counter[str] = Counter()
@@ -75,10 +120,10 @@ class Collector:
         severity = self.spec[code]["severity"]
         self._counts[code] += 1
         n = self._counts[code]
-        if n <= self.limit:
-            self.findings.append(Finding(code, severity, member, path, offset, message))
+        if self.limit is None or n <= self.limit:
+            self.findings.append(Finding(code, severity, member, path, message, offset))
         elif n == self.limit + 1:
-            self.findings.append(Finding(code, severity, member, "", None, f"more {code} findings were left out"))
+            self.findings.append(left_out(code, severity))
 
 
 def text(report: Report) -> str:
@@ -88,19 +133,14 @@ def text(report: Report) -> str:
     errors = sum(f.severity == "error" for f in report.findings)
     warnings = sum(f.severity == "warning" for f in report.findings)
     verdict = "conformant" if report.conformant else "NOT conformant"
-    lines = [f"{printable(report.path)}: {report.kind}: {verdict} ({errors} error(s), {warnings} warning(s))"]
+    lines = [f"{printable(report.path)}: {report.heading}: {verdict} ({errors} error(s), {warnings} warning(s))"]
     for f in report.findings:
         loc = ":".join(printable(x) for x in (f.member or "", f.path) if x)
         at = f" (offset {f.offset})" if f.offset is not None else ""
         lines.append(f"  {f.severity}: {f.code}: {loc + at + ': ' if loc else ''}{printable(f.message)}")
     if report.tvm is not None:
-        v = report.tvm
-        by = f", written by {v.writer} ({v.writer_source})" if v.writer else ""
-        lines.append(f"  TVM {v.version}{by}: {v.verdict.upper()}")
-        for r in v.all_reasons:
-            who = f" ({printable(r.name)})" if r.name else ""
-            lines.append(f"    {r.verdict}: {r.rule}: {r.where}{who}: {printable(r.message)} [{r.evidence}]")
+        lines += report.tvm.text()
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Collector", "Finding", "Report", "text"]
+__all__ = ["ArtifactReport", "Collector", "Finding", "Report", "left_out", "limited", "text"]

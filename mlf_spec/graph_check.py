@@ -18,19 +18,19 @@ from mlf_spec import graph_json as _graph
 from mlf_spec._io import describe, read_source
 from mlf_spec._records import load_json
 from mlf_spec.errors import MlfError
-from mlf_spec.findings import Collector, Report
+from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated.graph_check_findings import FINDINGS
 from mlf_spec.params import dtypes as _dt
 
 
-def check(source: Any, *, name: str | None = None) -> Report:
+def check(source: Any, *, name: str | None = None) -> ArtifactReport:
     """Check graph JSON from a path, bytes or binary file object (MlfError only when the
     input cannot be opened)."""
     label = name or describe(source)
     with read_source(source) as (buf, size, _fd):
         data = bytes(memoryview(buf)[:size]) if size else b""
     c = Collector(FINDINGS)
-    report = Report(label, "graph-json", c.findings)
+    report = ArtifactReport(label, c.findings, kind="graph-json")
     try:
         doc = load_json(data, None, "graph JSON")
     except MlfError as exc:

@@ -18,6 +18,7 @@ elements on one line, strings escaped only for ``\\r \\n \\\\ \\t \\"``.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,15 @@ class GraphDocument:
     def input_names(self) -> list[str]:
         """Names of the input nodes (model inputs and bound parameters)."""
         return [n.name for n in self.input_nodes()]
+
+    def model_input_names(self, params: Collection[str]) -> list[str]:
+        """The input nodes that are model inputs: those no parameter binds (``params``: the
+        names of the module's .params file, which names the constants)."""
+        return [n for n in self.input_names() if n not in params]
+
+    def parameter_names(self, params: Collection[str]) -> list[str]:
+        """The input nodes bound to a parameter of ``params`` (constants), in arg_nodes order."""
+        return [n for n in self.input_names() if n in params]
 
     def entry_shape(self, eid: int) -> list[int]:
         """Shape of entry ``eid``."""

@@ -74,7 +74,7 @@ def sniff_path(path: str | os.PathLike[str]) -> Kind:
     try:
         with open(p, "rb") as f:
             head = f.read(PEEK)
-            if _compression(head) is not None:
+            if compression(head) is not None:
                 f.seek(0)
                 return _sniff_compressed(f)
     except OSError:
@@ -93,7 +93,7 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
         return KINDS["params"]
     if head[:4] == b"\x7fELF":
         return KINDS["library"]
-    if _compression(head) is not None:
+    if compression(head) is not None:
         return _sniff_compressed(io.BytesIO(bytes(data)))
     if _is_tar(head):
         return _tar_kind(head)
@@ -113,7 +113,8 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
     return KINDS["unknown"]
 
 
-def _compression(head: bytes) -> str | None:
+def compression(head: bytes) -> str | None:
+    """``gzip``, ``bzip2`` or ``xz`` from the first bytes of a compressed file, else None."""
     if head[:2] == b"\x1f\x8b":
         return "gzip"
     if head[:3] == b"BZh":
@@ -128,7 +129,7 @@ def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
     import gzip
     import lzma
 
-    kind = _compression(f.read(6))
+    kind = compression(f.read(6))
     f.seek(0)
     try:
         if kind == "gzip":
@@ -210,4 +211,4 @@ def _looks_like_text(head: bytes) -> bool:
     return b"\x00" not in head
 
 
-__all__ = ["ARTIFACT_KINDS", "KINDS", "PEEK", "Kind", "sniff_bytes", "sniff_path"]
+__all__ = ["ARTIFACT_KINDS", "KINDS", "PEEK", "Kind", "compression", "sniff_bytes", "sniff_path"]

@@ -41,113 +41,208 @@ def _row_active(row: dict, era: tuple[int, ...]) -> bool:
     return (row["since"] is None or tuple(row["since"]) <= era) and (row["until"] is None or era < tuple(row["until"]))
 
 
-@st.composite
-def _table_row(draw: Any, table: str, era: tuple[int, ...]) -> dict:
-    rows = [r for r in TABLES[table].ROWS if _row_active(r, era)]
-    return draw(st.sampled_from(rows))
+def bounds(f: dict, pin: tuple[int | None, int | None] | None = None) -> tuple[int, int]:
+    """The integers a scalar field may hold: its type's range, its constraint's bounds, a
+    bound the enclosing struct puts on it (``pin``) and its strategy hint."""
+    return _bounds({**f, "bounds": pin} if pin is not None else f)
 
 
-@st.composite
-def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_elems: int = 4,
+class Choices:
+    """What a valid value tree leaves open. :func:`value_tree` states the rules (which fields
+    exist in an era, constants, counts, derived sizes, table rows, constraints) and asks an
+    implementation for every free value: :class:`Drawn` draws them with hypothesis, a
+    deterministic one (the conformance vectors' Sampler) picks them."""
+
+    def row(self, rows: list[dict]) -> dict:
+        """A table row (of those active in the era)."""
+        raise NotImplementedError
+
+    def pick(self, options: list[Any]) -> Any:
+        """One of a field's ``choices``."""
+        raise NotImplementedError
+
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+        """An integer of field ``f`` (within :func:`bounds`); ``each`` for an array element."""
+        raise NotImplementedError
+
+    def code(self, lo: int, hi: int) -> int:
+        """A table code in [lo, hi]."""
+        raise NotImplementedError
+
+    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+        """The bits of a table row with NumPy widths."""
+        raise NotImplementedError
+
+    def canonical(self, f: dict) -> int:
+        """A field with a canonical value and no bounds."""
+        raise NotImplementedError
+
+    def number(self, type_name: str) -> float:
+        """A float of ``type_name`` (f32 or f64)."""
+        raise NotImplementedError
+
+    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+        """A string of field ``f`` (text, or bytes without an encoding)."""
+        raise NotImplementedError
+
+    def rest(self, f: dict, ns: dict) -> bytes:
+        """A bytes field that runs to the end of its region."""
+        raise NotImplementedError
+
+    def sized(self, size: int) -> bytes:
+        """A bytes field of a known size."""
+        raise NotImplementedError
+
+    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+        """The elements of a vec or map of free length (``make()`` gives one), meeting the
+        field's constraint where it can."""
+        raise NotImplementedError
+
+    def require(self, ok: bool) -> None:
+        """A rule the choices made break: this tree is not valid."""
+        raise NotImplementedError
+
+
+class Drawn(Choices):
+    """Choices drawn with hypothesis' ``draw``."""
+
+    def __init__(self, draw: Any) -> None:
+        self.draw = draw
+
+    def row(self, rows: list[dict]) -> dict:
+        return self.draw(st.sampled_from(rows))
+
+    def pick(self, options: list[Any]) -> Any:
+        return self.draw(st.sampled_from(options))
+
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+        return self.draw(st.integers(*bounds(f, pin)))
+
+    def code(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+        return self.draw(st.sampled_from(numpy_bits) | st.integers(*_bounds(f)))
+
+    def canonical(self, f: dict) -> int:
+        return self.draw(st.just(f["canonical"]) | st.integers(*_bounds(f)))
+
+    def number(self, type_name: str) -> float:
+        return self.draw(st.floats(allow_nan=False, width=32 if type_name == "f32" else 64))
+
+    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+        hint = f.get("strategy", {})
+        if hint.get("alphabet") == "decimal":
+            return self.draw(st.integers(0, 3).map(str))
+        if hint.get("alphabet") == "tvm_version":
+            return self.draw(st.sampled_from(["0.8.0", "0.9.0", "0.13.0", "0.14.dev0", "0.16.0", "0.19.0"]))
+        size = hint.get("max_size", 12) if f["kind"] == "str" else 12  # a vec's max_size counts elements
+        if f.get("encoding") or hint.get("alphabet") == "text":
+            return self.draw(st.text(max_size=size))
+        return self.draw(st.binary(max_size=size))
+
+    def rest(self, f: dict, ns: dict) -> bytes:
+        return self.draw(st.binary(max_size=f.get("strategy", {}).get("max_size", 16)))
+
+    def sized(self, size: int) -> bytes:
+        return self.draw(st.binary(min_size=size, max_size=size))
+
+    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+        out = [make() for _ in range(self.draw(st.integers(0, f.get("strategy", {}).get("max_size", limit))))]
+        if f.get("constraint", ("",))[0] == f"unique({f['name']})":  # keep the first of equal elements
+            seen: set[str] = set()
+            out = [x for x in out if not (repr(x) in seen or seen.add(repr(x)))]  # type: ignore[func-returns-value]
+        return out
+
+    def require(self, ok: bool) -> None:
+        assume(ok)
+
+
+def value_tree(c: Choices, structs: dict, name: str, era: tuple[int, ...], max_elems: int = 4,
                pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict:
-    """A value tree of struct ``name`` that the spec accepts in ``era``; ``pins`` bounds
-    members that a constraint of the enclosing struct restricts."""
+    """A value tree of struct ``name`` that the spec accepts in ``era``, its free values
+    chosen by ``c``; ``pins`` bounds members that a constraint of the enclosing struct
+    restricts."""
     spec = structs[name]
     pins = pins or {}
     ns: dict[str, Any] = {}
     fields = spec["fields"]
     table_fields = [f for f in fields if "table" in f]
-    row = draw(_table_row(table_fields[0]["table"], era)) if table_fields else None
+    row = c.row([r for r in TABLES[table_fields[0]["table"]].ROWS if _row_active(r, era)]) if table_fields else None
     counted = {f["count"][0] for f in fields if "count" in f}
+
+    def element(f: dict, type_name: str | None, each: bool = False) -> Any:
+        if type_name in _INT_RANGE:
+            return c.integer(f, each=each)
+        if type_name in ("f32", "f64"):
+            return c.number(type_name)
+        if type_name == "str":
+            return c.text(f, era)
+        c.require(type_name is not None)
+        return value_tree(c, structs, type_name, era, max_elems)  # type: ignore[arg-type]
+
     for f in fields:
         n = f["name"]
-        if ("since" in f and era < tuple(f["since"])) or ("until" in f and era >= tuple(f["until"])):
-            ns[n] = None
-            continue
-        if "when" in f and not f["when"][1](ns):
+        if ("since" in f and era < tuple(f["since"])) or ("until" in f and era >= tuple(f["until"])) or (
+                "when" in f and not f["when"][1](ns)):
             ns[n] = None
             continue
         kind = f["kind"]
-        hint = f.get("strategy", {})
         if "const" in f:
             ns[n] = f["const"]
         elif "choices" in f and kind == "scalar":
-            ns[n] = draw(st.sampled_from(f["choices"]))
+            ns[n] = c.pick(f["choices"])
         elif n in pins and kind == "scalar":
-            lo, hi = _bounds({**f, "bounds": pins[n]})
-            ns[n] = draw(st.integers(lo, hi))
+            ns[n] = c.integer(f, pins[n])
         elif "equals" in f and kind in ("vec", "map"):  # exactly that many elements
             size = f["equals"][1](ns)
-            elem = _element(structs, f, f["elem"], era, max_elems) if kind == "vec" else st.tuples(
-                _element(structs, f, f["key"], era, max_elems), _element(structs, f, f["value"], era, max_elems))
-            ns[n] = draw(st.lists(elem, min_size=size, max_size=size))
+            ns[n] = [(element(f, f["key"]), element(f, f["value"])) if kind == "map" else element(f, f["elem"])
+                     for _ in range(size)]
         elif "equals" in f:
             ns[n] = f["equals"][1](ns)
         elif "derive" in f:
             ns[n] = f["derive"][1](ns)
         elif row is not None and "table" in f:
-            lo = row["code"]
-            hi = row["code_max"] if row["code_max"] is not None else lo
-            ns[n] = draw(st.integers(lo, hi))
+            ns[n] = c.code(row["code"], row["code_max"] if row["code_max"] is not None else row["code"])
         elif row is not None and n in row and row[n] is not None and kind == "scalar":
             ns[n] = row[n]
         elif row is not None and n == "bits" and row.get("numpy_bits") and kind == "scalar":
-            ns[n] = draw(st.sampled_from(row["numpy_bits"]) | st.integers(*_bounds(f)))
+            ns[n] = c.bits(f, row["numpy_bits"])
         elif "count" in f:
             count = f["count"][1](ns)
-            assume(0 <= count <= 64)
-            ns[n] = [draw(_element(structs, f, f["type"], era, max_elems, each=True)) for _ in range(count)]
+            c.require(0 <= count <= 64)
+            ns[n] = [element(f, f["type"], each=True) for _ in range(count)]
         elif kind == "scalar":
             if "canonical" in f and "bounds" not in f:
-                lo, hi = _bounds(f)
-                ns[n] = draw(st.just(f["canonical"]) | st.integers(lo, hi))
+                ns[n] = c.canonical(f)
             elif n in counted:
-                ns[n] = draw(st.integers(*_bounds(f)))
+                ns[n] = c.integer(f)
             else:
-                ns[n] = draw(_element(structs, f, f["type"], era, max_elems))
+                ns[n] = element(f, f["type"])
         elif kind == "str":
-            ns[n] = draw(_element(structs, f, "str", era, max_elems))
+            ns[n] = element(f, "str")
         elif kind == "bytes" and "remaining" in f["size"][0]:  # the rest of its region: any bytes
-            ns[n] = draw(st.binary(max_size=hint.get("max_size", 16)))
+            ns[n] = c.rest(f, ns)
         elif kind == "bytes":
-            size = f["size"][1](ns)
-            ns[n] = draw(st.binary(min_size=size, max_size=size))
+            ns[n] = c.sized(f["size"][1](ns))
         elif kind == "vec":
-            unique = f.get("constraint", ("",))[0] == f"unique({n})"
-            ns[n] = draw(st.lists(_element(structs, f, f["elem"], era, max_elems), max_size=hint.get("max_size", max_elems),
-                                  unique=unique))
+            ns[n] = c.elements(f, lambda f=f: element(f, f["elem"]), ns, max_elems)
         elif kind == "map":
-            ns[n] = draw(st.lists(st.tuples(_element(structs, f, f["key"], era, max_elems),
-                                            _element(structs, f, f["value"], era, max_elems)),
-                                  max_size=hint.get("max_size", max_elems)))
+            ns[n] = c.elements(f, lambda f=f: (element(f, f["key"]), element(f, f["value"])), ns, max_elems)
         elif kind == "struct":
-            ns[n] = draw(valid_tree(structs, f["struct"], era, max_elems, f.get("member_bounds")))
+            ns[n] = value_tree(c, structs, f["struct"], era, max_elems, f.get("member_bounds"))
         elif kind == "switch":
-            key = f["switch_on"](ns)
-            type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
-            assume(type_name is not None)
-            ns[n] = draw(_element(structs, f, type_name, era, max_elems))
+            ns[n] = element(f, f["switch"]["cases"].get(f["switch_on"](ns), f["switch"]["default"]))
         if "constraint" in f and kind in ("vec", "map", "str") and "each" not in f["constraint"][0]:
-            assume(f["constraint"][1](ns))  # rules the drawing above does not enforce by construction
+            c.require(f["constraint"][1](ns))  # rules the choices above do not meet by construction
     return ns
 
 
-def _element(structs: dict, f: dict, type_name: str, era: tuple[int, ...], max_elems: int, each: bool = False) -> Any:
-    if type_name in _INT_RANGE:
-        return st.integers(*_bounds(f))
-    if type_name in ("f32", "f64"):
-        return st.floats(allow_nan=False, width=32 if type_name == "f32" else 64)
-    if type_name == "str":
-        hint = f.get("strategy", {})
-        if hint.get("alphabet") == "decimal":
-            return st.integers(0, 3).map(str)
-        if hint.get("alphabet") == "tvm_version":
-            return st.sampled_from(["0.8.0", "0.9.0", "0.13.0", "0.14.dev0", "0.16.0", "0.19.0"])
-        size = hint.get("max_size", 12) if f["kind"] == "str" else 12  # a vec's max_size counts elements
-        if f.get("encoding") or hint.get("alphabet") == "text":
-            return st.text(max_size=size)
-        return st.binary(max_size=size)
-    return valid_tree(structs, type_name, era, max_elems)
+@st.composite
+def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_elems: int = 4,
+               pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict:
+    """A value tree of struct ``name`` that the spec accepts in ``era`` (see :func:`value_tree`)."""
+    return value_tree(Drawn(draw), structs, name, era, max_elems, pins)
 
 
 @st.composite
@@ -233,4 +328,4 @@ def _value_at(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: 
     return node
 
 
-__all__ = ["ERAS", "broken_bytes", "valid_bytes", "valid_tree"]
+__all__ = ["ERAS", "Choices", "Drawn", "bounds", "broken_bytes", "valid_bytes", "valid_tree", "value_tree"]

@@ -29,26 +29,52 @@ from hypothesis import strategies as st
 from mlf_spec.params import dtypes as _dt
 
 from ._drawn import Broken, Data
-from .acceptance import accepts_params, public_version, version_label
 from .generated import params_ir as _params_ir
 from .generated import params_strategies as _params_st
 from .spec_strategies import ERAS as _PARAMS_ERAS
+from .versions import label as version_label
+from .versions import public as public_version
 
 PARAMS_BROKEN_KINDS: tuple[str, ...] = _params_st.BROKEN_KINDS
 #: TVM versions whose dtype numbering ``params_bytes`` imitates (the dialects' first versions).
 PARAMS_ERAS: tuple[str, ...] = tuple(version_label(e) for e in _PARAMS_ERAS)
 
 
-def params_bytes(era: str | None = None, accepted_by: str | None = None) -> st.SearchStrategy[Data]:
+#: The verdicts of a TVM version's reader that ``params_bytes(accepted_by=...)`` keeps:
+#: the load call returns, without an error and without a crash.
+ACCEPTED = ("loads", "misreads")
+
+
+def params_bytes(era: str | None = None, accepted_by: str | None = None, *,
+                 as_meant: bool = False) -> st.SearchStrategy[Data]:
     """Valid .params files written with the dtype numbering of TVM ``era`` (e.g. "0.16";
-    default: any). ``accepted_by`` (e.g. "0.27") keeps only files that TVM version's
-    reader loads (without refusing or crashing): see :mod:`mlf_spec.acceptance`."""
+    default: any of ``PARAMS_ERAS``).
+
+    ``accepted_by`` (e.g. "0.27") keeps only the files that TVM version's reader accepts:
+    those whose verdict, as ``mlf-spec params check --tvm 0.27 --from ERA`` gives it (the
+    rules of spec/verdicts/tvm_read_rules.yaml, checked against apache-tvm 0.25-0.27), is
+    ``loads`` or ``misreads`` (:data:`ACCEPTED`). So ``load_param_dict`` returns without an
+    error and without a crash. It may still read a tensor otherwise than the era's writer
+    meant, for example a float8 code that was renumbered later, or one-byte-per-element
+    sub-byte data that it reads bit-packed. With ``as_meant=True`` only ``loads`` is kept:
+    every tensor also reads as the writer meant it."""
     e = public_version(era, "era")
-    files = _params_st.valid_params_file(e).map(Data)
     if accepted_by is None:
-        return files
-    reader = public_version(accepted_by, "accepted_by")
-    return files.filter(lambda data: accepts_params(data, reader))  # type: ignore[arg-type]
+        if as_meant:
+            raise ValueError("as_meant=True needs accepted_by (the TVM version that reads the files)")
+        return _params_st.valid_params_file(e).map(Data)
+    reader = version_label(public_version(accepted_by, "accepted_by"))  # type: ignore[arg-type]
+    keep = ("loads",) if as_meant else ACCEPTED
+    eras = st.just(e) if e is not None else st.sampled_from(_PARAMS_ERAS)
+    return eras.flatmap(lambda w: _params_st.valid_params_file(w).map(Data).filter(
+        lambda data: _verdict_of(data, reader, version_label(w)) in keep))
+
+
+def _verdict_of(data: bytes, reader: str, writer: str) -> str:
+    """The verdict of TVM ``reader`` on a .params file written by TVM ``writer``."""
+    from mlf_spec.params import check
+
+    return check.verdict(data, reader, writer=writer).verdict
 
 
 @st.composite
@@ -174,7 +200,7 @@ MLF_METADATA_BROKEN_KINDS, MLF_ARCHIVE_BROKEN_KINDS = _mlf_kinds()
 
 SPECS = {"params": _params_ir.STRUCTS}
 
-__all__ = ["MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROKEN_KINDS", "PARAMS_ERAS", "Broken",
+__all__ = ["ACCEPTED", "MLF_ARCHIVE_BROKEN_KINDS", "MLF_METADATA_BROKEN_KINDS", "PARAMS_BROKEN_KINDS", "PARAMS_ERAS", "Broken",
            "Data", "arrays", "broken_mlf_archives", "broken_mlf_metadata", "broken_params_bytes", "graph_jsons",
            "mlf_archives", "mlf_metadata", "numpy_dtypes", "param_dicts", "params_bytes", "stored_tensors"]
 

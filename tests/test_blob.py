@@ -165,6 +165,54 @@ def test_cycles_and_unmergeable_trees_are_refused_like_tvms_writer():
     assert [m.kind for m in a.walk()] == ["const_loader", "const_loader"]  # walks are cycle-safe
 
 
+def test_a_dag_tvm_cannot_number_builds_with_an_explicit_order():
+    """root -> [A, B], A -> B: TVM's walk numbers B (pushed first) before A, so its writer
+    (0.8 on, CreateImportTree's CHECK_LT) refuses the tree; order= numbers it either way."""
+    b_ = Module("opencl", opencl_payload("0.27", source=b"__kernel void b() {}"))
+    a = Module("opencl", opencl_payload("0.27", source=b"__kernel void a() {}"), [b_])
+    root = Module.lib(a, b_)
+    with pytest.raises(ConstraintError, match="cannot number this tree.*order="):
+        blob.build(root)
+    for order, row_of_a in (([root, a, b_], [2]), ([root, b_, a], [1])):  # the second: a child before its parent
+        data = blob.build(root, order=order)
+        b = blob.parse(data)
+        assert b.imports_of(0) == [1, 2] and b.imports_of(order.index(a)) == row_of_a
+        assert {m.kind for m in b.root().walk()} == {"_lib", "opencl"} and len(list(b.root().walk())) == 3
+        r = b.root()
+        [parent] = [m for m in r.imports if m.imports]
+        [child] = [m for m in r.imports if not m.imports]
+        assert parent.imports == [child]  # the shared module is one node
+        assert parent.payload.to_bytes() == a.payload.to_bytes() and child.payload.to_bytes() == b_.payload.to_bytes()
+        nodes = b.modules()
+        assert blob.build(nodes[0], order=nodes) == data  # the numbering round-trips
+    b16 = Module("opencl", opencl_payload("0.16", source=b"b"))
+    a16 = Module("opencl", opencl_payload("0.16", source=b"a"), [b16])
+    root16 = Module.lib(a16, b16)
+    with pytest.raises(ConstraintError, match="cannot number"):
+        blob.build(root16, format="legacy", era="0.16")
+    legacy = blob.build(root16, format="legacy", era="0.16", order=[root16, a16, b16])
+    assert blob.parse(legacy, format="legacy", era="0.16").imports_of(1) == [2]
+    v07 = blob.parse(blob.build(root16, format="legacy", era="0.7"), format="legacy", era="0.7")  # 0.7's writer had no check
+    assert v07.imports_of(0) == [2, 1] and v07.imports_of(2) == [1]  # B numbered before A, as its walk did
+
+
+def test_an_explicit_order_names_every_reachable_module_once_root_first():
+    b_ = Module("opencl", opencl_payload("0.27"))
+    a = Module("const_loader", const_loader(), [b_])
+    root = Module.lib(a)
+    for order, message in (([a, root, b_], "start with the root"), ([root, a], "leaves out 1"),
+                           ([root, a, b_, b_], "listed twice"), ([root, a, b_, Module.lib()], "not reachable")):
+        with pytest.raises(ValueError, match=message):
+            blob.build(root, order=order)
+    with pytest.raises(ValueError, match="up to 0.6"):
+        blob.build(root, format="legacy", era="0.6", order=[root, a, b_])
+    cyc = Module("const_loader", const_loader())
+    cyc.imports.append(cyc)  # a cycle TVM's writer cannot make; its loader accepts it
+    lib = Module.lib(cyc)
+    data = blob.build(lib, order=[lib, cyc])
+    assert "tree.cycle" in [f.code for f in blob.parse(data).findings]
+
+
 def test_symbols_by_era():
     assert blob.symbol_for("ffi") == "__tvm_ffi__library_bin"
     assert blob.symbol_for("legacy", "0.20") == "__tvm_dev_mblob"
@@ -409,6 +457,16 @@ def test_cli_dump_and_extract(tmp_path, capsys):
         (0, "_lib", []), (1, "const_loader", []), (2, "opencl", ["add_one_kernel"])]
     assert doc["import_tree"] == {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2]}
     assert doc["modules"][2]["payload_bytes"] == len(opencl_payload("0.27").to_bytes())
+    import hashlib
+
+    m = doc["modules"][2]  # the payload's place and digest: what another reader's capture is compared with
+    assert data[m["payload_offset"]:m["payload_offset"] + m["payload_bytes"]] == opencl_payload("0.27").to_bytes()
+    assert m["payload_sha256"] == hashlib.sha256(opencl_payload("0.27").to_bytes()).hexdigest()
+    assert doc["modules"][0]["payload_offset"] is None and doc["modules"][0]["payload_sha256"] is None
+    assert doc["file_offset"] is None  # a C array: not the bytes themselves
+    (tmp_path / "raw.bin").write_bytes(data)
+    assert cli.main(["blob", "dump", str(tmp_path / "raw.bin"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["blobs"][0]["file_offset"] == 0
     assert cli.main(["blob", "dump", str(src)]) == 0
     text = capsys.readouterr().out
     assert "[2] opencl" in text and "functions: add_one_kernel" in text

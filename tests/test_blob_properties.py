@@ -13,8 +13,8 @@ from mlf_spec.generated import blob_ffi_construct, blob_legacy_construct
 
 from mlf_spec import blob
 from mlf_spec import strategies as ms
-from mlf_spec.acceptance import parse_version
 from mlf_spec.errors import MlfError
+from mlf_spec.versions import required as parse_version
 
 FORMAT_ERAS = st.sampled_from([(f, e) for f in blob.FORMATS for e in ms.BLOB_ERAS[f]])
 
@@ -52,6 +52,56 @@ def test_fast_reader_and_construct_grammar_agree(arg):
         kinds = [x.kind for x in parsed.body.entries if x.kind != "_import_tree"]
         assert blob_legacy_construct.legacy_blob.build(parsed, era=parse_version(era)) == data
     assert kinds == [e.kind for e in b.entries]
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(FORMAT_ERAS.flatmap(lambda fe: ms.module_trees(*fe)), FORMAT_ERAS)
+def test_building_any_valid_tree_for_any_era_gives_bytes_or_an_mlf_error(root, target):
+    """A tree made for one layout and era, built for another: a blob that reads back, or an
+    MlfError (a field that era's layout has not, a payload of the other layout, a kind it
+    has no grammar for, a tree TVM cannot number), never another exception."""
+    fmt, era = target
+    try:
+        data = blob.build(root, format=fmt, era=era)
+    except MlfError as exc:
+        assert exc.message and exc.field, exc
+        return
+    assert blob.parse(data, format=fmt, era=era).to_bytes() == data
+
+
+@settings(suppress_health_check=list(HealthCheck))
+@given(with_era())
+def test_an_explicit_order_in_blob_order_rebuilds_every_valid_blob(arg):
+    (fmt, era), data = arg
+    b = blob.parse(data, format=fmt, era=era)
+    if b.row_ptr is None or b.unread_root is not None:
+        return  # no import tree to number
+    nodes = b.modules()
+    assert blob.build(nodes[0], format=fmt, era=era, order=nodes) == data
+
+
+def _ffi_payload(kind):
+    from hypothesis import find
+
+    return find(ms.blob_payloads(kind, "ffi", "0.24"), lambda p: True)
+
+
+def test_a_payload_of_another_era_or_layout_is_an_error_naming_the_module():
+    import pytest
+
+    metal = blob.Module.lib(blob.Module("c", blob.new_payload("c", code="x", fmt="c", func_names=["f"], const_vars=[])), blob.Module("metal", _ffi_payload("metal")))
+    with pytest.raises(MlfError, match=r"module 'metal' \(2 in depth-first order.*legacy layout of TVM 0.16: "
+                                       r"\w+ is part of this layout in TVM 0.16, but the record holds none") as err:
+        blob.build(metal, format="legacy", era="0.16")
+    assert err.value.field.startswith("modules[2].payload.")
+    relax = blob.Module.lib(blob.Module("relax.VMExecutable", _ffi_payload("relax.VMExecutable")))
+    with pytest.raises(MlfError, match="relax_vm_body record, while the legacy layout of TVM 0.20 stores a "
+                                       "'relax.VMExecutable' payload as relax_vm_wrapped"):
+        blob.build(relax, format="legacy")
+    npu = blob.Module.lib(blob.Module("example_npu_json", _ffi_payload("example_npu_json")))
+    with pytest.raises(MlfError, match="has no grammar for kind 'example_npu_json'"):
+        blob.build(npu, format="legacy", era="0.16")
+    assert blob.build(metal, format="ffi")  # the layout and era it was made for
 
 
 @settings(suppress_health_check=list(HealthCheck))

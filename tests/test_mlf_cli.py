@@ -28,6 +28,7 @@ def test_inspect_text(mlf, capsys):
     out = capsys.readouterr().out
     assert "MLF version 7, full-model" in out and "module 'add': executor graph" in out
     assert "p0: float32 [1, 2] (8 bytes)" in out and "input a: uint8 [1, 2]" in out
+    assert "graph input p0" not in out and "graph nodes bound to parameters: 1 (p0)" in out
     assert "./executor-config/graph/add.graph" in out
 
 
@@ -38,7 +39,8 @@ def test_inspect_json_matches_its_schema(mlf, capsys):
     [mod] = doc.modules
     assert mod.name == "add" and mod.executors == ["graph"] and mod.targets == [add_module().target]
     assert [p.name for p in mod.params] == ["p0"] and mod.memory.sids == 4 and mod.memory.sids_bytes == 26
-    assert [t.name for t in mod.graph.inputs] == ["a", "b", "p0"]
+    assert [t.name for t in mod.graph.inputs] == ["a", "b"]  # model inputs; p0 is bound from the params file
+    assert [(t.name, t.dtype, t.shape) for t in mod.graph.params] == [("p0", "float32", [1, 2])]
     assert mod.files["params"] == ["parameters/add.params"]
     assert doc.revisions[0] == "v7.io" and doc.files[0].name == "."
 
@@ -64,7 +66,7 @@ def test_check_findings_exit_1(tmp_path, capsys):
     assert report["conformant"] is False
     [f] = report["findings"]
     assert f == {"code": "sids.mismatch", "severity": "error", "member": "./metadata.json",
-                 "path": "modules.add.memory.sids[1]",
+                 "path": "modules.add.memory.sids[1]", "offset": None,
                  "message": "is {'input_binding': 'b', 'size_bytes': 4, 'storage_id': 1} but the graph gives "
                             "{'storage_id': 1, 'size_bytes': 8, 'input_binding': 'b'}"}
     assert main(["check", str(path)]) == 1

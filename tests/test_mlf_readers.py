@@ -1,6 +1,6 @@
 """``check --tvm VERSION`` on MLF archives: which of TVM's readers of that release take the
 archive as it was meant. The readers and their requirements are spec tables
-(spec/tables/mlf_readers.yaml, mlf_reader_rules.yaml); these tests pin what the readers of
+(spec/verdicts/mlf_read_rules.yaml); these tests pin what the readers of
 the release tags v0.8.0 to v0.18.0 do with archives of each shape."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import gzip
 import json
 
 import pytest
-from mlf_spec.generated import mlf_reader_rules_table, mlf_readers_table
+from mlf_spec.generated import mlf_read_rules_rules
 from mlf_spec.generated.mlf_check_output_models import CheckReport
 from test_mlf_conformance import add_module
 
@@ -17,6 +17,7 @@ from mlf_spec import archive, check
 from mlf_spec.cli import main
 from mlf_spec.mlf import readers
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from mlf_spec.verdict import engine as verdict_engine
 
 
 def tar(version: int, rev: str, *mods: ModuleSpec, style: str = "full-model") -> bytes:
@@ -25,7 +26,7 @@ def tar(version: int, rev: str, *mods: ModuleSpec, style: str = "full-model") ->
 
 def verdict(data: bytes, version: str) -> dict:
     with archive.open(data) as a:
-        return readers.verdict(a, version)
+        return readers.verdict(a, version).to_dict()
 
 
 def by_reader(v: dict) -> dict[str, str]:
@@ -36,13 +37,14 @@ def rules(v: dict) -> list[str]:
     return [x["rule"] for x in v["reasons"]]
 
 
-def test_the_spec_tables_and_the_engine_agree():
-    used = {r["requirement"] for r in mlf_reader_rules_table.ROWS}
-    assert used == set(readers.REQUIREMENTS)
-    names = {r["reader"] for r in mlf_readers_table.ROWS}
-    for r in mlf_reader_rules_table.ROWS:
-        assert r["reader"] in names and r["verdict"] in ("rejects", "misreads") and len(r["commit"]) >= 10
-        assert r["rule"].split(".")[0] in r["reader"]
+def test_the_spec_and_the_engine_agree():
+    assert set(mlf_read_rules_rules.TESTS["archive"]) == set(readers.REQUIREMENTS)
+    names = {r["reader"] for r in mlf_read_rules_rules.READERS}
+    for r in mlf_read_rules_rules.RULES:
+        assert set(r["readers"]) <= names and r["verdict"] in ("rejects", "misreads") and len(r["evidence"]) >= 10
+        assert any(r["id"].split(".")[0] in reader for reader in r["readers"])
+    with pytest.raises(KeyError, match="tests must be"):
+        verdict_engine.Evaluator((0, 12), None, verdict_engine.rules("mlf_read_rules"), {}, "0.12")
 
 
 def test_v7_default_graph_module_loads_in_every_release_from_0_9():
@@ -142,7 +144,7 @@ def test_cli_json_and_text(tmp_path, capsys):
     assert [r.reader for r in report.tvm.readers][:2] == ["tvmc", "zephyr"]
     assert main(["check", str(path), "--tvm", "0.12"]) == 0
     out = capsys.readouterr().out
-    assert "TVM 0.12: loads" in out and "tvmc: loads" in out
+    assert "TVM 0.12, written by v7.templates (detected): loads" in out and "tvmc: loads" in out
     assert main(["check", str(path), "--tvm", "twelve"]) == 2
     assert "not a TVM version" in capsys.readouterr().err
     assert main(["check", str(path), "--json"]) == 0
@@ -151,7 +153,7 @@ def test_cli_json_and_text(tmp_path, capsys):
 
 def test_check_api_carries_the_verdict():
     r = check.check(tar(7, "v7.templates", add_module(name="default")), tvm="0.12")
-    assert r.tvm["verdict"] == "loads" and r.to_dict()["tvm"] == r.tvm
+    assert r.tvm.verdict == "loads" and r.to_dict()["tvm"] == r.tvm.to_dict()
 
 
 def test_templates_build_the_reading_tvms_crt_not_the_archives():

@@ -161,3 +161,35 @@ def test_construct_grammar_parses_the_doc_example():
     assert parsed.names == ["w", "b"]
     assert parsed.arrays[0].shape == [2, 3]
     assert params_construct.params_file.build(parsed) == data
+
+
+def _break_verdicts(tmp_path: Path, change) -> Path:
+    import yaml
+
+    spec = tmp_path / "spec"
+    shutil.copytree(ROOT / "spec", spec)
+    path = spec / "verdicts" / "mlf_read_rules.yaml"
+    doc = yaml.safe_load(path.read_text())
+    change(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return spec
+
+
+def _set(**kw):
+    return lambda doc: doc["rules"][0].update(kw)
+
+
+@pytest.mark.parametrize("change, message", [
+    (_set(when="1 == 1"), "either `when`"),
+    (_set(requires="no_such_test"), "is not a test of subject 'archive'"),
+    (_set(argument=None), "takes an argument"),
+    (_set(readers=["tvmc", "nobody"]), "unknown reader 'nobody'"),
+    (lambda doc: doc["rules"][0].pop("readers"), "say which of"),
+    (lambda doc: doc["without_reader"][0].update(reason="TVM {reader}"), "only version, first, last"),
+    (lambda doc: doc["readers"][0].update(since="0.10"), "version 0.10 is not listed"),
+    (lambda doc: doc["rules"][0].update(verdict="crashes"), "unknown verdict 'crashes'"),
+])
+def test_verdict_rules_with_readers_and_tests_are_checked(tmp_path, change, message):
+    with pytest.raises(SpecError, match=message) as err:
+        load(_break_verdicts(tmp_path, change))
+    assert err.value.file == "spec/verdicts/mlf_read_rules.yaml"

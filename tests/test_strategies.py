@@ -1,5 +1,6 @@
-"""The strategies' vocabulary (TVM versions as strings, Broken, Data), the acceptance rules
-(mlf_spec.acceptance) and running a crashing target in isolation (mlf_spec.isolation)."""
+"""The strategies' vocabulary (TVM versions as strings, Broken, Data), ``accepted_by`` (the
+verdict rules of spec/verdicts/tvm_read_rules.yaml) and running a crashing target in
+isolation (mlf_spec.isolation)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from hypothesis import HealthCheck, given, settings
 
 from mlf_spec import blob, params
 from mlf_spec import strategies as ms
-from mlf_spec.acceptance import accepts_params, params_refusal, parse_version, tensor_refusal, version_label
 from mlf_spec.isolation import Isolated, Outcome, run_isolated
+from mlf_spec.params import check as pcheck
 from mlf_spec.params.codec import StoredTensor
+from mlf_spec.versions import label as version_label
+from mlf_spec.versions import required as parse_version
 
 # ----------------------------------------------------------------- vocabulary
 
@@ -61,40 +64,58 @@ def test_archive_examples_print_short(arc):
     assert len(repr(arc)) < 120
 
 
-# ----------------------------------------------------------------- acceptance
+# ----------------------------------------------------------------- accepted_by
 
 
-@pytest.mark.parametrize("tvm, code, bits, lanes, shape, refused", [
-    ("0.27", 2, 32, 1, (3, 0), "no data bytes"),        # k x 0
-    ("0.27", 2, 32, 1, (0, 3), None),                   # 0 x k loads
-    ("0.6", 2, 32, 1, (0, 3), "before 0.7"),            # every empty tensor before 0.7
-    ("0.27", 0, 4, 1, (25,), "heap corruption"),        # int4 over 24 elements, 0.21 on
-    ("0.27", 0, 4, 1, (24,), None),
-    ("0.20", 0, 4, 1, (100,), None),                    # 0.20 allocates a byte per element
-    ("0.27", 99, 12, 1, (2,), None),                    # any code and width from 0.21
-    ("0.16", 0, 12, 1, (2,), "VerifyDataType"),
-    ("0.16", 0, 24, 1, (2,), "power of two"),
-    ("0.6", 0, 4, 1, (2,), "VerifyDataType"),           # int4 allowed from 0.7
-    ("0.20", 8, 4, 1, (2,), None),                      # float4 allowed in 0.20
-    ("0.16", 8, 4, 1, (2,), "VerifyDataType"),
-    ("0.16", 2, 32, 0, (2,), "lanes 0"),
-    ("0.27", 2, 32, 0, (2,), None),                     # 8 bytes into the smallest allocation
-    ("0.27", 2, 32, 0x8000, (2,), "cannot be allocated"),
+@pytest.mark.parametrize("tvm, writer, code, bits, lanes, shape, verdict, rule", [
+    ("0.27", "0.27", 2, 32, 1, (3, 0), "rejects", "tensor.zero-byte-read"),       # k x 0
+    ("0.27", "0.27", 2, 32, 1, (0, 3), "loads", None),                            # 0 x k loads
+    ("0.6", "0.2", 2, 32, 1, (0, 3), "rejects", "tensor.zero-byte-read-v06"),     # every empty tensor before 0.7
+    ("0.27", "0.27", 0, 4, 1, (25,), "crashes", "memory.overflow"),               # int4 over 24 bytes, 0.21 on
+    ("0.27", "0.27", 0, 4, 1, (24,), "loads", "memory.overflow-contained"),
+    ("0.20", "0.20", 0, 4, 1, (100,), "loads", None),                             # 0.20 allocates a byte per element
+    ("0.27", "0.27", 99, 12, 1, (2,), "misreads", "dtype.unnamed"),               # any code and width from 0.21
+    ("0.16", "0.16", 0, 12, 1, (2,), "rejects", "dtype.width-refused"),
+    ("0.16", "0.16", 0, 24, 1, (2,), "rejects", "dtype.width-not-power-of-two"),
+    ("0.6", "0.2", 0, 4, 1, (2,), "rejects", "dtype.width-refused-v06"),          # int4 allowed from 0.7
+    ("0.20", "0.20", 8, 4, 1, (2,), "loads", None),                               # float4 allowed in 0.20
+    ("0.16", "0.16", 8, 4, 1, (2,), "rejects", "dtype.float4-refused"),
+    ("0.16", "0.16", 2, 32, 0, (2,), "rejects", "tensor.lanes-zero-refused"),
+    ("0.27", "0.27", 2, 32, 0, (2,), "misreads", "memory.lanes-zero"),            # 8 bytes into the smallest allocation
+    ("0.27", "0.27", 2, 32, 0x8000, (2,), "misreads", "tensor.scalable"),         # loads in 0.27 (tests/test_strategies_tvm.py)
+    ("0.27", "0.16", 6, 8, 1, (3,), "misreads", "dtype.float8-read-as-bool"),     # renumbered: accepted, not as meant
 ])
-def test_tensor_rules_by_version(tvm, code, bits, lanes, shape, refused):
-    why = tensor_refusal(tvm, code, bits, lanes, shape)
-    assert (why is None) if refused is None else (why is not None and refused in why), why
+def test_accepted_by_takes_the_verdict_rules(tvm, writer, code, bits, lanes, shape, verdict, rule):
+    n = 1
+    for s in shape:
+        n *= s
+    data = params.dumps({"x": StoredTensor.of(code, bits, lanes, shape, bytes(n * -(-bits // 8)))})
+    v = pcheck.verdict(data, tvm, writer=writer)
+    assert v.verdict == verdict, [r.rule for r in v.all_reasons]
+    assert rule is None or rule in [r.rule for r in v.all_reasons]
+    assert ms._verdict_of(data, tvm, writer) == verdict
 
 
 @settings(max_examples=60, suppress_health_check=list(HealthCheck))
-@given(ms.params_bytes(accepted_by="0.20"))
-def test_accepted_by_draws_only_accepted_files(data):
-    assert accepts_params(data, "0.20")
+@given(ms.params_bytes(era="0.16", accepted_by="0.27"), ms.params_bytes(era="0.16", accepted_by="0.27", as_meant=True))
+def test_accepted_by_draws_only_accepted_files(data, meant):
+    assert pcheck.verdict(data, "0.27", writer="0.16").verdict in ms.ACCEPTED
+    assert pcheck.verdict(meant, "0.27", writer="0.16").verdict == "loads"
 
 
-def test_a_file_our_reader_refuses_is_refused():
-    assert params_refusal(b"junk", "0.27").startswith("not a readable .params file")
-    assert accepts_params(params.dumps({"w": StoredTensor.of(0, 4, 1, (4,), bytes(4))}), "0.27")
+def test_accepted_by_filters_what_the_era_alone_draws():
+    """Without accepted_by a 0.16 file can be one 0.27 refuses or misreads: the filter does work."""
+    seen = set()
+
+    @settings(max_examples=200, database=None, suppress_health_check=list(HealthCheck))
+    @given(ms.params_bytes(era="0.16"))
+    def draw(data):
+        seen.add(pcheck.verdict(data, "0.27", writer="0.16").verdict)
+
+    draw()
+    assert {"loads", "misreads"} <= seen and seen - set(ms.ACCEPTED)
+    with pytest.raises(ValueError, match="needs accepted_by"):
+        ms.params_bytes(as_meant=True)
 
 
 # ----------------------------------------------------------------- isolation

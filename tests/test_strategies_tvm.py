@@ -13,8 +13,8 @@ import tvm_artifacts as ta  # noqa: E402
 
 from mlf_spec import params  # noqa: E402
 from mlf_spec import strategies as ms  # noqa: E402
-from mlf_spec.acceptance import params_refusal  # noqa: E402
 from mlf_spec.isolation import Isolated  # noqa: E402
+from mlf_spec.params import check as pcheck  # noqa: E402
 from mlf_spec.params.codec import StoredTensor  # noqa: E402
 
 pytestmark = pytest.mark.tvm
@@ -45,18 +45,19 @@ def test_every_file_drawn_for_0_27_loads_in_tvm_0_27(tvm_reader):
 
 
 @pytest.mark.parametrize("tensor, verdict", [
-    (np.zeros((3, 0), "f4"), "error"),                                        # k x 0: refused by every TVM from 0.7
-    (StoredTensor.of(0, 4, 1, (40,), bytes(40)), "refused"),                   # int4 over 24 elements
-    (StoredTensor.of(0, 4, 1, (24,), bytes(24)), "ok"),
-    (np.zeros((0, 3), "f4"), "ok"),
+    (np.zeros((3, 0), "f4"), "rejects"),                                      # k x 0: refused by every TVM from 0.7
+    (StoredTensor.of(0, 4, 1, (40,), bytes(40)), "crashes"),                   # int4 over 24 elements
+    (StoredTensor.of(0, 4, 1, (24,), bytes(24)), "loads"),
+    (np.zeros((0, 3), "f4"), "loads"),
+    (StoredTensor.of(2, 32, 0x8000, (2,), bytes(8)), "misreads"),             # lanes 0x8000: a "scalable vector"
 ])
-def test_the_predicate_agrees_with_tvm_on_the_known_cases(tvm_reader, tensor, verdict):
+def test_the_verdict_agrees_with_tvm_on_the_known_cases(tvm_reader, tensor, verdict):
     data = params.dumps({"x": tensor})
-    why = params_refusal(data, "0.27")
+    v = pcheck.verdict(data, "0.27", writer="0.27")
     r = tvm_reader(data)
-    if verdict == "ok":
-        assert why is None and r.ok, (why, r)
-    elif verdict == "error":
-        assert why is not None and r.status == "error" and "Invalid DLTensor file format" in r.error, (why, r)
-    else:  # heap corruption: a crash or, by luck, a load; the predicate refuses it either way
-        assert why is not None and "heap corruption" in why
+    assert v.verdict == verdict, [x.rule for x in v.all_reasons]
+    if verdict in ms.ACCEPTED:
+        assert r.ok, r
+    elif verdict == "rejects":
+        assert r.status == "error" and "Invalid DLTensor file format" in r.error, r
+    # crashes: heap corruption, a crash or, by luck, a load; accepted_by leaves it out either way

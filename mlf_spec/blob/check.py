@@ -18,7 +18,7 @@ from typing import Any
 
 from mlf_spec._io import describe
 from mlf_spec.errors import MlfError
-from mlf_spec.findings import Collector, Report
+from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import tvm_wheel_loaders_table as _loaders
 from mlf_spec.generated import vm_fast as _vm
 from mlf_spec.generated.blob_check_findings import FINDINGS
@@ -29,7 +29,7 @@ from . import locate as _locate
 
 
 def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era: str | None = None,
-          name: str | None = None) -> Report:
+          name: str | None = None) -> ArtifactReport:
     """Check every blob in ``source`` (a path, bytes or binary file object). ``tvm`` adds
     the verdict of that TVM version's loader; ``writer`` names the version that exported it
     (default: the era of the grammar that read it); ``era`` forces the payload grammar.
@@ -53,7 +53,7 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
             c.add(f.code, path, f.message, offset=entry.payload_offset if entry is not None else None, member=member)
         if not b.symbol:
             _raw_layout(b, member, c)
-    report = Report(label, "blob", c.findings, blobs=[_summary(b) for b in blobs])
+    report = ArtifactReport(label, c.findings, kind="blob", blobs=[_summary(b) for b in blobs])
     if reader is not None:
         report.tvm = _tvm_verdict(blobs, located, reader, tvm or "", wrange, writer)
     return report
@@ -106,18 +106,6 @@ def _relax_v2(e: _blob.Entry) -> int:
     return int(getattr(rec, "magic", None) == _vm.RELAX_VM_MAGIC_V2)
 
 
-def _reachable(b: _blob.Blob) -> set[int]:
-    if b.row_ptr is None:
-        return set(range(len(b.entries)))
-    seen, stack = {0}, [0]
-    while stack:
-        for ch in b.imports_of(stack.pop()):
-            if ch not in seen:
-                seen.add(ch)
-                stack.append(ch)
-    return seen
-
-
 def blob_facts(b: _blob.Blob, other_symbols: int) -> dict[str, Any]:
     """The facts of the ``blob`` subject of the verdict rules."""
     symbol = b.symbol or _blob.symbol_for(b.format, b.era)
@@ -142,7 +130,7 @@ def _tvm_verdict(blobs: list[_blob.Blob], located: list[_locate.LocatedBlob], re
     for b in blobs:
         where = b.full_symbol or "blob"
         reasons += ev.apply("blob", blob_facts(b, len(symbols - {b.symbol})), where)
-        reach = _reachable(b)
+        reach = b.reachable()
         for e in b.entries:
             reasons += ev.apply("module", module_facts(b, e, reach, reader), f"{where}:modules[{e.index}]", e.kind)
     if writer is not None:

@@ -569,19 +569,46 @@ def _number(root: Module, era: tuple[int, ...], merge: bool) -> tuple[list[list[
     return groups, index
 
 
-def _csr(groups: list[list[Module]], index: dict[int, int], merge: bool) -> tuple[list[int], list[int]]:
+def _given(root: Module, order: Sequence[Module]) -> tuple[list[list[Module]], dict[int, int]]:
+    """An explicit numbering: ``order`` lists every module reachable from ``root``, root first."""
+    reachable = {id(m) for m in root.walk()}
+    index: dict[int, int] = {}
+    for i, m in enumerate(order):
+        if not isinstance(m, Module):
+            raise TypeError(f"order[{i}] is a {type(m).__name__}, not a Module")
+        if id(m) in index:
+            raise ValueError(f"order[{i}] ({m.kind}) is listed twice")
+        if id(m) not in reachable:
+            raise ValueError(f"order[{i}] ({m.kind}) is not reachable from the root")
+        index[id(m)] = i
+    if not order or order[0] is not root:
+        raise ValueError("order must start with the root (module 0 is the root)")
+    if len(index) != len(reachable):
+        missing = [m.kind for m in root.walk() if id(m) not in index]
+        raise ValueError(f"order leaves out {len(missing)} reachable module(s): {', '.join(missing[:5])}")
+    return [[m] for m in order], index
+
+
+def _csr(groups: list[list[Module]], index: dict[int, int], merge: bool,
+         given: bool = False) -> tuple[list[int], list[int]]:
     """The import tree in CSR form (CreateImportTree): from 0.8 each row sorted, without
-    duplicates or the row itself, and every child numbered after its parent."""
+    duplicates or the row itself, and every child numbered after its parent. A ``given``
+    numbering keeps a module's import of itself and puts children where the numbering says."""
     row_ptr, children = [0], []
     for parent, group in enumerate(groups):
-        if merge:
+        if given:
+            row = sorted({index[id(c)] for m in group for c in m.imports}) if merge else [
+                index[id(c)] for m in group for c in m.imports]
+        elif merge:
             row = sorted({index[id(c)] for m in group for c in m.imports} - {parent})
             if row and row[0] <= parent:
                 kinds = (group[0].kind, groups[row[0]][0].kind)
                 raise ConstraintError(
                     f"TVM cannot number this tree: module {parent} ({kinds[0]}) imports module {row[0]} "
-                    f"({kinds[1]}), which does not come after it (a cycle, or _lib modules that cannot be "
-                    "merged without one)", field="imports")
+                    f"({kinds[1]}), which does not come after it (a cycle, a module shared with an importer "
+                    "its walk numbers later, or _lib modules that cannot be merged without one; TVM's writer "
+                    "refuses it from 0.8: 'Cannot export due to multiple dso-exportables'). Pass order=[...] "
+                    "to number the modules yourself", field="imports")
         else:
             row = [index[id(c)] for m in group for c in m.imports]
         children.extend(row)
@@ -589,9 +616,16 @@ def _csr(groups: list[list[Module]], index: dict[int, int], merge: bool) -> tupl
     return row_ptr, children
 
 
-def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | None = None) -> bytes:  # noqa: A002
+def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | None = None,  # noqa: A002
+          order: Sequence[Module] | None = None) -> bytes:
     """The blob (8-byte size prefix + body) TVM would pack for the module tree ``root``:
     indices and the CSR import tree are computed from the tree, in TVM's order.
+
+    ``order`` numbers the modules yourself instead: every module reachable from ``root``,
+    once, root first; each is its own entry (no _lib merging) and each row lists the indices
+    of its imports (sorted and de-duplicated from 0.8 and in the ffi layout, as TVM's writers
+    do). This builds any blob a loader reads, including what TVM's writer refuses from 0.8
+    (a shared module numbered before one of its importers, several ``_lib``, cycles).
 
     ``format`` "ffi" (0.22+) or "legacy"; ``era`` the TVM version whose writer to follow
     (default: 0.24+ for ffi, 0.20 for legacy). Legacy eras follow their writers: up to 0.6
@@ -606,6 +640,20 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     for m in root.walk():
         if m.kind != LIB and not isinstance(m.payload, Payload):
             raise TypeError(f"module {m.kind!r} has no Payload")
+    mismatch = _module_error(root, format, e, write=False)
+    if mismatch is not None:
+        raise mismatch
+    given = _given(root, order) if order is not None else None
+    if given is not None and format == "legacy" and e < (0, 7):
+        raise ValueError("a legacy blob of TVM up to 0.6 has no import tree to number")
+    try:
+        return _build(root, format, e, given)
+    except MlfError as exc:
+        raise _module_error(root, format, e) or exc from None
+
+
+def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
+           given: tuple[list[list[Module]], dict[int, int]] | None) -> bytes:
     buffers: dict[int, Any] = {}
     for m in root.walk():
         if m.payload is not None:
@@ -614,8 +662,8 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     lazy = _lazy_from(buffers)
     out: list[Any] = []
     if format == "ffi":
-        groups, index = _number(root, e, merge=True)
-        row_ptr, children = _csr(groups, index, merge=True)
+        groups, index = given or _number(root, e, merge=True)
+        row_ptr, children = _csr(groups, index, merge=True, given=given is not None)
         mods = [_ffi.new_ffi_module(kind=LIB if g[0].kind == LIB else g[0].kind,
                                     payload=None if g[0].kind == LIB else g[0].payload.record)  # type: ignore[union-attr]
                 for g in groups]
@@ -632,7 +680,7 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
                 raise ConstraintError("TVM up to 0.6 supports one level of imports only "
                                       "(\"Only support simply one-level hierarchy\")", field="imports")
             entries.append(_leg.new_legacy_entry(kind=m.kind, payload=m.payload.record))  # type: ignore[union-attr]
-    elif not root.imports and (root.kind == LIB or e >= (0, 14)):
+    elif given is None and not root.imports and (root.kind == LIB or e >= (0, 14)):
         if root.kind != LIB:  # 0.14+: count 0, then the root's own entry, which no loader reads
             parts: list[Any] = []
             _leg.write_legacy_entry(parts.append, _leg.new_legacy_entry(kind=root.kind, payload=root.payload.record),  # type: ignore[union-attr]
@@ -640,8 +688,8 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
             trailing = b"".join(parts)
     else:
         merge = e >= (0, 8)
-        groups, index = _number(root, e, merge=merge)
-        row_ptr, children = _csr(groups, index, merge=merge)
+        groups, index = given or _number(root, e, merge=merge)
+        row_ptr, children = _csr(groups, index, merge=merge, given=given is not None)
         for g in groups:
             m = g[0]
             entries.append(_leg.new_legacy_entry(kind=m.kind, payload=None if m.kind == LIB else m.payload.record))  # type: ignore[union-attr]
@@ -650,6 +698,36 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     body = _leg.new_legacy_body(entries=entries, trailing=trailing)
     _leg.write_legacy_blob(out.append, _leg.new_legacy_blob(body=body), lazy, e)
     return b"".join(out)
+
+
+def _module_error(root: Module, format: str, e: tuple[int, ...], write: bool = True) -> MlfError | None:  # noqa: A002
+    """The first module (depth-first from the root) whose payload the ``format`` layout of
+    TVM ``e`` cannot hold, as an error naming it and what does not fit: a kind without a
+    grammar there, a payload record of another layout's struct or, with ``write``, a record
+    made for another era (fields that era's writer lacks or needs)."""
+    cases = known_kinds(format)
+    where = f"the {format} layout of TVM {_fastlib.era_text(e)}"
+    for i, m in enumerate(root.walk()):
+        p = m.payload
+        if p is None or p.codec is not None or _fastlib.ext_lookup(_REGISTRY, m.kind) is not None:
+            continue
+        label = f"module {m.kind!r} ({i} in depth-first order from the root)"
+        at = f"modules[{i}].payload"
+        want = cases.get(m.kind, "opaque_payload" if format == "ffi" else None)
+        if want is None:
+            return UnsupportedError(f"{label}: {where} has no grammar for kind {m.kind!r}, and a legacy payload has no "
+                                    "length to keep it opaque (register one with blob.register_payload)", field=at)
+        if p.struct != want:
+            return ConstraintError(f"{label}: its payload is a {p.struct} record, while {where} stores a {m.kind!r} "
+                                   f"payload as {want} (make it for format={format!r})", field=at)
+        if not write:
+            continue
+        try:
+            _writer(want)([].append, p.record, _lazy_from({id(t): p.buffer for t in p.tensors()}), e)
+        except MlfError as exc:
+            return ConstraintError(f"{label} cannot be written in {where}: {exc.message}",
+                                   field=at + (f".{exc.field}" if exc.field else ""))
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -710,11 +788,33 @@ class Blob:
     unread_root: Entry | None = None
     prefix: str = ""  # system-lib prefix in front of the symbol, where the blob was found
     after_end: int = 0  # bytes of a raw blob file after the size-prefixed blob (not part of it)
+    file_offset: int | None = None  # where the blob starts in the file (or tar member) it was found in
+
+    def payload_bytes(self, entry: Entry) -> bytes:
+        """The payload bytes of one entry as the blob stores them (empty for _lib)."""
+        if entry.payload_offset is None:
+            return b""
+        return self.data[entry.payload_offset:entry.payload_offset + entry.payload_size]
 
     @property
     def full_symbol(self) -> str:
         """The symbol as it stands in the file: system-lib prefix + symbol."""
         return self.prefix + self.symbol
+
+    def reachable(self) -> set[int]:
+        """Indices of the modules the root reaches through imports (every module without an
+        import tree, where the loader's new root imports them all)."""
+        if self.row_ptr is None:
+            return set(range(len(self.entries)))
+        if not self.entries:
+            return set()
+        seen, stack = {0}, [0]
+        while stack:
+            for c in self.imports_of(stack.pop()):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return seen
 
     def imports_of(self, index: int) -> list[int]:
         """Indices of the modules module ``index`` imports (as the import tree says)."""
@@ -729,9 +829,17 @@ class Blob:
         (what 0.14-0.21 pack for a root without imports) gives that root module."""
         if self.unread_root is not None and self.unread_root.payload is not None:
             return Module(self.unread_root.kind, self.unread_root.payload)
+        if self.row_ptr is None:
+            return Module.lib(*self.modules())
+        return self.modules()[0]
+
+    def modules(self) -> list[Module]:
+        """The module graph as :meth:`root` builds it, one node per entry in blob order
+        (``modules()[0]`` is the root when there is an import tree): what
+        ``build(root, order=modules)`` numbers as the blob did."""
         nodes = [Module(e.kind, e.payload) for e in self.entries]
         if self.row_ptr is None:
-            return Module.lib(*nodes)
+            return nodes
         # From 0.8 (and in the tvm-ffi layout) the writer sorts each row, and its depth-first
         # numbering gives siblings in reverse import order: reversing a row restores the import
         # order, so build() numbers the tree exactly as it was. 0.7 rows are in import order.
@@ -739,7 +847,7 @@ class Blob:
         for i, node in enumerate(nodes):
             row = self.imports_of(i)
             node.imports = [nodes[c] for c in (reversed(row) if reverse else row)]
-        return nodes[0]
+        return nodes
 
     def to_bytes(self) -> bytes:
         """The blob written back from what was read: identical to ``data``."""
@@ -942,13 +1050,7 @@ def _findings(blob: Blob, tree_rec: Any) -> list[Finding]:
             out.append(_finding("tree.none", "no import tree: a loader makes a new library module "
                                 "the root and imports every module (the layout of TVM up to 0.6)"))
     elif blob.entries:
-        reached = {0}
-        stack = [0]
-        while stack:
-            for c in blob.imports_of(stack.pop()):
-                if c not in reached:
-                    reached.add(c)
-                    stack.append(c)
+        reached = blob.reachable()
         for i in range(len(blob.entries)):
             if i not in reached:
                 out.append(_finding("tree.unreachable", f"module {i} ({blob.entries[i].kind}) is not "
@@ -984,6 +1086,7 @@ def _parse_located(loc: _locate.LocatedBlob, label: str, era: Any, format: str |
             exc.field = loc.prefix + exc.field
         raise
     b.prefix = loc.prefix
+    b.file_offset = loc.file_offset
     if loc.after_end:
         b.after_end = loc.after_end
         b.findings = b.findings + [_finding(

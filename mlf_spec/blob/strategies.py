@@ -15,13 +15,14 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from mlf_spec._drawn import Broken, Data
-from mlf_spec.acceptance import public_version, version_label
 from mlf_spec.errors import MlfError
 from mlf_spec.generated import blob_ffi_ir as _ffi_ir
 from mlf_spec.generated import blob_legacy_ir as _leg_ir
 from mlf_spec.generated import payloads_ir as _payloads_ir
 from mlf_spec.spec_engine import Builder, trace
 from mlf_spec.spec_strategies import valid_tree
+from mlf_spec.versions import label as version_label
+from mlf_spec.versions import public as public_version
 
 from . import codec as _blob
 

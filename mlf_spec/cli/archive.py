@@ -114,9 +114,9 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
             problems.append(f"module {name!r}: graph inconsistent: {_graph.structure_issues(g)[0].message}")
             g = None
         if g is not None:
-            graph = {"nodes": len(g.model.nodes),
-                     "inputs": [{"name": n, "dtype": g.entry_dtype(g.input_entry(n)),  # type: ignore[arg-type]
-                                 "shape": g.entry_shape(g.input_entry(n))} for n in g.input_names()],  # type: ignore[arg-type]
+            bound = {p["name"] for p in params or []}
+            graph = {"nodes": len(g.model.nodes), "inputs": [_input_tensor(g, n) for n in g.model_input_names(bound)],
+                     "params": [_input_tensor(g, n) for n in g.parameter_names(bound)],
                      "outputs": [{"name": g.model.nodes[h[0]].name, "dtype": g.entry_dtype(g.entry_id(h[0], h[1])),
                                   "shape": g.entry_shape(g.entry_id(h[0], h[1]))} for h in g.model.heads]}
         executors = mod.field("executors") or mod.field("runtimes") or []
@@ -140,6 +140,11 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
             "compression": a.compression, "version": v, "style": style, "revisions": revs,
             "unknown_keys": unknown, "deviations": [f.to_dict() for f in reading.findings],
             "modules": modules, "files": files}
+
+
+def _input_tensor(g: Any, name: str) -> dict[str, Any]:
+    eid = g.input_entry(name)
+    return {"name": name, "dtype": g.entry_dtype(eid), "shape": g.entry_shape(eid)}
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -203,11 +208,12 @@ def inspect_text(doc: dict[str, Any]) -> str:
         if mod["graph"]:
             g = mod["graph"]
             out.write(f"  graph: {g['nodes']} nodes\n")
-            bound = {p["name"] for p in mod["params"] or []}
             for kind in ("inputs", "outputs"):
                 for t in g[kind]:
-                    tag = " (bound to a parameter)" if kind == "inputs" and t["name"] in bound else ""
-                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}{tag}\n")
+                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}\n")
+            if g["params"]:
+                names = ", ".join(printable(t["name"]) for t in g["params"][:8]) + (", ..." if len(g["params"]) > 8 else "")
+                out.write(f"    graph nodes bound to parameters: {len(g['params'])} ({names})\n")
         if mod["params"] is not None:
             total = sum(p["nbytes"] for p in mod["params"])
             out.write(f"  parameters: {len(mod['params'])} tensors, {total} bytes\n")

@@ -33,16 +33,12 @@ def register(sub: Any) -> None:
     dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
-    chk = bsub.add_parser("check", help="check module blobs: findings and, with --tvm, a TVM version's verdict",
-                          description="Findings with stable codes (generated/docs/blob_check.md); with --tvm VERSION "
-                          "whether that TVM version's loader reads the blob as meant (generated/docs/tvm_read_rules.md). "
-                          "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
-    _batch.add_arguments(chk, what="files holding module blobs")
-    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
-    from .check import add_tvm_arguments
+    from .check import add_kind_check
 
-    add_tvm_arguments(chk)
+    chk = add_kind_check(bsub, help="check module blobs: findings and, with --tvm, a TVM version's verdict",
+                         findings="blob_check.md", question="whether that TVM version's loader reads the blob as meant",
+                         what="files holding module blobs")
+    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     chk.set_defaults(handler=_check)
 
     ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")
@@ -56,12 +52,16 @@ def register(sub: Any) -> None:
 
 def dump_document(b: Blob) -> dict[str, Any]:
     """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
-    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "functions": e.functions}
+    import hashlib
+
+    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
+                "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest() if e.payload_offset is not None
+                else None, "functions": e.functions}
                for e in b.entries]
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
-    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "era": b.era_label, "modules": modules,
-            "import_tree": tree, "findings": findings}
+    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "file_offset": b.file_offset,
+            "era": b.era_label, "modules": modules, "import_tree": tree, "findings": findings}
 
 
 def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
@@ -101,17 +101,9 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check import tvm_version_error
+    from .check import run_kind
 
-    bad = tvm_version_error(args)
-    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a file holding a module blob")
-
-
-def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from .check import _check_blob
-
-    _batch.guard(inp, ACCEPT, "a file holding a module blob")
-    return _check_blob(inp, args)
+    return run_kind(args, "blob", ACCEPT, "a file holding a module blob")
 
 
 def _tree_lines(b: Blob) -> list[str]:

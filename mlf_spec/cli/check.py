@@ -13,7 +13,6 @@ inputs, the worst. JSON form (one object per input): generated/schemas/mlf_check
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +39,19 @@ def register(sub: Any) -> None:
     c.set_defaults(handler=_check)
 
 
+def add_kind_check(sub: Any, *, help: str, findings: str, question: str,  # noqa: A002
+                   what: str) -> argparse.ArgumentParser:
+    """The ``check`` action of a command group (``params check``, ``blob check``): inputs,
+    --json, --tvm and --from; the caller adds its own options."""
+    chk = sub.add_parser("check", help=help, description=f"Findings with stable codes (generated/docs/{findings}); "
+                         f"with --tvm VERSION {question} (generated/docs/tvm_read_rules.md). "
+                         "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
+    _batch.add_arguments(chk, what=what)
+    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    add_tvm_arguments(chk)
+    return chk
+
+
 def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
     """--tvm VERSION and --from VERSION (the verdict of a TVM version's reader)."""
     parser.add_argument("--tvm", metavar="VERSION",
@@ -50,11 +62,11 @@ def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _version_type(text: str) -> str:
+    from mlf_spec import versions
     from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params.dtypes import known_version
 
     try:
-        known_version(text)
+        versions.known(text)
     except UnsupportedError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
     return text
@@ -65,15 +77,34 @@ def tvm_version_error(args: argparse.Namespace) -> int | None:
     version the verdict rules describe, else None."""
     if args.tvm is None:
         return None
+    from mlf_spec import versions
     from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params.dtypes import known_version
 
     try:
-        known_version(args.tvm)
+        versions.known(args.tvm)
     except UnsupportedError as exc:
         print(f"mlf-spec: error: --tvm: {exc.message}", file=sys.stderr)
         return 2
     return None
+
+
+def run_kind(args: argparse.Namespace, kind: str, accept: frozenset[str], what: str) -> int:
+    """``params check`` / ``blob check``: the check of ``kind`` over every input, each of
+    which must be ``what`` (one of the kinds in ``accept``); exit 2 first for a --tvm that
+    names no version the rules describe."""
+    import functools
+
+    bad = tvm_version_error(args)
+    if bad is not None:
+        return bad
+    one = functools.partial(_check_kind, kind=kind, accept=accept, what=what)  # picklable for -j N
+    return _batch.run(args, one, accept=accept, what=what)
+
+
+def _check_kind(inp: _batch.Input, args: argparse.Namespace, *, kind: str, accept: frozenset[str],
+                what: str) -> _batch.Outcome:
+    _batch.guard(inp, accept, what)
+    return CHECKERS[kind](inp, args)
 
 
 def _dialect_type(text: str) -> str:
@@ -83,7 +114,7 @@ def _dialect_type(text: str) -> str:
 
 
 def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:
-    """The outcome of a .params / blob / graph check report (status 1 on an error finding)."""
+    """The outcome of a check report of any kind (status 1 on an error finding)."""
     from mlf_spec.findings import text
 
     status = 0 if report.conformant else 1
@@ -119,9 +150,9 @@ def _check_graph(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 def _check(args: argparse.Namespace) -> int:
     if args.tvm is not None:
-        from mlf_spec.mlf.readers import valid_version
+        from mlf_spec import versions
 
-        if not valid_version(args.tvm):
+        if versions.parse(args.tvm) is None:
             print(f"mlf-spec: error: --tvm {args.tvm!r} is not a TVM version (e.g. 0.12, 0.16.dev0)", file=sys.stderr)
             return 2
     return _batch.run(args, _check_one, accept=frozenset(CHECKERS), what="an artifact mlf-spec checks")
@@ -142,33 +173,7 @@ def _check_archive(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcom
 
     report = _mlf_check.check(inp.source, version=args.check_version, tvm=args.tvm, **member_limit(args))
     report.path = inp.name
-    status = 0 if report.conformant else 1
-    if args.json:
-        return _batch.Outcome(status, doc=report.to_dict())
-    text = report_text(report.path, report.version, report.style, report.conformant,
-                       [f.to_dict() for f in report.findings])
-    if report.tvm is not None:
-        from mlf_spec.mlf.readers import verdict_text
-
-        text += verdict_text(report.tvm)
-    return _batch.Outcome(status, text=text)
-
-
-def report_text(path: str, version: int | None, style: str | None, conformant: bool,
-                findings: list[dict[str, Any]]) -> str:
-    """The text form of a check report: a verdict line, then one line per finding."""
-    from ._text import printable
-
-    out = io.StringIO()
-    where = f"version {version}, {style}" if version is not None else "version unknown"
-    errors = sum(f["severity"] == "error" for f in findings)
-    warnings = sum(f["severity"] == "warning" for f in findings)
-    verdict = "conformant" if conformant else "NOT conformant"
-    out.write(f"{path}: {where}: {verdict} ({errors} error(s), {warnings} warning(s))\n")
-    for f in findings:
-        loc = ":".join(printable(x) for x in (f.get("member") or "", f.get("path") or "") if x)
-        out.write(f"  {f['severity']}: {f['code']}: {loc + ': ' if loc else ''}{printable(f['message'])}\n")
-    return out.getvalue()
+    return artifact_outcome(report, args)
 
 
 CHECKERS["mlf-archive"] = _check_archive

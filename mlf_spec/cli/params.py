@@ -31,17 +31,12 @@ def register(sub: Any) -> None:
                       help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     dump.set_defaults(handler=_dump)
 
-    chk = psub.add_parser("check", help="check .params files: findings and, with --tvm, a TVM version's verdict",
-                          description="Findings with stable codes (generated/docs/params_check.md); with --tvm VERSION "
-                          "whether that TVM version loads the file as meant (generated/docs/tvm_read_rules.md). Exit "
-                          "status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
-    _batch.add_arguments(chk, what=".params files")
-    chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    from .check import add_kind_check
+
+    chk = add_kind_check(psub, help="check .params files: findings and, with --tvm, a TVM version's verdict",
+                         findings="params_check.md", question="whether that TVM version loads the file as meant", what=".params files")
     chk.add_argument("--dialect", type=_dialect_arg,
                      help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
-    from .check import add_tvm_arguments
-
-    add_tvm_arguments(chk)
     chk.set_defaults(handler=_check)
 
     conv = psub.add_parser(
@@ -123,17 +118,9 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check import tvm_version_error
+    from .check import run_kind
 
-    bad = tvm_version_error(args)
-    return bad if bad is not None else _batch.run(args, _check_one, accept=ACCEPT, what="a .params file")
-
-
-def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from .check import _check_params
-
-    _batch.guard(inp, ACCEPT, "a .params file")
-    return _check_params(inp, args)
+    return run_kind(args, "params", ACCEPT, "a .params file")
 
 
 def _convert(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ from .known_failures import KnownFailures
 from .runner import out_of_scope
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
-from .vectors import Answer, Case, save_case
+from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, save_case
 
 
 @dataclass
@@ -163,16 +163,23 @@ def _migration(vsd: tuple[int, str, dict], to: int) -> Drawn:
 
 def case_of(d: Drawn, expected: dict[str, Any], case_id: str = "generated", where: Path | None = None) -> Case:
     """An in-memory case for a drawn request."""
+    doc, data = _document(d, expected, case_id, f"generated: {d.label}")
+    return case_of_document(doc, (where or Path(".")) / f"{case_id}{CASE_SUFFIX}", data)
+
+
+def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str) -> tuple[dict[str, Any], bytes]:
+    """The case document (conformance_vector) of a drawn request, and its input bytes."""
     import json
 
-    data = d.data if d.role != "encode" else (json.dumps(d.reading) + "\n").encode()
-    path = (where or Path(".")) / f"{case_id}.case.json"
     from .canonical import sha256
 
-    return Case(case_id, d.format, d.role, dict(d.options), dict(d.scope), "generated", {"generated": [d.label]},
-                f"generated: {d.label}", "", None if d.label == "valid" else d.label, expected,
-                path.parent / (case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])),
-                sha256(data), path, data)
+    data = d.data if d.role != "encode" else (json.dumps(d.reading, indent=1, ensure_ascii=False) + "\n").encode()
+    name = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])
+    doc = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": sha256(data),
+           "options": dict(d.options), "scope": dict(d.scope), "tvm": "generated", "features": {"generated": [d.label]},
+           "description": description, "spec_ref": "generated/docs/index.md",
+           "broken_kind": d.label[7:] if d.label.startswith("broken.") else None, "expected": expected}
+    return doc, data
 
 
 def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
@@ -272,20 +279,10 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
 
 def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed_value: int, message: str) -> Path:
     """Write a shrunk disagreement as a vector case in ``directory``."""
-    import json
-
-    from .canonical import sha256
-
-    data = d.data if d.role != "encode" else (json.dumps(d.reading, indent=1, ensure_ascii=False) + "\n").encode()
-    name = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])
-    case = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": sha256(data),
-            "options": dict(d.options), "scope": dict(d.scope), "tvm": "generated",
-            "features": {"generated": [d.label]},
-            "description": f"generated (seed {seed_value}) and shrunk: {' '.join(message.split())[:200]}",
-            "spec_ref": "generated/docs/index.md", "broken_kind": d.label[7:] if d.label.startswith("broken.") else None,
-            "expected": expected}
+    doc, data = _document(d, expected, case_id,
+                          f"generated (seed {seed_value}) and shrunk: {' '.join(message.split())[:200]}")
     try:
-        return save_case(directory, case, data, name)
+        return save_case(directory, doc, data, doc["input"])
     except OSError as exc:
         raise MlfError(f"cannot save a generated case: {exc.strerror}", file=str(directory)) from None
 

@@ -236,9 +236,15 @@ def load_case(path: Path) -> Case:
     input_path = path.parent / doc["input"]
     if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"]:
         raise MlfError("input must be a file next to the case file", file=str(path), field="input")
+    return case_of_document(doc, path)
+
+
+def case_of_document(doc: dict[str, Any], path: Path, data: bytes | None = None) -> Case:
+    """The case a case document describes (conformance_vector), its file at ``path`` (the
+    input next to it) or, for a case made in memory, its input ``data``."""
     return Case(doc["id"], doc["format"], doc["role"], dict(doc["options"]), dict(doc["scope"]), doc["tvm"],
                 {k: list(v) for k, v in doc["features"].items()}, doc["description"], doc["spec_ref"],
-                doc["broken_kind"], doc["expected"], input_path, doc["input_sha256"], path)
+                doc["broken_kind"], doc["expected"], path.parent / doc["input"], doc["input_sha256"], path, data)
 
 
 def load_suite(directory: str | os.PathLike | None = None, *, formats: Iterable[str] | None = None,
@@ -292,5 +298,5 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
     return path
 
 
-__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "default_suite", "load_case", "load_suite", "save_case",
+__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "default_suite", "load_case", "load_suite", "save_case",
            "verify", "write_suite"]

@@ -375,25 +375,6 @@ def end_blocks(offset: int) -> bytes:
     return b"\0" * (2 * BLOCK + ((-offset) % RECORD))
 
 
-def sniff(head: bytes) -> str:
-    """``gzip``, ``bzip2``, ``xz``, ``tar`` or ``unknown`` from the first bytes of a container."""
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if head[:3] == b"BZh":
-        return "bzip2"
-    if head[:6] == b"\xfd7zXZ\x00":
-        return "xz"
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return "tar"
-    if len(head) >= BLOCK:
-        try:
-            tarfile.TarInfo.frombuf(head[:BLOCK], "utf-8", "surrogateescape")
-            return "tar"
-        except tarfile.HeaderError:
-            return "unknown"
-    return "unknown"
-
-
 def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None) -> int:
     """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes."""
     import bz2
@@ -423,6 +404,5 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
 
 
 __all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "GNU_MAGIC", "RECORD", "HeaderInfo", "TarEntry",
-           "check_end", "decompress_to", "describe_header", "encode_header", "end_blocks", "normalize", "read_entries",
-           "sniff"]
+           "check_end", "decompress_to", "describe_header", "encode_header", "end_blocks", "normalize", "read_entries"]
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlf_spec import graph_json as _graph
+from mlf_spec import sniff as _sniff
 from mlf_spec._io import atomic_writer, describe
 from mlf_spec._records import load_json
 from mlf_spec.errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
@@ -615,9 +616,9 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
         f.seek(0)
         head = f.read(_tar.BLOCK)
         f.seek(0)
-        kind = _tar.sniff(head)
+        kind = _sniff.compression(head)
         compression = None
-        if kind in ("gzip", "bzip2", "xz"):
+        if kind is not None:
             tmp = tempfile.TemporaryFile()
             closers.append(tmp.close)
             _tar.decompress_to(f, kind, tmp, max_total_size, file=name)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from mlf_spec import findings as _findings
 from mlf_spec import graph_json as _graph
 from mlf_spec._records import Issue, json_path, load_json
 from mlf_spec.errors import MlfError
+from mlf_spec.findings import Finding
 from mlf_spec.generated.mlf_check_findings import FINDINGS
 from mlf_spec.params import codec as _params
 
@@ -38,59 +40,31 @@ from . import metadata as _md
 SEVERITIES = ("error", "warning", "info")
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One finding: stable ``code``, ``severity`` (from the spec), ``member`` (stored
-    name, or None for the archive as a whole), JSON ``path`` inside it, ``message``."""
+@dataclass(kw_only=True)
+class Report(_findings.Report):
+    """The check of an archive: the metadata ``version`` and ``style`` it was checked
+    against (None when they could not be told), the findings and, with ``tvm=``, the
+    verdict of that TVM version's readers."""
 
-    code: str
-    severity: str
-    member: str | None
-    path: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form used by ``mlf-spec check --json``."""
-        return {"code": self.code, "severity": self.severity, "member": self.member, "path": self.path,
-                "message": self.message}
-
-
-@dataclass
-class Report:
-    """The result of a check."""
-
-    path: str
-    version: int | None
-    style: str | None
-    findings: list[Finding] = field(default_factory=list)
-    #: With ``tvm=``: the verdict of that TVM version's readers (spec/records/tvm_verdict.yaml).
-    tvm: dict[str, Any] | None = None
+    version: int | None = None
+    style: str | None = None
 
     @property
-    def conformant(self) -> bool:
-        """True when no finding has severity error."""
-        return not any(f.severity == "error" for f in self.findings)
-
-    def codes(self) -> list[str]:
-        """The codes of the findings, in order."""
-        return [f.code for f in self.findings]
+    def heading(self) -> str:
+        """``version 7, full-model``."""
+        return f"version {self.version}, {self.style}" if self.version is not None else "version unknown"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"path", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
         out = {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
                "findings": [f.to_dict() for f in self.findings]}
         if self.tvm is not None:
-            out["tvm"] = self.tvm
+            out["tvm"] = self.tvm.to_dict()
         return out
 
 
-class _Collector:
-    def __init__(self) -> None:
-        self.findings: list[Finding] = []
-
-    def add(self, code: str, member: str | None, path: str, message: str) -> None:
-        spec = FINDINGS[code]  # KeyError here is a bug: every code is declared in the spec
-        self.findings.append(Finding(code, spec["severity"], member, path, message))
+def _collector() -> _findings.Collector:
+    return _findings.Collector(FINDINGS, limit=None)  # check() applies its own limit to the whole report
 
 
 def check(source: Any, *, version: int | None = None, max_member_size: int = _archive.DEFAULT_MAX_MEMBER_SIZE,
@@ -109,15 +83,7 @@ def check(source: Any, *, version: int | None = None, max_member_size: int = _ar
             report.tvm = _readers.verdict(a, tvm)
     if name is not None:
         report.path = name
-    counts: Counter[str] = Counter()
-    kept = []
-    for f in report.findings:
-        counts[f.code] += 1
-        if counts[f.code] <= max_findings_per_code:
-            kept.append(f)
-        elif counts[f.code] == max_findings_per_code + 1:
-            kept.append(Finding(f.code, f.severity, None, "", f"more {f.code} findings were left out"))
-    report.findings = kept
+    report.findings = _findings.limited(report.findings, max_findings_per_code)
     return report
 
 
@@ -143,20 +109,20 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
     """Read an archive's metadata.json as far as it goes (see :class:`MetadataReading`);
     ``version`` reads it as that version (a different declared version is a finding). Never
     raises for what the document holds; MlfError only for an unknown ``version`` argument."""
-    c = _Collector()
+    c = _collector()
     reading = MetadataReading(None, None, None, None, None, {}, c.findings)
     meta = a.member(_archive.METADATA)
     if meta is None or meta.is_dir:
-        c.add("metadata.missing", None, "", "the archive has no metadata.json at its root")
+        c.add("metadata.missing", "", "the archive has no metadata.json at its root")
         return reading
     mname = reading.member = meta.name
     try:
         doc = load_json(meta.view(), None, "metadata.json")
     except MlfError as exc:
-        c.add("metadata.json", mname, "", exc.message)
+        c.add("metadata.json", "", exc.message, member=mname)
         return reading
     if not isinstance(doc, dict):
-        c.add("metadata.json", mname, "", f"metadata.json holds a JSON {type(doc).__name__}, not an object")
+        c.add("metadata.json", "", f"metadata.json holds a JSON {type(doc).__name__}, not an object", member=mname)
         return reading
     reading.document = doc
     # shape-based detection validates against every version's model: only when needed
@@ -165,31 +131,30 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
         if version not in _md.VERSIONS:
             raise MlfError(f"no MLF metadata version {version}; known: {list(_md.VERSIONS)}")
         if det.declared != version:
-            c.add("metadata.version-mismatch", mname, "version",
-                  f"the document declares version {det.declared!r}, checked against version {version}")
+            c.add("metadata.version-mismatch", "version", f"the document declares version {det.declared!r}, checked against version {version}", member=mname)
         v = version
     elif det.version is None:
         det = _md.detect(doc)
         where = "missing" if "version" not in doc else f"{det.declared!r} is not a known version"
-        c.add("metadata.version", mname, "version", f"version {where}; known: {list(_md.VERSIONS)}")
+        c.add("metadata.version", "version", f"version {where}; known: {list(_md.VERSIONS)}", member=mname)
         if not det.fits:
             return reading
         v = det.fits[-1][0]
-        c.add("metadata.shape", mname, "", "the document fits version(s) "
-              + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits) + f"; checking as version {v}")
+        c.add("metadata.shape", "", "the document fits version(s) "
+              + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits) + f"; checking as version {v}", member=mname)
     else:
         v = det.version
     style = _md.style_of(doc, v)
     reading.version, reading.style = v, style
     typed, issues = _md.check_document(doc, v, style)
     for i in issues:
-        c.add("metadata.unknown-key" if i.kind == "unknown-key" else "metadata.schema", mname, i.path, i.message)
+        c.add("metadata.unknown-key" if i.kind == "unknown-key" else "metadata.schema", i.path, i.message, member=mname)
     schema_ok = not [i for i in issues if i.kind != "unknown-key"]
     if not schema_ok and version is None and not det.fits:
         det = _md.detect(doc)
     if not schema_ok and version is None and det.fits and (v, style) not in det.fits:
-        c.add("metadata.shape", mname, "", f"declares version {v} but fits version(s) "
-              + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits))
+        c.add("metadata.shape", "", f"declares version {v} but fits version(s) "
+              + ", ".join(f"{fv} ({fs})" for fv, fs in det.fits), member=mname)
     md = _md.Metadata(v, style, typed, raw=meta.read(), unknown=[i.path for i in issues if i.kind == "unknown-key"]) \
         if typed is not None else None
     reading.metadata = md
@@ -198,16 +163,16 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
         _datetime_checks(md, mname, c)
         if not issues and md.dumps() != meta.read():
             if md.dumps().replace(b"\n", b"\r\n") == meta.read():
-                c.add("metadata.crlf", mname, "", "TVM's json.dump with CRLF line ends (a text-mode write on Windows)")
+                c.add("metadata.crlf", "", "TVM's json.dump with CRLF line ends (a text-mode write on Windows)", member=mname)
             else:
-                c.add("metadata.format", mname, "", _format_difference(meta.read(), md.dumps(), style))
+                c.add("metadata.format", "", _format_difference(meta.read(), md.dumps(), style), member=mname)
     return reading
 
 
 def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
     """Check an opened archive (see :func:`check`)."""
-    c = _Collector()
-    report = Report(a.file, None, None, c.findings)
+    c = _collector()
+    report = Report(a.file, c.findings)
     _container_checks(a, c)
     reading = read_metadata(a, version=version)
     c.findings.extend(reading.findings)
@@ -230,17 +195,17 @@ def check_archive(a: _archive.Archive, *, version: int | None = None) -> Report:
 # ----------------------------------------------------------------- container
 
 
-def _container_checks(a: _archive.Archive, c: _Collector) -> None:
+def _container_checks(a: _archive.Archive, c: _findings.Collector) -> None:
     if a.compression:
-        c.add("layout.compressed", None, "", f"the archive is {a.compression}-compressed")
+        c.add("layout.compressed", "", f"the archive is {a.compression}-compressed")
     if a.container != "tar":
         return
     if a.members and a.members[0].path != ".":
-        c.add("layout.root", a.members[0].name, "", "the first member is not '.'")
+        c.add("layout.root", "", "the first member is not '.'", member=a.members[0].name)
     unprefixed = [m.name for m in a.members if m.path != "." and not m.name.startswith(_layout.TAR["prefix"])]
     if unprefixed:
-        c.add("layout.prefix", unprefixed[0], "", f"{len(unprefixed)} member name(s) lack the "
-              f"'{_layout.TAR['prefix']}' prefix, e.g. {unprefixed[0]!r}")
+        c.add("layout.prefix", "", f"{len(unprefixed)} member name(s) lack the "
+              f"'{_layout.TAR['prefix']}' prefix, e.g. {unprefixed[0]!r}", member=unprefixed[0])
     paths = {m.path: m for m in a.members}
     for m in a.members:
         if "/" not in m.path:
@@ -248,7 +213,7 @@ def _container_checks(a: _archive.Archive, c: _Collector) -> None:
         parent = m.path.rsplit("/", 1)[0]
         group = _layout.GROUP_INFO.get(m.group, {})
         if parent not in paths and group.get("directories", True):
-            c.add("layout.directory", m.name, "", f"its directory {parent!r} is not a member")
+            c.add("layout.directory", "", f"its directory {parent!r} is not a member", member=m.name)
     fmt = _format_checks(a, c)
     siblings = _layout.TAR_FORMATS.get(fmt or "", {}).get("siblings", "sorted")
     actual = [m.path for m in a.members]
@@ -256,22 +221,22 @@ def _container_checks(a: _archive.Archive, c: _Collector) -> None:
     if order != actual:
         i = next(k for k, (x, y) in enumerate(zip(order, actual)) if x != y)
         how = "depth first, a directory before its content" if siblings == "any" else "depth first, sorted"
-        c.add("layout.order", a.members[i].name, "", f"member {i} is {actual[i]!r}; the writer's order ({how}) "
-              f"has {order[i]!r}")
+        c.add("layout.order", "", f"member {i} is {actual[i]!r}; the writer's order ({how}) "
+              f"has {order[i]!r}", member=a.members[i].name)
     elif fmt is not None and siblings == "any":
         sorted_order = _layout.tvm_order((m.path, m.group) for m in a.members)
         info = _layout.TAR_FORMATS[fmt]
         if sorted_order == actual:
-            c.add("layout.python", None, "", f"{fmt.upper()} tar format, tarfile's default of Python {info['python']}: "
+            c.add("layout.python", "", f"{fmt.upper()} tar format, tarfile's default of Python {info['python']}: "
                   "TVM's writer under one of those")
         else:
-            c.add("layout.python", None, "", f"{fmt.upper()} tar format with unsorted directory listings: "
+            c.add("layout.python", "", f"{fmt.upper()} tar format with unsorted directory listings: "
                   f"{info['unsorted']}")
     _owner_mode_checks(a, c)
     _padding_check(a, c)
 
 
-def _format_checks(a: _archive.Archive, c: _Collector) -> str | None:
+def _format_checks(a: _archive.Archive, c: _findings.Collector) -> str | None:
     """The layout.format and layout.member-type findings; returns the archive's format when
     it is one TVM's writer produced, else None."""
     headers = [(m, m.header) for m in a.members if m.header is not None]
@@ -284,8 +249,8 @@ def _format_checks(a: _archive.Archive, c: _Collector) -> str | None:
         first = next(m for m, h in headers if h.format != formats.most_common(1)[0][0]) if len(formats) > 1 \
             else headers[0][0]
         what = ", ".join(f"{n} {f}" for f, n in formats.most_common())
-        c.add("layout.format", first.name, "", f"the headers are {what}; TVM's writer wrote "
-              + " or ".join(f"{f} (Python {i['python']})" for f, i in known.items()))
+        c.add("layout.format", "", f"the headers are {what}; TVM's writer wrote "
+              + " or ".join(f"{f} (Python {i['python']})" for f, i in known.items()), member=first.name)
         fmt_ok = None
     else:
         fmt_ok = fmt
@@ -296,15 +261,15 @@ def _format_checks(a: _archive.Archive, c: _Collector) -> str | None:
             extra |= {f"{t!r} block" for t in h.extended if t not in blocks}
             if extra:
                 extra = sorted(extra)
-                c.add("layout.format", m.name, "", f"extended header record(s) {', '.join(extra)}, which Python's "
-                      f"tarfile never wrote in {fmt} format (it wrote {', '.join(sorted(allowed))})")
+                c.add("layout.format", "", f"extended header record(s) {', '.join(extra)}, which Python's "
+                      f"tarfile never wrote in {fmt} format (it wrote {', '.join(sorted(allowed))})", member=m.name)
                 break
     types = _layout.TAR.get("member_types", {})
     for m, h in headers:
         want = types.get("directory" if m.is_dir else "file")
         if want is not None and h.typeflag != want:
-            c.add("layout.member-type", m.name, "", f"type flag {h.typeflag!r}; TVM's writer used {want!r} for "
-                  f"{'directories' if m.is_dir else 'files'}")
+            c.add("layout.member-type", "", f"type flag {h.typeflag!r}; TVM's writer used {want!r} for "
+                  f"{'directories' if m.is_dir else 'files'}", member=m.name)
             break
     return fmt_ok
 
@@ -315,13 +280,13 @@ def _modes_for(umask: int, m: _archive.Member) -> set[int]:
     return {(0o777 if m.is_dir else 0o666) & ~umask}
 
 
-def _owner_mode_checks(a: _archive.Archive, c: _Collector) -> None:
+def _owner_mode_checks(a: _archive.Archive, c: _findings.Collector) -> None:
     main = [m for m in a.members if _layout.GROUP_INFO.get(m.group, {}).get("owner") == "reset"]
     wrong = [m for m in main if (m.uid, m.gid, m.uname, m.gname) != (0, 0, "root", "root")]
     if wrong:
         m = wrong[0]
-        c.add("layout.owner", m.name, "", f"{len(wrong)} member(s) of the main tree are not owned by root "
-              f"(uid 0, gid 0, root/root), e.g. uid {m.uid}, gid {m.gid}, {m.uname or '-'}/{m.gname or '-'}")
+        c.add("layout.owner", "", f"{len(wrong)} member(s) of the main tree are not owned by root "
+              f"(uid 0, gid 0, root/root), e.g. uid {m.uid}, gid {m.gid}, {m.uname or '-'}/{m.gname or '-'}", member=m.name)
     umasks = _layout.TAR.get("umasks", [])
     if not umasks or not main:
         return
@@ -333,23 +298,23 @@ def _owner_mode_checks(a: _archive.Archive, c: _Collector) -> None:
         first = next((m for m in bad if not m.is_dir), bad[0])  # a file tells most
         kind = "root" if first.path == "." else "directory" if first.is_dir else "file"
         usual = ", ".join(f"{(0o777 if first.is_dir else 0o666) & ~u:#o} (umask {u:#05o})" for u in umasks)
-        c.add("layout.mode", first.name, "", f"mode {first.mode & 0o7777:#o} for a {kind}"
+        c.add("layout.mode", "", f"mode {first.mode & 0o7777:#o} for a {kind}"
               + (f" ({len(bad) - 1} other member(s) too)" if len(bad) > 1 else "") + "; TVM's writer made "
               f"{'directories 0o777' if first.is_dir else 'files 0o666'} & ~umask: {usual}"
-              + (" or 0o700" if first.path == "." else ""))
+              + (" or 0o700" if first.path == "." else ""), member=first.name)
     else:
-        c.add("layout.mode", main[0].name, "", "the modes of the main tree come from different umasks; "
-              "TVM's writer made the whole tree in one process")
+        c.add("layout.mode", "", "the modes of the main tree come from different umasks; "
+              "TVM's writer made the whole tree in one process", member=main[0].name)
 
 
-def _padding_check(a: _archive.Archive, c: _Collector) -> None:
+def _padding_check(a: _archive.Archive, c: _findings.Collector) -> None:
     trailer, size = a.trailer, a.size
     if trailer is None or size is None:
         return
     tail = bytes(trailer)
     record = _layout.TAR["record_size"]
     if tail.strip(b"\0") or len(tail) < 2 * _tar.BLOCK or size % record:
-        c.add("layout.padding", None, "", f"the archive is {size} bytes with {len(tail)} bytes after the last member"
+        c.add("layout.padding", "", f"the archive is {size} bytes with {len(tail)} bytes after the last member"
               + (" (not all zero)" if tail.strip(b"\0") else "")
               + f"; tarfile ends with two zero blocks padded to a multiple of {record}")
 
@@ -369,12 +334,11 @@ def _module_path(md: _md.Metadata, name: str) -> tuple:
     return ("modules", name) if getattr(md.document, "modules", None) is not None else ()
 
 
-def _datetime_checks(md: _md.Metadata, member: str, c: _Collector) -> None:
+def _datetime_checks(md: _md.Metadata, member: str, c: _findings.Collector) -> None:
     for name, rec in md.modules.items():
         value = getattr(rec, "export_datetime", None)
         if isinstance(value, str) and not _md.datetime_valid(value):
-            c.add("metadata.datetime", member, json_path(_module_path(md, name) + ("export_datetime",)),
-                  f"{value!r} is not a date and time")
+            c.add("metadata.datetime", json_path(_module_path(md, name) + ("export_datetime",)), f"{value!r} is not a date and time", member=member)
 
 
 def _format_difference(actual: bytes, expected: bytes, style: str) -> str:
@@ -384,7 +348,7 @@ def _format_difference(actual: bytes, expected: bytes, style: str) -> str:
 
 
 def _revision_check(a: _archive.Archive, md: _md.Metadata, placements: dict[str, Any], member: str,
-                    c: _Collector) -> None:
+                    c: _findings.Collector) -> None:
     revs = set(_md.consistent_revisions(md))
     doc_revs = set(revs)
     for p in placements.values():
@@ -395,16 +359,16 @@ def _revision_check(a: _archive.Archive, md: _md.Metadata, placements: dict[str,
         for p in placements.values():
             if p is not None:
                 layout_revs &= set(p.present_in)
-        c.add("metadata.revision", member, "", "no single writer revision of version "
+        c.add("metadata.revision", "", "no single writer revision of version "
               f"{md.version} wrote all of it: the metadata fits {sorted(doc_revs) or 'none'}, "
-              f"the members fit {sorted(layout_revs) or 'none'}")
+              f"the members fit {sorted(layout_revs) or 'none'}", member=member)
 
 
 # ----------------------------------------------------------------- layout
 
 
 def _layout_checks(a: _archive.Archive, version: int, style: str, modules: dict[str, Any],
-                   c: _Collector) -> dict[str, _layout.Placement | None]:
+                   c: _findings.Collector) -> dict[str, _layout.Placement | None]:
     names = list(modules)
     placements: dict[str, _layout.Placement | None] = {}
     try:
@@ -417,27 +381,27 @@ def _layout_checks(a: _archive.Archive, version: int, style: str, modules: dict[
         if p is None:
             others = [v for v in _layout.versions_matching(m.path, style) if v != version]
             hint = f" (a path of version(s) {', '.join(map(str, others))})" if others else ""
-            c.add("layout.unexpected", m.name, "", f"no {style} path of version {version} matches{hint}")
+            c.add("layout.unexpected", "", f"no {style} path of version {version} matches{hint}", member=m.name)
             continue
         if p.unknown_module is not None:
-            c.add("layout.module", m.name, "", f"named after module {p.unknown_module!r}, which the metadata "
-                  f"does not have (modules: {', '.join(map(repr, names))})")
+            c.add("layout.module", "", f"named after module {p.unknown_module!r}, which the metadata "
+                  f"does not have (modules: {', '.join(map(repr, names))})", member=m.name)
         want_dir = p.kind == "directory"
         if want_dir != m.is_dir and p.kind != "opaque":
-            c.add("layout.kind", m.name, "", f"is a {'directory' if m.is_dir else 'file'}; the layout has a "
-                  f"{'directory' if want_dir else p.kind + ' file'} here")
+            c.add("layout.kind", "", f"is a {'directory' if m.is_dir else 'file'}; the layout has a "
+                  f"{'directory' if want_dir else p.kind + ' file'} here", member=m.name)
         if conds is not None and p.entry.get("when") and not _layout.holds(p.entry, conds, p.module):
-            c.add("layout.conditional", m.name, "", f"written only when {p.entry['when']} holds, which it does not")
+            c.add("layout.conditional", "", f"written only when {p.entry['when']} holds, which it does not", member=m.name)
     if conds is None:
         return placements
     present = set(placements)
     for e, path, module in _layout.expected(version, style, modules):
         if "{" in path:
             if not any(re.match(e["regex"], p) for p in present):
-                c.add("layout.missing", None, "", f"no member matches {path!r} ({e['kind']})")
+                c.add("layout.missing", "", f"no member matches {path!r} ({e['kind']})")
         elif path not in present:
             label = _layout.TAR["prefix"] + path if path != "." else path
-            c.add("layout.missing", label, "", f"required {e['kind']} is absent" + (f" (module {module!r})" if module else ""))
+            c.add("layout.missing", "", f"required {e['kind']} is absent" + (f" (module {module!r})" if module else ""), member=label)
     counters: dict[tuple[str, str | None], list[tuple[int, str]]] = {}
     for path, p in placements.items():
         if p is None:
@@ -452,15 +416,14 @@ def _layout_checks(a: _archive.Archive, version: int, style: str, modules: dict[
         if ns != list(range(len(ns))):
             missing = sorted(set(range(max(ns) + 1)) - set(ns))
             dup = [n for n, k in Counter(ns).items() if k > 1]
-            c.add("codegen.counter", _layout.TAR["prefix"] + sorted(items)[-1][1], "",
-                  f"counters of {eid}" + (f" for module {module!r}" if module else "") + f" are {ns}"
-                  + (f"; missing {missing}" if missing else "") + (f"; repeated {dup}" if dup else ""))
+            c.add("codegen.counter", "", f"counters of {eid}" + (f" for module {module!r}" if module else "") + f" are {ns}"
+                  + (f"; missing {missing}" if missing else "") + (f"; repeated {dup}" if dup else ""), member=_layout.TAR["prefix"] + sorted(items)[-1][1])
     if style != "operator":
         for name in names:
             has = any(p is not None and p.module == name and p.kind in ("c_source", "object_file")
                       for p in placements.values())
             if not has:
-                c.add("codegen.none", None, "", f"module {name!r} has no generated source or object file")
+                c.add("codegen.none", "", f"module {name!r} has no generated source or object file")
     return placements
 
 
@@ -472,7 +435,7 @@ def _files(placements: dict[str, Any], module: str, kind: str) -> list[str]:
 
 
 def _module_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, Any], mname: str,
-                   c: _Collector) -> None:
+                   c: _findings.Collector) -> None:
     for name, rec in md.modules.items():
         base = _module_path(md, name)
         graph = None
@@ -486,14 +449,14 @@ def _module_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, 
             try:
                 lazy = _params.open(pm.view())  # type: ignore[union-attr]
             except MlfError as exc:
-                c.add("params.unreadable", pm.name, exc.field or "", exc.message  # type: ignore[union-attr]
-                      + (f" (offset {exc.offset})" if exc.offset is not None else ""))
+                c.add("params.unreadable", exc.field or "", exc.message  # type: ignore[union-attr]
+                      + (f" (offset {exc.offset})" if exc.offset is not None else ""), member=pm.name)
         for kind in ("relay_text", "tir_text"):
             for p in _files(placements, name, kind):
                 try:
                     a.member(p).read().decode("utf-8")  # type: ignore[union-attr]
                 except UnicodeDecodeError as exc:
-                    c.add("text.encoding", a.member(p).name, "", f"not UTF-8 at byte {exc.start}")  # type: ignore[union-attr]
+                    c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)  # type: ignore[union-attr]
         executors = getattr(rec, "executors", None) or getattr(rec, "runtimes", None) or []
         is_graph = "graph" in executors
         try:
@@ -512,24 +475,23 @@ def _module_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, 
                 except MlfError:
                     target = None
                 if target is None or target not in a._by_path:
-                    c.add("dependency.missing", mname, json_path(base + ("external_dependencies", i, "url")),
-                          f"{dep.short_name} at {dep.url!r} is not in the archive")
+                    c.add("dependency.missing", json_path(base + ("external_dependencies", i, "url")), f"{dep.short_name} at {dep.url!r} is not in the archive", member=mname)
 
 
-def _graph_checks(m: _archive.Member, c: _Collector) -> _graph.GraphDocument | None:
+def _graph_checks(m: _archive.Member, c: _findings.Collector) -> _graph.GraphDocument | None:
     try:
         data = load_json(m.view(), None, "graph JSON")
     except MlfError as exc:
-        c.add("graph.json", m.name, "", exc.message)
+        c.add("graph.json", "", exc.message, member=m.name)
         return None
     g, issues = _graph.check_document(data)
     for i in issues:
-        c.add("graph.unknown-key" if i.kind == "unknown-key" else "graph.schema", m.name, i.path, i.message)
+        c.add("graph.unknown-key" if i.kind == "unknown-key" else "graph.schema", i.path, i.message, member=m.name)
     if g is None or [i for i in issues if i.kind != "unknown-key"]:
         return None
     structure = _graph.structure_issues(g)
     for i in structure:
-        c.add("graph.structure", m.name, i.path, i.message)
+        c.add("graph.structure", i.path, i.message, member=m.name)
     return None if structure else g
 
 
@@ -537,25 +499,25 @@ def _graph_checks(m: _archive.Member, c: _Collector) -> _graph.GraphDocument | N
 _CONSTANT_NAME = re.compile(r"p[0-9]+")
 
 
-def _params_vs_graph(lazy: _params.LazyParams, g: _graph.GraphDocument, member: str, c: _Collector) -> None:
+def _params_vs_graph(lazy: _params.LazyParams, g: _graph.GraphDocument, member: str, c: _findings.Collector) -> None:
     inputs = set(g.input_names())
     for info in lazy.index:
         if info.name not in inputs:
             code = "params.not-in-graph" if _CONSTANT_NAME.fullmatch(info.name) else "params.external"
-            c.add(code, member, info.name, f"parameter {info.name!r} is not a graph input node "
+            c.add(code, info.name, f"parameter {info.name!r} is not a graph input node "
                   f"(inputs: {', '.join(sorted(inputs)) or 'none'})"
-                  + ("" if code == "params.not-in-graph" else "; external (BYOC) constants are named like this"))
+                  + ("" if code == "params.not-in-graph" else "; external (BYOC) constants are named like this"), member=member)
             continue
         eid = g.input_entry(info.name)
         shape, dtype = g.entry_shape(eid), g.entry_dtype(eid)  # type: ignore[arg-type]
         if list(info.shape) != shape:
-            c.add("params.shape", member, info.name, f"shape {list(info.shape)} differs from the graph's {shape}")
+            c.add("params.shape", info.name, f"shape {list(info.shape)} differs from the graph's {shape}", member=member)
         elif info.dtype.known and info.dtype.name != dtype:
-            c.add("params.shape", member, info.name, f"dtype {info.dtype.name} differs from the graph's {dtype}")
+            c.add("params.shape", info.name, f"dtype {info.dtype.name} differs from the graph's {dtype}", member=member)
 
 
 def _sids_checks(md: _md.Metadata, rec: Any, base: tuple, g: _graph.GraphDocument | None, is_graph: bool,
-                 member: str, c: _Collector) -> None:
+                 member: str, c: _findings.Collector) -> None:
     memory = rec.memory
     if isinstance(memory, list):  # version 1: the list itself
         sids, where = memory, base + ("memory",)
@@ -564,29 +526,28 @@ def _sids_checks(md: _md.Metadata, rec: Any, base: tuple, g: _graph.GraphDocumen
         sids, where = memory.sids, base + ("memory", "sids")
         present = sids is not None
     if is_graph and not present:
-        c.add("sids.presence", member, json_path(where), "a graph-executor module has no sids")
+        c.add("sids.presence", json_path(where), "a graph-executor module has no sids", member=member)
         return
     if not is_graph and present and (not isinstance(memory, list) or memory):
-        c.add("sids.presence", member, json_path(where), "an AOT module has sids")
+        c.add("sids.presence", json_path(where), "an AOT module has sids", member=member)
         return
     if not is_graph or g is None:
         return
     try:
         want = _graph.sid_map(g)
     except MlfError as exc:
-        c.add("sids.mismatch", member, json_path(where), f"the writer could not derive sids from the graph: {exc.message}")
+        c.add("sids.mismatch", json_path(where), f"the writer could not derive sids from the graph: {exc.message}", member=member)
         return
     have = [_md._recordlib.to_data(s) for s in sids]
     for i in range(max(len(want), len(have))):
         w = want[i] if i < len(want) else None
         h = have[i] if i < len(have) else None
         if w != h:
-            c.add("sids.mismatch", member, json_path(where + (i,)),
-                  f"is {h} but the graph gives {w}" if h is not None else f"missing: the graph gives {w}")
+            c.add("sids.mismatch", json_path(where + (i,)), f"is {h} but the graph gives {w}" if h is not None else f"missing: the graph gives {w}", member=member)
 
 
 def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params: list[str] | None, member: str,
-                   c: _Collector) -> None:
+                   c: _findings.Collector) -> None:
     """Memory summary rules (spec/findings/mlf_check.yaml, mlf_spec.mlf.memory); ``g`` is the
     graph of a graph-executor module, ``params`` the names in its .params (None: unreadable)."""
     memory = rec.memory
@@ -597,7 +558,7 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params
     devices = Counter(e.device for e in fn.main)
     for d, k in devices.items():
         if k > 1:
-            c.add("memory.device", member, json_path(where + ("main",)), f"device {d} appears {k} times")
+            c.add("memory.device", json_path(where + ("main",)), f"device {d} appears {k} times", member=member)
     op_max: dict[int, int] = {}
     for f in fn.operator_functions:
         for w in f.workspace:
@@ -607,11 +568,10 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params
         for key in ("constants_size_bytes", "io_size_bytes", "workspace_size_bytes"):
             v = getattr(e, key)
             if v < 0:
-                c.add("memory.overflow", member, json_path(p + (key,)), f"{v}: a 32-bit total that wrapped around; "
-                      f"the size meant is {_memory.intended(v)}")
+                c.add("memory.overflow", json_path(p + (key,)), f"{v}: a 32-bit total that wrapped around; "
+                      f"the size meant is {_memory.intended(v)}", member=member)
         if _memory.workspace_short(e.workspace_size_bytes, op_max.get(e.device, 0)):
-            c.add("memory.workspace", member, json_path(p + ("workspace_size_bytes",)),
-                  f"{e.workspace_size_bytes} is less than an operator function's {op_max[e.device]} on device {e.device}")
+            c.add("memory.workspace", json_path(p + ("workspace_size_bytes",)), f"{e.workspace_size_bytes} is less than an operator function's {op_max[e.device]} on device {e.device}", member=member)
         inputs, outputs = getattr(e, "inputs", None), getattr(e, "outputs", None)
         if g is None:
             continue
@@ -619,7 +579,7 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params
             eid = g.input_entry(name)
             tp = json_path(p + ("inputs", name))
             if eid is None:
-                c.add("memory.io-graph", member, tp, f"input {name!r} is not a graph input node")
+                c.add("memory.io-graph", tp, f"input {name!r} is not a graph input node", member=member)
                 continue
             _tensor_vs_graph(t, g, eid, tp, member, c)
         outs = list((outputs or {}).items())
@@ -630,17 +590,15 @@ def _memory_checks(rec: Any, base: tuple, g: _graph.GraphDocument | None, params
             want = sorted((g.entry_dtype(h), _graph.nbytes(g.entry_shape(h), g.entry_dtype(h))) for h in heads)
             have = sorted((t.dtype, t.size) for _, t in outs)
             if want != have:
-                c.add("memory.io-graph", member, json_path(p + ("outputs",)),
-                      f"outputs {have} differ from the graph heads {want}")
+                c.add("memory.io-graph", json_path(p + ("outputs",)), f"outputs {have} differ from the graph heads {want}", member=member)
         elif outs:
-            c.add("memory.io-graph", member, json_path(p + ("outputs",)),
-                  f"{len(outs)} outputs for {len(heads)} graph heads")
+            c.add("memory.io-graph", json_path(p + ("outputs",)), f"{len(outs)} outputs for {len(heads)} graph heads", member=member)
     if len(fn.main) == 1:
         _io_checks(fn.main[0], where + ("main", 0), g, params, member, c)
 
 
 def _io_checks(e: Any, p: tuple, g: _graph.GraphDocument | None, params: list[str] | None, member: str,
-               c: _Collector) -> None:
+               c: _findings.Collector) -> None:
     """memory.io-size (a lower bound, any executor), memory.io-formula and memory.constants
     (graph executor) for a main with one entry."""
     io = _memory.intended(e.io_size_bytes)
@@ -656,59 +614,55 @@ def _io_checks(e: Any, p: tuple, g: _graph.GraphDocument | None, params: list[st
         if sizes is not None and min(sizes) > bound:
             bound, why = min(sizes), "the sizes of main's parameters in the graph"
     if io < bound:
-        c.add("memory.io-size", member, json_path(p + ("io_size_bytes",)),
-              f"{e.io_size_bytes} is less than {bound}, {why}: TVM counts every main parameter in io_size_bytes")
+        c.add("memory.io-size", json_path(p + ("io_size_bytes",)), f"{e.io_size_bytes} is less than {bound}, {why}: TVM counts every main parameter in io_size_bytes", member=member)
     if g is None or eids is None:
         return
     values = _memory.graph_io(g, eids, list(outputs) if outputs is not None else None)
     if values and io not in {v % _memory.WRAP for v in values}:
-        c.add("memory.io-formula", member, json_path(p + ("io_size_bytes",)),
-              f"{e.io_size_bytes}; TVM's formula over the graph (parameters + {len(g.output_entries())} x outputs) "
-              f"gives {' or '.join(map(str, sorted(values)))}")
+        c.add("memory.io-formula", json_path(p + ("io_size_bytes",)), f"{e.io_size_bytes}; TVM's formula over the graph (parameters + {len(g.output_entries())} x outputs) "
+              f"gives {' or '.join(map(str, sorted(values)))}", member=member)
     if params is not None:
         consts = _memory.graph_constants(g, params)
         if consts and _memory.intended(e.constants_size_bytes) not in {v % _memory.WRAP for v in consts}:
-            c.add("memory.constants", member, json_path(p + ("constants_size_bytes",)),
-                  f"{e.constants_size_bytes}; the graph's constants (.params nodes) add up to "
-                  f"{' or '.join(map(str, sorted(consts)))}")
+            c.add("memory.constants", json_path(p + ("constants_size_bytes",)), f"{e.constants_size_bytes}; the graph's constants (.params nodes) add up to "
+                  f"{' or '.join(map(str, sorted(consts)))}", member=member)
 
 
-def _tensor_vs_graph(t: Any, g: _graph.GraphDocument, eid: int, path: str, member: str, c: _Collector) -> None:
+def _tensor_vs_graph(t: Any, g: _graph.GraphDocument, eid: int, path: str, member: str, c: _findings.Collector) -> None:
     dtype = g.entry_dtype(eid)
     size = _graph.nbytes(g.entry_shape(eid), dtype)
     if t.dtype != dtype:
-        c.add("memory.io-graph", member, path, f"dtype {t.dtype} differs from the graph's {dtype}")
+        c.add("memory.io-graph", path, f"dtype {t.dtype} differs from the graph's {dtype}", member=member)
     elif size is not None and t.size != size:
-        c.add("memory.io-graph", member, path, f"size {t.size} differs from the graph's {size} "
-              f"(shape {g.entry_shape(eid)}, {dtype})")
+        c.add("memory.io-graph", path, f"size {t.size} differs from the graph's {size} "
+              f"(shape {g.entry_shape(eid)}, {dtype})", member=member)
 
 
 # ----------------------------------------------------------------- operator
 
 
 def _operator_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, Any], mname: str,
-                     c: _Collector) -> None:
+                     c: _findings.Collector) -> None:
     doc = md.document
     for fname, bufs in doc.memory.items():
         for i, b in enumerate(bufs):
             size = _graph.nbytes(list(b.shape), b.dtype)
             if size is not None and size != b.size_bytes:
-                c.add("operator.buffer-size", mname, json_path(("memory", fname, i, "size_bytes")),
-                      f"{b.size_bytes} differs from {size} (shape {list(b.shape)}, {b.dtype})")
+                c.add("operator.buffer-size", json_path(("memory", fname, i, "size_bytes")), f"{b.size_bytes} differs from {size} (shape {list(b.shape)}, {b.dtype})", member=mname)
     tirs = {pl.values.get("device_type") for p, pl in placements.items() if pl is not None and pl.kind == "tir_text"}
     tirs.discard(None)
     if isinstance(doc.target, dict):
         if set(doc.target) != tirs:
-            c.add("operator.tir", mname, "target", f"target device types {sorted(doc.target)} but TIR files for "
-                  f"{sorted(tirs)}")
+            c.add("operator.tir", "target", f"target device types {sorted(doc.target)} but TIR files for "
+                  f"{sorted(tirs)}", member=mname)
     elif tirs and len(tirs) > len(doc.target):
-        c.add("operator.tir", mname, "target", f"{len(tirs)} TIR files for {len(doc.target)} target(s)")
+        c.add("operator.tir", "target", f"{len(tirs)} TIR files for {len(doc.target)} target(s)", member=mname)
     for p, pl in placements.items():
         if pl is not None and pl.kind == "tir_text":
             try:
                 a.member(p).read().decode("utf-8")  # type: ignore[union-attr]
             except UnicodeDecodeError as exc:
-                c.add("text.encoding", a.member(p).name, "", f"not UTF-8 at byte {exc.start}")  # type: ignore[union-attr]
+                c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)  # type: ignore[union-attr]
 
 
 __all__ = ["Finding", "Issue", "MetadataReading", "Report", "SEVERITIES", "check", "check_archive", "read_metadata"]

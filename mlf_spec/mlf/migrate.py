@@ -724,28 +724,7 @@ def _short(value: Any) -> str:
 
 
 def _describe(op: dict[str, Any]) -> str:
-    path = ".".join(map(str, op.get("path", [])))
-    kind = op["op"]
-    if "entry" in op:
-        if kind == "move":
-            extra = "".join(f", {{{k}}} = {v}" for k, v in op.get("set", {}).items())
-            only = "".join(f" (only {{{k}}} = {v})" for k, v in op.get("only", {}).items())
-            return f"move {op['entry']} to {op['to']}{extra}{only}"
-        return {"add": "add directory", "drop": "drop", "keep": "keep", "leave_out": "leave out"}[kind] + \
-            f" {op['entry']}"
-    if kind in ("rename", "move"):
-        return f"{kind} {path} to {'.'.join(op['to'])}"
-    if kind == "wrap":
-        return f"wrap into {op['into']}.<{op['key']}>"
-    if kind == "unwrap":
-        return f"unwrap the one value of {op['from']}"
-    if kind == "add":
-        return f"add {path} = {json.dumps(op['value'])}"
-    if kind == "derive":
-        return f"derive {path} ({op['derivation']})"
-    if kind == "convert":
-        return f"convert {path} with {op['converter']}"
-    return {"drop": "drop", "keep": "keep", "leave_out": "leave out"}[kind] + f" {path}"
+    return op["summary"]  # written by the generator from the spec, as in the changelog pages
 
 
 # ----------------------------------------------------------------- layout operations

@@ -179,9 +179,7 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     inputs: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
     try:
-        for name in g.input_names():
-            if name in params:
-                continue
+        for name in g.model_input_names(params):
             eid = g.input_entry(name)
             size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))  # type: ignore[arg-type]
             if size is None or name in inputs:

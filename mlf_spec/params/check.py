@@ -26,7 +26,7 @@ import numpy as np
 
 from mlf_spec._io import describe, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
-from mlf_spec.findings import Collector, Report
+from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
@@ -86,18 +86,48 @@ class _File:
 
 
 def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, writer: str | None = None,
-          name: str | None = None) -> Report:
+          name: str | None = None) -> ArtifactReport:
     """Check a .params file (path, bytes or binary file object). ``dialect`` reads the
     dtype codes as that TVM version's (default: detected); ``tvm`` adds the verdict of that
     TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
     then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
     MlfError when the file's structure cannot be followed."""
+    reader = _verdict.reader_version(tvm) if tvm is not None else None
+    r = _read(source, dialect, writer, name)
+    c = Collector(FINDINGS)
+    _file_findings(r.file, c)
+    _dialect_findings(r.choice, r.detected, r.keys, r.max_bytes, c)
+    for rec in r.file.records:
+        _tensor_findings(rec, r.choice.dialect, r.max_bytes.get(rec.key, -1), c)
+    report = ArtifactReport(r.label, c.findings, kind="params", dialect_choice=r.choice.to_dict())
+    if tvm is not None and reader is not None:
+        report.tvm = _tvm_verdict(r, reader, tvm, writer)
+    return report
+
+
+def verdict(source: Any, tvm: str, *, writer: str | None = None, dialect: str | None = None,
+            name: str | None = None) -> _verdict.Verdict:
+    """Only the verdict of TVM ``tvm``'s reader on a .params file (what ``check(...,
+    tvm=...).tvm`` holds, without the findings). Raises MlfError as :func:`check` does."""
+    reader = _verdict.reader_version(tvm)
+    return _tvm_verdict(_read(source, dialect, writer, name), reader, tvm, writer)
+
+
+@dataclass
+class _Reading:
+    label: str
+    file: _File
+    max_bytes: dict[tuple[int, int, int], int]
+    keys: list[tuple[int, int, int]]
+    detected: _dt.DialectChoice
+    choice: _dt.DialectChoice
+
+
+def _read(source: Any, dialect: str | None, writer: str | None, name: str | None) -> _Reading:
     label = name or describe(source)
     given = _dt.dialect(dialect) if dialect is not None else None
     if given is None and writer is not None:
         given = _dt.of_version(_verdict.writer_range(writer)[0])  # the writer's codes
-    reader = _verdict.reader_version(tvm) if tvm is not None else None
-    wrange = _verdict.writer_range(writer) if writer is not None else None
     try:
         with read_source(source) as (buf, size, _fd):
             pf = _scan(buf, size)
@@ -107,16 +137,7 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
     keys = [r.key for r in pf.records]
     detected = _dt.detect(keys, max_bytes)
     choice = _dt.given(given) if given is not None else detected
-    d = choice.dialect
-    c = Collector(FINDINGS)
-    _file_findings(pf, c)
-    _dialect_findings(choice, detected, keys, max_bytes, c)
-    for r in pf.records:
-        _tensor_findings(r, d, max_bytes.get(r.key, -1), c)
-    report = Report(label, "params", c.findings, dialect_choice=choice.to_dict())
-    if reader is not None:
-        report.tvm = _tvm_verdict(pf, choice, wrange, reader, tvm or "", writer, max_bytes)
-    return report
+    return _Reading(label, pf, max_bytes, keys, detected, choice)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -409,18 +430,16 @@ def tensor_facts(r: _Rec, writer: _dt.Dialect, max_byte: int, dropped: bool) -> 
     }
 
 
-def _tvm_verdict(pf: _File, choice: _dt.DialectChoice, wrange: tuple | None, reader: tuple[int, ...], version: str,
-                 writer: str | None, max_bytes: dict[tuple[int, int, int], int]) -> _verdict.Verdict:
-    d = choice.dialect
+def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str | None) -> _verdict.Verdict:
+    pf, choice = r.file, r.choice
     ambiguous, candidates = choice.ambiguous, [x.id for x in choice.candidates]
-    if wrange is not None:
+    if writer is not None:
+        wrange = _verdict.writer_range(writer)
         writer_dialect = _dt.of_version(wrange[0])
         source = "given"
     else:
-        writer_dialect = d
-        from mlf_spec.generated.tvm_versions import NEWEST
-
-        wrange = (d.since, d.until or (NEWEST[0], NEWEST[1] + 1))
+        writer_dialect = choice.dialect
+        wrange = (writer_dialect.since, writer_dialect.until or _verdict.PAST_NEWEST)
         source = "detected"
     ev = _verdict.Evaluator(reader, wrange)
     label = writer or _verdict.range_label(wrange) or ""
@@ -428,10 +447,10 @@ def _tvm_verdict(pf: _File, choice: _dt.DialectChoice, wrange: tuple | None, rea
                                        "ambiguous": int(ambiguous and source == "detected"),
                                        "candidates": ", ".join(candidates), "writer": label}, "file")
     last = {n: i for i, n in enumerate(pf.names)}
-    for r in pf.records:
-        facts = tensor_facts(r, writer_dialect, max_bytes.get(r.key, -1), last.get(r.name, r.index) != r.index)
-        reasons += ev.apply("tensor", facts, f"arrays[{r.index}]", _codec.json_name(r.name)["name"])
+    for rec in pf.records:
+        facts = tensor_facts(rec, writer_dialect, r.max_bytes.get(rec.key, -1), last.get(rec.name, rec.index) != rec.index)
+        reasons += ev.apply("tensor", facts, f"arrays[{rec.index}]", _codec.json_name(rec.name)["name"])
     return _verdict.Verdict.of(version, label, source, reasons)
 
 
-__all__ = ["check", "tensor_facts"]
+__all__ = ["check", "tensor_facts", "verdict"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mlf_spec import versions as _versions
 from mlf_spec.errors import MlfError, UnknownDtypeError, UnsupportedError
 from mlf_spec.generated import dtype_codes_table as _table
 
@@ -48,36 +49,6 @@ DIALECTS: tuple[Dialect, ...] = tuple(
 LATEST = DIALECTS[-1]
 
 
-def parse_version(text: str) -> tuple[int, int] | None:
-    """(major, minor) of a TVM version string (``0.16``, ``v0.21``, ``0.16.dev0``,
-    ``0.27.0.post1``), or None if it is not one."""
-    parts = text.strip().lstrip("v").split(".")
-    if len(parts) < 2:
-        return None
-    minor = ""
-    for ch in parts[1]:
-        if not ch.isdigit():
-            break
-        minor += ch
-    if not parts[0].isdigit() or not minor:
-        return None
-    return int(parts[0]), int(minor)
-
-
-def known_version(text: str) -> tuple[int, int]:
-    """The (major, minor) of a TVM version the spec describes (spec/eras.yaml: OLDEST to
-    NEWEST); UnsupportedError naming the range otherwise."""
-    from mlf_spec.generated.tvm_versions import NEWEST, OLDEST
-
-    version = parse_version(text)
-    lo, hi = ".".join(map(str, OLDEST)), ".".join(map(str, NEWEST))
-    if version is None:
-        raise UnsupportedError(f"{text!r} is not a TVM version; use one like 0.16 (the spec describes {lo} to {hi})")
-    if not OLDEST <= version <= NEWEST:
-        raise UnsupportedError(f"TVM {text} is not a version the spec describes ({lo} to {hi})")
-    return version
-
-
 def valid_dialect_names() -> str:
     """The text listing what ``--dialect`` accepts (for messages and help)."""
     from mlf_spec.generated.tvm_versions import NEWEST, OLDEST
@@ -98,7 +69,7 @@ def dialect(name: str | Dialect | None) -> Dialect:
         if d.id == name:
             return d
     try:
-        version = known_version(name)
+        version = _versions.known(name)
     except UnsupportedError:
         raise UnsupportedError(f"unknown dtype dialect {name!r}; valid: {valid_dialect_names()}") from None
     return of_version(version)
@@ -463,13 +434,11 @@ __all__ = [
     "detect",
     "dialect",
     "is_spelling",
-    "known_version",
     "layout",
     "meaning",
     "needs_data",
     "of_version",
     "readings",
-    "parse_version",
     "row_of",
     "valid_dialect_names",
     "writable",

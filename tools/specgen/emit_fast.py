@@ -133,6 +133,11 @@ def write_strs(append: Any, items: list, text: bool) -> None:
     append(b"".join([part for e in enc for part in (U64P(len(e)), e)]))
 
 
+def era_text(era: tuple[int, ...]) -> str:
+    """A writer's era for messages: ``0.16``, or ``0.24 and later`` for LATEST."""
+    return "0.24 and later" if era == LATEST else ".".join(map(str, era))
+
+
 def numel(shape: tuple[int, ...] | list[int]) -> int:
     """Number of elements of a shape (1 for a 0-d shape)."""
     n = 1
@@ -906,8 +911,12 @@ class StructEmitter:
         if "when" in f.exprs:
             cond.append(f"({self.py(f.exprs['when'])})")
         if cond:
+            # a record read or made for another TVM version: a clear error, not a TypeError
             c(f"if {' and '.join(cond)}:")
             c.indent()
+            c(f"if {var} is None:")
+            c(f"    raise ConstraintError(f\"{name} is part of this layout in TVM {{_era_text(era)}}, but the record "
+              f"holds none (it was read or made for another TVM version)\", field={name!r})")
         if s.sized:  # write the content aside, then its length and the content
             c(f"_outer_{name} = append")
             c(f"_sub_{name}: list = []")
@@ -986,6 +995,10 @@ class StructEmitter:
             c("append(_b)")
         if cond:
             c.dedent()
+            sized = f.kind in ("vec", "map", "str") or f.is_array or (f.kind == "bytes" and not s.lazy)
+            c(f"elif {var} is not None{f' and len({var}) != 0' if sized else ''}:  # an empty one loses nothing")
+            c(f"    raise ConstraintError(f\"{name} has no place in this layout in TVM {{_era_text(era)}}, but the record "
+              f"holds one (it was read or made for another TVM version)\", field={name!r})")
         del var
 
     def write_element(self, type_name: str, var: str, struct: RStruct | None = None) -> None:
@@ -1280,6 +1293,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     c("from ._fastlib import LATEST, U64P as _U64P, U64 as _U64, array_struct as _arr, ceil_div as _ceil_div  # noqa: F401")
     c("from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct as _arr_run  # noqa: F401")
     c("from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401")
+    c("from ._fastlib import era_text as _era_text  # noqa: F401")
     c("from math import prod as _prod  # noqa: F401")
     extras = _helpers_used(binary)
     if extras:

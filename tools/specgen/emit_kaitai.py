@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from .common import element_min_size, header
-from .expr import Expr
+from .expr import Expr, _dotted
 from .load import Binary, Model, RField, RStruct, table_dialects, vkey
 
 PREFIX = "tvm_"
@@ -502,13 +502,6 @@ class _Nondecreasing(Exception):
     pass
 
 
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 def _int_value(node: ast.AST, consts: dict[str, int | str]) -> int | None:

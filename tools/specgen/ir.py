@@ -543,16 +543,49 @@ class FactSpec(Strict):
     doc: str
 
 
+class TestSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    argument: str | None = Field(None, description="What the test's argument is; None: it takes none.")
+    doc: str
+
+
 class SubjectSpec(Strict):
     name: str = Field(pattern=IDENT)
     doc: str
-    facts: list[FactSpec]
+    facts: list[FactSpec] = Field(default_factory=list, description="Values a rule's `when` names.")
+    tests: list[TestSpec] = Field(default_factory=list,
+                                  description="Named tests the engine implements, for rules that `require` one.")
+
+
+class ReaderSpec(Strict):
+    name: str = Field(pattern=IDENT)
+    source: str = Field(description="Where its code lives.")
+    commit: str = Field(description="The commit that made it read the artifact.")
+    general: bool = Field(description="Whether it counts for the top-level verdict.")
+    since: str | None = None
+    until: str | None = None
+    doc: str
+
+    _v_since = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
+
+
+class WithoutReaderSpec(Strict):
+    since: str | None = None
+    until: str | None = None
+    verdict: str
+    reason: str = Field(description="{version}, {first} and {last} (the readers' first and past-last versions) are filled in.")
+    evidence: str
+
+    _v_since = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
 
 
 class RuleSpec(Strict):
-    id: str = Field(pattern=r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
+    id: str = Field(pattern=r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+    readers: list[str] | None = Field(None, description="The declared readers whose code the rule describes.")
     subject: str
-    when: str = Field(description="Condition over the subject's facts (the spec's expression language).")
+    when: str | None = Field(None, description="Condition over the subject's facts (the spec's expression language).")
+    requires: str | None = Field(None, description="A test of the subject that the part must pass (else the rule holds).")
+    argument: str | None = Field(None, description="The test's argument.")
     since: str | None = Field(None, description="First reader version the rule applies to.")
     until: str | None = Field(None, description="First reader version it no longer applies to.")
     writer_since: str | None = Field(None, description="First writer version the rule applies to.")
@@ -573,6 +606,10 @@ class VerdictsSpec(Strict):
     title: str
     doc: str
     verdicts: list[VerdictName]
+    readers: list[ReaderSpec] = Field(default_factory=list,
+                                      description="Several readers per version, each with its own verdict; none: one.")
+    without_reader: list[WithoutReaderSpec] = Field(default_factory=list,
+                                                    description="What a version in which no declared reader exists gets.")
     subjects: list[SubjectSpec]
     rules: list[RuleSpec]
 

@@ -576,6 +576,11 @@ def _with_const(model: Any, spec: MigrationSpec, item: MigrationItem, d: str) ->
     return out
 
 
+def _summarized(op: dict[str, Any]) -> dict[str, Any]:
+    """The operation's data with its one-line description (``summary``: what plans print)."""
+    return {**op, "summary": _describe(op).replace("`", "")}
+
+
 def _text(s: str | None) -> str | None:
     return " ".join(s.split()) if s is not None else None
 
@@ -588,9 +593,11 @@ def step_data(model: Any, spec: MigrationSpec) -> dict[str, Any]:
         "derivations": {x.name: {"doc": _text(x.doc), "deriver": x.deriver} for x in spec.derivations},
         "refusals": {x.name: {"doc": _text(x.doc), "direction": x.direction, "style": x.style} for x in spec.refusals},
         "metadata": [{"id": x.id, "doc": _text(x.doc), "records": list(x.records),
-                      "up": _with_const(model, spec, x, "up"), "down": _with_const(model, spec, x, "down")}
+                      "up": _summarized(_with_const(model, spec, x, "up")),
+                      "down": _summarized(_with_const(model, spec, x, "down"))}
                      for x in spec.metadata],
-        "files": [{"id": x.id, "doc": _text(x.doc), "up": _op_data(x.up), "down": _op_data(x.down)}
+        "files": [{"id": x.id, "doc": _text(x.doc), "up": _summarized(_op_data(x.up)),
+                   "down": _summarized(_op_data(x.down))}
                   for x in spec.layout_ops],
     }
 

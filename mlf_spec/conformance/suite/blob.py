@@ -1,7 +1,8 @@
 """Module blob vectors: every payload kind of each layout at its newest writer, every payload
 grammar at each TVM version whose writer the strategies imitate, import trees (odd but legal
-ones included), and every broken kind of ``BLOB_BROKEN_KINDS``. Payload values are sampled
-from the spec deterministically (:class:`Sampler`), never drawn at random."""
+ones included), and every broken kind of ``BLOB_BROKEN_KINDS``. Payload values follow the
+spec's rules for a valid value tree (the strategies' own) and are chosen deterministically
+(:class:`Sampler`), never drawn at random."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from typing import Any
 
 from mlf_spec.blob import codec as _blob
 from mlf_spec.blob import strategies as _bst
-from mlf_spec.generated import dtype_codes_table as _table
 from mlf_spec.generated import payloads_ir as _payloads_ir
 from mlf_spec.spec_engine import build, trace
-from mlf_spec.spec_strategies import _INT_RANGE
+from mlf_spec.spec_strategies import Choices, bounds, value_tree
 
 from .common import Collector, doc_ref, pattern_bytes
 
@@ -33,118 +33,70 @@ def _clamp(v: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, v))
 
 
-class Sampler:
-    """Builds one valid value tree of a struct, choosing values instead of drawing them: the
-    first choice of a set, 1 inside integer bounds (2 for array elements), one element per
-    vector or map (more if a constraint asks), short distinct texts."""
+class Sampler(Choices):
+    """Chooses the free values of a valid value tree (:func:`mlf_spec.spec_strategies.value_tree`,
+    whose rules it follows) instead of drawing them: the first choice of a set, the float
+    row of a table, 1 inside integer bounds (2 for array elements), one element per vector
+    or map (more if a constraint asks), short distinct texts, patterned bytes."""
 
-    def __init__(self, structs: dict, era: tuple[int, ...]) -> None:
-        self.structs, self.era, self.counter = structs, era, 0
+    def __init__(self) -> None:
+        self.counter = 0
 
-    def tree(self, name: str, pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict[str, Any]:
-        """A value tree of struct ``name`` valid in the sampler's era."""
-        spec = self.structs[name]
-        pins = pins or {}
-        ns: dict[str, Any] = {}
-        table_fields = [f for f in spec["fields"] if "table" in f]
-        row = self._row(table_fields[0]["table"]) if table_fields else None
-        counted = {f["count"][0] for f in spec["fields"] if "count" in f}
-        for f in spec["fields"]:
-            n = f["name"]
-            if ("since" in f and self.era < tuple(f["since"])) or ("until" in f and self.era >= tuple(f["until"])) \
-                    or ("when" in f and not f["when"][1](ns)):
-                ns[n] = None
-                continue
-            ns[n] = self._field(f, ns, row, n in counted, pins.get(n))
-        return ns
-
-    def _row(self, table: str) -> dict[str, Any]:
-        rows = [r for r in _table.ROWS if (r["since"] is None or tuple(r["since"]) <= self.era)
-                and (r["until"] is None or self.era < tuple(r["until"]))]
+    def row(self, rows: list[dict]) -> dict:
         return next((r for r in rows if r["code"] == 2), rows[0])
 
-    def _field(self, f: dict, ns: dict[str, Any], row: dict[str, Any] | None, counted: bool,
-               pin: tuple[int | None, int | None] | None) -> Any:
-        n, kind = f["name"], f["kind"]
-        if "const" in f:
-            return f["const"]
-        if "choices" in f and kind == "scalar":
-            return f["choices"][0]
-        if "equals" in f and kind in ("vec", "map"):
-            return [self._pair(f) if kind == "map" else self.element(f, f["elem"]) for _ in range(f["equals"][1](ns))]
-        if "equals" in f:
-            return f["equals"][1](ns)
-        if "derive" in f:
-            return f["derive"][1](ns)
-        if row is not None and "table" in f:
-            return row["code"]
-        if row is not None and kind == "scalar" and row.get(n) is not None:
-            return row[n]
-        if row is not None and n == "bits" and row.get("numpy_bits"):
-            return 32 if 32 in row["numpy_bits"] else row["numpy_bits"][0]
-        if "count" in f:
-            return [self.element(f, f["type"], each=True) for _ in range(f["count"][1](ns))]
-        if kind == "scalar":
-            if pin is not None or "bounds" in f:
-                return self.integer(f, pin)
-            if "canonical" in f:
-                return f["canonical"]
-            return self.integer(f) if counted or f["type"] in _INT_RANGE else 1.5
-        if kind == "str":
-            return self.element(f, "str")
-        if kind == "bytes":
-            size = f["size"][1](ns, remaining=8) if "remaining" in f["size"][0] else f["size"][1](ns)
-            return pattern_bytes(size, self.counter)
-        if kind in ("vec", "map"):
-            for size in range(1, 5):
-                ns[n] = [self._pair(f) if kind == "map" else self.element(f, f["elem"]) for _ in range(size)]
-                if "constraint" not in f or "each" in f["constraint"][0] or f["constraint"][1](ns):
-                    return ns[n]
-            raise AssertionError(f"no value of {n} meets {f['constraint'][0]}")
-        if kind == "struct":
-            return self.tree(f["struct"], f.get("member_bounds"))
-        if kind == "switch":
-            type_name = f["switch"]["cases"].get(f["switch_on"](ns), f["switch"]["default"])
-            return self.element(f, type_name)
-        raise AssertionError(f"cannot sample {n} ({kind})")
+    def pick(self, options: list[Any]) -> Any:
+        return options[0]
 
-    def _pair(self, f: dict) -> tuple[Any, Any]:
-        return self.element(f, f["key"]), self.element(f, f["value"])
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+        lo, hi = bounds(f, pin)
+        return _clamp(2 if each else 1, lo, hi)
 
-    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, want: int = 1) -> int:
-        """An integer inside the field's bounds (its type's range, its constraint, its hint)."""
-        lo, hi = _INT_RANGE.get(f["type"], (0, 255))
-        for blo, bhi in (f.get("bounds", (None, None)), pin or (None, None)):
-            lo = max(lo, blo) if blo is not None else lo
-            hi = min(hi, bhi) if bhi is not None else hi
-        hint = f.get("strategy", {})
-        lo, hi = max(lo, hint.get("min", lo)), min(hi, hint.get("max", hi))
-        return _clamp(want, lo, max(lo, hi))
+    def code(self, lo: int, hi: int) -> int:
+        return lo
 
-    def element(self, f: dict, type_name: str | None, each: bool = False) -> Any:
-        """One value of ``type_name`` for field ``f``."""
-        if type_name in _INT_RANGE:
-            return self.integer(f, want=2 if each else 1)
-        if type_name in ("f32", "f64"):
-            return 1.5
-        if type_name == "str":
-            self.counter += 1
-            alphabet = f.get("strategy", {}).get("alphabet")
-            if alphabet == "decimal":
-                return "1"
-            if alphabet == "tvm_version":
-                e = min(self.era, (0, 20))
-                return f"{e[0]}.{e[1]}.0"
-            text = f"{f['name']}{self.counter}"
-            return text if f.get("encoding") or alphabet == "text" else text.encode()
-        assert type_name is not None
-        return self.tree(type_name)
+    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+        return 32 if 32 in numpy_bits else numpy_bits[0]
+
+    def canonical(self, f: dict) -> int:
+        return f["canonical"]
+
+    def number(self, type_name: str) -> float:
+        return 1.5
+
+    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+        self.counter += 1
+        alphabet = f.get("strategy", {}).get("alphabet")
+        if alphabet == "decimal":
+            return "1"
+        if alphabet == "tvm_version":
+            e = min(era, (0, 20))
+            return f"{e[0]}.{e[1]}.0"
+        text = f"{f['name']}{self.counter}"
+        return text if f.get("encoding") or alphabet == "text" else text.encode()
+
+    def rest(self, f: dict, ns: dict) -> bytes:
+        return pattern_bytes(f["size"][1](ns, remaining=8), self.counter)
+
+    def sized(self, size: int) -> bytes:
+        return pattern_bytes(size, self.counter)
+
+    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+        for size in range(1, 5):
+            ns[f["name"]] = [make() for _ in range(size)]
+            if "constraint" not in f or "each" in f["constraint"][0] or f["constraint"][1](ns):
+                return ns[f["name"]]
+        raise AssertionError(f"no value of {f['name']} meets {f['constraint'][0]}")
+
+    def require(self, ok: bool) -> None:
+        if not ok:
+            raise AssertionError("the sampled values break a rule of the spec")
 
 
 def payload(kind: str, fmt: str, era: tuple[int, ...]) -> _blob.Payload:
     """A valid payload of ``kind`` for the writer of ``fmt`` at ``era``, sampled from the spec."""
     struct = _blob.known_kinds(fmt).get(kind, "opaque_payload")
-    tree = Sampler(_payloads_ir.STRUCTS, era).tree(struct)
+    tree = value_tree(Sampler(), _payloads_ir.STRUCTS, struct, era)
     return _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
 
 
