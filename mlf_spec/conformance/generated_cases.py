@@ -33,7 +33,7 @@ from hypothesis.errors import HypothesisException
 from mlf_spec.errors import MlfError
 
 from .known_failures import KnownFailures
-from .runner import out_of_scope
+from .runner import out_of_scope, reads_of, skip_reason
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
 from .vectors import Answer, Case, save_case
@@ -224,8 +224,10 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             drawn += 1
             expected = outcome(d.format, d.role, d.data, d.options, d.reading)
             case = case_of(d, expected, where=tmp)
+            if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
+                return
             answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
-            verdict = case.check(answer, strict_errors=strict_errors)
+            verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
             if verdict.outcome == "pass":
                 return
             sig = signature(d, answer, verdict)
