@@ -86,7 +86,7 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
     """(testee, known failures) for the run options."""
     from mlf_spec.conformance import adapters
     from mlf_spec.conformance.known_failures import KnownFailures
-    from mlf_spec.conformance.testee import InProcess, Limits, OneShot, Persistent
+    from mlf_spec.conformance.testee import Limits, OneShot, Persistent
 
     limits = Limits(args.timeout, args.max_output, args.memory_limit)
     known = KnownFailures()
@@ -95,11 +95,7 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
         path = None if args.no_known_failures else adapter.known_failures_path()
         if path is not None:
             known = KnownFailures.load(path)
-        if adapter.isolated:
-            cmd = [sys.executable, "-m", "mlf_spec.conformance.adapters", args.adapter]
-            testee: Any = OneShot(cmd, limits) if args.one_shot else Persistent(cmd, limits)
-        else:
-            testee = InProcess(adapter)
+        testee: Any = adapters.testee(args.adapter, adapter, limits, one_shot=args.one_shot)
     else:
         cmd = shlex.split(args.testee)
         if not cmd:

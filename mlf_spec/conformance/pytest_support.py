@@ -99,18 +99,11 @@ def _state(config: Any) -> dict[str, Any]:
     state = config.stash.get(_TESTEE, None)
     if state is None:
         from . import adapters
-        from .testee import InProcess
 
         limits = Limits(timeout=config.getoption("mlf_timeout"))
         name = config.getoption("mlf_adapter")
         if name:
-            adapter = adapters.load(name)
-            if adapter.isolated:
-                import sys
-
-                testee: Testee = Persistent([sys.executable, "-m", "mlf_spec.conformance.adapters", name], limits)
-            else:
-                testee = InProcess(adapter)
+            testee: Testee = adapters.testee(name, adapters.load(name), limits)
         else:
             cmd = shlex.split(config.getoption("mlf_testee"))
             testee = OneShot(cmd, limits)

@@ -37,6 +37,12 @@ class Adapter:
     #: run in a child process (for implementations that can crash or hang)
     isolated: bool = False
 
+    def command(self) -> list[str] | None:
+        """For an implementation in another language: the command that speaks the testee
+        protocol (docs/conformance/protocol.md), which the runner then drives instead of this
+        object (its ``info``/``decode`` are not called). None: a Python implementation."""
+        return None
+
     def prepare(self) -> None:
         """Load the implementation (called once before serving, so that forked children
         share it instead of each loading it)."""
