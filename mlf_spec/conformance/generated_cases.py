@@ -175,6 +175,10 @@ def case_of(d: Drawn, expected: dict[str, Any], case_id: str = "generated", wher
                 sha256(data), path, data)
 
 
+#: a list index or a map key in a difference's path ([3], ['a]b'], ["it's"]): not part of a signature
+_INDEX = re.compile(r"""\[(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\]'"]*)\]""")
+
+
 def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     """How a disagreement looks, in a few stable words."""
     if verdict.outcome == "error":
@@ -188,7 +192,7 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
         where, _, what = verdict.diff[0].partition(": ")
         kind = ("length" if "elements expected" in what else "missing" if what.startswith("missing") else
                 "unexpected" if what.startswith(("not expected", "unknown key")) else "value")
-        how = "diff-" + re.sub(r"\[[^\]]*\]", "", where) + "-" + kind
+        how = "diff-" + _INDEX.sub("", where) + "-" + kind
     else:
         how = "fail"
     label = "valid" if d.role == "migrate" else d.label
