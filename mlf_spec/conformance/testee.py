@@ -262,6 +262,10 @@ class InProcess(Testee):
         """adapter:<name>."""
         return f"adapter:{self.adapter.name}"
 
+    def close(self) -> None:
+        """Let the adapter release what it keeps running."""
+        self.adapter.close()
+
 
 class OneShot(Testee):
     """A command started once per case."""
