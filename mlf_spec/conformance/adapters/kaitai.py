@@ -227,9 +227,9 @@ class KaitaiJsAdapter(Adapter):
         node = shutil.which("node")
         if node is None:
             raise MlfError("the kaitai-js adapter needs Node.js (node >= 18) on PATH")
-        from mlf_spec.kaitai import ksy_files
-
         import yaml
+
+        from mlf_spec.kaitai import ksy_files
 
         specs = {name.removesuffix(".ksy"): yaml.safe_load(data) for name, data in ksy_files().items()}
         proc = subprocess.Popen([node, str(JS_SCRIPT), modules, js], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
