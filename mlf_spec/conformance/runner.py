@@ -94,10 +94,12 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
     outcome = verdict.outcome
     entry = known.match(case.id)
     if entry is not None:
+        if entry.flaky:
+            rec["flaky"] = True
         if outcome == "pass":
             outcome = "pass" if entry.flaky else "xpass"
-            if not entry.flaky:
-                rec["message"] = f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
+            rec["message"] = entry.reason if entry.flaky else \
+                f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
         else:
             rec["note"] = f"{outcome}: {verdict.message}"[:500]
             outcome = "xfail"

@@ -65,7 +65,8 @@ def testee(name: str, adapter: Adapter, limits: Any = None, one_shot: bool = Fal
         cmd = [sys.executable, "-m", "mlf_spec.conformance.adapters", name]
     if cmd is None:
         return InProcess(adapter)
-    return OneShot(cmd, limits) if one_shot else Persistent(cmd, limits)
+    label = f"adapter:{name}"
+    return OneShot(cmd, limits, label) if one_shot else Persistent(cmd, limits, label)
 
 
 def load(name: str) -> Adapter:

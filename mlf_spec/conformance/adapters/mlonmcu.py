@@ -16,7 +16,8 @@ handshake says so (``reads: [facts]``: only the readings' ``facts`` are compared
 canonical_metadata's canonical_module_facts; ``not_checked: [invalid_document]``: it does not
 claim to refuse documents that depart from their version's model). metadata.json is read the
 way MLonMCU reads it (``json.load`` of the file opened as text); the functions' results become
-the facts of module ``default`` (the only module MLonMCU knows); a function that raises is
+the facts of module ``default`` (the only module of a version 7 document MLonMCU knows; before
+version 7 the document's one module, under its model_name); a function that raises is
 MLonMCU's refusal of the input, except ``FileNotFoundError`` from the graph reading, which
 says that MLonMCU finds no GraphExecutor files (``graph_executor: null``).
 
@@ -136,15 +137,19 @@ def _functions() -> dict[str, Any]:
 
 
 def _metadata_facts(path: Path) -> dict[str, Any]:
-    """Module ``default``'s workspace facts, from metadata.json read as MLonMCU reads it."""
+    """The workspace facts of the module MLonMCU reads, from metadata.json read as MLonMCU
+    reads it: ``default`` of a version 7 document; a document of an earlier version holds one
+    module, which MLonMCU reads whatever it is called, so the facts go under its model_name."""
     fn = _functions()
     try:
         with open(path) as handle:
             metadata = json.load(handle)
-        return {"default": {"workspace_size_bytes": fn["workspace"](None, metadata),
-                            "operator_workspace_max": fn["max_workspace"](None, metadata)}}
+        facts = {"workspace_size_bytes": fn["workspace"](None, metadata),
+                 "operator_workspace_max": fn["max_workspace"](None, metadata)}
     except Exception as exc:  # MLonMCU cannot take its facts from this document
         raise _refusal(exc) from None
+    name = "default" if "modules" in metadata else metadata.get("model_name", "default")
+    return {name if isinstance(name, str) else "default": facts}
 
 
 def _archive_facts(data: bytes, work: str) -> dict[str, Any]:
@@ -168,15 +173,16 @@ def _archive_facts(data: bytes, work: str) -> dict[str, Any]:
     if outside:
         return {}  # extracted, and files landed outside the destination
     facts = _metadata_facts(Path(dest) / "metadata.json")
+    module = next(iter(facts.values()))
     try:
         graph, params = fn["graph_and_params"](None, dest)
     except FileNotFoundError:
-        facts["default"]["graph_executor"] = None
+        module["graph_executor"] = None
     except Exception as exc:
         raise _refusal(exc) from None
     else:
-        facts["default"]["graph_executor"] = {"graph_sha256": hashlib.sha256(graph.encode("utf-8")).hexdigest(),
-                                              "params_sha256": hashlib.sha256(params).hexdigest()}
+        module["graph_executor"] = {"graph_sha256": hashlib.sha256(graph.encode("utf-8")).hexdigest(),
+                                    "params_sha256": hashlib.sha256(params).hexdigest()}
     return facts
 
 
