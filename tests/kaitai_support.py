@@ -37,11 +37,13 @@ def ksy_objects() -> dict[str, dict[str, Any]]:
     return {name.removesuffix(".ksy"): yaml.safe_load(data) for name, data in kaitai.ksy_files().items()}
 
 
-def compiled(langs: tuple[str, ...] = LANGS) -> tuple[Path, dict[str, Any]]:
-    """The directory holding ``<lang>/`` parsers of every exported .ksy, and the compile
-    figures of the run that made it ({"compiler", "require_ms", "ms", "wall_s"})."""
+def compiled(langs: tuple[str, ...] = LANGS, debug: bool = False) -> tuple[Path, dict[str, Any]]:
+    """The directory holding ``<lang>/`` parsers of every exported .ksy (``debug``: in the
+    compiler's debug mode, with field positions), and the compile figures of the run that made
+    it ({"compiler", "require_ms", "ms", "wall_s"})."""
     objs = ksy_objects()
-    digest = hashlib.sha256(json.dumps([objs, langs], sort_keys=True).encode()).hexdigest()[:16]
+    key: list[Any] = [objs, langs] + (["debug"] if debug else [])
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     base = kaitai_node.ensure_installed() / "compiled"
     target = base / digest
     with kaitai_node._locked(base / f"{digest}.lock"):
@@ -49,7 +51,7 @@ def compiled(langs: tuple[str, ...] = LANGS) -> tuple[Path, dict[str, Any]]:
             work = base / f"{digest}.tmp"
             shutil.rmtree(work, ignore_errors=True)
             start = time.perf_counter()
-            figures = kaitai_node.compile_ksy(objs, langs, work)
+            figures = kaitai_node.compile_ksy(objs, langs, work, debug=debug)
             figures["wall_s"] = round(time.perf_counter() - start, 3)
             (work / "figures.json").write_text(json.dumps(figures))
             shutil.rmtree(target, ignore_errors=True)

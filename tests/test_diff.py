@@ -249,3 +249,16 @@ def test_graph_json_documents(tmp_path):
     assert d.kind == "graph-json"
     assert {(c.change, c.path) for c in d.changes} == {("removed", "functions.tvmgen_add_fused_cast_add_multiply"),
                                                        ("added", "functions.other")}
+
+
+def test_values_equal_but_stored_differently_count_as_differing():
+    """A NaN with another payload and -0 against +0: the bytes changed, so the change has
+    differing elements (found by the property test below on a float16 NaN)."""
+    a = np.array([np.nan, 0.0, 1.0], dtype=np.float16)
+    b = a.copy()
+    b.view(np.uint16)[0] ^= 0x0001  # another NaN payload
+    b[1] = -0.0
+    found = diff.diff(params.dumps({"x": a}), params.dumps({"x": b})).changes
+    assert [(c.change, c.path) for c in found] == [("data", "x")]
+    stats = found[0].stats
+    assert stats["differing"] == 2 and stats["nonfinite"] == 1 and stats["max_abs"] == 0.0

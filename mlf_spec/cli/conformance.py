@@ -66,6 +66,17 @@ def register(sub: Any) -> None:
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
     run.set_defaults(handler=_run)
 
+    rep = csub.add_parser("report", help="a Markdown compatibility page per run report",
+                          description="Compatibility pages (docs/conformance/compat/): what the testee declares, "
+                          "its results and coverage per format, and every case it does not pass with the reason and "
+                          "what was seen, from the JSON Lines report of `conformance run --report-json`.")
+    rep.add_argument("reports", nargs="+", metavar="REPORT", help="JSON Lines reports of conformance runs")
+    rep.add_argument("-o", "--out", metavar="PATH",
+                     help="the page file (one report), or a directory that gets <adapter>.md per report; "
+                     "default: standard output")
+    rep.add_argument("--title", help="the page title (default: the testee's name)")
+    rep.set_defaults(handler=_report)
+
 
 def _vectors(args: argparse.Namespace) -> int:
     from mlf_spec.conformance.vectors import write_suite
@@ -82,11 +93,43 @@ def _testee(args: argparse.Namespace) -> int:
     return one_shot(MlfSpecAdapter(), list(args.args))
 
 
+def _page_name(run: dict[str, Any]) -> str:
+    """The file name of a run's page: the adapter's name, else the testee's name."""
+    from mlf_spec.conformance.suite.common import slug
+
+    testee = run.get("testee", "")
+    name = testee.split(":", 1)[1] if testee.startswith("adapter:") else (run.get("testee_info") or {}).get("name", testee)
+    return slug(name) + ".md"
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mlf_spec._io import atomic_write_bytes
+    from mlf_spec.conformance import compat
+    from mlf_spec.conformance.report import read_report
+    from mlf_spec.errors import MlfError
+
+    runs = [read_report(p) for p in args.reports]
+    out = Path(args.out) if args.out else None
+    if out is not None and len(runs) > 1 and not out.is_dir():
+        raise MlfError("several reports need a directory for their pages", file=str(out))
+    for records in runs:
+        text = compat.page(records, args.title)
+        if out is None:
+            sys.stdout.write(text)
+            continue
+        target = out / _page_name(records[0]) if out.is_dir() else out
+        atomic_write_bytes(target, text.encode("utf-8"))
+        print(f"wrote {target}", file=sys.stderr)
+    return 0
+
+
 def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
     """(testee, known failures) for the run options."""
     from mlf_spec.conformance import adapters
     from mlf_spec.conformance.known_failures import KnownFailures
-    from mlf_spec.conformance.testee import InProcess, Limits, OneShot, Persistent
+    from mlf_spec.conformance.testee import Limits, OneShot, Persistent
 
     limits = Limits(args.timeout, args.max_output, args.memory_limit)
     known = KnownFailures()
@@ -95,11 +138,7 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
         path = None if args.no_known_failures else adapter.known_failures_path()
         if path is not None:
             known = KnownFailures.load(path)
-        if adapter.isolated:
-            cmd = [sys.executable, "-m", "mlf_spec.conformance.adapters", args.adapter]
-            testee: Any = OneShot(cmd, limits) if args.one_shot else Persistent(cmd, limits)
-        else:
-            testee = InProcess(adapter)
+        testee: Any = adapters.testee(args.adapter, adapter, limits, one_shot=args.one_shot)
     else:
         cmd = shlex.split(args.testee)
         if not cmd:

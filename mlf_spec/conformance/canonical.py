@@ -228,7 +228,41 @@ def encode_graph(reading: Mapping[str, Any], options: Mapping[str, str] | None =
 
 def metadata_reading(document: Any, version: int, style: str) -> dict[str, Any]:
     """The canonical reading of a metadata document already validated."""
-    return {"format": "mlf-metadata", "version": version, "style": style, "document": document}
+    return {"format": "mlf-metadata", "version": version, "style": style, "document": document,
+            "facts": metadata_facts(document, style)}
+
+
+def _module_documents(document: Any) -> dict[str, Any]:
+    """Module name -> its part of a (validated) document: v7 ``modules``, else the document."""
+    if isinstance(document.get("modules"), dict):
+        return dict(document["modules"])
+    return {document["model_name"]: document}
+
+
+def _size(entry: Any) -> int | None:
+    v = entry.get("workspace_size_bytes") if isinstance(entry, dict) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def module_facts(module: Any, style: str) -> dict[str, Any]:
+    """The canonical_module_facts of one module's part of a document (spec/records/canonical_metadata.yaml)."""
+    memory = module.get("memory") if isinstance(module, dict) else None
+    functions = memory.get("functions") if isinstance(memory, dict) and style == "full-model" else None
+    if not isinstance(functions, dict):  # version 1 (storage-id list) or operator style
+        return {"workspace_size_bytes": None, "operator_workspace_max": None}
+    main = functions.get("main")
+    ops = functions.get("operator_functions")
+    workspace = _size(main[0]) if isinstance(main, list) and main else None
+    op_max = None
+    if isinstance(ops, list):
+        sizes = [_size(w) for op in ops if isinstance(op, dict) for w in op.get("workspace") or []]
+        op_max = max([0, *(x for x in sizes if x is not None)])
+    return {"workspace_size_bytes": workspace, "operator_workspace_max": op_max}
+
+
+def metadata_facts(document: Any, style: str) -> dict[str, Any]:
+    """Per module, the facts a deployment flow takes from a validated metadata document."""
+    return {name: module_facts(mod, style) for name, mod in _module_documents(document).items()}
 
 
 def decode_metadata(data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -266,6 +300,7 @@ def decode_archive(data: bytes, options: Mapping[str, str] | None = None) -> dic
                     "sha256": None if m.is_dir else sha256(m.view())} for m in a.members if m.path != "."]
         metadata = None
         modules: dict[str, Any] = {}
+        facts: dict[str, Any] = {}
         try:
             md = a.metadata
             if not md.unknown:
@@ -274,11 +309,23 @@ def decode_archive(data: bytes, options: Mapping[str, str] | None = None) -> dic
             for name, mod in a.modules.items():
                 modules[name] = {"executor": mod.executor, "params": _module_params(mod),
                                  "graph": _module_graph(mod)}
+            if metadata is not None:
+                facts = {name: {**f, "graph_executor": _graph_files(a, name)} for name, f in metadata["facts"].items()}
         except MlfError:
             pass
         findings = sorted({f.code for f in _check.check_archive(a).findings if f.severity == "error"})
     return {"format": "mlf-archive", "members": members, "metadata": metadata, "modules": modules,
-            "findings": findings}
+            "facts": facts, "findings": findings}
+
+
+def _graph_files(a: Any, name: str) -> dict[str, Any] | None:
+    """canonical_graph_files of a module: the digests of its graph JSON and params members."""
+    mod = a.modules.get(name)
+    graph = None if mod is None else mod.member("graph_json")
+    if graph is None:
+        return None
+    params = mod.member("params")
+    return {"graph_sha256": sha256(graph.view()), "params_sha256": None if params is None else sha256(params.view())}
 
 
 def _module_params(mod: Any) -> dict[str, Any] | None:

@@ -33,7 +33,7 @@ from hypothesis.errors import HypothesisException
 from mlf_spec.errors import MlfError
 
 from .known_failures import KnownFailures
-from .runner import out_of_scope
+from .runner import out_of_scope, reads_of, skip_reason
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
 from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, save_case
@@ -182,6 +182,10 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
     return doc, data
 
 
+#: a list index or a map key in a difference's path ([3], ['a]b'], ["it's"]): not part of a signature
+_INDEX = re.compile(r"""\[(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\]'"]*)\]""")
+
+
 def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     """How a disagreement looks, in a few stable words."""
     if verdict.outcome == "error":
@@ -195,7 +199,7 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
         where, _, what = verdict.diff[0].partition(": ")
         kind = ("length" if "elements expected" in what else "missing" if what.startswith("missing") else
                 "unexpected" if what.startswith(("not expected", "unknown key")) else "value")
-        how = "diff-" + re.sub(r"\[[^\]]*\]", "", where) + "-" + kind
+        how = "diff-" + _INDEX.sub("", where) + "-" + kind
     else:
         how = "fail"
     label = "valid" if d.role == "migrate" else d.label
@@ -231,8 +235,10 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             drawn += 1
             expected = outcome(d.format, d.role, d.data, d.options, d.reading)
             case = case_of(d, expected, where=tmp)
+            if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
+                return
             answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
-            verdict = case.check(answer, strict_errors=strict_errors)
+            verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
             if verdict.outcome == "pass":
                 return
             sig = signature(d, answer, verdict)

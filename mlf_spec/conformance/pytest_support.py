@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from .known_failures import KnownFailures
-from .runner import skip_reason
+from .runner import reads_of, skip_reason
 from .testee import Limits, OneShot, Persistent, Testee
 from .vectors import Case, load_suite
 
@@ -55,9 +55,11 @@ class ConformanceItem(pytest.Item):
         if reason is not None:
             pytest.skip(reason)
         testee: Testee = state["testee"]
-        verdict = self.case.check(testee.ask(self.case), strict_errors=self.config.getoption("mlf_strict_errors"))
+        case = self.case.retarget(state["info"])
+        verdict = case.check(testee.ask(case), strict_errors=self.config.getoption("mlf_strict_errors"),
+                             reads=reads_of(state["info"], case.format))
         if verdict.outcome != "pass":
-            self.reproduce = testee.reproduce(self.case)
+            self.reproduce = testee.reproduce(case)
             raise ConformanceFailure(verdict)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
@@ -97,18 +99,11 @@ def _state(config: Any) -> dict[str, Any]:
     state = config.stash.get(_TESTEE, None)
     if state is None:
         from . import adapters
-        from .testee import InProcess
 
         limits = Limits(timeout=config.getoption("mlf_timeout"))
         name = config.getoption("mlf_adapter")
         if name:
-            adapter = adapters.load(name)
-            if adapter.isolated:
-                import sys
-
-                testee: Testee = Persistent([sys.executable, "-m", "mlf_spec.conformance.adapters", name], limits)
-            else:
-                testee = InProcess(adapter)
+            testee: Testee = adapters.testee(name, adapters.load(name), limits)
         else:
             cmd = shlex.split(config.getoption("mlf_testee"))
             testee = OneShot(cmd, limits)

@@ -21,7 +21,7 @@ from mlf_spec.errors import MlfError
 from .known_failures import KnownFailures
 from .report import UNEXPECTED, JsonLines, Progress, coverage, summary_record
 from .testee import Testee
-from .vectors import Case
+from .vectors import Case, format_support, scope_list
 
 
 class TesteeStartError(MlfError):
@@ -47,21 +47,35 @@ class RunResult:
 
 def skip_reason(case: Case, info: dict[str, Any]) -> str | None:
     """Why the testee's handshake excludes ``case`` (None: it is in scope)."""
-    return out_of_scope(case.format, case.role, case.scope, info)
+    reason = out_of_scope(case.format, case.role, case.scope, info)
+    if reason is None and case.expected.get("outcome") == "reject":
+        not_checked = (format_support(info, case.format) or {}).get("not_checked") or []
+        cls = case.expected.get("error_class")
+        if cls in not_checked:
+            return f"the testee does not check {cls} (its handshake says so)"
+    return reason
 
 
-def out_of_scope(fmt: str, role: str, scope: dict[str, str], info: dict[str, Any]) -> str | None:
-    """Why the testee's handshake excludes a request of this format, role and scope."""
-    support = next((f for f in info.get("formats", []) if f.get("format") == fmt), None)
+def out_of_scope(fmt: str, role: str, scope: dict[str, Any], info: dict[str, Any]) -> str | None:
+    """Why the testee's handshake excludes a request of this format, role and scope (a scope
+    value may be a list of values: the request is in scope if the testee supports one)."""
+    support = format_support(info, fmt)
     if support is None:
         return f"the testee does not support {fmt}"
     if role not in support.get("roles", []):
         return f"the testee does not {role} {fmt}"
     for key, value in scope.items():
         allowed = (support.get("scope") or {}).get(key)
-        if allowed is not None and value not in allowed:
-            return f"{key} {value} is outside what the testee supports ({', '.join(allowed)})"
+        values = scope_list(value)
+        if allowed is not None and not any(v in allowed for v in values):
+            return f"{key} {', '.join(values)} is outside what the testee supports ({', '.join(allowed)})"
     return None
+
+
+def reads_of(info: dict[str, Any], fmt: str) -> list[str] | None:
+    """The top-level reading keys a partial reader declares for ``fmt`` (None: the whole reading)."""
+    reads = (format_support(info, fmt) or {}).get("reads")
+    return list(reads) if reads is not None else None
 
 
 def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailures,
@@ -73,16 +87,19 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
     if reason is not None:
         rec.update(outcome="skip", seconds=0.0, message=reason)
         return rec
+    case = case.retarget(info)
     answer = testee.ask(case)
-    verdict = case.check(answer, strict_errors=strict_errors)
+    verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, case.format))
     rec["seconds"] = round(time.perf_counter() - t0, 4)
     outcome = verdict.outcome
     entry = known.match(case.id)
     if entry is not None:
+        if entry.flaky:
+            rec["flaky"] = True
         if outcome == "pass":
             outcome = "pass" if entry.flaky else "xpass"
-            if not entry.flaky:
-                rec["message"] = f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
+            rec["message"] = entry.reason if entry.flaky else \
+                f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
         else:
             rec["note"] = f"{outcome}: {verdict.message}"[:500]
             outcome = "xfail"
@@ -153,4 +170,4 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     return result
 
 
-__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "run", "run_case", "skip_reason"]
+__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "reads_of", "run", "run_case", "skip_reason"]

@@ -262,19 +262,24 @@ class InProcess(Testee):
         """adapter:<name>."""
         return f"adapter:{self.adapter.name}"
 
+    def close(self) -> None:
+        """Let the adapter release what it keeps running."""
+        self.adapter.close()
+
 
 class OneShot(Testee):
     """A command started once per case."""
 
     mode = "one-shot"
 
-    def __init__(self, command: Sequence[str], limits: Limits | None = None) -> None:
+    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None) -> None:
         self.command = list(command)
         self.limits = limits or Limits()
+        self.label = label
 
     def describe(self) -> str:
-        """The command line."""
-        return shlex.join(self.command)
+        """The label (``adapter:<name>``) or the command line."""
+        return self.label or shlex.join(self.command)
 
     def info(self) -> dict[str, Any]:
         """``CMD info``; MlfError if the command cannot be started or answers nonsense."""
@@ -465,17 +470,17 @@ class Persistent(Testee):
 
     mode = "persistent"
 
-    def __init__(self, command: Sequence[str], limits: Limits | None = None) -> None:
+    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None) -> None:
         self.command = list(command)
         self.limits = limits or Limits()
-        self.oneshot = OneShot(command, self.limits)
+        self.oneshot = OneShot(command, self.limits, label)
         self._local = threading.local()
         self._all: list[_Server] = []
         self._lock = threading.Lock()
 
     def describe(self) -> str:
-        """The command line."""
-        return shlex.join(self.command)
+        """The label (``adapter:<name>``) or the command line."""
+        return self.oneshot.describe()
 
     def info(self) -> dict[str, Any]:
         """``CMD info``."""

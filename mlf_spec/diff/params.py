@@ -126,7 +126,9 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
     (bytes, for dtypes NumPy cannot hold, with ``unit: "byte"``), ``max_abs`` and
     ``max_rel`` (|a - b| / max(|a|, |b|)) over the differing elements where both values
     are finite (None if there are none), ``nonfinite``: differing elements where one side
-    is NaN or infinite. NaN equals NaN here."""
+    is NaN or infinite. Two values that compare equal but are stored differently (NaNs with
+    other payloads, +0 and -0) count as differing with a difference of 0, so that a data
+    change always has a differing element."""
     if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
         bx = np.frombuffer(raw_x, np.uint8)
         by = np.frombuffer(raw_y, np.uint8)
@@ -154,7 +156,7 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
             return data_stats(None, None, raw_x, raw_y)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         same = (fx == fy) | (np.isnan(fx) & np.isnan(fy))
-        differ = ~same
+        differ = ~same | _bits_differ(x, y)
         finite = np.isfinite(fx) & np.isfinite(fy)
         both = differ & finite
         d_abs = np.abs(fx - fy)[both]
@@ -164,6 +166,14 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
             "max_abs": float(d_abs.max()) if d_abs.size else None,
             "max_rel": float(rel.max()) if rel.size else None,
             "nonfinite": int((differ & ~finite).sum())}
+
+
+def _bits_differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per element (in x's shape): whether the stored bytes differ."""
+    size = x.dtype.itemsize
+    bx = np.ascontiguousarray(x).reshape(-1).view(np.uint8).reshape(-1, size)
+    by = np.ascontiguousarray(y).reshape(-1).view(np.uint8).reshape(-1, size)
+    return (bx != by).any(axis=1).reshape(x.shape)
 
 
 def describe_stats(s: dict[str, Any]) -> str:

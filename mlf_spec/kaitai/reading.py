@@ -255,9 +255,10 @@ class PythonParsers:
 
         cls = self.root_class(spec)
         stream = KaitaiStream(io.BytesIO(data))
-        if ERA_PARAM in _params_of(cls):
-            return cls(tvm_minor(era), stream)
-        return cls(stream)
+        obj = cls(tvm_minor(era), stream) if ERA_PARAM in _params_of(cls) else cls(stream)
+        if getattr(obj, "_debug", None) == {}:  # compiled in debug mode: reading is the caller's call
+            obj._read()
+        return obj
 
     def read(self, spec: str, data: bytes, era: tuple[int, ...]) -> dict:
         """The value tree of ``data`` as the generated parser reads it."""

@@ -125,13 +125,16 @@ def run(request: dict[str, Any], install: bool = True, timeout: float = 600, scr
     return json.loads(r.stdout)
 
 
-def compile_ksy(specs: dict[str, dict[str, Any]], langs: tuple[str, ...], out_dir: Path) -> dict[str, Any]:
+def compile_ksy(specs: dict[str, dict[str, Any]], langs: tuple[str, ...], out_dir: Path,
+                debug: bool = False) -> dict[str, Any]:
     """Compile every .ksy object (by id) for every language into ``out_dir/<lang>/``; returns
     {"compiler", "require_ms", "ms": {lang: total compile ms}, "compiles": n}. Files with a
     top-level type go first: compiling one emits the files it imports too, which are then
-    not compiled again. Raises NodeToolsError on a compile error."""
+    not compiled again. ``debug``: the compiler's debug mode (positions of every field in
+    ``_debug``; the caller calls ``_read()``), which the conformance adapters need to find
+    the bytes of a payload read in place. Raises NodeToolsError on a compile error."""
     order = sorted(specs, key=lambda k: ("seq" not in specs[k], k))
-    jobs = [{"lang": lang, "main": kid} for lang in langs for kid in order]
+    jobs = [{"lang": lang, "main": kid, "debug": debug} for lang in langs for kid in order]
     answer = run({"specs": specs, "compile": jobs, "skip_done": True})
     totals: dict[str, float] = {}
     for res in answer["results"]:

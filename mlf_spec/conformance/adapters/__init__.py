@@ -1,7 +1,9 @@
 """Adapters: implementations under test as Python objects (see :mod:`.base`).
 
-Built in: ``mlf-spec`` (the reference, in process) and ``tvm`` (apache-tvm's .params reader
-and writer, in a child process). ``--adapter`` also takes ``package.module:Class``, and a
+Built in: ``mlf-spec`` (the reference, in process), ``tvm`` (apache-tvm's .params reader and
+writer), ``tvm-ffi`` (apache-tvm-ffi's module-blob loader), ``netron`` (Netron's TVM reader, in
+Node.js), ``mlonmcu`` (MLonMCU's MLF metadata functions) and ``kaitai-python`` / ``kaitai-js``
+(the parsers Kaitai Struct generates from the exported .ksy files). ``--adapter`` also takes ``package.module:Class``, and a
 package can register adapters under the entry point group ``mlf_spec.conformance.adapters``.
 
 ``python -m mlf_spec.conformance.adapters NAME ARGS...`` speaks the testee protocol for an
@@ -19,6 +21,11 @@ from .base import Adapter, Rejected
 BUILTIN: dict[str, str] = {
     "mlf-spec": "mlf_spec.conformance.adapters.mlf_spec:MlfSpecAdapter",
     "tvm": "mlf_spec.conformance.adapters.tvm:TvmAdapter",
+    "tvm-ffi": "mlf_spec.conformance.adapters.tvm_ffi:TvmFfiAdapter",
+    "netron": "mlf_spec.conformance.adapters.netron:NetronAdapter",
+    "mlonmcu": "mlf_spec.conformance.adapters.mlonmcu:MlonmcuAdapter",
+    "kaitai-python": "mlf_spec.conformance.adapters.kaitai:KaitaiPythonAdapter",
+    "kaitai-js": "mlf_spec.conformance.adapters.kaitai:KaitaiJsAdapter",
 }
 ENTRY_POINT_GROUP = "mlf_spec.conformance.adapters"
 
@@ -46,6 +53,22 @@ def target(name: str) -> str:
     raise MlfError(f"no adapter {name!r}; adapters: {', '.join(names())} (or module:Class)")
 
 
+def testee(name: str, adapter: Adapter, limits: Any = None, one_shot: bool = False) -> Any:
+    """The runner's :class:`~mlf_spec.conformance.testee.Testee` for an adapter: its own command
+    (an implementation in another language), a child process (``isolated``), or in process."""
+    import sys
+
+    from ..testee import InProcess, OneShot, Persistent
+
+    cmd = adapter.command()
+    if cmd is None and adapter.isolated:
+        cmd = [sys.executable, "-m", "mlf_spec.conformance.adapters", name]
+    if cmd is None:
+        return InProcess(adapter)
+    label = f"adapter:{name}"
+    return OneShot(cmd, limits, label) if one_shot else Persistent(cmd, limits, label)
+
+
 def load(name: str) -> Adapter:
     """An instance of the adapter ``name`` (does not import the implementation under test
     until the adapter needs it)."""
@@ -62,4 +85,4 @@ def load(name: str) -> Adapter:
     return adapter
 
 
-__all__ = ["Adapter", "BUILTIN", "ENTRY_POINT_GROUP", "Rejected", "load", "names", "target"]
+__all__ = ["Adapter", "BUILTIN", "ENTRY_POINT_GROUP", "Rejected", "load", "names", "target", "testee"]

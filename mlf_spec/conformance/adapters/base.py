@@ -10,7 +10,8 @@
 mlf_spec.conformance.adapters NAME ...``, which speaks the testee protocol), so that a crash,
 an abort or a hang of the implementation is an outcome of one case, not of the run. A file
 ``<module>.known-failures`` next to the adapter's module lists the cases it is known to fail,
-each with its reason (see :mod:`mlf_spec.conformance.known_failures`).
+each with its reason (see :mod:`mlf_spec.conformance.known_failures`); ``<name>.known-failures``
+when one module holds several adapters.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ class Adapter:
     #: run in a child process (for implementations that can crash or hang)
     isolated: bool = False
 
+    def command(self) -> list[str] | None:
+        """For an implementation in another language: the command that speaks the testee
+        protocol (docs/conformance/protocol.md), which the runner then drives instead of this
+        object (its ``info``/``decode`` are not called). None: a Python implementation."""
+        return None
+
     def prepare(self) -> None:
         """Load the implementation (called once before serving, so that forked children
         share it instead of each loading it)."""
@@ -57,16 +64,22 @@ class Adapter:
         """The canonical migration of ``data`` to ``options['to']``; raise Rejected to refuse."""
         raise Rejected(f"{self.name} does not migrate {format}")
 
+    def close(self) -> None:
+        """Release what the adapter keeps running (called when the run ends)."""
+
     def known_failures_path(self) -> Path | None:
-        """The known-failures file next to the adapter's module, if there is one."""
+        """The known-failures file next to the adapter's module: ``<name>.known-failures``, else
+        ``<module>.known-failures`` (None if there is neither)."""
         import sys
 
         module = sys.modules.get(type(self).__module__)
         source = getattr(module, "__file__", None)
         if source is None:
             return None
-        path = Path(source).with_suffix(".known-failures")
-        return path if path.is_file() else None
+        for path in (Path(source).with_name(f"{self.name}.known-failures"), Path(source).with_suffix(".known-failures")):
+            if self.name and path.is_file():
+                return path
+        return None
 
 
 __all__ = ["Adapter", "Rejected"]

@@ -14,7 +14,7 @@ from mlf_spec.generated import payloads_ir as _payloads_ir
 from mlf_spec.spec_engine import build, trace
 from mlf_spec.spec_strategies import Choices, bounds, value_tree
 
-from .common import Collector, doc_ref, pattern_bytes
+from .common import Collector, doc_ref, holding, pattern_bytes
 
 LIB = _blob.LIB
 _MAIN_ERA = {"ffi": _blob.LATEST, "legacy": (0, 20)}
@@ -27,6 +27,13 @@ def era_text(era: tuple[int, ...]) -> str:
 
 def _era_label(fmt: str, era: tuple[int, ...]) -> str:
     return _blob._ERA_LABELS.get(era, era_text(era))
+
+
+def _eras_newest_first(fmt: str) -> list[str]:
+    """The era option values of a layout (the writer eras the blob codec names), newest first."""
+    first_ffi = (0, 22)
+    eras = [e for e in _blob._ERA_LABELS if (e >= first_ffi) == (fmt == "ffi")]
+    return [era_text(e) for e in sorted(eras, reverse=True)]
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -116,7 +123,8 @@ def _mod(kind: str, fmt: str, era: tuple[int, ...], *imports: _blob.Module) -> _
 def _add(c: Collector, vid: str, data: bytes, fmt: str, era: tuple[int, ...], description: str, page: tuple,
          features: dict[str, list[str]], broken_kind: str | None = None, expect: str | None = None) -> None:
     e = era_text(era)
-    c.add(vid, "blob", data, options={"layout": fmt, "era": e}, scope={"layout": fmt, "era": e},
+    eras = holding("blob", "decode", data, {"layout": fmt, "era": e}, None, "era", _eras_newest_first(fmt))
+    c.add(vid, "blob", data, options={"layout": fmt, "era": e}, scope={"layout": fmt, "era": eras},
           tvm=_era_label(fmt, era), features={"layout": [fmt], "era": [e], **features}, description=description,
           spec_ref=doc_ref(*page), broken_kind=broken_kind, expect=expect)
 

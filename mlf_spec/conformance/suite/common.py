@@ -45,7 +45,7 @@ class Collector:
     items: list[Built] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
 
-    def add(self, vid: str, fmt: str, data: bytes, *, description: str, spec_ref: str, scope: dict[str, str],
+    def add(self, vid: str, fmt: str, data: bytes, *, description: str, spec_ref: str, scope: dict[str, Any],
             tvm: str, features: dict[str, list[str]], options: dict[str, str] | None = None,
             role: str = "decode", broken_kind: str | None = None, expect: str | None = None,
             reading: dict[str, Any] | None = None) -> Built:
@@ -92,6 +92,28 @@ def outcome(fmt: str, role: str, data: bytes, options: dict[str, str],
     return {"outcome": "accept", "reading": _drop_data(got)}
 
 
+def holding(fmt: str, role: str, data: bytes, options: dict[str, str], reading: dict[str, Any] | None, key: str,
+            candidates: list[str]) -> list[str]:
+    """The values of option ``key`` under which mlf-spec's outcome is the one the case's own
+    option gives (a reading's top-level ``key`` naming the option aside): the case's own value
+    first, then the ``candidates`` that hold, in their order. A vector's ``scope[key]``."""
+    from ..vectors import echo
+
+    own = options[key]
+    want = outcome(fmt, role, data, options, reading)
+    out = [own]
+    for value in candidates:
+        if value == own:
+            continue
+        opts = {**options, key: value}
+        got = outcome(fmt, role, data, opts, echo(reading, key, own, value) if reading is not None else None)
+        if "reading" in got:
+            got = {**got, "reading": echo(got["reading"], key, value, own)}
+        if got == want:
+            out.append(value)
+    return out
+
+
 def _drop_data(reading: Any) -> Any:
     """A reading without the base64 ``data`` of tensors (the digests stand for it)."""
     if isinstance(reading, dict):
@@ -128,5 +150,5 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-__all__ = ["Built", "Collector", "EXTENSIONS", "READING_EXTENSION", "anchor", "b64", "doc_ref", "outcome",
+__all__ = ["Built", "Collector", "EXTENSIONS", "READING_EXTENSION", "anchor", "b64", "doc_ref", "holding", "outcome",
            "pattern_bytes", "slug"]

@@ -15,7 +15,7 @@ from mlf_spec.spec_engine import Builder, build, trace
 from mlf_spec.spec_strategies import _INT_RANGE, _find_field, _value_at
 
 from .. import canonical
-from .common import Collector, doc_ref, pattern_bytes
+from .common import Collector, doc_ref, holding, pattern_bytes
 
 _STRUCTS = _ir.STRUCTS
 _ROOT = "params_file"
@@ -68,9 +68,19 @@ def _dtypes_of(d: _dt.Dialect) -> list[tuple[dict[str, Any], int, int]]:
     return out
 
 
+#: every dialect id, newest first: the order in which a vector's scope lists the others
+_NEWEST_FIRST = [x.id for x in reversed(_dt.DIALECTS)]
+
+
+def _dialects(data: bytes, d: _dt.Dialect, role: str = "decode", reading: dict[str, Any] | None = None) -> list[str]:
+    """The dialects in which the case's expected outcome holds (``d`` first): computed by
+    reading the input in each dialect of the dtype table."""
+    return holding("params", role, data, {"dialect": d.id}, reading, "dialect", _NEWEST_FIRST)
+
+
 def _add_decode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str, heading: tuple[str, str],
                 features: dict[str, list[str]], broken_kind: str | None = None, expect: str | None = None) -> None:
-    c.add(vid, "params", data, options={"dialect": d.id}, scope={"dialect": d.id}, tvm=d.label,
+    c.add(vid, "params", data, options={"dialect": d.id}, scope={"dialect": _dialects(data, d)}, tvm=d.label,
           features={"dialect": [d.id], **features}, description=description, spec_ref=doc_ref(*heading),
           broken_kind=broken_kind, expect=expect)
 
@@ -78,7 +88,8 @@ def _add_decode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description
 def _add_encode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str,
                 features: dict[str, list[str]]) -> None:
     reading = canonical.decode_params(data, {"dialect": d.id}, with_data=True)
-    c.add(vid, "params", b"", role="encode", reading=reading, options={"dialect": d.id}, scope={"dialect": d.id},
+    c.add(vid, "params", b"", role="encode", reading=reading, options={"dialect": d.id},
+          scope={"dialect": _dialects(b"", d, "encode", reading)},
           tvm=d.label, features={"dialect": [d.id], **features}, description=description,
           spec_ref=doc_ref("params", "`params_file`"))
 

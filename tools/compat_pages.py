@@ -1,0 +1,80 @@
+"""Run every shipped conformance adapter the way CI runs it and write its compatibility page.
+
+    python tools/compat_pages.py                 # every adapter -> docs/conformance/compat/<name>.md
+    python tools/compat_pages.py netron tvm-ffi  # some of them
+
+Each run is ``mlf-spec conformance run --adapter NAME`` over the whole vector suite plus a bounded
+``--generate`` run (the parameters below), with the adapter's known failures; the page is
+``mlf-spec conformance report`` of its JSON report. tests/test_conformance_adapters.py makes the
+same runs and fails when a committed page no longer matches what a fresh run finds (outside
+the generated-cases section, which depends on timing). The peers must be installed (the
+``test`` extra has them) and Node.js on PATH; the Kaitai parsers are compiled on demand into
+the cache of tools/kaitai (tests/kaitai_support.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ROOT / "docs" / "conformance" / "compat"
+
+#: adapter -> extra arguments of its run (the generated part is bounded in cases and seconds)
+RUNS: dict[str, list[str]] = {
+    "mlf-spec": ["--generate", "100", "--seed", "1", "--generate-budget", "20"],
+    "tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
+    "tvm-ffi": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "1", "--generate-budget", "30"],
+    "netron": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
+    "mlonmcu": ["-j", "2", "--generate", "60", "--seed", "1", "--generate-budget", "30"],
+    "kaitai-python": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
+    "kaitai-js": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
+}
+
+
+def kaitai_environment() -> dict[str, str]:
+    """The variables the kaitai adapters read: parsers compiled (debug mode) into the cache."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import kaitai_support
+    from specgen import kaitai_node
+
+    compiled, _ = kaitai_support.compiled(debug=True)
+    return {"MLF_SPEC_KAITAI_PYTHON": str(compiled / "python"), "MLF_SPEC_KAITAI_JS": str(compiled / "javascript"),
+            "MLF_SPEC_KAITAI_NODE_MODULES": str(kaitai_node.ensure_installed())}
+
+
+def run(name: str, work: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """Run adapter ``name`` as CI does: (exit status, report records, page text)."""
+    from mlf_spec.cli import main as cli
+    from mlf_spec.conformance import compat
+    from mlf_spec.conformance.report import read_report
+
+    report = work / f"{name}.jsonl"
+    status = cli(["conformance", "run", "--adapter", name, *RUNS[name], "--save-dir", str(work / f"{name}-generated"),
+                  "--report-json", str(report), "--quiet"])
+    records = read_report(report)
+    return status, records, compat.page(records)
+
+
+def main(argv: list[str]) -> int:
+    """Write the pages of the adapters named (all by default)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    names = argv or list(RUNS)
+    if any(n.startswith("kaitai") for n in names):
+        os.environ.update(kaitai_environment())
+    PAGES.mkdir(parents=True, exist_ok=True)
+    worst = 0
+    with tempfile.TemporaryDirectory(prefix="mlf-spec-compat-") as tmp:
+        for name in names:
+            status, _records, text = run(name, Path(tmp))
+            (PAGES / f"{name}.md").write_text(text, encoding="utf-8")
+            print(f"{name}: exit {status}, wrote {PAGES / (name + '.md')}", file=sys.stderr)
+            worst = max(worst, status)
+    return worst
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
