@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import lzma
 import os
 import posixpath
 import re
 import struct
 import tarfile
-import zlib
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +36,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
+from mlf_spec import _compress
 from mlf_spec._io import Source, atomic_write_bytes
 from mlf_spec.errors import (
     ConstraintError,
@@ -77,6 +77,9 @@ _PREFIX_SIZE = 8
 _DEFAULT_MAX_SIZE = 8 << 30
 _DEFAULT_MAX_MEMBERS = 100_000
 _SNIFF_SIZE = 4096
+# The members of a tar may total this many times max_size (and a compressed tar may
+# decompress to that plus max_size of padding).
+_TAR_TOTAL_FACTOR = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -909,8 +912,6 @@ _TAR_FAILURES: tuple[type[BaseException], ...] = (
     tarfile.TarError,
     OSError,
     EOFError,
-    zlib.error,
-    lzma.LZMAError,
     ValueError,
 )
 
@@ -929,8 +930,32 @@ _DEVC_MEMBER = re.compile(r".*devc\.(?:o|obj|c|cc|cpp)")
 
 def _locate_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
     stream.seek(0)
+    kind = _compress.sniff(stream.read(8))
+    stream.seek(0)
+    if kind is None:
+        return _locate_plain_tar(stream, label, max_size, max_members)
+    # Decompressed once, with the archive reader's bounds, into a temporary file: the tar is
+    # then read (and seeked in) without decompressing again.
+    with tempfile.TemporaryFile() as plain:
+        try:
+            _compress.decompress_to(stream, kind, plain, _tar_bound(max_size, max_members), file=label)
+        except MlfError as exc:
+            if exc.field is None:
+                exc.field = "tar"
+            raise
+        plain.seek(0)
+        return _locate_plain_tar(plain, label, max_size, max_members)  # type: ignore[arg-type]
+
+
+def _tar_bound(max_size: int, max_members: int) -> int:
+    """The most bytes a tar within the limits can hold: member data, max_size of trailing
+    padding, and two header blocks (a long-name block and the header) per member."""
+    return (_TAR_TOTAL_FACTOR + 1) * max_size + (max_members + 2) * 1024 + 20 * 512
+
+
+def _locate_plain_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
     try:
-        tf = tarfile.open(fileobj=stream, mode="r:*")
+        tf = tarfile.open(fileobj=stream, mode="r:")
     except _TAR_FAILURES as exc:
         raise _tar_error(exc)(
             f"not a readable tar archive: {exc}", file=label, field="tar", offset=0
@@ -1021,9 +1046,9 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
             )
         # Declared sizes bound the decompression work spent skipping over member data.
         total += info.size
-        if total > max_size * 4:
+        if total > max_size * _TAR_TOTAL_FACTOR:
             raise UnsafeArchiveError(
-                f"archive members total more than {max_size * 4} bytes",
+                f"archive members total more than {max_size * _TAR_TOTAL_FACTOR} bytes",
                 file=label,
                 field=field,
                 offset=info.offset,

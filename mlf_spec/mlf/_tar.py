@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from mlf_spec import _compress
 from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
 
 BLOCK = 512
@@ -294,12 +295,9 @@ def end_blocks(offset: int) -> bytes:
 
 def sniff(head: bytes) -> str:
     """``gzip``, ``bzip2``, ``xz``, ``tar`` or ``unknown`` from the first bytes of a container."""
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if head[:3] == b"BZh":
-        return "bzip2"
-    if head[:6] == b"\xfd7zXZ\x00":
-        return "xz"
+    compressed = _compress.sniff(head)
+    if compressed is not None:
+        return compressed
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "tar"
     if len(head) >= BLOCK:
@@ -311,28 +309,11 @@ def sniff(head: bytes) -> str:
     return "unknown"
 
 
-def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None) -> int:
-    """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes."""
-    import bz2
-    import gzip
-    import lzma
-    import zlib
-
-    opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
-    total = 0
-    try:
-        with opener(fileobj=src) as z:  # type: ignore[call-arg]
-            while True:
-                chunk = z.read(1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise UnsafeArchiveError(f"decompressed archive exceeds {limit} bytes", file=file)
-                dst.write(chunk)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
-        raise MalformedError(f"cannot decompress ({kind}): {exc}", file=file) from None
-    return total
+def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None,
+                  memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> int:
+    """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes (see
+    :func:`mlf_spec._compress.decompress_to`: gzip, bzip2 and xz with the same limits)."""
+    return _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
 
 
 __all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "RECORD", "TarEntry", "check_end", "decompress_to",

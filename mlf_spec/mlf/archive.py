@@ -46,6 +46,8 @@ from . import metadata as _md
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 DEFAULT_MAX_MEMBER_SIZE = _tar.DEFAULT_MAX_MEMBER
+DEFAULT_MAX_MEMBERS = _tar.DEFAULT_MAX_MEMBERS
+DEFAULT_MAX_TOTAL_SIZE = 8 << 30
 METADATA: str = _layout.ENTRIES["metadata"]["path"]
 
 
@@ -501,7 +503,7 @@ def _ensure_dir(path: Path, root: Path) -> None:
 
 
 def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # noqa: A001
-         max_members: int = _tar.DEFAULT_MAX_MEMBERS, max_total_size: int = 1 << 36) -> Archive:
+         max_members: int = DEFAULT_MAX_MEMBERS, max_total_size: int = DEFAULT_MAX_TOTAL_SIZE) -> Archive:
     """Open an MLF archive: a path to a tar (uncompressed, or gzip/bz2/xz: decompressed to a
     temporary file first) or to a directory (an extracted archive), bytes, or a binary file
     object. Headers are read streaming and checked; member data stays where it is (mmap)
@@ -804,4 +806,4 @@ def build(metadata: _md.Metadata | Any, files: Mapping[str, bytes | str], *, ver
     return a
 
 
-__all__ = ["DEFAULT_MAX_MEMBER_SIZE", "Archive", "Member", "Module", "build", "open"]
+__all__ = ["DEFAULT_MAX_MEMBERS", "DEFAULT_MAX_MEMBER_SIZE", "DEFAULT_MAX_TOTAL_SIZE", "Archive", "Member", "Module", "build", "open"]
