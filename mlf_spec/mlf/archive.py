@@ -475,6 +475,11 @@ class Archive:
         """Release mappings and files (views of member data must not outlive it)."""
         for mod in (self._modules or {}).values():
             mod.close()
+        if isinstance(self.trailer, memoryview):
+            # the archive's own view of the end blocks would keep the mapping (and, for a
+            # compressed source, the decompressed temporary file) open after close
+            self.trailer.release()
+            self.trailer = None
         if self._closer is not None:
             self._closer()
             self._closer = None

@@ -1,0 +1,106 @@
+"""Run a fuzz target under atheris (libFuzzer for Python), or replay inputs without it.
+
+``fuzz(name)`` is what every ``fuzz/<name>_fuzzer.py`` calls: it instruments the readers
+(and, per target, ``tarfile`` / ``elftools``) for coverage feedback, installs the target's
+structure-aware mutator as libFuzzer's custom mutator and hands ``sys.argv`` to libFuzzer,
+so every libFuzzer option works (``-runs``, ``-max_total_time``, ``-jobs``/``-workers``,
+``-dict``, ``-max_len``, corpus directories). atheris is only imported here.
+
+``replay(name, paths)`` runs a target over files without atheris (regression corpora,
+coverage measurement) and returns the failures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Reader modules imported (and so instrumented) before fuzzing starts, whatever the target.
+READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
+           "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
+           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec.mlf.layout",
+           "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.cli")
+
+#: Checking memory on every input costs ~30% of the speed; this environment variable set to
+#: N checks every Nth input during fuzzing (0: never). Replays always check.
+MEMCHECK_ENV = "MLF_FUZZ_MEMCHECK_EVERY"
+
+
+def _instrument_list(name: str) -> tuple[str, ...]:
+    """The target's instrumentation prefixes, read without importing any reader."""
+    from mlf_spec.fuzzing.targets import TARGETS
+
+    return TARGETS[name].instrument
+
+
+def fuzz(name: str, argv: list[str] | None = None) -> None:
+    """Fuzz target ``name`` with atheris; ``argv`` (default ``sys.argv``) goes to libFuzzer.
+    Does not return (libFuzzer exits the process)."""
+    import atheris
+
+    args = list(sys.argv if argv is None else argv)
+    with atheris.instrument_imports(include=list(_instrument_list(name)), exclude=["mlf_spec.fuzzing"]):
+        for module in READERS:
+            importlib.import_module(module)
+    from mlf_spec.fuzzing import mutators, targets
+
+    t = targets.TARGETS[name]
+    every = int(os.environ.get(MEMCHECK_ENV, "1") or 0)
+    count = [0]
+    from mlf_spec.fuzzing.invariants import Sandbox
+
+    box = Sandbox()
+
+    def one(data: bytes) -> None:
+        count[0] += 1
+        check = every > 0 and count[0] % every == 0
+        targets.run(t, data, sandbox=box, check_memory=check)
+
+    mutator = t.mutator()
+    # atheris.Mutate is looked up per call: Setup() may switch the module to another native core
+    custom = (mutators.custom_mutator(mutator, lambda d, n: atheris.Mutate(d, n))
+              if mutator is not None else None)
+    if not any(a.startswith("-max_len=") for a in args):
+        args.append(f"-max_len={t.max_len}")
+    atheris.Setup(args, one, custom_mutator=custom)
+    atheris.Fuzz()
+
+
+@dataclass
+class Failure:
+    """An input that broke an invariant."""
+
+    path: Path
+    kind: str
+    message: str
+    trace: str
+
+
+def replay(name: str, paths: Iterable[str | os.PathLike], *, check_memory: bool = True) -> tuple[int, list[Failure]]:
+    """Run target ``name`` over every file under ``paths``; return how many inputs ran and
+    the failures."""
+    from mlf_spec.fuzzing import seeds, targets
+    from mlf_spec.fuzzing.invariants import InvariantBreak, Sandbox
+
+    t = targets.TARGETS[name]
+    box = Sandbox()
+    failures: list[Failure] = []
+    n = 0
+    try:
+        for path, data in seeds.iter_corpus(*paths):
+            n += 1
+            try:
+                targets.run(t, data, sandbox=box, check_memory=check_memory)
+            except InvariantBreak as exc:
+                failures.append(Failure(path, exc.kind, exc.message, traceback.format_exc()))
+    finally:
+        box.remove()
+    return n, failures
+
+
+__all__ = ["MEMCHECK_ENV", "READERS", "Failure", "fuzz", "replay"]
