@@ -453,3 +453,19 @@ def test_system_lib_prefix_is_kept(tmp_path, capsys):
     assert "TVMFFIEnvModRegisterSystemLibSymbol" in (tmp_path / "again.c").read_text()
     assert cli.main(["blob", "dump", str(tmp_path / "devc.c"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["symbol"] == "mymodel___tvm_ffi__library_bin"
+
+
+def test_ffi_module_named_import_tree_reads_but_its_tree_is_an_mlf_error():
+    # Found by fuzzing (issue 11): a tvm-ffi module of kind "_import_tree" parsed (an opaque
+    # payload), then Blob.root() raised ValueError from Module().
+    from mlf_spec.generated import blob_ffi_ir
+    from mlf_spec.spec_engine import build
+
+    tree = {"body": {"row_ptr": [0, 0], "child_indices": [], "trailing": b"",
+                     "modules": [{"kind": "_import_tree", "payload": {"data": b"xyz"}}]}}
+    data = build(blob_ffi_ir.STRUCTS, "ffi_blob", tree)
+    b = blob.parse(data)
+    assert [e.kind for e in b.entries] == ["_import_tree"] and b.to_bytes() == data
+    with pytest.raises(UnsupportedError) as info:
+        b.root()
+    assert info.value.field == "modules[0].kind"

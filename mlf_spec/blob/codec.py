@@ -721,6 +721,13 @@ class Blob:
         (what 0.14-0.21 pack for a root without imports) gives that root module."""
         if self.unread_root is not None and self.unread_root.payload is not None:
             return Module(self.unread_root.kind, self.unread_root.payload)
+        for e in self.entries:
+            if e.kind == IMPORT_TREE:
+                # a tvm-ffi blob may name a module so (tvm-ffi's loader then finds no loader for
+                # it); the legacy layout reserves the name, so no Module can stand for it
+                raise UnsupportedError(f"module {e.index} has the kind {IMPORT_TREE}, which is not a module kind "
+                                       "(the legacy layout reserves it for the import tree)", file=self.name,
+                                       field=f"modules[{e.index}].kind", offset=e.payload_offset)
         nodes = [Module(e.kind, e.payload) for e in self.entries]
         if self.row_ptr is None:
             return Module.lib(*nodes)

@@ -137,6 +137,18 @@ _PATH_EVENTS: dict[str, tuple[tuple[int, int | None], ...]] = {
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
+def _scratch() -> str | None:
+    """Where sandboxes go: ``$MLF_FUZZ_TMPDIR``, else ``/dev/shm`` (a memory file system:
+    creating and removing directories there costs microseconds, on disk milliseconds),
+    else the system's temporary directory."""
+    env = os.environ.get("MLF_FUZZ_TMPDIR")
+    if env:
+        return env
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return None
+
+
 class Sandbox:
     """A private temporary directory that :mod:`tempfile` uses while the sandbox is
     active, and an audit hook that refuses (and records) any change to a path outside it.
@@ -150,7 +162,7 @@ class Sandbox:
     _lock = threading.Lock()
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="mlf-fuzz-"))
+        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="mlf-fuzz-", dir=_scratch()))
         self.root.mkdir(parents=True, exist_ok=True)
         self.real = os.path.realpath(self.root)
         self.violations: list[str] = []
