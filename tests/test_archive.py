@@ -360,3 +360,20 @@ def test_tvm_consumers_read_our_archives(tmp_path):
     root = tmp_path / "model"
     assert sorted(p.name for p in (root / "codegen/host/src").glob("*.c")) == ["add_lib0.c", "add_lib1.c"]
     assert (root / "codegen/host/include/tvmgen_add.h").is_file() and (root / "runtime").is_dir()
+
+
+def test_non_zero_bytes_in_member_padding_are_written_back(add_tar):
+    # Found by fuzzing (issue 11): the bytes between a member's data and the next block were
+    # written as zeros, so an archive with anything else there did not round-trip.
+    with archive.open(add_tar) as a:
+        m = next(m for m in a.members if not m.is_dir and m.size % 512)
+        end = len(m.raw_header) + m.size  # offset of the padding within the member's blocks
+        start = add_tar.index(m.raw_header)
+    data = bytearray(add_tar)
+    data[start + end + 3] = 0x01
+    with archive.open(bytes(data)) as a:
+        assert a.to_bytes() == bytes(data)
+        copy = a.copy()
+        copy.replace(m.path, m.read() + b"!")  # new content: the padding is TVM's again
+        rewritten = copy.to_bytes()
+        assert rewritten.count(b"\x01" + bytes(10)) == add_tar.count(b"\x01" + bytes(10))

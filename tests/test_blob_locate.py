@@ -1002,3 +1002,19 @@ def test_tvm_cpu_only_export_has_no_blob(tmp_path: Path) -> None:
     lib.export_library(str(tmp_path / "cpu.tar"))
     assert locate_blobs(tmp_path / "cpu.so") == []
     assert locate_blobs(tmp_path / "cpu.tar") == []
+
+
+def test_tar_extended_header_of_impossible_size_is_an_mlf_error() -> None:
+    # Found by fuzzing (issue 11): a PAX header whose size field (base-256) exceeds any file
+    # offset made tarfile raise OverflowError from locate_blobs; a merely huge one was read
+    # into memory. Both are refused before tarfile reads the header.
+    import tarfile as _tarfile
+
+    for size in (8**11 - 1, 1 << 70):
+        info = _tarfile.TarInfo("././@PaxHeader")
+        info.type = _tarfile.XHDTYPE
+        block = bytearray(info.tobuf(_tarfile.USTAR_FORMAT))
+        block[124:136] = (b"\x80" + size.to_bytes(11, "big")) if size >= 8**11 else b"%011o\0" % size
+        block[148:156] = b"%06o\0 " % (256 + sum(block[:148]) + sum(block[156:]))
+        with pytest.raises(MlfError):
+            locate_blobs(bytes(block) + bytes(1024))

@@ -38,6 +38,7 @@ from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableS
 
 from mlf_spec import _compress
 from mlf_spec._io import Source, atomic_write_bytes
+from mlf_spec.mlf import _tar
 from mlf_spec.errors import (
     ConstraintError,
     CountMismatchError,
@@ -913,6 +914,7 @@ _TAR_FAILURES: tuple[type[BaseException], ...] = (
     OSError,
     EOFError,
     ValueError,
+    OverflowError,  # a numeric field in base-256 beyond any offset
 )
 
 
@@ -954,6 +956,9 @@ def _tar_bound(max_size: int, max_members: int) -> int:
 
 
 def _locate_plain_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
+    size = _stream_size(stream)
+    _tar.check_extended_header(stream, 0, size, label)  # tarfile reads the first header at once
+    stream.seek(0)
     try:
         tf = tarfile.open(fileobj=stream, mode="r:")
     except _TAR_FAILURES as exc:
@@ -986,8 +991,11 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
     seen: set[str] = set()
     total = 0
     index = 0
+    size = _stream_size(tf.fileobj)  # type: ignore[arg-type]
     while True:
         try:
+            _tar.check_extended_header(tf.fileobj, tf.offset, size, label)  # type: ignore[arg-type]
+            tf.fileobj.seek(tf.offset)  # type: ignore[union-attr]
             info = tf.next()
         except _TAR_FAILURES as exc:
             raise _tar_error(exc)(

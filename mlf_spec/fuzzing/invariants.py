@@ -273,12 +273,18 @@ def guarded(fn: Callable[[bytes], Any], data: bytes, *, budget: MemoryBudget | N
         with box.active():
             box.violations.clear()
             if check_memory and budget is not None:
-                with measure_memory() as peak:
-                    result = _call(fn, data)
                 limit = budget.limit(len(data))
-                if peak[0] > limit:
-                    raise InvariantBreak("memory", f"peak allocation {peak[0]} bytes for {len(data)} input bytes, "
-                                                   f"over the budget of {limit} ({budget})")
+                for attempt_no in (1, 2):
+                    with measure_memory() as peak:
+                        result = _call(fn, data)
+                    if peak[0] <= limit:
+                        break
+                    # The first call on a new path imports modules and fills caches (counted
+                    # as allocations); only a second call over the budget is a finding.
+                    if attempt_no == 2:
+                        raise InvariantBreak("memory", f"peak allocation {peak[0]} bytes for {len(data)} input "
+                                                       f"bytes, over the budget of {limit} ({budget})")
+                    box.clear()
             else:
                 result = _call(fn, data)
         if box.violations:

@@ -77,9 +77,9 @@ _KIND = {
 }
 
 
-def _precheck(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
-    """Refuse an extended header (PAX, GNU long name) larger than MAX_EXTENDED_HEADER
-    before tarfile reads it into memory."""
+def check_extended_header(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
+    """Refuse an extended header (PAX, GNU long name) at ``offset`` that is larger than
+    MAX_EXTENDED_HEADER or than what follows it, before tarfile reads it into memory."""
     f.seek(offset)
     block = f.read(BLOCK)
     if len(block) < BLOCK:
@@ -98,6 +98,8 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
     """Yield the members of an uncompressed tar in ``f`` (seekable, ``size`` bytes), one at a
     time, after the safety checks. At the end the generator returns the offset where the
     end-of-archive blocks start (``StopIteration.value``)."""
+    check_extended_header(f, 0, size, file)  # TarFile() reads the first header at once
+    f.seek(0)
     try:
         tar = tarfile.TarFile(fileobj=f, mode="r", encoding="utf-8", errors="surrogateescape")
     except tarfile.TarError as exc:
@@ -113,7 +115,7 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
     tar.firstmember = None
     while True:
         here = tar.offset
-        _precheck(f, here, size, file)
+        check_extended_header(f, here, size, file)
         f.seek(here)
         try:
             info = tar.next()
@@ -316,6 +318,7 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     return _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
 
 
-__all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "RECORD", "TarEntry", "check_end", "decompress_to",
+__all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "RECORD", "TarEntry", "check_end", "check_extended_header",
+           "decompress_to",
            "encode_header", "end_blocks", "normalize", "read_entries", "sniff"]
 

@@ -70,6 +70,9 @@ class Member:
         self.mtime = mtime
         self.pax_headers = dict(pax_headers or {})
         self.raw_header = raw_header
+        # the bytes between the data and the next block as read, when they are not zeros
+        # (kept so that such an archive is still written back byte for byte)
+        self.raw_padding: bytes | None = None
         self._loader = loader
         self.group = group
 
@@ -301,6 +304,7 @@ class Archive:
         buf = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         m.size = len(buf)
         m.raw_header = None
+        m.raw_padding = None
         m._loader = lambda b=buf: b  # type: ignore[misc]
         if mtime is not None:
             m.mtime = mtime
@@ -418,7 +422,8 @@ class Archive:
                 yield data
                 pad = (-m.size) % _tar.BLOCK
                 if pad:
-                    yield b"\0" * pad
+                    raw = m.raw_padding
+                    yield raw if raw is not None and len(raw) == pad else b"\0" * pad
                 offset += m.size + pad
         yield self.trailer if self.trailer is not None else _tar.end_blocks(offset)
 
@@ -621,10 +626,16 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 end = stop.value
                 break
             loader = _slicer(buf, e.data_offset, e.size) if e.type == _tar.FILE else None
-            members.append(Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
-                                  gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
-                                  pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
-                                  group=_group_of(e.path)))
+            m = Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
+                       gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
+                       pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
+                       group=_group_of(e.path))
+            if e.type == _tar.FILE and e.size % _tar.BLOCK:
+                end_of_data = e.data_offset + e.size
+                padding = bytes(buf[end_of_data:end_of_data + (-e.size) % _tar.BLOCK])
+                if padding.strip(b"\0"):
+                    m.raw_padding = padding
+            members.append(m)
         _tar.check_end(f, end, size, file=name)
         trailer = memoryview(buf)[end:size]
     except BaseException:
