@@ -1,4 +1,4 @@
-"""``python -m mlf_spec.fuzzing``: list targets, write seed corpora, replay inputs, fuzz."""
+"""``python -m mlf_spec.fuzzing``: list targets, write seed corpora and dictionaries, replay inputs, fuzz."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("seeds", help="write the seed corpus of every target (or of --target) under DIR/<target>/")
     s.add_argument("dir")
     s.add_argument("--target", action="append", default=[])
+    d = sub.add_parser("dicts", help="write the libFuzzer dictionary of every target (or --target) as DIR/<target>.dict")
+    d.add_argument("dir")
+    d.add_argument("--target", action="append", default=[])
     r = sub.add_parser("replay", help="run TARGET over files or directories; status 1 if an invariant breaks")
     r.add_argument("target")
     r.add_argument("paths", nargs="+")
@@ -45,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
                 cache[t.seeds] = seeds.SEEDS[t.seeds]()
             n = seeds.write_corpus(Path(ns.dir) / name, cache[t.seeds])
             print(f"{name}: {n} seeds")
+        return 0
+    if ns.command == "dicts":
+        from . import dictionaries
+
+        for name in ns.target or list(targets.TARGETS):
+            print(dictionaries.write(name, Path(ns.dir) / f"{name}.dict"))
         return 0
     from .engine import replay
 
