@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.runs and not args.time:
         p.error("give --runs and/or --time")
     names = args.target or [n for n, t in TARGETS.items() if not args.format or t.format in args.format]
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:

@@ -142,6 +142,15 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _NotJsonConstant(ValueError):
+    pass
+
+
+def _no_constants(name: str) -> Any:
+    # Python's json accepts NaN, Infinity and -Infinity; JSON (RFC 8259) and dmlc's reader do not
+    raise _NotJsonConstant(name)
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -194,13 +203,15 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:
-        doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys)
+        doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
         if _SURROGATE_ESCAPE.search(text) or (raw_str and not text.isascii()):
             where = _lone_surrogate(doc)
             if where is not None:
                 raise ValidationError(f"{what} has a string with an unpaired surrogate (not Unicode text)",
                                       file=file, field=json_path(where) or None)
         return doc
+    except _NotJsonConstant as exc:
+        raise ValidationError(f"{what} is not JSON: {exc.args[0]} is not a JSON value", file=file) from None
     except _DuplicateKey as exc:
         raise ValidationError(f"{what} has the key {exc.args[0]!r} twice in one object (JSON readers keep only one)",
                               file=file) from None

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from mlf_spec import params
-from mlf_spec.params import dtypes
 from mlf_spec.errors import (
     ConstMismatchError,
     ConstraintError,
@@ -22,6 +21,7 @@ from mlf_spec.errors import (
     TruncatedError,
     UnknownDtypeError,
 )
+from mlf_spec.params import dtypes
 
 # binary-formats.md §2.2 worked example, TVM 0.27 output (0xCA bytes)
 REFERENCE = bytes.fromhex(

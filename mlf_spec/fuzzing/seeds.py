@@ -115,12 +115,14 @@ def container_seeds() -> list[bytes]:
     """Blobs in every container the locator reads: raw, C source in each TVM style, ELF
     objects and shared libraries (32/64-bit, both byte orders, built here), and export
     tarballs plain and compressed."""
-    from mlf_spec.blob.locate import BLOB_SYMBOLS, C_SOURCE_STYLES, c_source_for_blob
+    from mlf_spec import blob
+    from mlf_spec.blob.locate import C_SOURCE_STYLES, c_source_for_blob
 
     blobs = blob_seeds()[:8]
     out: list[bytes] = []
     for i, b in enumerate(blobs):
-        sym = BLOB_SYMBOLS[i % len(BLOB_SYMBOLS)]
+        parsed = blob.parse(b)  # the first seeds are valid: name each under its own layout's symbol
+        sym = blob.symbol_for(parsed.format, parsed.era)
         out.append(b)
         text = c_source_for_blob(b, sym, "sys_" if i % 3 == 0 else None, C_SOURCE_STYLES[i % len(C_SOURCE_STYLES)],
                                  check=False).encode()

@@ -26,8 +26,11 @@ from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeA
 BLOCK = 512
 RECORD = 20 * BLOCK
 DEFAULT_MAX_MEMBER = 1 << 30
-DEFAULT_MAX_MEMBERS = 200_000
+DEFAULT_MAX_MEMBERS = 20_000
 MAX_EXTENDED_HEADER = 1 << 20
+MAX_EXTENDED_CHAIN = 8  # extended headers (PAX x/g, GNU L/K) in a row before one member
+MAX_NAME_LENGTH = 4096  # characters of a member name (PATH_MAX on Linux)
+MAX_NAME_DEPTH = 64  # components of a member path (TVM's deepest are about ten)
 
 FILE, DIRECTORY = "file", "directory"
 
@@ -55,12 +58,22 @@ class TarEntry:
 
 def normalize(name: str, *, file: str | None, offset: int | None) -> str:
     """The path of a member name relative to the archive root (``.`` for the root).
-    Raises UnsafeArchiveError for names that could leave the root."""
+    Raises UnsafeArchiveError for names that could leave the root, and for names longer
+    than MAX_NAME_LENGTH or deeper than MAX_NAME_DEPTH (work on paths stays bounded)."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise UnsafeArchiveError(f"member name of {len(name)} characters (the limit is {MAX_NAME_LENGTH})", file=file,
+                                 field=name[:200] + "...", offset=offset)
+    if name.count("/") > 2 * MAX_NAME_DEPTH:
+        raise UnsafeArchiveError(f"member path deeper than {MAX_NAME_DEPTH} components", file=file,
+                                 field=name[:200] + "...", offset=offset)
     if "\\" in name:
         raise UnsafeArchiveError("member name contains a backslash", file=file, field=name, offset=offset)
     if name.startswith("/") or (len(name) > 1 and name[1] == ":" and name[0].isalpha()):
         raise UnsafeArchiveError("absolute member name", file=file, field=name, offset=offset)
     parts = [p for p in name.split("/") if p not in ("", ".")]
+    if len(parts) > MAX_NAME_DEPTH:
+        raise UnsafeArchiveError(f"member path deeper than {MAX_NAME_DEPTH} components", file=file,
+                                 field=name[:200] + "...", offset=offset)
     if ".." in parts:
         raise UnsafeArchiveError("member name has a '..' component", file=file, field=name, offset=offset)
     if any("\x00" in p for p in parts):
@@ -78,19 +91,24 @@ _KIND = {
 
 
 def check_extended_header(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
-    """Refuse an extended header (PAX, GNU long name) at ``offset`` that is larger than
-    MAX_EXTENDED_HEADER or than what follows it, before tarfile reads it into memory."""
-    f.seek(offset)
-    block = f.read(BLOCK)
-    if len(block) < BLOCK:
-        return
-    if block[156:157] in (b"x", b"g", b"L", b"K"):
+    """Refuse the extended headers (PAX, GNU long name) in front of the member at
+    ``offset`` when one is larger than MAX_EXTENDED_HEADER or than what follows it, or
+    when more than MAX_EXTENDED_CHAIN come in a row (tarfile reads each into memory, and
+    a chain recursively), before tarfile reads them."""
+    at = offset
+    for _ in range(MAX_EXTENDED_CHAIN + 1):
+        f.seek(at)
+        block = f.read(BLOCK)
+        if len(block) < BLOCK or block[156:157] not in (b"x", b"g", b"L", b"K"):
+            return
         try:
             n = tarfile.nti(block[124:136])
         except (tarfile.InvalidHeaderError, ValueError):
             return
-        if n > MAX_EXTENDED_HEADER or offset + BLOCK + n > size:
-            raise LengthError(f"extended header of {n} bytes", file=file, offset=offset)
+        if n < 0 or n > MAX_EXTENDED_HEADER or at + BLOCK + n > size:
+            raise LengthError(f"extended header of {n} bytes", file=file, offset=at)
+        at += BLOCK + -(-n // BLOCK) * BLOCK
+    raise MalformedError(f"more than {MAX_EXTENDED_CHAIN} extended headers in a row", file=file, offset=offset)
 
 
 def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member_size: int = DEFAULT_MAX_MEMBER,
@@ -104,7 +122,7 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         tar = tarfile.TarFile(fileobj=f, mode="r", encoding="utf-8", errors="surrogateescape")
     except tarfile.TarError as exc:
         raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
-    except (EOFError, OSError, ValueError, UnicodeError, OverflowError) as exc:
+    except (EOFError, OSError, ValueError, UnicodeError, OverflowError, RecursionError) as exc:
         raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
     seen: dict[str, str] = {}
     count = 0
@@ -133,7 +151,9 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         name = info.name
         kind = _KIND.get(info.type)
         if kind is None and info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE):
-            kind = "fifo"
+            kind = "sparse file" if info.type == tarfile.GNUTYPE_SPARSE else f"special member (type {info.type!r})"
+        if kind is None and info.sparse is not None:
+            kind = "sparse file (PAX)"
         if kind is not None:
             raise UnsafeArchiveError(f"member is a {kind}; only files and directories are allowed", file=file,
                                      field=name, offset=info.offset)
@@ -150,6 +170,8 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         if mtype == FILE and path == ".":
             raise UnsafeArchiveError("a file member at the archive root path", file=file, field=name, offset=info.offset)
         seen[path] = mtype
+        if info.size < 0:
+            raise MalformedError(f"negative member size {info.size}", file=file, field=name, offset=info.offset)
         if info.size > max_member_size:
             raise UnsafeArchiveError(f"member of {info.size} bytes exceeds the limit of {max_member_size}", file=file,
                                      field=name, offset=info.offset)
