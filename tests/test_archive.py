@@ -377,3 +377,35 @@ def test_non_zero_bytes_in_member_padding_are_written_back(add_tar):
         copy.replace(m.path, m.read() + b"!")  # new content: the padding is TVM's again
         rewritten = copy.to_bytes()
         assert rewritten.count(b"\x01" + bytes(10)) == add_tar.count(b"\x01" + bytes(10))
+
+
+def test_extracting_a_name_the_file_system_refuses_is_an_mlf_error(tmp_path):
+    # Found by fuzzing (issue 11): a member name component over NAME_MAX made extract()
+    # raise OSError (File name too long).
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        ti = tarfile.TarInfo("./" + "n" * 300)
+        ti.size = 1
+        tf.addfile(ti, io.BytesIO(b"x"))
+    with archive.open(buf.getvalue()) as a:
+        with pytest.raises(MlfError, match="cannot extract") as info:
+            a.extract(tmp_path / "out")
+    assert info.value.field == "./" + "n" * 300
+
+
+def test_closed_archive_holds_no_cycle(add_tar):
+    # Found by fuzzing (issue 11): modules point back at their archive; after close() that
+    # cycle kept a compressed archive's temporary file open until the garbage collector ran.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        a = archive.open(gzip.compress(add_tar))
+        assert a.modules and a.modules["add"].params is not None
+        ref = weakref.ref(a)
+        a.close()
+        del a
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -455,24 +455,30 @@ class Archive:
         for m in self.members:
             if m.path == ".":
                 continue
-            parts = m.path.split("/")
-            cur = root
-            for p in parts[:-1]:
-                cur = cur / p
-                _ensure_dir(cur, root)
-            target = cur / parts[-1]
-            if m.is_dir:
-                _ensure_dir(target, root)
-                continue
-            if target.is_symlink():
-                raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(target))
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-            fd = os.open(target, flags, 0o644)
-            with os.fdopen(fd, "wb") as f:
-                f.write(m.view())
-            with contextlib.suppress(OSError):
-                os.chmod(target, (m.mode & 0o777) or 0o644)
+            try:
+                self._extract_member(m, root)
+            except OSError as exc:  # e.g. a name component longer than the file system allows
+                raise MlfError(f"cannot extract: {exc.strerror or exc}", file=os.fspath(root), field=m.name) from None
         return root
+
+    def _extract_member(self, m: Member, root: Path) -> None:
+        parts = m.path.split("/")
+        cur = root
+        for p in parts[:-1]:
+            cur = cur / p
+            _ensure_dir(cur, root)
+        target = cur / parts[-1]
+        if m.is_dir:
+            _ensure_dir(target, root)
+            return
+        if target.is_symlink():
+            raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(target))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(m.view())
+        with contextlib.suppress(OSError):
+            os.chmod(target, (m.mode & 0o777) or 0o644)
 
     # ------------------------------------------------------------- lifetime
 
@@ -480,6 +486,10 @@ class Archive:
         """Release mappings and files (views of member data must not outlive it)."""
         for mod in (self._modules or {}).values():
             mod.close()
+        # modules point back at the archive: without this cycle, the mapping goes as soon
+        # as the last view of it does (a view left in a traceback keeps mmap.close() from
+        # working, and a cycle would keep the descriptor open until the garbage collector ran)
+        self._modules = None
         if isinstance(self.trailer, memoryview):
             # the archive's own view of the end blocks would keep the mapping (and, for a
             # compressed source, the decompressed temporary file) open after close
