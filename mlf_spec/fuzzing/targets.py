@@ -577,16 +577,32 @@ def migrate_plan(data: bytes) -> None:
             json.dumps(attempt(p.to_dict))
 
 
-def _content(data: bytes) -> bytes:
-    """A tar up to its end-of-archive marker (a migration writes TVM's end blocks, not what
-    followed the marker in the source); a metadata document as it is."""
+def _migrated(source: bytes, to: int) -> Any:
+    """``source`` migrated to ``to`` with every loss accepted: (plan, result), or None
+    when migrate refuses it (an MlfError)."""
+    from mlf_spec import migrate
+
+    p = attempt(migrate.plan, source, to)
+    if p is None:
+        return None
+    r = attempt(migrate.apply, p, p.loss_names())
+    if r is None:
+        p.close()
+        raise InvariantBreak("consistency", f"a plan to v{to} with every loss accepted was refused")
+    return p, r
+
+
+def _reading(data: bytes) -> Any:
+    """What a migration must keep: the metadata document as data and, for an archive, every
+    other member's path, kind and bytes (member order, header encoding, JSON layout and
+    what follows the end marker are the writer's, not the source's)."""
     from mlf_spec import archive
 
-    if not data.lstrip().startswith(b"{"):
-        with contextlib.suppress(MlfError), archive.open(data) as a:
-            if a.trailer is not None:
-                return data[:len(data) - len(a.trailer)]
-    return data
+    if data.lstrip().startswith(b"{"):
+        return json.loads(data)
+    with archive.open(data) as a:
+        doc = json.loads(a.read("metadata.json"))
+        return doc, {m.path: (m.is_dir, m.read()) for m in a.members if m.path != "metadata.json"}
 
 
 @target("migrate_round_trip", "migration", seeds="migration", mutator=archive_mutator, memory=MemoryBudget(512),
@@ -595,41 +611,52 @@ def _content(data: bytes) -> bytes:
 def migrate_round_trip(data: bytes) -> None:
     """For an archive (or metadata.json) that migrate accepts: migrating it to another
     version (chosen by the input), accepting every loss, gives a result of that version that
-    checks conformant; migrating that back gives the input byte for byte (up to the end of
-    the archive: what follows its end marker is not kept) wherever the plan declared no loss."""
-    from mlf_spec import metadata, migrate
+    checks conformant; migrating that back keeps the document and every member wherever
+    the plan declared no loss, and a second round trip gives the first one's bytes exactly
+    (the writer's canonical form is a fixed point)."""
+    from mlf_spec import metadata
 
     source = _plain(data)
     if source is None:
         return
     versions = list(metadata.VERSIONS)
     to = versions[_pick(data, len(versions))]
-    p = attempt(migrate.plan, source, to)
-    if p is not None and p.source_version == to:
-        p.close()
+    there = _migrated(source, to)
+    if there is not None and there[0].source_version == to:
+        there[0].close()
         to = versions[(versions.index(to) + 1) % len(versions)]
-        p = attempt(migrate.plan, source, to)
-    if p is None:
+        there = _migrated(source, to)
+    if there is None:
         return
+    p, r = there
     with p:
         version = p.source_version
-        r = attempt(migrate.apply, p, p.loss_names())
-        if r is None:
-            raise InvariantBreak("consistency", f"a plan to v{to} with every loss accepted was refused")
         if r.report is not None and (not r.report.conformant or r.report.version != to):
             raise InvariantBreak("consistency", f"the v{version} -> v{to} result does not check conformant: "
                                                 f"{r.report.codes()}")
-        q = attempt(migrate.plan, r.to_bytes(), version)
-        if q is None:
+        back = _migrated(r.to_bytes(), version)
+        if back is None:
             raise InvariantBreak("round-trip", f"the v{to} result of v{version} cannot be migrated back")
+        q, b = back
         with q:
-            back = attempt(migrate.apply, q, q.loss_names())
-            if back is not None and not p.losses and (to > version or not q.derived):
-                same_bytes(f"v{version} -> v{to} -> v{version}", _content(back.to_bytes()), _content(source))
+            if p.losses or (to < version and q.derived):
+                return
+            first = b.to_bytes()
+            agree(f"what v{version} -> v{to} -> v{version} keeps", _reading(first), _reading(source))
+        again = _migrated(first, to)
+        if again is None:
+            raise InvariantBreak("round-trip", f"the v{version} round trip result cannot be migrated to v{to}")
+        with again[0]:
+            back2 = _migrated(again[1].to_bytes(), version)
+            if back2 is None:
+                raise InvariantBreak("round-trip", f"the second v{to} result cannot be migrated back")
+            with back2[0]:
+                same_bytes(f"second v{version} -> v{to} -> v{version} round trip", back2[1].to_bytes(), first)
 
 
 @target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
-        modules=("mlf_spec.cli",), max_len=1 << 17)
+        modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params"),
+        max_len=1 << 17)
 def cli(data: bytes) -> None:
     """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
     traceback; status 2 prints exactly one ``mlf-spec: error:`` line; ``--json`` output is
