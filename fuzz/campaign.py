@@ -188,8 +188,8 @@ def measure(name: str, out: Path, nice: int) -> tuple[dict, list]:
 
 def render(results: list[Result], args: argparse.Namespace) -> str:
     """The report as a Markdown table (per target, then per format)."""
-    lines = [f"Campaign: budget {args.runs or '-'} executions / {args.time or '-'} s per target, "
-             f"{args.jobs} jobs, nice {args.nice}.", "",
+    lines = [f"Campaign: budget {args.runs or '-'} executions / {args.time or '-'} s per target "
+             f"({', '.join(args.runs_for) or 'no per-target budgets'}), {args.jobs} jobs, nice {args.nice}.", "",
              "| target | format | executions | exec/s | corpus | branch coverage | crashes | slow inputs |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", action="append", default=[], help="a target (repeatable; default: all)")
     p.add_argument("--format", action="append", default=[], help="every target of a format (repeatable)")
     p.add_argument("--runs", type=int, default=0, help="executions per target (split over the jobs)")
+    p.add_argument("--runs-for", action="append", default=[], metavar="TARGET=N",
+                   help="the execution budget of one target (repeatable; overrides --runs)")
     p.add_argument("--time", type=int, default=0, help="seconds per target")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="libFuzzer -jobs and -workers")
     p.add_argument("--nice", type=int, default=10)
@@ -230,15 +232,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "build" / "fuzz"))
     p.add_argument("--no-coverage", action="store_true")
     args = p.parse_args(argv)
-    if not args.runs and not args.time:
-        p.error("give --runs and/or --time")
+    runs_for = {k: int(v) for k, v in (item.split("=", 1) for item in args.runs_for)}
+    if not args.runs and not args.time and not runs_for:
+        p.error("give --runs, --runs-for and/or --time")
     names = args.target or [n for n, t in TARGETS.items() if not args.format or t.format in args.format]
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:
         print(f"== {name}", flush=True)
-        r = fuzz_target(name, out, runs=args.runs, seconds=args.time, jobs=args.jobs, nice=args.nice,
+        r = fuzz_target(name, out, runs=runs_for.get(name, args.runs), seconds=args.time, jobs=args.jobs, nice=args.nice,
                         max_rounds=args.max_rounds, timeout=args.timeout, slow=args.slow, rss_mb=args.rss_mb)
         if not args.no_coverage:
             r.coverage, r.replay_failures = measure(name, out, args.nice)
