@@ -254,3 +254,14 @@ def test_check_of_a_member_bomb_stays_a_refusal():
     data = bz2.compress(tar_of(members, {m.name: b"" for m in members}, tarfile.USTAR_FORMAT))
     with pytest.raises(UnsafeArchiveError):
         check.check(data, max_members=1000)
+
+
+def test_opening_bytes_does_not_copy_them():
+    # Found measuring the limits (issue 11): archive.open(bytes) took a BytesIO buffer view,
+    # which copies, so a 488 MiB tar cost 513 MiB of heap before the first header was read.
+    ti = tarfile.TarInfo("big")
+    data = tar_of([ti], {"big": bytes(32 * MiB)})
+    a, used = peak(archive.open, data)
+    with a:  # type: ignore[union-attr]
+        assert a.members[0].view().nbytes == 32 * MiB  # type: ignore[union-attr]
+    assert used < 1 * MiB

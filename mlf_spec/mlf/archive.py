@@ -541,8 +541,10 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
                           max_total_size=max_total_size)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = source if isinstance(source, bytes) else bytes(source)
+        # the BytesIO shares ``data`` while it is only read; member views come from ``data``
+        # itself (BytesIO.getbuffer() would copy it)
         return _open_file(io.BytesIO(data), name, own=True, max_member_size=max_member_size,
-                          max_members=max_members, max_total_size=max_total_size)
+                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data))
     if hasattr(source, "read"):
         seekable = False
         with contextlib.suppress(Exception):
@@ -598,7 +600,7 @@ def _buffer_of(f: IO[bytes], size: int) -> tuple[Any, Any]:
 
 
 def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_members: int,
-               max_total_size: int) -> Archive:
+               max_total_size: int, buffer: memoryview | None = None) -> Archive:
     closers: list[Any] = []
     if own:
         closers.append(f.close)
@@ -624,7 +626,7 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
         elif not head:
             raise _tar.MalformedError("empty file: not a tar archive", file=name, offset=0)
         size = _size_of(f)
-        buf, close_buf = _buffer_of(f, size)
+        buf, close_buf = (buffer, None) if buffer is not None and compression is None else _buffer_of(f, size)
         if close_buf is not None:
             closers.append(close_buf)
         members: list[Member] = []
