@@ -562,8 +562,7 @@ def archive_check(data: bytes) -> None:
 
 
 @target("migrate_plan", "archive", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(256),
-        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",),
-        instrument=("mlf_spec", "tarfile"), max_len=1 << 17)
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",), max_len=1 << 17)
 def migrate_plan(data: bytes) -> None:
     """migrate.plan to a version (chosen by the input): a plan (printable, JSON-serialisable)
     or an MlfError."""
@@ -606,8 +605,7 @@ def _reading(data: bytes) -> Any:
 
 
 @target("migrate_round_trip", "migration", seeds="migration", mutator=archive_mutator, memory=MemoryBudget(512),
-        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",),
-        instrument=("mlf_spec", "tarfile"), max_len=1 << 17)
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",), max_len=1 << 17)
 def migrate_round_trip(data: bytes) -> None:
     """For an archive (or metadata.json) that migrate accepts: migrating it to another
     version (chosen by the input), accepting every loss, gives a result of that version that
