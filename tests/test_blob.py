@@ -381,10 +381,12 @@ def test_cli_dump_and_extract(tmp_path, capsys):
     src = tmp_path / "devc.c"
     blob.write_c_source(data, src)
     assert cli.main(["blob", "dump", str(src), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    from mlf_spec.generated.blob_dump_models import BlobDump
+    line = json.loads(capsys.readouterr().out)
+    from mlf_spec.generated.blob_dump_models import BlobDumpFile
 
-    BlobDump.model_validate(doc)
+    BlobDumpFile.model_validate(line)
+    assert line["path"] == str(src) and len(line["blobs"]) == 1
+    doc = line["blobs"][0]
     assert doc["format"] == "ffi" and doc["symbol"] == "__tvm_ffi__library_bin"
     assert [(m["index"], m["kind"], m["functions"]) for m in doc["modules"]] == [
         (0, "_lib", []), (1, "const_loader", []), (2, "opencl", ["add_one_kernel"])]
@@ -452,7 +454,7 @@ def test_system_lib_prefix_is_kept(tmp_path, capsys):
     blob.write_c_source(b, tmp_path / "again.c")
     assert "TVMFFIEnvModRegisterSystemLibSymbol" in (tmp_path / "again.c").read_text()
     assert cli.main(["blob", "dump", str(tmp_path / "devc.c"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["symbol"] == "mymodel___tvm_ffi__library_bin"
+    assert json.loads(capsys.readouterr().out)["blobs"][0]["symbol"] == "mymodel___tvm_ffi__library_bin"
 
 
 def test_ffi_module_named_import_tree_reads_but_its_tree_is_an_mlf_error():

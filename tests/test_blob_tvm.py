@@ -293,7 +293,7 @@ def test_cli_dumps_and_extracts_every_export(libraries, tmp_path, capsys):
             assert code == 2 and "no module blob found" in err and err.count("\n") == 1
             continue
         assert code == 0, err
-        doc = json.loads(out)
+        doc = json.loads(out)["blobs"][0]
         assert doc["format"] == "ffi" and doc["symbol"] == ta.BLOB_SYMBOL and doc["size"] == len(lib.packed_blob)
         kinds = ["_lib" if k in DSO_KINDS else k for k in lib.module_kinds]
         assert sorted(m["kind"] for m in doc["modules"]) == sorted(kinds)

@@ -27,7 +27,7 @@ def example(tmp_path):
 def test_dump_json_matches_the_documented_form(example, capsys):
     assert main(["params", "dump", str(example), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"format", "dialect", "tensors"}
+    assert set(doc) == {"path", "format", "dialect", "tensors"} and doc["path"] == str(example)
     assert doc["format"] == "tvm-params" and doc["dialect"] == "v0.23"
     data = example.read_bytes()
     for t in doc["tensors"]:
@@ -47,7 +47,7 @@ def test_dump_json_validates_against_the_generated_schema(example, capsys):
     main(["params", "dump", str(example), "--json"])
     ParamsDump.model_validate_json(capsys.readouterr().out)
     schema = json.loads((ROOT / "generated" / "schemas" / "params_dump.schema.json").read_text())
-    assert set(schema["required"]) == {"format", "dialect", "tensors"}
+    assert set(schema["required"]) == {"path", "format", "dialect", "tensors"}
 
 
 def test_dump_dialect_changes_names(tmp_path, capsys):
@@ -110,3 +110,10 @@ def test_errors_with_multiline_causes_are_printed_on_one_line(tmp_path):
         assert r.returncode == 2, (cmd, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, (cmd, r.stderr)
         assert r.stderr.startswith("mlf-spec: error: ") and str(bad) in r.stderr
+
+
+def test_cli_version_choices_are_the_spec_versions():
+    from mlf_spec.cli.archive import VERSIONS
+    from mlf_spec.mlf import metadata
+
+    assert tuple(VERSIONS) == tuple(metadata.VERSIONS)

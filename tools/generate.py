@@ -22,6 +22,7 @@ from specgen.emit_construct import CONSTRUCT_LIB, emit_construct  # noqa: E402
 from specgen.emit_data import emit_binary_data, emit_table_data  # noqa: E402
 from specgen.emit_docs import emit_binary_doc, emit_index, emit_table_doc  # noqa: E402
 from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
+from specgen.emit_kaitai import emit_kaitai, emit_kaitai_doc, graph_specs  # noqa: E402
 from specgen.emit_records import emit_records  # noqa: E402
 from specgen.emit_strategies import emit_strategies  # noqa: E402
 from specgen.emit_versioned import (  # noqa: E402
@@ -31,6 +32,7 @@ from specgen.emit_versioned import (  # noqa: E402
     emit_timeline,
     emit_versioned_strategies,
 )
+from specgen.kaitai_node import NodeToolsError, render_diagrams  # noqa: E402
 from specgen.load import Model, load  # noqa: E402
 from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
 from specgen.migrations import emit_pages as emit_migration_pages  # noqa: E402
@@ -111,11 +113,17 @@ def render(model: Model) -> dict[str, str]:
                 lines = list(hexdump(data, spans))
                 lines.append(f"{len(data):06x}  (end, {len(data)} bytes)")
                 examples.append((ex["name"], ex["doc"], lines))
-            files[f"docs/{binary.name}.md"] = emit_binary_doc(model, binary, examples)
+            files[f"docs/{binary.name}.md"] = emit_binary_doc(model, binary, examples, ksy=f"tvm_{binary.name}")
     finally:
         sys.meta_path.remove(finder)
         for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
             del sys.modules[name]
+    ksy_texts, ksy_objs, gaps = emit_kaitai(model)
+    for name, text in ksy_texts.items():
+        files[f"kaitai/{name}"] = text
+    files["docs/kaitai.md"] = emit_kaitai_doc(model, ksy_objs, gaps)
+    for kid, svg in render_diagrams(graph_specs(ksy_objs)).items():
+        files[f"docs/diagrams/{kid}.svg"] = svg
     files["docs/index.md"] = emit_index(model)
     return files
 
@@ -129,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         files = render(model)
     except SpecError as exc:
         print(f"spec error: {exc}", file=sys.stderr)
+        return 2
+    except NodeToolsError as exc:
+        print(f"error: the Kaitai Struct diagrams need the pinned Node.js tools: {exc}", file=sys.stderr)
         return 2
     existing = {p.relative_to(GEN).as_posix() for p in GEN.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     stale = sorted(p for p in existing - set(files))

@@ -935,11 +935,12 @@ def _findings(blob: Blob, tree_rec: Any) -> list[Finding]:
 
 
 def read(source: Source, *, era: str | tuple[int, ...] | None = None, format: str | None = None,  # noqa: A002
-         max_size: int = 8 << 30) -> list[Blob]:
+         max_size: int = 8 << 30, name: str | None = None) -> list[Blob]:
     """Every blob in ``source``: an ELF shared object or object file, the C source TVM's
     export writes (devc.c / devc.cc), an export ``.tar`` (compressed or not), or a raw
-    ``.bin``; a path, bytes or a binary file object. A library without a blob gives []."""
-    label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    ``.bin``; a path, bytes or a binary file object (``name`` labels it in errors). A
+    library without a blob gives []."""
+    label = name or (os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
     located = _locate.locate_blobs(source, max_size=max_size, name=label)
     return [_parse_located(loc, label or "<bytes>", era, format) for loc in located]
 

@@ -18,7 +18,7 @@ from mlf_spec.errors import MlfError
 Handler = Callable[[argparse.Namespace], int]
 
 #: The command modules of this package, in the order their commands are listed.
-COMMAND_MODULES = ("params", "blob", "archive", "migrate")
+COMMAND_MODULES = ("params", "blob", "archive", "check", "migrate", "export")
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -9,38 +9,45 @@ and mlf_check_output.schema.json.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from typing import Any
+import io
+from typing import TYPE_CHECKING, Any
 
-from mlf_spec import graph_json as _graph
 from mlf_spec.errors import MlfError
-from mlf_spec.generated._recordlib import to_data
-from mlf_spec.mlf import archive as _archive
-from mlf_spec.mlf import check as _check
-from mlf_spec.mlf import metadata as _md
+
+from . import _batch
+from ._text import printable
+
+if TYPE_CHECKING:
+    from mlf_spec.mlf.archive import Archive
+
+ACCEPT = frozenset({"mlf-archive"})
+#: Metadata versions, for --version (the spec's versions 1 to 7; checked against it in the tests).
+VERSIONS = tuple(range(1, 8))
 
 
 def register(sub: Any) -> None:
-    """Add the ``inspect`` and ``check`` commands to the CLI."""
-    p = sub.add_parser("inspect", help="show what an MLF archive (tar or directory) holds")
-    p.add_argument("path", help="MLF tarball or extracted directory")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--max-member-size", type=int, default=_archive.DEFAULT_MAX_MEMBER_SIZE,
-                   help="refuse members larger than this many bytes (default 1 GiB)")
+    """Add the ``inspect`` command to the CLI (``check`` is in :mod:`mlf_spec.cli.check`)."""
+    p = sub.add_parser("inspect", help="show what MLF archives (tars or directories) hold")
+    _batch.add_arguments(p, what="MLF tarballs or extracted directories")
+    p.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    add_member_size(p)
     p.set_defaults(handler=_inspect)
 
-    c = sub.add_parser("check", help="check an MLF archive against the metadata version it declares")
-    c.add_argument("path", help="MLF tarball or extracted directory")
-    c.add_argument("--json", action="store_true", help="machine-readable output")
-    c.add_argument("--version", type=int, choices=list(_md.VERSIONS), dest="check_version",
-                   help="check against this metadata version instead of the declared one")
-    c.add_argument("--max-member-size", type=int, default=_archive.DEFAULT_MAX_MEMBER_SIZE,
+
+def add_member_size(p: argparse.ArgumentParser) -> None:
+    """The --max-member-size option of the commands that open archives."""
+    p.add_argument("--max-member-size", type=int, default=None, metavar="BYTES",
                    help="refuse members larger than this many bytes (default 1 GiB)")
-    c.set_defaults(handler=_check_cmd)
+
+
+def member_limit(args: argparse.Namespace) -> dict[str, int]:
+    """The keyword arguments of archive.open for --max-member-size."""
+    return {} if args.max_member_size is None else {"max_member_size": args.max_member_size}
 
 
 def _memory(rec: Any) -> dict[str, Any]:
+    from mlf_spec.generated._recordlib import to_data
+
     memory = rec.memory
     if isinstance(memory, list):  # version 1
         return {"main": [], "workspace_size_bytes": 0, "operator_functions": 0, "sids": len(memory),
@@ -54,9 +61,12 @@ def _memory(rec: Any) -> dict[str, Any]:
             "sids_bytes": sum(s.size_bytes for s in sids)}
 
 
-def inspect_document(a: _archive.Archive, problems: list[str] | None = None) -> dict[str, Any]:
+def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str, Any]:
     """The JSON document of ``inspect --json`` (schema: mlf_inspect_output). Parts that
     cannot be read (a broken params file or graph) are null and described in ``problems``."""
+    from mlf_spec import graph_json as _graph
+    from mlf_spec.mlf import metadata as _md
+
     problems = [] if problems is None else problems
     md = a.metadata
     placements = a.placements()
@@ -106,35 +116,45 @@ def inspect_document(a: _archive.Archive, problems: list[str] | None = None) -> 
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    return _batch.run(args, _inspect_one, accept=ACCEPT, what="an MLF archive")
+
+
+def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.mlf import archive as _archive
+
+    _batch.guard(inp, ACCEPT, "an MLF archive")
     problems: list[str] = []
-    with _archive.open(args.path, max_member_size=args.max_member_size) as a:
+    with _archive.open(inp.source, **member_limit(args)) as a:
         doc = inspect_document(a, problems)
-    for p in problems:
-        print(f"mlf-spec: warning: {p} (run `mlf-spec check` for details)", file=sys.stderr)
-    out = sys.stdout
+    doc["path"] = inp.name
+    notes = [f"mlf-spec: warning: {inp.name}: {p} (run `mlf-spec check` for details)" for p in problems]
     if args.json:
-        json.dump(doc, out, indent=2, ensure_ascii=False)
-        out.write("\n")
-        return 0
+        return _batch.Outcome(0, doc=doc, notes=notes)
+    return _batch.Outcome(0, text=inspect_text(doc), notes=notes)
+
+
+def inspect_text(doc: dict[str, Any]) -> str:
+    """The text form of an inspect document."""
+    out = io.StringIO()
     revs = doc["revisions"]
     out.write(f"{doc['path']}: MLF version {doc['version']}, {doc['style']} ({doc['container']}"
               f"{', ' + doc['compression'] if doc['compression'] else ''}, {len(doc['files'])} members)\n")
     if revs:
         out.write(f"writer revisions that fit: {', '.join(revs)}\n")
     if doc["unknown_keys"]:
-        out.write(f"unknown metadata keys: {', '.join(doc['unknown_keys'])}\n")
+        out.write(f"unknown metadata keys: {', '.join(printable(k) for k in doc['unknown_keys'])}\n")
     for mod in doc["modules"]:
         ex = ", ".join(mod["executors"]) or "operator"
-        out.write(f"\nmodule {mod['name']!r}: executor {ex}; exported {mod['export_datetime']}\n")
+        out.write(f"\nmodule {printable(mod['name'])!r}: executor {ex}; exported {mod['export_datetime']}\n")
         for t in mod["targets"]:
-            out.write(f"  target: {t}\n")
+            out.write(f"  target: {printable(t)}\n")
         mem = mod["memory"]
         for e in mem["main"]:
             out.write(f"  main on device {e['device']}: workspace {e['workspace_size_bytes']}, constants "
                       f"{e['constants_size_bytes']}, io {e['io_size_bytes']} bytes\n")
             for kind in ("inputs", "outputs"):
                 for n, t in (e.get(kind) or {}).items():
-                    out.write(f"    {kind[:-1]} {n}: {t['dtype']}, {t['size']} bytes\n")
+                    out.write(f"    {kind[:-1]} {printable(n)}: {t['dtype']}, {t['size']} bytes\n")
         out.write(f"  operator functions: {mem['operator_functions']}")
         out.write(f"; storage ids: {mem['sids']} ({mem['sids_bytes']} bytes)\n" if mem["sids"] else "\n")
         if mod["graph"]:
@@ -142,35 +162,17 @@ def _inspect(args: argparse.Namespace) -> int:
             out.write(f"  graph: {g['nodes']} nodes\n")
             for kind in ("inputs", "outputs"):
                 for t in g[kind]:
-                    out.write(f"    {kind[:-1]} {t['name']}: {t['dtype']} {t['shape']}\n")
+                    out.write(f"    graph {kind[:-1]} {printable(t['name'])}: {t['dtype']} {t['shape']}\n")
         if mod["params"] is not None:
             total = sum(p["nbytes"] for p in mod["params"])
-            out.write(f"  params: {len(mod['params'])} tensors, {total} bytes\n")
+            out.write(f"  parameters: {len(mod['params'])} tensors, {total} bytes\n")
             for p in mod["params"]:
-                out.write(f"    {p['name']}: {p['dtype']} {p['shape']} ({p['nbytes']} bytes)\n")
+                out.write(f"    {printable(p['name'])}: {p['dtype']} {p['shape']} ({p['nbytes']} bytes)\n")
         for kind, paths in sorted(mod["files"].items()):
-            out.write(f"  {kind}: {', '.join(paths)}\n")
-    out.write("\nfiles:\n")
+            out.write(f"  {kind} files: {', '.join(printable(x) for x in paths)}\n")
+    out.write("\nmembers:\n")
     for f in doc["files"]:
         size = "dir" if f["type"] == "directory" else f"{f['size']}"
         tag = f["kind"] or "UNEXPECTED"
-        out.write(f"  {f['name']}  {size}  {tag}{'  (' + f['module'] + ')' if f['module'] else ''}\n")
-    return 0
-
-
-def _check_cmd(args: argparse.Namespace) -> int:
-    report = _check.check(args.path, version=args.check_version, max_member_size=args.max_member_size)
-    out = sys.stdout
-    if args.json:
-        json.dump(report.to_dict(), out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    else:
-        where = f"version {report.version}, {report.style}" if report.version is not None else "version unknown"
-        errors = sum(f.severity == "error" for f in report.findings)
-        warnings = sum(f.severity == "warning" for f in report.findings)
-        verdict = "conformant" if report.conformant else "NOT conformant"
-        out.write(f"{report.path}: {where}: {verdict} ({errors} error(s), {warnings} warning(s))\n")
-        for f in report.findings:
-            loc = ":".join(x for x in (f.member or "", f.path) if x)
-            out.write(f"  {f.severity}: {f.code}: {loc + ': ' if loc else ''}{f.message}\n")
-    return 0 if report.conformant else 1
+        out.write(f"  {printable(f['name'])}  {size}  {tag}{'  (' + printable(f['module']) + ')' if f['module'] else ''}\n")
+    return out.getvalue()

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
+import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlf_spec.blob import codec as _blob
-from mlf_spec.blob import locate as _locate
 from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError
+
+from . import _batch
+from ._text import printable
+
+if TYPE_CHECKING:
+    from mlf_spec.blob.codec import Blob
+
+ACCEPT = frozenset({"library", "c-source", "export-tar", "blob"})
 
 
 def register(sub: Any) -> None:
@@ -19,10 +25,11 @@ def register(sub: Any) -> None:
     bsub = p.add_subparsers(dest="blob_command", metavar="ACTION")
     bsub.required = True
 
-    dump = bsub.add_parser("dump", help="list the modules and import tree of the blob(s) in FILE",
-                           description="FILE: an ELF .so or .o, devc.c / devc.cc, an export_library .tar, or a raw .bin.")
-    dump.add_argument("file")
-    dump.add_argument("--json", action="store_true", help="machine-readable output (an array if FILE holds several blobs)")
+    dump = bsub.add_parser("dump", help="list the modules and import tree of the blob(s) in each input",
+                           description="Inputs: ELF .so or .o files, devc.c / devc.cc, export_library .tar files, "
+                           "or raw .bin blobs.")
+    _batch.add_arguments(dump, what="files holding module blobs")
+    dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
@@ -35,7 +42,7 @@ def register(sub: Any) -> None:
     ext.set_defaults(handler=_extract)
 
 
-def dump_document(b: _blob.Blob) -> dict[str, Any]:
+def dump_document(b: Blob) -> dict[str, Any]:
     """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
     modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "functions": e.functions}
                for e in b.entries]
@@ -45,24 +52,29 @@ def dump_document(b: _blob.Blob) -> dict[str, Any]:
             "import_tree": tree, "findings": findings}
 
 
-def _read(path: str, era: str | None) -> list[_blob.Blob]:
-    if not Path(path).is_file():
-        raise MlfError("no such file", file=path)
-    blobs = _blob.read(path, era=era)
+def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
+    """Every blob of one input; MlfError if the input holds none."""
+    from mlf_spec.blob import codec as _blob
+
+    _batch.guard(inp, ACCEPT, "a file holding a module blob")
+    if inp.path is not None and not Path(inp.path).is_file():
+        raise MlfError("no such file", file=inp.name)
+    blobs = _blob.read(inp.source, era=era, name=inp.name)
     if not blobs:
         raise MlfError("no module blob found (export_library embeds one only when the root module has imports)",
-                       file=path)
+                       file=inp.name)
     return blobs
 
 
 def _dump(args: argparse.Namespace) -> int:
-    blobs = _read(args.file, args.era)
+    return _batch.run(args, _dump_one, accept=ACCEPT, what="a file holding a module blob")
+
+
+def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    blobs = read_blobs(inp, args.era)
     if args.json:
-        docs = [dump_document(b) for b in blobs]
-        json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    out = sys.stdout
+        return _batch.Outcome(0, doc={"path": inp.name, "blobs": [dump_document(b) for b in blobs]})
+    out = io.StringIO()
     for b in blobs:
         where = f" under {b.full_symbol}" if b.symbol else ""
         out.write(f"{b.name}: {b.format} blob{where}, {len(b.data)} bytes, {len(b.entries)} modules "
@@ -73,10 +85,10 @@ def _dump(args: argparse.Namespace) -> int:
             out.write(f"  {len(b.trailing)} bytes after the last entry\n")
         for f in b.findings:
             out.write(f"  {f.severity}: {f.code}: {f.message}\n")
-    return 0
+    return _batch.Outcome(0, text=out.getvalue())
 
 
-def _tree_lines(b: _blob.Blob) -> list[str]:
+def _tree_lines(b: Blob) -> list[str]:
     """The import tree drawn from the root; a module met again is named, not expanded."""
     if not b.entries:
         return ["  (no modules)"]
@@ -87,7 +99,7 @@ def _tree_lines(b: _blob.Blob) -> list[str]:
             return f"[{i}] {e.kind}"
         fn = e.functions
         names = ", ".join(fn[:6]) + (f", ... ({len(fn)} in all)" if len(fn) > 6 else "")
-        return f"[{i}] {e.kind}  {e.payload_size} bytes" + (f"  functions: {names}" if fn else "")
+        return f"[{i}] {printable(e.kind)}  {e.payload_size} bytes" + (f"  functions: {printable(names)}" if fn else "")
 
     lines: list[str] = []
     if b.row_ptr is None:
@@ -112,6 +124,8 @@ def _tree_lines(b: _blob.Blob) -> list[str]:
 
 
 def _extract(args: argparse.Namespace) -> int:
+    from mlf_spec.blob import locate as _locate
+
     if not Path(args.file).is_file():
         raise MlfError("no such file", file=args.file)
     located = _locate.locate_blobs(args.file)

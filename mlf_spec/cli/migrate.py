@@ -22,11 +22,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import LossRefusedError, MigrationError, OutputExistsError
-from mlf_spec.mlf import metadata as _md
-from mlf_spec.mlf import migrate as _migrate
+
+from .archive import VERSIONS
+
+if TYPE_CHECKING:
+    from mlf_spec.mlf import migrate as _migrate
 
 
 def register(sub: Any) -> None:
@@ -39,7 +42,7 @@ def register(sub: Any) -> None:
                            "A migration that loses information is refused unless each loss is accepted "
                            "by name. Exit status: 0 done, 1 refused, 2 unreadable input.")
         p.add_argument("path", help="MLF tarball, extracted directory or metadata.json")
-        p.add_argument("--to", type=int, choices=list(_md.VERSIONS), required=name == "downgrade",
+        p.add_argument("--to", type=int, choices=VERSIONS, required=name == "downgrade",
                        default=None, help="target version" + (" (default: the latest)" if name == "upgrade" else ""))
         p.add_argument("-o", "--output", help="file to write (a tar, or a metadata.json for a bare document)")
         p.add_argument("--accept-loss", action="append", default=[], metavar="NAME",
@@ -56,6 +59,9 @@ def _fail(message: str, status: int) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from mlf_spec.mlf import metadata as _md
+    from mlf_spec.mlf import migrate as _migrate
+
     command: str = args.migrate_command
     if not args.dry_run and not args.output:
         return _fail(f"{command} needs -o OUT (or --dry-run)", 2)

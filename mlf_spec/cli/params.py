@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import sys
-from typing import Any
+import io
+from typing import TYPE_CHECKING, Any
 
-from mlf_spec.params import codec as _params
+from . import _batch
+from ._text import printable, table
+
+if TYPE_CHECKING:
+    from mlf_spec.params.codec import LazyParams
+
+ACCEPT = frozenset({"params"})
 
 
 def register(sub: Any) -> None:
@@ -17,9 +21,9 @@ def register(sub: Any) -> None:
     psub = p.add_subparsers(dest="params_command", metavar="ACTION")
     psub.required = True
 
-    dump = psub.add_parser("dump", help="list the tensors of a .params file")
-    dump.add_argument("file", help=".params file")
-    dump.add_argument("--json", action="store_true", help="machine-readable output")
+    dump = psub.add_parser("dump", help="list the tensors of .params files")
+    _batch.add_arguments(dump, what=".params files")
+    dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     dump.add_argument("--dialect", help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     dump.set_defaults(handler=_dump)
 
@@ -31,8 +35,10 @@ def register(sub: Any) -> None:
     conv.set_defaults(handler=_convert)
 
 
-def dump_document(lazy: _params.LazyParams) -> dict[str, Any]:
+def dump_document(lazy: LazyParams) -> dict[str, Any]:
     """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump)."""
+    import hashlib
+
     tensors = []
     for info in lazy.index:
         digest = hashlib.sha256(lazy.raw(info.name) if info.nbytes else b"").hexdigest()
@@ -42,32 +48,39 @@ def dump_document(lazy: _params.LazyParams) -> dict[str, Any]:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    with _params.open(args.file, dialect=args.dialect, strict=False) as lazy:
+    return _batch.run(args, _dump_one, accept=ACCEPT, what="a .params file")
+
+
+def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.params import codec as _params
+
+    _batch.guard(inp, ACCEPT, "a .params file")
+    with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
         doc = dump_document(lazy)
+        doc = {"path": inp.name, **doc}
         if args.json:
-            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-            sys.stdout.write("\n")
-            return 0
-        out = sys.stdout
+            return _batch.Outcome(0, doc=doc)
+        out = io.StringIO()
         total = sum(t["nbytes"] for t in doc["tensors"])
-        out.write(f"{args.file}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
+        out.write(f"{inp.name}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
         out.write(f"dialect: {lazy.dialect.id} ({lazy.dialect.label}); {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
         rows = [("name", "dtype", "shape", "offset", "nbytes", "sha256")]
         for t in doc["tensors"]:
-            rows.append((t["name"], t["dtype"], "x".join(map(str, t["shape"])) or "scalar", str(t["offset"]),
-                         str(t["nbytes"]), t["sha256"][:16]))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        for r in rows:
-            out.write("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() + "\n")
-        unknown = [i.name for i in lazy.index if not i.dtype.known]
+            rows.append((printable(t["name"]), t["dtype"], "x".join(map(str, t["shape"])) or "scalar",
+                         str(t["offset"]), str(t["nbytes"]), t["sha256"][:16]))
+        for line in table(rows, right=3):
+            out.write(line + "\n")
+        unknown = [printable(i.name) for i in lazy.index if not i.dtype.known]
         if unknown:
-            out.write(f"warning: {len(unknown)} tensor(s) with dtype codes unknown in {lazy.dialect.id}: {', '.join(unknown[:5])}\n")
-    return 0
+            out.write(f"warning: {len(unknown)} tensor(s) with dtype codes unknown in {lazy.dialect.id}: "
+                      f"{', '.join(unknown[:5])}\n")
+    return _batch.Outcome(0, text=out.getvalue())
 
 
 def _convert(args: argparse.Namespace) -> int:
+    import sys
     from pathlib import Path
 
     from mlf_spec.errors import OutputExistsError

@@ -105,8 +105,10 @@ def struct_section(rs: RStruct) -> list[str]:
     return out
 
 
-def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str, list[str]]]) -> str:
-    """Markdown page of one binary spec; ``examples`` are (name, doc, hexdump lines)."""
+def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str, list[str]]],
+                    ksy: str | None = None) -> str:
+    """Markdown page of one binary spec; ``examples`` are (name, doc, hexdump lines); ``ksy`` the
+    id of its Kaitai Struct file (its diagram is ``diagrams/<ksy>.svg``)."""
     out = [header(model, [binary.doc], comment="<!--").replace("\n", " -->\n", 1).replace("\n<!--", "\n<!--"), ""]
     out = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, [binary.doc]).splitlines()]
     out += ["", f"# {binary.spec.title}", "", binary.spec.doc.strip(), ""]
@@ -152,6 +154,12 @@ def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str,
     out.append("")
     for name, doc, lines in examples:
         out += [f"## Example: {name}", "", doc, "", "```", *lines, "```", ""]
+    if ksy:
+        out += ["## Kaitai Struct", "",
+                f"The same layout as a Kaitai Struct spec: [`{ksy}.ksy`](../kaitai/{ksy}.ksy) (what its rules became, "
+                "and how to get a parser in another language: [kaitai](kaitai.md)). The Kaitai compiler draws it "
+                "like this (types of other files are the nodes outside the boxes):", "",
+                f"![{ksy}.ksy](diagrams/{ksy}.svg)", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -201,6 +209,7 @@ def emit_index(model: Model) -> str:
              "Generated from spec/. One page per format and table.", ""]
     for b in model.binaries.values():
         lines.append(f"- [{b.spec.title}]({b.name}.md)")
+    lines.append("- [Kaitai Struct specs of the binary formats](kaitai.md)")
     for t, _ in model.tables.values():
         lines.append(f"- [{t.title}]({t.name}.md)")
     for r, _ in model.records.values():

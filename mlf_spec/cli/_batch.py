@@ -1,0 +1,246 @@
+"""Many inputs for one command: paths, directories (walked, artifacts recognised by
+content), ``-`` for standard input; one result per input, in order; ``-j N`` processes.
+
+A command describes the kinds it reads and a function that turns one :class:`Input` into
+an :class:`Outcome` (exit status, text, JSON document). :func:`run` expands the inputs,
+runs the function (in a process pool with ``-j``), prints each outcome as it comes (text,
+or one JSON object per line with ``--json``), shows a progress line on a terminal, prints a
+summary when there was more than one input and returns the worst status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlf_spec import sniff as _sniff
+from mlf_spec.errors import MlfError
+
+STDIN = "-"
+
+
+@dataclass
+class Input:
+    """One input: ``name`` as shown (``<stdin>`` for ``-``), ``source`` (a path, or the
+    bytes read from standard input) and its sniffed ``kind``."""
+
+    name: str
+    source: str | bytes
+    kind: _sniff.Kind
+
+    @property
+    def path(self) -> str | None:
+        """The path, or None for standard input."""
+        return self.source if isinstance(self.source, str) else None
+
+
+@dataclass
+class Outcome:
+    """What a command made of one input: exit ``status`` (0, 1 or 2), ``text`` for the
+    terminal, ``doc`` for ``--json`` and ``notes`` (warnings for standard error)."""
+
+    status: int
+    text: str = ""
+    doc: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+Work = Callable[[Input, argparse.Namespace], Outcome]
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, what: str, jobs: bool = True) -> None:
+    """The input arguments every reading command shares."""
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help=f"{what}; a directory is searched for them (by content), '-' reads standard input")
+    if jobs:
+        parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+                            help="work on N inputs at once in N processes (default 1)")
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def error_doc(name: str, exc: MlfError) -> dict[str, Any]:
+    """The JSON object that stands for an input that could not be read."""
+    return {"path": name, "error": {"type": type(exc).__name__, "message": exc.message, "file": exc.file,
+                                    "field": exc.field, "offset": exc.offset}}
+
+
+def error_line(exc: MlfError) -> str:
+    """The one-line ``mlf-spec: error: ...`` text for an MlfError."""
+    line = "; ".join(part.strip(" -") for part in str(exc).splitlines() if part.strip())
+    return f"mlf-spec: error: {line}"
+
+
+def expand(paths: Iterable[str], accept: frozenset[str]) -> Iterator[Input]:
+    """The inputs named by ``paths``: files as given, directories walked in sorted order
+    for files of the ``accept``-ed kinds (an extracted MLF archive counts as one input),
+    ``-`` as standard input and unexpanded glob patterns expanded."""
+    for raw in paths:
+        if raw == STDIN:
+            data = sys.stdin.buffer.read()
+            yield Input("<stdin>", data, _sniff.sniff_bytes(data))
+            continue
+        if not os.path.exists(raw) and glob.has_magic(raw):
+            matches = sorted(glob.glob(raw, recursive=True))
+            if not matches:
+                yield Input(raw, raw, _sniff.KINDS["unknown"])
+            for m in matches:
+                yield from _one(m, accept, explicit=True)
+            continue
+        yield from _one(raw, accept, explicit=True)
+
+
+def _one(path: str, accept: frozenset[str], *, explicit: bool) -> Iterator[Input]:
+    kind = _sniff.sniff_path(path)
+    if kind.name == "directory":
+        yield from _walk(path, accept)
+        return
+    if explicit or kind.name in accept:
+        yield Input(path, path, kind)
+
+
+def _walk(top: str, accept: frozenset[str]) -> Iterator[Input]:
+    for root, dirs, files in os.walk(top):
+        dirs.sort()
+        files.sort()
+        keep = []
+        for d in dirs:
+            sub = os.path.join(root, d)
+            if d.startswith(".") or os.path.islink(sub):
+                continue
+            if "mlf-archive" in accept and os.path.isfile(os.path.join(sub, "metadata.json")):
+                yield Input(sub, sub, _sniff.KINDS["mlf-archive"])
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for f in files:
+            p = os.path.join(root, f)
+            if f.startswith(".") or os.path.islink(p):
+                continue
+            kind = _sniff.sniff_path(p)
+            if kind.name in accept:
+                yield Input(p, p, kind)
+
+
+def guard(inp: Input, accept: frozenset[str], what: str) -> None:
+    """Raise MlfError (naming what the input looks like and the command that reads it)
+    when a recognised input is of a kind the command does not read."""
+    k = inp.kind
+    if k.name in accept or k.name in ("unknown", "text"):
+        return
+    if k.name == "directory":
+        raise MlfError(f"{k.hint()}; no {what} found in it", file=inp.name)
+    try_ = f"; try `{k.command}`" if k.command else ""
+    raise MlfError(f"this is {k.label}, not {what}{try_}", file=inp.name)
+
+
+def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
+    try:
+        return work(inp, args)
+    except MlfError as exc:
+        exc.with_file(inp.name)
+        return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
+
+
+def _pool_call(job: tuple[Work, Input, argparse.Namespace]) -> Outcome:
+    return _call(*job)
+
+
+def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: str,
+        paths: list[str] | None = None) -> int:
+    """Run ``work`` over the inputs named in ``args.paths``; print outcomes; return the
+    worst status. ``what`` names the expected input in messages (e.g. "a .params file")."""
+    as_json = bool(getattr(args, "json", False))
+    jobs = int(getattr(args, "jobs", 1) or 1)
+    inputs = list(expand(paths if paths is not None else args.paths, accept))
+    if not inputs:
+        print(f"mlf-spec: error: no {what} found in {', '.join(args.paths)}", file=sys.stderr)
+        return 2
+    progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
+    counts = [0, 0, 0]
+    worst = 0
+    for i, (inp, outcome) in enumerate(zip(inputs, _outcomes(work, inputs, args, jobs))):
+        if progress:
+            progress.clear()
+        _emit(outcome, as_json, inp)
+        status = min(max(outcome.status, 0), 2)
+        counts[status] += 1
+        worst = max(worst, status)
+        if progress:
+            progress.show(i + 1, inp.name)
+    if progress:
+        progress.clear()
+    if len(inputs) > 1:
+        line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
+                f"{counts[2]} unreadable")
+        print(line, file=sys.stderr if as_json else sys.stdout)
+    return worst
+
+
+def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: int) -> Iterator[Outcome]:
+    if jobs <= 1 or len(inputs) < 2:
+        for inp in inputs:
+            yield _call(work, inp, args)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    chunk = max(1, min(16, len(inputs) // (jobs * 4)))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        yield from pool.map(_pool_call, [(work, inp, args) for inp in inputs], chunksize=chunk)
+
+
+def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
+    for note in outcome.notes:
+        print(note, file=sys.stderr)
+    if as_json:
+        if outcome.doc is not None:
+            import json
+
+            sys.stdout.write(json.dumps(outcome.doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    elif outcome.text:
+        sys.stdout.write(outcome.text if outcome.text.endswith("\n") else outcome.text + "\n")
+    sys.stdout.flush()
+
+
+class _Progress:
+    """A one-line progress display on standard error (terminals only), shown after 0.5 s."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.start = time.monotonic()
+        self.shown = False
+
+    def show(self, done: int, name: str) -> None:
+        if time.monotonic() - self.start < 0.5:
+            return
+        width = 80
+        try:
+            width = os.get_terminal_size(sys.stderr.fileno()).columns
+        except OSError:
+            pass
+        text = f"[{done}/{self.total}] {name}"
+        sys.stderr.write("\r" + text[: max(10, width - 1)])
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.shown = False

@@ -1,0 +1,213 @@
+"""What kind of artifact is this? Recognise TVM artifacts (and common look-alikes) by content.
+
+    >>> from mlf_spec import sniff
+    >>> sniff.sniff_path("model.tar").name
+    'mlf-archive'
+
+Only the first bytes are read (plus, for tars, the first member headers, decompressing at
+most :data:`PEEK` bytes of a compressed tar), so sniffing a folder of large files is cheap.
+Each :class:`Kind` names what it is and the command that reads it, for messages such as
+"this is an MLF archive, not a .params file; try `mlf-spec check`".
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Bytes read from the start of a file to sniff it (and decompressed from a compressed tar).
+PEEK = 64 * 1024
+
+PARAMS_MAGIC_BYTES = struct.pack("<Q", 0xF7E58D4F05049CB7)
+_BLOB_SYMBOLS = (b"__tvm_ffi__library_bin", b"__tvm_ffi_library_bin", b"__tvm_dev_mblob")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A recognised kind of input: ``name`` (stable id), ``label`` (for messages) and
+    ``command`` (the mlf-spec command that reads it, or None)."""
+
+    name: str
+    label: str
+    command: str | None = None
+
+    def hint(self) -> str:
+        """``this is <label>`` plus ``; try `<command>``` when a command reads it."""
+        return f"this is {self.label}" + (f"; try `{self.command}`" if self.command else "")
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("params", "a TVM .params tensor file", "mlf-spec params dump"),
+    Kind("mlf-archive", "an MLF archive", "mlf-spec check"),
+    Kind("mlf-metadata", "an MLF metadata.json document", "mlf-spec check"),
+    Kind("graph-json", "a GraphExecutor JSON document", "mlf-spec check"),
+    Kind("library", "an ELF shared library or object file", "mlf-spec blob dump"),
+    Kind("c-source", "C source holding a TVM module blob (devc.c)", "mlf-spec blob dump"),
+    Kind("export-tar", "a tar written by export_library", "mlf-spec blob dump"),
+    Kind("blob", "a raw TVM module blob", "mlf-spec blob dump"),
+    Kind("npz", "a NumPy .npz archive", "mlf-spec params convert"),
+    Kind("safetensors", "a safetensors file", "mlf-spec params convert"),
+    Kind("tar", "a tar archive that is neither an MLF archive nor an export_library tar"),
+    Kind("compressed", "a compressed file that does not hold a tar"),
+    Kind("zip", "a zip archive"),
+    Kind("json", "a JSON document of no known kind"),
+    Kind("text", "a text file of no known kind"),
+    Kind("directory", "a directory without metadata.json (not an extracted MLF archive)"),
+    Kind("empty", "an empty file"),
+    Kind("unknown", "a file of no known kind"),
+)}
+
+#: Kinds that mlf-spec reads (the others are only named in messages).
+ARTIFACT_KINDS = frozenset({"params", "mlf-archive", "mlf-metadata", "graph-json", "library", "c-source",
+                            "export-tar", "blob", "npz", "safetensors"})
+
+
+def sniff_path(path: str | os.PathLike[str]) -> Kind:
+    """The kind of the file or directory at ``path`` (``unknown`` if it cannot be read)."""
+    p = Path(path)
+    if p.is_dir():
+        return KINDS["mlf-archive"] if (p / "metadata.json").is_file() else KINDS["directory"]
+    try:
+        with open(p, "rb") as f:
+            head = f.read(PEEK)
+            if _compression(head) is not None:
+                f.seek(0)
+                return _sniff_compressed(f)
+    except OSError:
+        return KINDS["unknown"]
+    return sniff_bytes(head, size=p.stat().st_size, name=p.name)
+
+
+def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None, name: str = "") -> Kind:
+    """The kind of an input given its first bytes (``size``: the whole input's size, if
+    ``data`` is only its start; ``name``: a file name whose extension may break a tie)."""
+    head = bytes(data[:PEEK])
+    size = len(data) if size is None else size
+    if not head:
+        return KINDS["empty"]
+    if head[:8] == PARAMS_MAGIC_BYTES:
+        return KINDS["params"]
+    if head[:4] == b"\x7fELF":
+        return KINDS["library"]
+    if _compression(head) is not None:
+        return _sniff_compressed(io.BytesIO(bytes(data)))
+    if _is_tar(head):
+        return _tar_kind(head)
+    if head[:4] == b"PK\x03\x04":
+        return KINDS["npz"] if name.endswith(".npz") else KINDS["zip"]
+    if len(head) >= 9 and head[8:9] == b"{" and struct.unpack_from("<Q", head)[0] < size:
+        return KINDS["safetensors"]
+    if len(head) >= 8 and struct.unpack_from("<Q", head)[0] == size - 8 and size > 8:
+        return KINDS["blob"]
+    text = head.lstrip()
+    if text[:1] == b"{":
+        return _json_kind(head)
+    if any(s in head for s in _BLOB_SYMBOLS):
+        return KINDS["c-source"]
+    if _looks_like_text(head):
+        return KINDS["text"]
+    return KINDS["unknown"]
+
+
+def _compression(head: bytes) -> str | None:
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if head[:3] == b"BZh":
+        return "bzip2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    return None
+
+
+def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
+    import bz2
+    import gzip
+    import lzma
+
+    kind = _compression(f.read(6))
+    f.seek(0)
+    try:
+        if kind == "gzip":
+            z: Any = gzip.GzipFile(fileobj=f)
+        else:
+            z = bz2.BZ2File(f) if kind == "bzip2" else lzma.LZMAFile(f)
+        with z:
+            head = z.read(PEEK)
+    except (OSError, EOFError, ValueError, lzma.LZMAError):
+        return KINDS["compressed"]
+    if _is_tar(head):
+        return _tar_kind(head)
+    return KINDS["compressed"]
+
+
+def _is_tar(head: bytes) -> bool:
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return True
+    if len(head) < 512:
+        return False
+    stored = head[148:156].split(b"\x00")[0].strip()
+    try:
+        checksum = int(stored or b"x", 8)
+    except ValueError:
+        return False
+    block = head[:148] + b" " * 8 + head[156:512]
+    return checksum == sum(block)
+
+
+def _tar_kind(head: bytes) -> Kind:
+    """MLF archive or export_library tar, from the member names in the first headers."""
+    names = _member_names(head)
+    base = [n.rstrip("/").rsplit("/", 1)[-1] for n in names]
+    if any(n.removeprefix("./") == "metadata.json" for n in names):
+        return KINDS["mlf-archive"]
+    if any(b.startswith("devc.") or b.startswith("lib") and b.endswith((".o", ".c", ".cc")) for b in base):
+        return KINDS["export-tar"]
+    if any(n.removeprefix("./").split("/")[0] in ("codegen", "parameters", "executor-config", "runtime-config", "src")
+           for n in names):
+        return KINDS["mlf-archive"]  # metadata.json comes later in the member order
+    return KINDS["tar"]
+
+
+def _member_names(head: bytes) -> list[str]:
+    names: list[str] = []
+    pos = 0
+    while pos + 512 <= len(head):
+        block = head[pos:pos + 512]
+        if block == b"\x00" * 512:
+            break
+        name = block[:100].split(b"\x00")[0].decode("utf-8", "replace")
+        prefix = block[345:500].split(b"\x00")[0].decode("utf-8", "replace") if block[257:262] == b"ustar" else ""
+        names.append(f"{prefix}/{name}" if prefix else name)
+        try:
+            size = int(block[124:136].split(b"\x00")[0].strip() or b"0", 8)
+        except ValueError:
+            break
+        pos += 512 + (size + 511) // 512 * 512
+    return names
+
+
+def _json_kind(head: bytes) -> Kind:
+    if b'"arg_nodes"' in head or b'"node_row_ptr"' in head:
+        return KINDS["graph-json"]
+    if b'"version"' in head and any(k in head for k in (b'"modules"', b'"memory"', b'"model_name"', b'"style"',
+                                                         b'"export_datetime"', b'"target"')):
+        return KINDS["mlf-metadata"]
+    if b'"nodes"' in head and b'"heads"' in head:
+        return KINDS["graph-json"]
+    return KINDS["json"]
+
+
+def _looks_like_text(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a character cut at the end of the peek is fine
+            return False
+    return b"\x00" not in head
+
+
+__all__ = ["ARTIFACT_KINDS", "KINDS", "PEEK", "Kind", "sniff_bytes", "sniff_path"]
