@@ -123,4 +123,27 @@ def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file
     return total
 
 
-__all__ = ["DEFAULT_XZ_MEMLIMIT", "KINDS", "MAGIC", "SLICE", "decompress_to", "sniff"]
+class _Enough(Exception):
+    pass
+
+
+def peek(src: IO[bytes], kind: str, n: int, *, memlimit: int = DEFAULT_XZ_MEMLIMIT) -> bytes:
+    """The first ``n`` decompressed bytes of ``src`` (fewer if the stream holds fewer),
+    with the limits of :func:`decompress_to`; raises MlfError for a stream that breaks
+    before them."""
+    out = bytearray()
+
+    class _Head:
+        def write(self, chunk: bytes) -> None:
+            out.extend(chunk)
+            if len(out) >= n:
+                raise _Enough
+
+    try:
+        decompress_to(src, kind, _Head(), 1 << 62, file=None, memlimit=memlimit)  # type: ignore[arg-type]
+    except _Enough:
+        pass
+    return bytes(out[:n])
+
+
+__all__ = ["DEFAULT_XZ_MEMLIMIT", "KINDS", "MAGIC", "SLICE", "decompress_to", "peek", "sniff"]

@@ -652,13 +652,31 @@ def migrate_round_trip(data: bytes) -> None:
                 same_bytes(f"second v{version} -> v{to} -> v{version} round trip", back2[1].to_bytes(), first)
 
 
+def _json_output(what: str, text: str) -> None:
+    """``text`` is one JSON document (a single-input command) or JSON Lines (the reading
+    commands, one object per input)."""
+    if not text.strip():
+        return
+    try:
+        json.loads(text)
+        return
+    except ValueError:
+        pass
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                json.loads(line)
+            except ValueError:
+                raise InvariantBreak("consistency", f"{what} printed {line[:200]!r}") from None
+
+
 @target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
         modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params"),
         max_len=1 << 17)
 def cli(data: bytes) -> None:
     """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
-    traceback; status 2 prints exactly one ``mlf-spec: error:`` line; ``--json`` output is
-    JSON."""
+    traceback; ``--json`` output is JSON (one document or JSON Lines); status 2 comes with
+    an ``mlf-spec: error:`` line on stderr."""
     from mlf_spec.cli import main
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -670,16 +688,13 @@ def cli(data: bytes) -> None:
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 status = attempt(main, argv)
+            what = " ".join(a for a in argv if a != path)
             if status not in (0, 1, 2):
-                raise InvariantBreak("exception", f"{' '.join(argv[:2])}: exit status {status!r}")
-            lines = err.getvalue().splitlines()
-            if status == 2 and (len(lines) != 1 or not lines[0].startswith("mlf-spec: error: ")):
-                raise InvariantBreak("consistency", f"{argv[0]}: status 2 with stderr {err.getvalue()[:300]!r}")
-            if status == 0 and out.getvalue().strip():
-                try:
-                    json.loads(out.getvalue())
-                except ValueError:
-                    raise InvariantBreak("consistency", f"{argv[0]} --json printed {out.getvalue()[:200]!r}") from None
+                raise InvariantBreak("exception", f"{what}: exit status {status!r}")
+            errors = [line for line in err.getvalue().splitlines() if line.startswith("mlf-spec: error: ")]
+            if "Traceback" in err.getvalue() or (status == 2 and not errors):
+                raise InvariantBreak("consistency", f"{what}: status {status} with stderr {err.getvalue()[:300]!r}")
+            _json_output(what, out.getvalue())
 
 
 __all__ = ["FUZZ_LIMITS", "TARGETS", "Target", "archive_mutator", "blob_mutator", "container_mutator",
