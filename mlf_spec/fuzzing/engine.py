@@ -1,7 +1,8 @@
 """Run a fuzz target under atheris (libFuzzer for Python), or replay inputs without it.
 
-``fuzz(name)`` is what every ``fuzz/<name>_fuzzer.py`` calls: it instruments the readers
-(and, per target, ``tarfile`` / ``elftools``) for coverage feedback, installs the target's
+``fuzz(name)`` is what every ``fuzz/<name>_fuzzer.py`` calls: it instruments the target's
+reader modules and what they import (and, per target, ``tarfile`` / ``elftools``) for
+coverage feedback, installs the target's
 structure-aware mutator as libFuzzer's custom mutator and hands ``sys.argv`` to libFuzzer,
 so every libFuzzer option works (``-runs``, ``-max_total_time``, ``-jobs``/``-workers``,
 ``-dict``, ``-max_len``, corpus directories). atheris is only imported here.
@@ -20,22 +21,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Reader modules imported (and so instrumented) before fuzzing starts, whatever the target.
-READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
-           "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
-           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec.mlf.layout",
-           "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.cli")
-
 #: Checking memory (tracemalloc) makes an input 4-8 times slower, so during fuzzing only every
 #: Nth input is checked (default 16; 0: never; 1: all); replays check every input.
 MEMCHECK_ENV = "MLF_FUZZ_MEMCHECK_EVERY"
 
 
-def _instrument_list(name: str) -> tuple[str, ...]:
-    """The target's instrumentation prefixes, read without importing any reader."""
+def _plan(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The target's instrumentation prefixes and the modules to import under them, read
+    without importing any reader."""
     from mlf_spec.fuzzing.targets import TARGETS
 
-    return TARGETS[name].instrument
+    t = TARGETS[name]
+    return t.instrument, t.imports or t.modules
 
 
 def fuzz(name: str, argv: list[str] | None = None) -> None:
@@ -44,8 +41,12 @@ def fuzz(name: str, argv: list[str] | None = None) -> None:
     import atheris
 
     args = list(sys.argv if argv is None else argv)
-    with atheris.instrument_imports(include=list(_instrument_list(name)), exclude=["mlf_spec.fuzzing"]):
-        for module in READERS:
+    include, modules = _plan(name)
+    early = [m for m in include if m != "mlf_spec" and m in sys.modules]
+    if early:  # imported before instrumentation: no coverage feedback from them
+        print(f"WARNING: {', '.join(early)} imported before instrumentation", file=sys.stderr)
+    with atheris.instrument_imports(include=list(include), exclude=["mlf_spec.fuzzing"]):
+        for module in modules:
             importlib.import_module(module)
     from mlf_spec.fuzzing import mutators, targets
 
@@ -103,4 +104,4 @@ def replay(name: str, paths: Iterable[str | os.PathLike], *, check_memory: bool 
     return n, failures
 
 
-__all__ = ["MEMCHECK_ENV", "READERS", "Failure", "fuzz", "replay"]
+__all__ = ["MEMCHECK_ENV", "Failure", "fuzz", "replay"]

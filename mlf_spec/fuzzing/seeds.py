@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import struct
-import tarfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +182,8 @@ def compress(data: bytes, kind: str | None) -> bytes:
 
 def tar_of(files: dict[str, bytes]) -> bytes:
     """A plain tar of ``files`` (as ``export_library(... .tar)`` lays them out)."""
+    import tarfile  # not at module level: the fuzz entry points import this module before
+    # they instrument tarfile, and an already imported module is not instrumented
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
         for name, data in files.items():

@@ -49,8 +49,9 @@ class Target:
     factory, called once per process); ``memory`` is the peak allocation allowed per input;
     ``size_of`` the input size the budget scales with (the decompressed size for
     containers); ``modules`` are the reader modules whose branch coverage the campaign
-    reports, ``instrument`` the module prefixes atheris instruments; ``max_len`` the
-    largest input libFuzzer makes."""
+    reports, ``instrument`` the module prefixes atheris instruments, ``imports`` the
+    modules imported (so instrumented) before fuzzing starts when ``modules`` and what they
+    import are not all the target runs; ``max_len`` the largest input libFuzzer makes."""
 
     name: str
     format: str
@@ -61,11 +62,19 @@ class Target:
     size_of: Callable[[bytes], int] = len
     modules: tuple[str, ...] = ()
     instrument: tuple[str, ...] = ("mlf_spec",)
+    imports: tuple[str, ...] = ()
     max_len: int = 1 << 16
     doc: str = ""
 
 
 TARGETS: dict[str, Target] = {}
+
+#: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
+READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
+           "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
+           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec.mlf.layout",
+           "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
+           "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params")
 
 
 def register(t: Target) -> Target:
@@ -672,7 +681,7 @@ def _json_output(what: str, text: str) -> None:
 
 @target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
         modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params"),
-        max_len=1 << 17)
+        imports=READERS, max_len=1 << 17)
 def cli(data: bytes) -> None:
     """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
     traceback; ``--json`` output is JSON (one document or JSON Lines); status 2 comes with
