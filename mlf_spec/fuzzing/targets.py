@@ -311,15 +311,13 @@ _PARAMS_MODULES = ("mlf_spec.params.codec", "mlf_spec.params.dtypes", "mlf_spec.
 @target("params_load", "params", seeds="params", mutator=params_mutator, memory=MemoryBudget(64),
         modules=_PARAMS_MODULES, max_len=1 << 16)
 def params_load(data: bytes) -> None:
-    """params.loads strictly and leniently; what loads is written back byte for byte."""
+    """params.loads strictly, then leniently; what loads is written back byte for byte."""
     from mlf_spec import params
 
     for strict in (True, False):
         p = attempt(params.loads, data, strict=strict)
         if p is not None:
             same_bytes(f"params.dumps(params.loads(data, strict={strict}))", attempt(params.dumps, p), data)
-            for name in list(p)[:64]:
-                attempt(params.dumps, {name: p[name]})
             return
 
 
