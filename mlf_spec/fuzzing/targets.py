@@ -440,9 +440,11 @@ def graph_json(data: bytes) -> None:
     document and dumps to the same text."""
     from mlf_spec import graph_json as gj
 
-    attempt(gj.parse, data)
+    strict = attempt(gj.parse, data)
     g = attempt(gj.parse, data, lenient=True)
     if g is None:
+        if strict is not None:
+            raise InvariantBreak("consistency", "graph_json.parse accepts strictly what it rejects leniently")
         return
     issues = attempt(gj.structure_issues, g)
     if not issues:
@@ -467,8 +469,10 @@ def metadata_json(data: bytes) -> None:
     from mlf_spec import metadata
     from mlf_spec._records import load_json
 
-    attempt(metadata.parse, data)
+    strict = attempt(metadata.parse, data)
     md = attempt(metadata.parse, data, lenient=True)
+    if strict is not None and md is None:
+        raise InvariantBreak("consistency", "metadata.parse accepts strictly what it rejects leniently")
     doc = attempt(load_json, data, None, "metadata.json")
     if doc is not None:
         attempt(metadata.detect, doc)
