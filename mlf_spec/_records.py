@@ -9,6 +9,7 @@ union and discriminator tags never leak into it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -151,6 +152,13 @@ def _no_constants(name: str) -> Any:
     raise _NotJsonConstant(name)
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: Python reads it as inf, which no JSON writer can write back
+        raise _NotJsonConstant(f"{text[:40]} (beyond the range of a double)")
+    return value
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -203,7 +211,8 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:
-        doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+        doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants,
+                         parse_float=_finite)
         if _SURROGATE_ESCAPE.search(text) or (raw_str and not text.isascii()):
             where = _lone_surrogate(doc)
             if where is not None:
