@@ -409,3 +409,17 @@ def test_closed_archive_holds_no_cycle(add_tar):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_global_pax_headers_are_written_back(add_tar):
+    # Found by the campaign (issue 11): a global PAX header ("g") before a member was not
+    # part of the member's recorded header blocks, so the archive lost it when written.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "global"}) as tf:
+        with tarfile.open(fileobj=io.BytesIO(add_tar)) as src:
+            for ti in src.getmembers():
+                tf.addfile(ti, src.extractfile(ti) if ti.isfile() else None)
+    data = buf.getvalue()
+    assert data[156:157] == b"g"
+    with archive.open(data) as a:
+        assert a.to_bytes() == data and a.version == 7

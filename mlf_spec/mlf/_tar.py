@@ -178,8 +178,10 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         if info.offset_data + info.size > size:
             raise TruncatedError(f"member data needs {info.size} bytes, {max(0, size - info.offset_data)} remain",
                                  file=file, field=name, offset=info.offset_data)
-        f.seek(info.offset)
-        raw = f.read(info.offset_data - info.offset)
+        # from where this member's blocks begin: a global PAX header ("g") in front of it is
+        # not part of its own header (info.offset), but must be written back with it
+        f.seek(here)
+        raw = f.read(info.offset_data - here)
         yield TarEntry(name=name, path=path, type=mtype, size=info.size if mtype == FILE else 0,
                        mode=info.mode, uid=info.uid, gid=info.gid, uname=info.uname, gname=info.gname,
                        mtime=info.mtime, pax_headers=dict(info.pax_headers), header_offset=info.offset,
