@@ -607,11 +607,12 @@ def _reading(data: bytes) -> Any:
     other member's path, kind and bytes (member order, header encoding, JSON layout and
     what follows the end marker are the writer's, not the source's)."""
     from mlf_spec import archive
+    from mlf_spec._records import load_json
 
     if data.lstrip().startswith(b"{"):
-        return json.loads(data)
+        return load_json(data, None, "metadata.json")
     with archive.open(data) as a:
-        doc = json.loads(a.read("metadata.json"))
+        doc = load_json(a.read("metadata.json"), None, "metadata.json")
         return doc, {m.path: (m.is_dir, m.read()) for m in a.members if m.path != "metadata.json"}
 
 
