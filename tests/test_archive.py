@@ -423,3 +423,15 @@ def test_global_pax_headers_are_written_back(add_tar):
     assert data[156:157] == b"g"
     with archive.open(data) as a:
         assert a.to_bytes() == data and a.version == 7
+
+
+@pytest.mark.parametrize("mtime", ["inf", "1e999", "nan", "-Infinity"])
+def test_a_pax_mtime_that_is_not_a_finite_number_is_malformed(mtime):
+    # Found by the campaign (issue 11): PAX mtime=1e999 read as inf; writing the member's
+    # header again (a migration replacing metadata.json) raised OverflowError.
+    ti = tarfile.TarInfo("./a")
+    ti.size = 1
+    ti.pax_headers = {"mtime": mtime}
+    data = ti.tobuf(tarfile.PAX_FORMAT) + b"x" + bytes(511) + bytes(1024)
+    with pytest.raises(MalformedError, match="finite"):
+        archive.open(data)

@@ -15,6 +15,7 @@ ustar block; the archive ends with two zero blocks and is padded to 10240 bytes.
 
 from __future__ import annotations
 
+import math
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -172,6 +173,9 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         seen[path] = mtype
         if info.size < 0:
             raise MalformedError(f"negative member size {info.size}", file=file, field=name, offset=info.offset)
+        if not math.isfinite(info.mtime):  # a PAX mtime of "inf" or "1e999", which no header can hold again
+            raise MalformedError(f"mtime {info.mtime} is not a finite number", file=file, field=name,
+                                 offset=info.offset)
         if info.size > max_member_size:
             raise UnsafeArchiveError(f"member of {info.size} bytes exceeds the limit of {max_member_size}", file=file,
                                      field=name, offset=info.offset)
