@@ -604,8 +604,9 @@ def _migrated(source: bytes, to: int) -> Any:
 
 def _reading(data: bytes) -> Any:
     """What a migration must keep: the metadata document as data and, for an archive, every
-    other member's path, kind and bytes (member order, header encoding, JSON layout and
-    what follows the end marker are the writer's, not the source's)."""
+    other file's path and bytes (member order, header encoding, JSON layout, what follows
+    the end marker and empty directories, which a step may drop as a declared operation,
+    are the writer's, not the source's)."""
     from mlf_spec import archive
     from mlf_spec._records import load_json
 
@@ -613,7 +614,7 @@ def _reading(data: bytes) -> Any:
         return load_json(data, None, "metadata.json")
     with archive.open(data) as a:
         doc = load_json(a.read("metadata.json"), None, "metadata.json")
-        return doc, {m.path: (m.is_dir, m.read()) for m in a.members if m.path != "metadata.json"}
+        return doc, {m.path: m.read() for m in a.members if not m.is_dir and m.path != "metadata.json"}
 
 
 @target("migrate_round_trip", "migration", seeds="migration", mutator=archive_mutator, memory=MemoryBudget(512),
