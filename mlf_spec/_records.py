@@ -9,6 +9,7 @@ union and discriminator tags never leak into it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,9 @@ def json_path(parts: tuple | list) -> str:
         elif _IDENT.match(str(p)):
             out += ("." if out else "") + str(p)
         else:
-            out += f"[{json.dumps(str(p), ensure_ascii=False)}]"
+            key = str(p)
+            readable = key.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == key
+            out += f"[{json.dumps(key, ensure_ascii=not readable)}]"
     return out
 
 
@@ -140,6 +143,22 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _NotJsonConstant(ValueError):
+    pass
+
+
+def _no_constants(name: str) -> Any:
+    # Python's json accepts NaN, Infinity and -Infinity; JSON (RFC 8259) and dmlc's reader do not
+    raise _NotJsonConstant(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: Python reads it as inf, which no JSON writer can write back
+        raise _NotJsonConstant(f"{text[:40]} (beyond the range of a double)")
+    return value
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -151,19 +170,57 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# A \uD800-\uDFFF escape: JSON syntax allows it alone, but then the string is not Unicode.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(doc: Any) -> tuple | None:
+    """The JSON path of the first key or string value holding a lone surrogate, or None."""
+    stack: list[tuple[Any, tuple]] = [(doc, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    return (*path, k)
+                stack.append((v, (*path, k)))
+        elif isinstance(value, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+    return None
+
+
 def load_json(data: bytes | str, file: str | None, what: str) -> Any:
-    """Parse JSON text (UTF-8 bytes or str); raises ValidationError with line and column."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    """Parse JSON text (UTF-8 bytes or str); raises ValidationError with line and column,
+    and for a string that is not Unicode (an unpaired surrogate escape such as ``\udcff``,
+    which no UTF-8 writer can produce and no validator can read) with its JSON path."""
+    raw_str = not isinstance(data, (bytes, bytearray, memoryview))
+    if not raw_str:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError(f"{what} is not UTF-8: {exc.reason}", file=file, offset=exc.start) from None
     else:
-        text = data
+        text = data  # type: ignore[assignment]
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:
-        return json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys)
+        doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants,
+                         parse_float=_finite)
+        if _SURROGATE_ESCAPE.search(text) or (raw_str and not text.isascii()):
+            where = _lone_surrogate(doc)
+            if where is not None:
+                raise ValidationError(f"{what} has a string with an unpaired surrogate (not Unicode text)",
+                                      file=file, field=json_path(where) or None)
+        return doc
+    except _NotJsonConstant as exc:
+        raise ValidationError(f"{what} is not JSON: {exc.args[0]} is not a JSON value", file=file) from None
     except _DuplicateKey as exc:
         raise ValidationError(f"{what} has the key {exc.args[0]!r} twice in one object (JSON readers keep only one)",
                               file=file) from None

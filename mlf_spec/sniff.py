@@ -17,7 +17,6 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 #: Bytes read from the start of a file to sniff it (and decompressed from a compressed tar).
 PEEK = 64 * 1024
@@ -125,20 +124,16 @@ def compression(head: bytes) -> str | None:
 
 
 def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
-    import bz2
-    import gzip
-    import lzma
+    from mlf_spec import _compress
+    from mlf_spec.errors import MlfError
 
     kind = compression(f.read(6))
     f.seek(0)
     try:
-        if kind == "gzip":
-            z: Any = gzip.GzipFile(fileobj=f)
-        else:
-            z = bz2.BZ2File(f) if kind == "bzip2" else lzma.LZMAFile(f)
-        with z:
-            head = z.read(PEEK)
-    except (OSError, EOFError, ValueError, lzma.LZMAError):
+        # the readers' own bounded decompressor: a corrupt stream (zlib.error from gzip) or an
+        # xz header asking for gigabytes of dictionary is an MlfError here, not a crash
+        head = _compress.peek(f, kind, PEEK)  # type: ignore[arg-type]
+    except MlfError:
         return KINDS["compressed"]
     if _is_tar(head):
         return _tar_kind(head)

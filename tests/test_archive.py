@@ -361,3 +361,76 @@ def test_tvm_consumers_read_our_archives(tmp_path):
     assert (root / "codegen/host/include/tvmgen_add.h").is_file() and (root / "runtime").is_dir()
 
 
+def test_non_zero_bytes_in_member_padding_are_written_back(add_tar):
+    # Found by fuzzing (issue 11): the bytes between a member's data and the next block were
+    # written as zeros, so an archive with anything else there did not round-trip.
+    with archive.open(add_tar) as a:
+        m = next(m for m in a.members if not m.is_dir and m.size % 512)
+        end = len(m.raw_header) + m.size  # offset of the padding within the member's blocks
+        start = add_tar.index(m.raw_header)
+    data = bytearray(add_tar)
+    data[start + end + 3] = 0x01
+    with archive.open(bytes(data)) as a:
+        assert a.to_bytes() == bytes(data)
+        copy = a.copy()
+        copy.replace(m.path, m.read() + b"!")  # new content: the padding is TVM's again
+        rewritten = copy.to_bytes()
+        assert rewritten.count(b"\x01" + bytes(10)) == add_tar.count(b"\x01" + bytes(10))
+
+
+def test_extracting_a_name_the_file_system_refuses_is_an_mlf_error(tmp_path):
+    # Found by fuzzing (issue 11): a member name component over NAME_MAX made extract()
+    # raise OSError (File name too long).
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        ti = tarfile.TarInfo("./" + "n" * 300)
+        ti.size = 1
+        tf.addfile(ti, io.BytesIO(b"x"))
+    with archive.open(buf.getvalue()) as a:
+        with pytest.raises(MlfError, match="cannot extract") as info:
+            a.extract(tmp_path / "out")
+    assert info.value.field == "./" + "n" * 300
+
+
+def test_closed_archive_holds_no_cycle(add_tar):
+    # Found by fuzzing (issue 11): modules point back at their archive; after close() that
+    # cycle kept a compressed archive's temporary file open until the garbage collector ran.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        a = archive.open(gzip.compress(add_tar))
+        assert a.modules and a.modules["add"].params is not None
+        ref = weakref.ref(a)
+        a.close()
+        del a
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_global_pax_headers_are_written_back(add_tar):
+    # Found by the campaign (issue 11): a global PAX header ("g") before a member was not
+    # part of the member's recorded header blocks, so the archive lost it when written.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "global"}) as tf:
+        with tarfile.open(fileobj=io.BytesIO(add_tar)) as src:
+            for ti in src.getmembers():
+                tf.addfile(ti, src.extractfile(ti) if ti.isfile() else None)
+    data = buf.getvalue()
+    assert data[156:157] == b"g"
+    with archive.open(data) as a:
+        assert a.to_bytes() == data and a.version == 7
+
+
+@pytest.mark.parametrize("mtime", ["inf", "1e999", "nan", "-Infinity"])
+def test_a_pax_mtime_that_is_not_a_finite_number_is_malformed(mtime):
+    # Found by the campaign (issue 11): PAX mtime=1e999 read as inf; writing the member's
+    # header again (a migration replacing metadata.json) raised OverflowError.
+    ti = tarfile.TarInfo("./a")
+    ti.size = 1
+    ti.pax_headers = {"mtime": mtime}
+    data = ti.tobuf(tarfile.PAX_FORMAT) + b"x" + bytes(511) + bytes(1024)
+    with pytest.raises(MalformedError, match="finite"):
+        archive.open(data)

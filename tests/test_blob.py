@@ -530,3 +530,41 @@ def test_system_lib_prefix_is_kept(tmp_path, capsys):
     assert "TVMFFIEnvModRegisterSystemLibSymbol" in (tmp_path / "again.c").read_text()
     assert cli.main(["blob", "dump", str(tmp_path / "devc.c"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["blobs"][0]["symbol"] == "mymodel___tvm_ffi__library_bin"
+
+
+def test_ffi_module_named_import_tree_reads_but_its_tree_is_an_mlf_error():
+    # Found by fuzzing (issue 11): a tvm-ffi module of kind "_import_tree" parsed (an opaque
+    # payload), then Blob.root() raised ValueError from Module().
+    from mlf_spec.generated import blob_ffi_ir
+
+    from mlf_spec.spec_engine import build
+
+    tree = {"body": {"row_ptr": [0, 0], "child_indices": [], "trailing": b"",
+                     "modules": [{"kind": "_import_tree", "payload": {"data": b"xyz"}}]}}
+    data = build(blob_ffi_ir.STRUCTS, "ffi_blob", tree)
+    b = blob.parse(data)
+    assert [e.kind for e in b.entries] == ["_import_tree"] and b.to_bytes() == data
+    with pytest.raises(UnsupportedError) as info:
+        b.root()
+    assert info.value.field == "modules[0].kind"
+
+
+def test_legacy_blob_whose_last_import_tree_does_not_fit_the_modules_is_refused():
+    # Found by fuzzing (issue 11): with two _import_tree entries the spec's tree_fits_modules
+    # rule did not apply (it read "exactly one tree"); the reader uses the last tree, which
+    # here names two modules for one, and Blob.root() raised IndexError.
+    from mlf_spec.generated import blob_legacy_ir
+
+    from mlf_spec.errors import ConstraintError
+    from mlf_spec.spec_engine import build
+
+    def tree(row_ptr, child):
+        return {"kind": "_import_tree", "payload": {"row_ptr": row_ptr, "child_indices": child}}
+
+    lib = {"kind": "_lib", "payload": None}
+    good = {"body": {"entries": [lib, tree([0, 0], []), tree([0, 0], [])], "trailing": b""}}
+    b = blob.parse(build(blob_legacy_ir.STRUCTS, "legacy_blob", good, (0, 20)), format="legacy", era=(0, 20))
+    assert [f.code for f in b.findings] == ["tree.several-trees"] and b.root().kind == "_lib"
+    bad = {"body": {"entries": [lib, tree([0, 0], []), tree([0, 1, 1], [0])], "trailing": b""}}
+    with pytest.raises(ConstraintError, match="tree_fits_modules"):
+        blob.parse(build(blob_legacy_ir.STRUCTS, "legacy_blob", bad, (0, 20)), format="legacy", era=(0, 20))

@@ -1001,3 +1001,86 @@ def test_tvm_cpu_only_export_has_no_blob(tmp_path: Path) -> None:
     lib.export_library(str(tmp_path / "cpu.tar"))
     assert locate_blobs(tmp_path / "cpu.so") == []
     assert locate_blobs(tmp_path / "cpu.tar") == []
+
+
+def test_tar_extended_header_of_impossible_size_is_an_mlf_error() -> None:
+    # Found by fuzzing (issue 11): a PAX header whose size field (base-256) exceeds any file
+    # offset made tarfile raise OverflowError from locate_blobs; a merely huge one was read
+    # into memory. Both are refused before tarfile reads the header.
+    import tarfile as _tarfile
+
+    for size in (8**11 - 1, 1 << 70):
+        info = _tarfile.TarInfo("././@PaxHeader")
+        info.type = _tarfile.XHDTYPE
+        block = bytearray(info.tobuf(_tarfile.USTAR_FORMAT))
+        block[124:136] = (b"\x80" + size.to_bytes(11, "big")) if size >= 8**11 else b"%011o\0" % size
+        block[148:156] = b"%06o\0 " % (256 + sum(block[:148]) + sum(block[156:]))
+        with pytest.raises(MlfError):
+            locate_blobs(bytes(block) + bytes(1024))
+
+
+def test_c_array_name_starting_with_a_digit_is_not_a_blob_definition() -> None:
+    # Found by fuzzing (issue 11): "0__tvm_dev_mblob" was taken for a blob with the prefix
+    # "0", which no C compiler accepts and c_source_for_blob then refused with ValueError.
+    raw = (8).to_bytes(8, "little") + bytes(8)
+    text = c_source_for_blob(raw).replace("__tvm_ffi__library_bin[", "0__tvm_ffi__library_bin[")
+    assert locate_blobs(text.encode()) == []
+
+
+def test_cli_extract_to_c_with_a_symbol_that_is_no_identifier_is_an_error(tmp_path: Path, capsys) -> None:
+    from mlf_spec.cli import main
+    from mlf_spec.fuzzing.seeds import elf_with_blob
+
+    raw = (8).to_bytes(8, "little") + bytes(8)
+    so = tmp_path / "lib.so"
+    so.write_bytes(elf_with_blob(raw, "my.lib__tvm_ffi__library_bin", shared=True))
+    assert [b.prefix for b in locate_blobs(so)] == ["my.lib"]
+    assert main(["blob", "extract", str(so), "-o", str(tmp_path / "out.c")]) == 2
+    assert capsys.readouterr().err.startswith("mlf-spec: error: ")
+    assert main(["blob", "extract", str(so), "-o", str(tmp_path / "out.bin")]) == 0
+    assert (tmp_path / "out.bin").read_bytes() == raw
+
+
+def test_huge_symbol_tables_and_relocation_tables_are_scanned_at_once() -> None:
+    # Found while stating limits (issue 11): 300,000 symbols named like the blob took pyelftools
+    # over a minute, one by one; the tables are now scanned with NumPy, and more than 64
+    # defined blob symbols in one table are refused (each would be read into memory).
+    from mlf_spec.blob.locate import SYMBOL_FFI
+    from mlf_spec.fuzzing.seeds import elf_with_blob
+
+    raw = (16).to_bytes(8, "little") + bytes(16)
+    data = bytearray(elf_with_blob(raw, SYMBOL_FFI))
+    shoff = struct.unpack_from("<Q", data, 40)[0]
+    symtab = shoff + 2 * 64
+    undefined = struct.pack("<IBBHQQ", 1, 0x10, 0, 0, 0, 0)  # global, SHN_UNDEF: skipped
+    defined = struct.pack("<IBBHQQ", 1, 0x11, 0, 1, 0, len(raw))
+    for extra, expect in ((undefined * 200_000, [raw]), (defined * 100, None)):
+        table = bytes(24) + extra + defined
+        f = bytearray(data)
+        struct.pack_into("<QQ", f, symtab + 24, len(f), len(table))
+        f += table
+        if expect is None:
+            with pytest.raises(LengthError, match="blob symbols"):
+                locate_blobs(bytes(f))
+        else:
+            assert [b.data for b in locate_blobs(bytes(f))] == expect
+
+
+@pytest.mark.parametrize("decimal", [True, False])
+def test_enormous_c_initializers_decode_in_windows(decimal: bool) -> None:
+    # Issue 11: initializers other than TVM's hex are decoded window by window (memory near
+    # the result's size) and a decimal literal of thousands of digits is an error, not the
+    # ValueError Python raises past 4300 digits.
+    raw = (300_000).to_bytes(8, "little") + bytes(range(256)) * 1171 + bytes(224)
+    body = ",".join(str(b) if decimal else f"0{b:o}" if b else "0" for b in raw)
+    text = f"unsigned char __tvm_ffi__library_bin[{len(raw)}] = {{{body}}};".encode()
+    assert [b.data for b in locate_blobs(text)] == [raw]
+    bad = text.replace(b",255,", b",256,", 1) if decimal else text.replace(b",0377,", b",0400,", 1)
+    with pytest.raises(ConstraintError) as info:
+        locate_blobs(bad)
+    assert info.value.field == f"__tvm_ffi__library_bin[{8 + 255}]"
+    huge = b"unsigned char __tvm_ffi__library_bin[1] = {" + b"1" * 5000 + b"};"
+    with pytest.raises(ConstraintError):
+        locate_blobs(huge)
+    with pytest.raises(CountMismatchError):
+        locate_blobs(b"unsigned char __tvm_ffi__library_bin[" + b"9" * 5000 + b"] = {1};")

@@ -203,3 +203,21 @@ def test_blob_extract_names_a_wrong_kind(tree, tmp_path, capsys):
     code, _, err = run(["blob", "extract", str(tree / "a.params"), "-o", str(tmp_path / "x.bin")], capsys)
     assert code == 2 and "this is a TVM .params tensor file, not a file holding a module blob" in err
     assert not (tmp_path / "x.bin").exists()
+
+
+def test_a_corrupt_compressed_stream_is_sniffed_without_a_traceback(tmp_path, capsys):
+    # Found by the fuzz harness (issue 11, cli target): a gzip stream with a bad back-reference
+    # made sniffing raise zlib.error from every reading command (a traceback, status 1).
+    import gzip as _gzip
+
+    good = _gzip.compress(b"x" * 100_000)
+    bad = bytearray(good)
+    bad[20:40] = b"\xff" * 20
+    path = tmp_path / "bad.tar.gz"
+    path.write_bytes(bytes(bad))
+    assert sniff.sniff_path(path).name == "compressed"
+    assert sniff.sniff_bytes(bytes(bad)).name == "compressed"
+    for argv in (["inspect", str(path)], ["check", str(path)], ["blob", "dump", str(path)]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("mlf-spec: error: ") and "Traceback" not in err

@@ -440,3 +440,16 @@ def test_warnings_of_the_source_are_noted_and_the_result_is_written_as_tvm_did(t
         r = migrate.apply(p, output=tmp_path / "v7.tar")
         assert p.new_findings() == [] and r.report.findings == []
     assert check.check(tmp_path / "v7.tar").findings == []
+
+
+def test_operator_document_with_a_primfunc_named_functions_migrates():
+    # Found by the campaign (issue 11): an operator document whose memory has a PrimFunc
+    # named "functions" made the target_list_to_dict converter raise AttributeError while
+    # looking for full-model device hints.
+    from mlf_spec import migrate as _migrate
+
+    doc = {"version": 7, "model_name": "m", "export_datetime": "2024-01-01 00:00:00Z",
+           "memory": {"functions": [{"size_bytes": 4, "shape": [1], "dtype": "int32", "input_binding": "a"}]},
+           "target": ["c -keys=cpu"], "executors": [], "style": "operator"}
+    p = _migrate.plan(doc, 5)
+    assert p.document["target"] == {"1": "c -keys=cpu"}

@@ -178,3 +178,16 @@ def test_generated_graphs_round_trip_through_the_dmlc_writer(text):
     assert graph_json.dumps(g) == text
     assert graph_json.structure_issues(g) == []
     graph_json.sid_map(g)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e400", "-2.5E+999"])
+def test_nan_and_infinity_are_not_json(constant):
+    # Found by fuzzing (issue 11): Python's json reads NaN and Infinity, dmlc's reader does
+    # not; a graph that held one was dumped as "nan"/"inf", which nothing reads back. The
+    # campaign then found 1e400, which Python's json reads as inf.
+    from mlf_spec import metadata
+    from mlf_spec.errors import ValidationError
+
+    for parse in (graph_json.parse, metadata.parse):
+        with pytest.raises(ValidationError, match="not a JSON value"):
+            parse(f'{{"version": 7, "x": [1, {constant}]}}'.encode(), lenient=True)

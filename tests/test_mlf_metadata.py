@@ -287,3 +287,23 @@ def test_compose_builds_every_version_from_one_set_of_values():
     assert "inputs" not in early["modules"]["m"]["memory"]["functions"]["main"][0]
     with pytest.raises(MlfError):
         metadata.compose(values, 7, "full-model", "v6")
+
+
+def test_unpaired_surrogate_escapes_are_a_validation_error_with_the_path():
+    # Found by fuzzing (issue 11): "\udcff" is valid JSON syntax but not Unicode; pydantic
+    # raised UnicodeEncodeError from inside validation (metadata and graph JSON alike).
+    from mlf_spec import graph_json
+
+    text = b'{"version": 7, "modules": {"m": {"model_name": "\\udcff"}}}'
+    with pytest.raises(ValidationError) as info:
+        metadata.parse(text, lenient=True)
+    assert info.value.field == "modules.m.model_name" and "surrogate" in info.value.message
+    with pytest.raises(ValidationError) as info:
+        graph_json.parse(b'{"nodes": [{"\\ud800x": 1}]}', lenient=True)
+    assert info.value.field == 'nodes[0]["\\ud800x"]'
+    with pytest.raises(ValidationError):
+        metadata.parse('{"version": 7, "x": "\udcff"}')  # str input with a raw surrogate
+    # a surrogate pair is one character (U+1F600) and reads as the schema decides
+    with pytest.raises(ValidationError) as info:
+        metadata.parse(b'{"version": 7, "\\ud83d\\ude00": 1}')
+    assert "surrogate" not in info.value.message

@@ -21,6 +21,7 @@ from mlf_spec.errors import (
     TruncatedError,
     UnknownDtypeError,
 )
+from mlf_spec.params import dtypes
 
 # binary-formats.md §2.2 worked example, TVM 0.27 output (0xCA bytes)
 REFERENCE = bytes.fromhex(
@@ -79,6 +80,21 @@ def test_zero_d_and_empty_shapes():
     assert p["s"].shape == () and p["s"] == np.float32(2.5)
     assert p["e1"].shape == (0, 4) and p["e2"].shape == (3, 0)
     assert params.dumps(p) == data
+
+
+def test_empty_tensor_whose_other_dimensions_overflow_numpy_is_stored_not_an_error():
+    # Found by fuzzing (issue 11): shape (2**61 + 1, 0, 2**63 - 1) holds no element, TVM
+    # reads it, but NumPy refuses such a shape ("array is too big") and loads raised ValueError.
+    shape = (2**61 + 1, 0, 2**63 - 1)
+    data = params.dumps({"e": params.StoredTensor(dtypes.lookup(dtypes.dialect(None), 2, 32, 1), shape, b"")})
+    p = params.loads(data)
+    assert isinstance(p["e"], params.StoredTensor) and p["e"].shape == shape and bytes(p["e"].data) == b""
+    assert params.dumps(p) == data
+    with params.open(data) as lazy:
+        assert isinstance(lazy["e"], params.StoredTensor) and lazy.index[0].shape == shape
+    # a zero dimension next to dimensions NumPy can still describe stays an ndarray
+    ok = params.loads(params.dumps({"z": np.zeros((2**20, 0, 2**20), "float32")}))["z"]
+    assert isinstance(ok, np.ndarray) and ok.shape == (2**20, 0, 2**20)
 
 
 def test_duplicates_reserved_device_id_and_trailing_bytes_survive_round_trip():

@@ -837,6 +837,13 @@ class Blob:
         """The module graph as :meth:`root` builds it, one node per entry in blob order
         (``modules()[0]`` is the root when there is an import tree): what
         ``build(root, order=modules)`` numbers as the blob did."""
+        for e in self.entries:
+            if e.kind == IMPORT_TREE:
+                # a tvm-ffi blob may name a module so (tvm-ffi's loader then finds no loader for
+                # it); the legacy layout reserves the name, so no Module can stand for it
+                raise UnsupportedError(f"module {e.index} has the kind {IMPORT_TREE}, which is not a module kind "
+                                       "(the legacy layout reserves it for the import tree)", file=self.name,
+                                       field=f"modules[{e.index}].kind", offset=e.payload_offset)
         nodes = [Module(e.kind, e.payload) for e in self.entries]
         if self.row_ptr is None:
             return nodes

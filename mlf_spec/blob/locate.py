@@ -20,23 +20,24 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import lzma
 import os
 import posixpath
 import re
 import struct
 import tarfile
-import zlib
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
+from mlf_spec import _compress
 from mlf_spec._io import Source, atomic_write_bytes
 from mlf_spec.errors import (
     ConstraintError,
@@ -48,6 +49,8 @@ from mlf_spec.errors import (
     UnsafeArchiveError,
     UnsupportedError,
 )
+from mlf_spec.mlf import _tar
+from mlf_spec.sniff import compression as _compression
 
 __all__ = [
     "BLOB_SYMBOLS",
@@ -75,8 +78,12 @@ C_SOURCE_STYLES: tuple[str, ...] = ("current", "legacy", "legacy-char")
 
 _PREFIX_SIZE = 8
 _DEFAULT_MAX_SIZE = 8 << 30
-_DEFAULT_MAX_MEMBERS = 100_000
+_DEFAULT_MAX_MEMBERS = 20_000
 _SNIFF_SIZE = 4096
+_MAX_BLOB_SYMBOLS = 64  # a library defines one blob (rarely a few); each is read into memory
+# The members of a tar may total this many times max_size (and a compressed tar may
+# decompress to that plus max_size of padding).
+_TAR_TOTAL_FACTOR = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -506,8 +513,18 @@ def _blobs_in_symtab(ctx: _Elf, tab_index: int) -> Iterator[LocatedBlob]:
         )
     with _elf_guard(ctx.label, field, tab["sh_offset"]):
         entsize = tab["sh_entsize"]
+        expected = 24 if ctx.elf.elfclass == 64 else 16
+        if entsize != expected:
+            raise MalformedError(f"symbol table sh_entsize is {entsize}, expected {expected}", file=ctx.label,
+                                 field=f"{field}.sh_entsize", offset=tab["sh_offset"])
         count = tab.num_symbols()
-    for i in range(count):
+        table = tab.data()
+    candidates = _symbols_named(table, entsize, count, ctx.elf.little_endian, ctx.elf.elfclass == 64,
+                                _blob_name_offsets(strings))
+    if len(candidates) > _MAX_BLOB_SYMBOLS:
+        raise LengthError(f"{len(candidates)} blob symbols in one symbol table (the limit is {_MAX_BLOB_SYMBOLS})",
+                          file=ctx.label, field=field, offset=tab["sh_offset"])
+    for i in candidates:
         entry_offset = tab["sh_offset"] + i * entsize
         with _elf_guard(ctx.label, f"{field}.symbols[{i}]", entry_offset):
             sym = tab.get_symbol(i)
@@ -532,6 +549,42 @@ def _blobs_in_symtab(ctx: _Elf, tab_index: int) -> Iterator[LocatedBlob]:
             )
         sec_index = _symbol_section_index(ctx, tab_index, i, shndx, where)
         yield _read_symbol_blob(ctx, sec_index, value, st_size, where)
+
+
+def _blob_name_offsets(strings: bytes) -> np.ndarray:
+    """Every string-table offset whose string ends in a blob symbol name (a symbol may point
+    into the middle of a string: linkers share suffixes)."""
+    found: list[int] = []
+    for sym in _BLOB_SYMBOL_BYTES:
+        pos = strings.find(sym)
+        while pos >= 0:
+            end = pos + len(sym)
+            if end == len(strings) or strings[end] == 0:
+                found.extend(range(strings.rfind(b"\0", 0, pos) + 1, pos + 1))
+            pos = strings.find(sym, pos + 1)
+    return np.array(sorted(set(found)), dtype=np.uint64)
+
+
+def _symbols_named(table: bytes, entsize: int, count: int, little: bool, is64: bool, names: np.ndarray) -> list[int]:
+    """Indices of the defined, non-local symbols whose st_name is one of ``names``: the whole
+    table is scanned at once instead of decoding every entry with pyelftools (a table of a
+    million symbols would take minutes one by one). Entries the scan cannot decode (a
+    short entry size, entries past the data) are left to pyelftools to report."""
+    info_at, shndx_at = (4, 6) if is64 else (12, 14)
+    if len(table) < entsize:
+        return list(range(count))
+    if not len(names):
+        return []
+    n = min(count, len(table) // entsize)
+    e = "<" if little else ">"
+
+    def column(offset: int, dtype: str) -> np.ndarray:
+        return np.ndarray((n,), dtype=e + dtype, buffer=table, offset=offset, strides=(entsize,))
+
+    wanted = np.isin(column(0, "u4").astype(np.uint64), names)
+    wanted &= column(shndx_at, "u2") != 0  # SHN_UNDEF: a reference to a blob defined elsewhere
+    wanted &= (column(info_at, "u1") >> 4) != 0  # STB_LOCAL: a copy the loader cannot see
+    return np.flatnonzero(wanted).tolist() + list(range(n, count))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -647,16 +700,53 @@ def _check_no_relocations(ctx: _Elf, sec_index: int, lo: int, hi: int, name: str
                 offset=sec["sh_offset"],
             )
         with _elf_guard(ctx.label, field, sec["sh_offset"]):
-            for k, reloc in enumerate(sec.iter_relocations()):
-                r_offset = reloc["r_offset"]
-                # A relocation patches at most 8 bytes starting at r_offset.
-                if r_offset < hi and r_offset + 8 > lo:
-                    raise UnsupportedError(
-                        f"relocation {k} (r_offset 0x{r_offset:x}) patches the bytes of blob symbol {name}",
-                        file=ctx.label,
-                        field=f"{field}[{k}].r_offset",
-                        offset=sec["sh_offset"] + k * (sec["sh_entsize"] or 8),
-                    )
+            hit = _relocation_into(sec, ctx.elf.little_endian, ctx.elf.elfclass == 64, lo, hi)
+        if hit is not None:
+            k, r_offset = hit
+            raise UnsupportedError(
+                f"relocation {k} (r_offset 0x{r_offset:x}) patches the bytes of blob symbol {name}",
+                file=ctx.label,
+                field=f"{field}[{k}].r_offset",
+                offset=sec["sh_offset"] + k * (sec["sh_entsize"] or 8),
+            )
+
+
+def _relocation_into(sec: Section, little: bool, is64: bool, lo: int, hi: int) -> tuple[int, int] | None:
+    """(index, r_offset) of the first relocation of ``sec`` that patches a byte of
+    ``[lo, hi)`` (a relocation patches at most 8 bytes from r_offset), or None. REL and RELA
+    tables are scanned at once (r_offset is the first field of an entry); RELR entries are
+    expanded one bitmap at a time, skipping bitmaps that cannot reach the range."""
+    data = sec.data()
+    word = 8 if is64 else 4
+    dtype = ("<" if little else ">") + ("u8" if is64 else "u4")
+    low = max(lo - 7, 0)
+    if isinstance(sec, RelrRelocationSection):
+        entries = np.frombuffer(data[: len(data) // word * word], dtype=dtype).tolist()
+        base = 0
+        for k, e in enumerate(entries):
+            if not e & 1:
+                if low <= e < hi:
+                    return k, e
+                base = e + word
+                continue
+            span = base + (8 * word - 1) * word
+            if base < hi and span > low:
+                bits = e >> 1
+                i = 0
+                while bits:
+                    if bits & 1 and low <= base + i * word < hi:
+                        return k, base + i * word
+                    bits >>= 1
+                    i += 1
+            base += (8 * word - 1) * word
+        return None
+    entsize = sec["sh_entsize"]
+    if entsize < word or len(data) < word:
+        return None
+    n = (len(data) - word) // entsize + 1
+    r_offset = np.ndarray((n,), dtype=dtype, buffer=data, strides=(entsize,))
+    hits = np.flatnonzero((r_offset < hi) & (r_offset >= low))
+    return (int(hits[0]), int(r_offset[hits[0]])) if len(hits) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -746,7 +836,9 @@ def _c_int(token: bytes) -> int | None:
     if m["hex"] is not None:
         value = int(m["hex"], 16)
     elif m["dec"] is not None:
-        value = int(m["dec"])
+        # Python refuses to convert more than 4300 decimal digits (ValueError); anything
+        # over 30 digits is out of every range this module checks anyway
+        value = int(m["dec"]) if len(m["dec"]) <= 30 else 10**30
     else:
         value = int(m["oct"], 8)
     return -value if m["sign"] == b"-" else value
@@ -771,6 +863,8 @@ def parse_c_source(text: bytes | str, *, file: str = "<c-source>") -> list[Locat
         decl = _C_ARRAY_AFTER.match(code, hit.end())
         if decl is None or _C_TYPE_BEFORE.search(code, max(0, begin - 64), begin) is None:
             continue  # a use of the name (registration call, pointer), not an array
+        if code[begin] in b"0123456789":
+            continue  # not an identifier (C reads "0__tvm_..." as a malformed number)
         name = code[begin : hit.end()].decode("ascii")
         split = split_blob_symbol(name)
         if split is None:
@@ -840,13 +934,7 @@ def _parse_c_initializer(
     region = code[start:close]
     data = _hex_initializer_fast(region)
     if data is None:
-        tokens = region.split(b",")
-        if tokens and not tokens[-1].strip():
-            tokens.pop()  # trailing comma
-        values = [_c_int(t) for t in tokens]
-        if None in values or any(not -128 <= v <= 255 for v in values if v is not None):
-            _raise_bad_element(raw, tokens, values, start, name, file)
-        data = bytes(v & 0xFF for v in values)  # type: ignore[operator]
+        data = _initializer(region, raw, start, name, file)
     count_text = decl["count"].strip()
     if count_text:
         declared = _c_int(count_text)
@@ -874,11 +962,47 @@ def _parse_c_initializer(
     )
 
 
+_WINDOW = 1 << 16
+_UNSIGNED_DECIMALS = re.compile(rb"[0-9,\s]*")
+_LEADING_ZERO = re.compile(rb"(?<![0-9])0[0-9]")  # an octal literal: C reads 010 as 8
+
+
+def _initializer(region: bytes, raw: bytes, start: int, name: str, file: str) -> bytes:
+    """Decode an initializer in any spelling, window by window (a window ends at a comma),
+    so that memory stays near the size of the result and a bad element is found by
+    checking one window token by token. Plain unsigned decimals take a quick path."""
+    out = bytearray()
+    pos = index = 0
+    n = len(region)
+    while pos < n:
+        cut = region.find(b",", min(n, pos + _WINDOW))
+        end = n if cut < 0 else cut + 1
+        window = region[pos:end]
+        tokens = window.split(b",")
+        if end < n or not tokens[-1].strip():
+            tokens.pop()  # what follows the window's last comma (a trailing comma at the very end)
+        chunk = None
+        if _UNSIGNED_DECIMALS.fullmatch(window) and not _LEADING_ZERO.search(window):
+            try:
+                chunk = bytes(map(int, tokens))  # ValueError for an empty element or one over 255
+            except ValueError:
+                chunk = None
+        if chunk is None:
+            values = [_c_int(t) for t in tokens]
+            if None in values or any(not -128 <= v <= 255 for v in values if v is not None):
+                _raise_bad_element(raw, tokens, values, start + pos, name, file, index)
+            chunk = bytes(v & 0xFF for v in values)  # type: ignore[operator]
+        out += chunk
+        index += len(tokens)
+        pos = end
+    return bytes(out)
+
+
 def _raise_bad_element(
-    raw: bytes, tokens: list[bytes], values: list[int | None], start: int, name: str, file: str
+    raw: bytes, tokens: list[bytes], values: list[int | None], start: int, name: str, file: str, first: int = 0
 ) -> None:
     pos = start
-    for index, (token, value) in enumerate(zip(tokens, values, strict=True)):
+    for index, (token, value) in enumerate(zip(tokens, values, strict=True), first):
         if value is None or not -128 <= value <= 255:
             where = pos + (len(token) - len(token.lstrip()))
             shown = token.strip()[:40].decode("latin-1")
@@ -905,9 +1029,9 @@ _TAR_FAILURES: tuple[type[BaseException], ...] = (
     tarfile.TarError,
     OSError,
     EOFError,
-    zlib.error,
-    lzma.LZMAError,
     ValueError,
+    OverflowError,  # a numeric field in base-256 beyond any offset
+    RecursionError,  # tarfile reads chained extended headers recursively (also bounded before)
 )
 
 
@@ -925,8 +1049,35 @@ _DEVC_MEMBER = re.compile(r".*devc\.(?:o|obj|c|cc|cpp)")
 
 def _locate_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
     stream.seek(0)
+    kind = _compression(stream.read(8))
+    stream.seek(0)
+    if kind is None:
+        return _locate_plain_tar(stream, label, max_size, max_members)
+    # Decompressed once, with the archive reader's bounds, into a temporary file: the tar is
+    # then read (and seeked in) without decompressing again.
+    with tempfile.TemporaryFile() as plain:
+        try:
+            _compress.decompress_to(stream, kind, plain, _tar_bound(max_size, max_members), file=label)
+        except MlfError as exc:
+            if exc.field is None:
+                exc.field = "tar"
+            raise
+        plain.seek(0)
+        return _locate_plain_tar(plain, label, max_size, max_members)  # type: ignore[arg-type]
+
+
+def _tar_bound(max_size: int, max_members: int) -> int:
+    """The most bytes a tar within the limits can hold: member data, max_size of trailing
+    padding, and two header blocks (a long-name block and the header) per member."""
+    return (_TAR_TOTAL_FACTOR + 1) * max_size + (max_members + 2) * 1024 + 20 * 512
+
+
+def _locate_plain_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -> list[LocatedBlob]:
+    size = _stream_size(stream)
+    _tar.check_extended_header(stream, 0, size, label)  # tarfile reads the first header at once
+    stream.seek(0)
     try:
-        tf = tarfile.open(fileobj=stream, mode="r:*")
+        tf = tarfile.open(fileobj=stream, mode="r:")
     except _TAR_FAILURES as exc:
         raise _tar_error(exc)(
             f"not a readable tar archive: {exc}", file=label, field="tar", offset=0
@@ -957,8 +1108,11 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
     seen: set[str] = set()
     total = 0
     index = 0
+    size = _stream_size(tf.fileobj)  # type: ignore[arg-type]
     while True:
         try:
+            _tar.check_extended_header(tf.fileobj, tf.offset, size, label)  # type: ignore[arg-type]
+            tf.fileobj.seek(tf.offset)  # type: ignore[union-attr]
             info = tf.next()
         except _TAR_FAILURES as exc:
             raise _tar_error(exc)(
@@ -988,6 +1142,14 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
             )
         if info.isdir():
             continue
+        if info.sparse is not None or info.type == tarfile.GNUTYPE_SPARSE:
+            raise UnsafeArchiveError(
+                f"member {info.name!r} is a sparse file", file=label, field=field, offset=info.offset
+            )
+        if info.size < 0:
+            raise MalformedError(
+                f"member {info.name!r} has a negative size ({info.size})", file=label, field=field, offset=info.offset
+            )
         if not info.isreg():
             raise UnsafeArchiveError(
                 f"member {info.name!r} is a device, FIFO or other special file",
@@ -1017,9 +1179,9 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
             )
         # Declared sizes bound the decompression work spent skipping over member data.
         total += info.size
-        if total > max_size * 4:
+        if total > max_size * _TAR_TOTAL_FACTOR:
             raise UnsafeArchiveError(
-                f"archive members total more than {max_size * 4} bytes",
+                f"archive members total more than {max_size * _TAR_TOTAL_FACTOR} bytes",
                 file=label,
                 field=field,
                 offset=info.offset,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlf_spec.errors import MlfError, OutputExistsError
+from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError
 
 from . import _batch, add_command
 from ._text import printable
@@ -164,7 +164,10 @@ def _extract(args: argparse.Namespace) -> int:
     if out.suffix in (".c", ".cc"):
         symbol = args.symbol or loc.symbol or _locate.SYMBOL_FFI
         prefix = loc.prefix or None
-        text = _locate.c_source_for_blob(loc.data, symbol, prefix)
+        try:
+            text = _locate.c_source_for_blob(loc.data, symbol, prefix)
+        except ValueError as exc:  # an ELF symbol (or --symbol) that is no C identifier
+            raise UnsupportedError(f"cannot write a C array: {exc}", file=args.file, field=loc.name) from None
         from mlf_spec._io import atomic_write_bytes
 
         atomic_write_bytes(out, text.encode("ascii"))

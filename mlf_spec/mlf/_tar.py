@@ -15,18 +15,23 @@ ustar block; the archive ends with two zero blocks and is padded to 10240 bytes.
 
 from __future__ import annotations
 
+import math
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from mlf_spec import _compress
 from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
 
 BLOCK = 512
 RECORD = 20 * BLOCK
 DEFAULT_MAX_MEMBER = 1 << 30
-DEFAULT_MAX_MEMBERS = 200_000
+DEFAULT_MAX_MEMBERS = 20_000
 MAX_EXTENDED_HEADER = 1 << 20
+MAX_EXTENDED_CHAIN = 8  # extended headers (PAX x/g, GNU L/K) in a row before one member
+MAX_NAME_LENGTH = 4096  # characters of a member name (PATH_MAX on Linux)
+MAX_NAME_DEPTH = 64  # components of a member path (TVM's deepest are about ten)
 
 FILE, DIRECTORY = "file", "directory"
 
@@ -54,12 +59,22 @@ class TarEntry:
 
 def normalize(name: str, *, file: str | None, offset: int | None) -> str:
     """The path of a member name relative to the archive root (``.`` for the root).
-    Raises UnsafeArchiveError for names that could leave the root."""
+    Raises UnsafeArchiveError for names that could leave the root, and for names longer
+    than MAX_NAME_LENGTH or deeper than MAX_NAME_DEPTH (work on paths stays bounded)."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise UnsafeArchiveError(f"member name of {len(name)} characters (the limit is {MAX_NAME_LENGTH})", file=file,
+                                 field=name[:200] + "...", offset=offset)
+    if name.count("/") > 2 * MAX_NAME_DEPTH:
+        raise UnsafeArchiveError(f"member path deeper than {MAX_NAME_DEPTH} components", file=file,
+                                 field=name[:200] + "...", offset=offset)
     if "\\" in name:
         raise UnsafeArchiveError("member name contains a backslash", file=file, field=name, offset=offset)
     if name.startswith("/") or (len(name) > 1 and name[1] == ":" and name[0].isalpha()):
         raise UnsafeArchiveError("absolute member name", file=file, field=name, offset=offset)
     parts = [p for p in name.split("/") if p not in ("", ".")]
+    if len(parts) > MAX_NAME_DEPTH:
+        raise UnsafeArchiveError(f"member path deeper than {MAX_NAME_DEPTH} components", file=file,
+                                 field=name[:200] + "...", offset=offset)
     if ".." in parts:
         raise UnsafeArchiveError("member name has a '..' component", file=file, field=name, offset=offset)
     if any("\x00" in p for p in parts):
@@ -76,20 +91,25 @@ _KIND = {
 }
 
 
-def _precheck(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
-    """Refuse an extended header (PAX, GNU long name) larger than MAX_EXTENDED_HEADER
-    before tarfile reads it into memory."""
-    f.seek(offset)
-    block = f.read(BLOCK)
-    if len(block) < BLOCK:
-        return
-    if block[156:157] in (b"x", b"g", b"L", b"K"):
+def check_extended_header(f: IO[bytes], offset: int, size: int, file: str | None) -> None:
+    """Refuse the extended headers (PAX, GNU long name) in front of the member at
+    ``offset`` when one is larger than MAX_EXTENDED_HEADER or than what follows it, or
+    when more than MAX_EXTENDED_CHAIN come in a row (tarfile reads each into memory, and
+    a chain recursively), before tarfile reads them."""
+    at = offset
+    for _ in range(MAX_EXTENDED_CHAIN + 1):
+        f.seek(at)
+        block = f.read(BLOCK)
+        if len(block) < BLOCK or block[156:157] not in (b"x", b"g", b"L", b"K"):
+            return
         try:
             n = tarfile.nti(block[124:136])
         except (tarfile.InvalidHeaderError, ValueError):
             return
-        if n > MAX_EXTENDED_HEADER or offset + BLOCK + n > size:
-            raise LengthError(f"extended header of {n} bytes", file=file, offset=offset)
+        if n < 0 or n > MAX_EXTENDED_HEADER or at + BLOCK + n > size:
+            raise LengthError(f"extended header of {n} bytes", file=file, offset=at)
+        at += BLOCK + -(-n // BLOCK) * BLOCK
+    raise MalformedError(f"more than {MAX_EXTENDED_CHAIN} extended headers in a row", file=file, offset=offset)
 
 
 def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member_size: int = DEFAULT_MAX_MEMBER,
@@ -97,11 +117,13 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
     """Yield the members of an uncompressed tar in ``f`` (seekable, ``size`` bytes), one at a
     time, after the safety checks. At the end the generator returns the offset where the
     end-of-archive blocks start (``StopIteration.value``)."""
+    check_extended_header(f, 0, size, file)  # TarFile() reads the first header at once
+    f.seek(0)
     try:
         tar = tarfile.TarFile(fileobj=f, mode="r", encoding="utf-8", errors="surrogateescape")
     except tarfile.TarError as exc:
         raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
-    except (EOFError, OSError, ValueError, UnicodeError, OverflowError) as exc:
+    except (EOFError, OSError, ValueError, UnicodeError, OverflowError, RecursionError) as exc:
         raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
     seen: dict[str, str] = {}
     count = 0
@@ -112,7 +134,7 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
     tar.firstmember = None
     while True:
         here = tar.offset
-        _precheck(f, here, size, file)
+        check_extended_header(f, here, size, file)
         f.seek(here)
         try:
             info = tar.next()
@@ -130,7 +152,9 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         name = info.name
         kind = _KIND.get(info.type)
         if kind is None and info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE):
-            kind = "fifo"
+            kind = "sparse file" if info.type == tarfile.GNUTYPE_SPARSE else f"special member (type {info.type!r})"
+        if kind is None and info.sparse is not None:
+            kind = "sparse file (PAX)"
         if kind is not None:
             raise UnsafeArchiveError(f"member is a {kind}; only files and directories are allowed", file=file,
                                      field=name, offset=info.offset)
@@ -147,6 +171,11 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         if mtype == FILE and path == ".":
             raise UnsafeArchiveError("a file member at the archive root path", file=file, field=name, offset=info.offset)
         seen[path] = mtype
+        if info.size < 0:
+            raise MalformedError(f"negative member size {info.size}", file=file, field=name, offset=info.offset)
+        if not math.isfinite(info.mtime):  # a PAX mtime of "inf" or "1e999", which no header can hold again
+            raise MalformedError(f"mtime {info.mtime} is not a finite number", file=file, field=name,
+                                 offset=info.offset)
         if info.size > max_member_size:
             raise UnsafeArchiveError(f"member of {info.size} bytes exceeds the limit of {max_member_size}", file=file,
                                      field=name, offset=info.offset)
@@ -375,34 +404,14 @@ def end_blocks(offset: int) -> bytes:
     return b"\0" * (2 * BLOCK + ((-offset) % RECORD))
 
 
-def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None) -> int:
-    """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes."""
-    import bz2
-    import gzip
-    import lzma
-    import zlib
-
-    def opener(f: IO[bytes]) -> Any:
-        if kind == "gzip":
-            return gzip.GzipFile(fileobj=f)
-        return bz2.BZ2File(f) if kind == "bzip2" else lzma.LZMAFile(f)  # these take the file object first
-
-    total = 0
-    try:
-        with opener(src) as z:
-            while True:
-                chunk = z.read(1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise UnsafeArchiveError(f"decompressed archive exceeds {limit} bytes", file=file)
-                dst.write(chunk)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
-        raise MalformedError(f"cannot decompress ({kind}): {exc}", file=file) from None
-    return total
+def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None,
+                  memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> int:
+    """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes (see
+    :func:`mlf_spec._compress.decompress_to`: gzip, bzip2 and xz with the same limits)."""
+    return _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
 
 
 __all__ = ["BLOCK", "DEFAULT_MAX_MEMBER", "DIRECTORY", "FILE", "GNU_MAGIC", "RECORD", "HeaderInfo", "TarEntry",
-           "check_end", "decompress_to", "describe_header", "encode_header", "end_blocks", "normalize", "read_entries"]
+           "check_end", "check_extended_header", "decompress_to", "describe_header", "encode_header", "end_blocks",
+           "normalize", "read_entries"]
 

@@ -47,6 +47,8 @@ from . import metadata as _md
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 DEFAULT_MAX_MEMBER_SIZE = _tar.DEFAULT_MAX_MEMBER
+DEFAULT_MAX_MEMBERS = _tar.DEFAULT_MAX_MEMBERS
+DEFAULT_MAX_TOTAL_SIZE = 8 << 30
 METADATA: str = _layout.ENTRIES["metadata"]["path"]
 
 
@@ -71,6 +73,9 @@ class Member:
         self.pax_headers = dict(pax_headers or {})
         self.raw_header = raw_header
         self.header: _tar.HeaderInfo | None = _tar.describe_header(raw_header) if raw_header else None
+        # the bytes between the data and the next block as read, when they are not zeros
+        # (kept so that such an archive is still written back byte for byte)
+        self.raw_padding: bytes | None = None
         self._loader = loader
         self.group = group
 
@@ -323,6 +328,7 @@ class Archive:
         buf = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         m.size = len(buf)
         m.raw_header = None
+        m.raw_padding = None
         m._loader = lambda b=buf: b  # type: ignore[misc]
         if mtime is not None:
             m.mtime = mtime
@@ -442,7 +448,8 @@ class Archive:
                 yield data
                 pad = (-m.size) % _tar.BLOCK
                 if pad:
-                    yield b"\0" * pad
+                    raw = m.raw_padding
+                    yield raw if raw is not None and len(raw) == pad else b"\0" * pad
                 offset += m.size + pad
         yield self.trailer if self.trailer is not None else _tar.end_blocks(offset)
 
@@ -474,24 +481,30 @@ class Archive:
         for m in self.members:
             if m.path == ".":
                 continue
-            parts = m.path.split("/")
-            cur = root
-            for p in parts[:-1]:
-                cur = cur / p
-                _ensure_dir(cur, root)
-            target = cur / parts[-1]
-            if m.is_dir:
-                _ensure_dir(target, root)
-                continue
-            if target.is_symlink():
-                raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(target))
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-            fd = os.open(target, flags, 0o644)
-            with os.fdopen(fd, "wb") as f:
-                f.write(m.view())
-            with contextlib.suppress(OSError):
-                os.chmod(target, (m.mode & 0o777) or 0o644)
+            try:
+                self._extract_member(m, root)
+            except OSError as exc:  # e.g. a name component longer than the file system allows
+                raise MlfError(f"cannot extract: {exc.strerror or exc}", file=os.fspath(root), field=m.name) from None
         return root
+
+    def _extract_member(self, m: Member, root: Path) -> None:
+        parts = m.path.split("/")
+        cur = root
+        for p in parts[:-1]:
+            cur = cur / p
+            _ensure_dir(cur, root)
+        target = cur / parts[-1]
+        if m.is_dir:
+            _ensure_dir(target, root)
+            return
+        if target.is_symlink():
+            raise UnsafeArchiveError("a symbolic link is in the way", file=os.fspath(target))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(m.view())
+        with contextlib.suppress(OSError):
+            os.chmod(target, (m.mode & 0o777) or 0o644)
 
     # ------------------------------------------------------------- lifetime
 
@@ -499,6 +512,15 @@ class Archive:
         """Release mappings and files (views of member data must not outlive it)."""
         for mod in (self._modules or {}).values():
             mod.close()
+        # modules point back at the archive: without this cycle, the mapping goes as soon
+        # as the last view of it does (a view left in a traceback keeps mmap.close() from
+        # working, and a cycle would keep the descriptor open until the garbage collector ran)
+        self._modules = None
+        if isinstance(self.trailer, memoryview):
+            # the archive's own view of the end blocks would keep the mapping (and, for a
+            # compressed source, the decompressed temporary file) open after close
+            self.trailer.release()
+            self.trailer = None
         if self._closer is not None:
             self._closer()
             self._closer = None
@@ -527,7 +549,7 @@ def _ensure_dir(path: Path, root: Path) -> None:
 
 
 def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # noqa: A001
-         max_members: int = _tar.DEFAULT_MAX_MEMBERS, max_total_size: int = 1 << 36) -> Archive:
+         max_members: int = DEFAULT_MAX_MEMBERS, max_total_size: int = DEFAULT_MAX_TOTAL_SIZE) -> Archive:
     """Open an MLF archive: a path to a tar (uncompressed, or gzip/bz2/xz: decompressed to a
     temporary file first) or to a directory (an extracted archive), bytes, or a binary file
     object. Headers are read streaming and checked; member data stays where it is (mmap)
@@ -545,8 +567,10 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
                           max_total_size=max_total_size)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = source if isinstance(source, bytes) else bytes(source)
+        # the BytesIO shares ``data`` while it is only read; member views come from ``data``
+        # itself (BytesIO.getbuffer() would copy it)
         return _open_file(io.BytesIO(data), name, own=True, max_member_size=max_member_size,
-                          max_members=max_members, max_total_size=max_total_size)
+                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data))
     if hasattr(source, "read"):
         seekable = False
         with contextlib.suppress(Exception):
@@ -602,7 +626,7 @@ def _buffer_of(f: IO[bytes], size: int) -> tuple[Any, Any]:
 
 
 def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_members: int,
-               max_total_size: int) -> Archive:
+               max_total_size: int, buffer: memoryview | None = None) -> Archive:
     closers: list[Any] = []
     if own:
         closers.append(f.close)
@@ -628,7 +652,7 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
         elif not head:
             raise _tar.MalformedError("empty file: not a tar archive", file=name, offset=0)
         size = _size_of(f)
-        buf, close_buf = _buffer_of(f, size)
+        buf, close_buf = (buffer, None) if buffer is not None and compression is None else _buffer_of(f, size)
         if close_buf is not None:
             closers.append(close_buf)
         members: list[Member] = []
@@ -640,10 +664,16 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 end = stop.value
                 break
             loader = _slicer(buf, e.data_offset, e.size) if e.type == _tar.FILE else None
-            members.append(Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
-                                  gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
-                                  pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
-                                  group=_group_of(e.path)))
+            m = Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
+                       gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
+                       pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
+                       group=_group_of(e.path))
+            if e.type == _tar.FILE and e.size % _tar.BLOCK:
+                end_of_data = e.data_offset + e.size
+                padding = bytes(buf[end_of_data:end_of_data + (-e.size) % _tar.BLOCK])
+                if padding.strip(b"\0"):
+                    m.raw_padding = padding
+            members.append(m)
         _tar.check_end(f, end, size, file=name)
         trailer = memoryview(buf)[end:size]
     except BaseException:
@@ -833,4 +863,4 @@ def build(metadata: _md.Metadata | Any, files: Mapping[str, bytes | str], *, ver
     return a
 
 
-__all__ = ["DEFAULT_MAX_MEMBER_SIZE", "Archive", "Member", "Module", "build", "open"]
+__all__ = ["DEFAULT_MAX_MEMBERS", "DEFAULT_MAX_MEMBER_SIZE", "DEFAULT_MAX_TOTAL_SIZE", "Archive", "Member", "Module", "build", "open"]

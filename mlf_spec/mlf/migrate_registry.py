@@ -99,7 +99,9 @@ def _device_hints(ctx: Context) -> list[int]:
     """Device types the archive states elsewhere: main's devices (full-model) or the
     operator TIR files."""
     memory = ctx.record.get("memory")
-    main = memory.get("functions", {}).get("main") if isinstance(memory, dict) else None
+    # an operator document's memory maps PrimFunc names to buffers: one may be "functions"
+    functions = memory.get("functions") if isinstance(memory, dict) else None
+    main = functions.get("main") if isinstance(functions, dict) else None
     if isinstance(main, list) and main and all(isinstance(e, dict) and "device" in e for e in main):
         return sorted({e["device"] for e in main})
     if ctx.files is not None and ctx.files.tir_device_types:
@@ -171,7 +173,9 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if files is None or files.graph is None:
         return None
     memory = ctx.record.get("memory")
-    main = memory.get("functions", {}).get("main") if isinstance(memory, dict) else None
+    # an operator document's memory maps PrimFunc names to buffers: one may be "functions"
+    functions = memory.get("functions") if isinstance(memory, dict) else None
+    main = functions.get("main") if isinstance(functions, dict) else None
     if not isinstance(main, list) or len(main) != 1 or not isinstance(main[0], dict):
         return None
     g = files.graph

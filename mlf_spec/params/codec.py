@@ -53,7 +53,8 @@ _SIG = slice(TensorRecord._fields.index("dtype_code"), TensorRecord._fields.inde
 
 class StoredTensor:
     """A tensor kept as its stored bytes plus its DLDataType (sub-byte, vector-lane,
-    handle, custom and unknown dtypes). ``data`` holds ``numel * ceil(bits/8)`` bytes."""
+    handle, custom and unknown dtypes, and empty tensors whose other dimensions multiply
+    past what a NumPy array can describe). ``data`` holds ``numel * ceil(bits/8)`` bytes."""
 
     __slots__ = ("dtype", "shape", "data")
 
@@ -233,6 +234,24 @@ def _describe_tensor(t: Tensor) -> str:
     return f"array({t.dtype}, {t.shape})"
 
 
+_MAX_NUMPY_BYTES = np.iinfo(np.intp).max
+
+
+def _numpy_holds(dt: _dt.DType, shape: tuple[int, ...]) -> bool:
+    """Whether a NumPy array can describe ``shape`` of ``dt``: NumPy refuses a shape whose
+    non-zero dimensions multiply (times the item size) past its index range, even when
+    another dimension is 0 and the tensor is empty (TVM reads such a file)."""
+    if dt.numpy is None:
+        return False
+    n = dt.numpy.itemsize
+    for d in shape:
+        if d:
+            n *= d
+            if n > _MAX_NUMPY_BYTES:
+                return False
+    return True
+
+
 def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True) -> ParamsFile:
     """Read a .params file from a path, bytes or a binary file object.
 
@@ -309,7 +328,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
             step = starts[i + 1] - starts[i]
             block = new_array((count, n), np.uint8, arena, starts[i], (step, 1))
             block[...] = new_array((count, n), np.uint8, buf, r.data_offset, (stride, 1))
-            if dt.numpy is not None:
+            if dt.numpy is not None:  # n > 0 here, so the shape fits the file and NumPy
                 itemsize = dt.numpy.itemsize
                 inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
                 values.extend(new_array((count, *r.shape), dt.numpy, arena, starts[i], (step, *inner)))
@@ -323,7 +342,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
                 _pread_into(fd, dst[start:start + n], r.data_offset)
             else:
                 dst[start:start + n] = src[r.data_offset:r.data_offset + n]
-        if dt.numpy is not None:
+        if dt.numpy is not None and (n or _numpy_holds(dt, r.shape)):  # n > 0: the shape fits the file
             values.append(new_array(r.shape, dt.numpy, arena, start))
         else:
             values.append(StoredTensor(dt, r.shape, arena[start:start + n]))
@@ -386,7 +405,7 @@ class LazyParams(Mapping):
     def tensor(self, info: TensorInfo) -> Tensor:
         """The tensor of one :attr:`index` entry (duplicates included): a zero-copy array,
         or a StoredTensor for dtypes NumPy cannot hold."""
-        if info.dtype.numpy is None:
+        if not _numpy_holds(info.dtype, info.shape):
             return StoredTensor(info.dtype, info.shape, self.raw(info))
         return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
 

@@ -194,6 +194,15 @@ def find_where(seq: Any, name: str, value: Any) -> Any:
     return None
 
 
+def find_last_where(seq: Any, name: str, value: Any) -> Any:
+    """The last record of ``seq`` with ``value`` in field ``name`` (None if there is none)."""
+    found = None
+    for rec in seq:
+        if _field_of(rec, name) == value:
+            found = rec
+    return found
+
+
 def acyclic(row_ptr: Any, child_indices: Any) -> bool:
     """Whether the CSR graph (row i -> child_indices[row_ptr[i]:row_ptr[i+1]]) has no
     cycle. Iterative, linear in its size; indices out of range are not edges."""

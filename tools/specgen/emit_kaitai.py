@@ -488,6 +488,7 @@ class Translator:
             "unique": "no set or reduction over an array in Kaitai expressions",
             "count_where": "no reduction over an array in Kaitai expressions (kaitai_struct#291)",
             "find_where": "no search over an array in Kaitai expressions",
+            "find_last_where": "no search over an array in Kaitai expressions",
             "acyclic": "a graph walk needs a visited set and a loop; Kaitai expressions have neither",
             "remaining": "remaining() outside a size",
         }

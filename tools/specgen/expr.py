@@ -9,6 +9,7 @@ translates the checked tree into its own target form.
 Structural helpers (for import trees and keyed lists): ``nondecreasing(seq)``,
 ``unique(seq)``, ``count_where(records, "field", value)``, ``find_where(records,
 "field", value)`` (the first such record, whose fields can then be named with ``.``),
+``find_last_where(records, "field", value)`` (the last such record),
 ``acyclic(row_ptr, child_indices)`` (a CSR graph without cycles), ``at_least(version,
 "0.14")`` (a TVM version string is that version or later), ``decimal(s)`` (a decimal
 string's value, -1 if it is none) and ``remaining()`` (bytes left in the enclosing
@@ -23,7 +24,8 @@ from collections.abc import Callable
 
 FUNCTIONS = {"len", "numel", "ceil_div", "min", "max"}
 # Helpers beyond arithmetic: generated code imports them from generated/_fastlib.py.
-HELPERS = {"nondecreasing", "unique", "count_where", "find_where", "acyclic", "at_least", "decimal", "remaining"}
+HELPERS = {"nondecreasing", "unique", "count_where", "find_where", "find_last_where", "acyclic", "at_least", "decimal",
+           "remaining"}
 FUNCTIONS |= HELPERS
 
 _ALLOWED = (

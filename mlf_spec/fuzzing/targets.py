@@ -1,0 +1,721 @@
+"""The fuzz targets: one function per reader or checker, and the registry that the
+libFuzzer entry points (``fuzz/<name>_fuzzer.py``), the campaign script and the test
+suite share.
+
+A target takes the raw input bytes, calls a reader through :func:`attempt` (so that any
+exception other than MlfError is an :class:`InvariantBreak`), and asserts what the reader
+promises for input it accepts: exact round trips, agreement between readers of the same
+bytes, well-formed outputs. :func:`run` adds the process-level invariants (memory budget,
+writes confined to a temporary directory, no leaked files or descriptors).
+
+Adding a target is one call::
+
+    reader_target("params_check", "params", lambda d: params.check(d), seeds="params", mutator=params_mutator)
+
+or a decorated function for targets with more to assert (see the ones below).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlf_spec.errors import MlfError
+
+from . import seeds as _seeds
+from .invariants import InvariantBreak, MemoryBudget, Sandbox, agree, attempt, guarded, same_bytes
+from .mutators import FirstOf, Mutator, Prefixed
+
+#: The limits the archive and container targets open inputs with (the readers' own
+#: defaults are for real artifacts and allow gigabytes; a fuzzer input that decompresses
+#: past these is refused, which is itself a path worth fuzzing).
+FUZZ_LIMITS = {"max_member_size": 8 << 20, "max_members": 10_000, "max_total_size": 16 << 20}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A fuzz target: ``run(data)`` exercises readers and asserts their promises.
+
+    ``format`` groups targets in campaign reports; ``seeds`` names a seed function in
+    :data:`mlf_spec.fuzzing.seeds.SEEDS`; ``mutator`` makes the structure-aware mutator (a
+    factory, called once per process); ``memory`` is the peak allocation allowed per input;
+    ``size_of`` the input size the budget scales with (the decompressed size for
+    containers); ``modules`` are the reader modules whose branch coverage the campaign
+    reports, ``instrument`` the module prefixes atheris instruments, ``imports`` the
+    modules imported (so instrumented) before fuzzing starts when ``modules`` and what they
+    import are not all the target runs; ``max_len`` the largest input libFuzzer makes."""
+
+    name: str
+    format: str
+    run: Callable[[bytes], None]
+    seeds: str
+    mutator: Callable[[], Mutator | None] = lambda: None
+    memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(64))
+    size_of: Callable[[bytes], int] = len
+    modules: tuple[str, ...] = ()
+    instrument: tuple[str, ...] = ("mlf_spec",)
+    imports: tuple[str, ...] = ()
+    max_len: int = 1 << 16
+    doc: str = ""
+
+
+TARGETS: dict[str, Target] = {}
+
+#: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
+READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
+           "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
+           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec.mlf.layout",
+           "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
+           "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params")
+
+
+def register(t: Target) -> Target:
+    """Add a target to :data:`TARGETS` (its name must be new)."""
+    if t.name in TARGETS:
+        raise ValueError(f"fuzz target {t.name!r} exists")
+    TARGETS[t.name] = t
+    return t
+
+
+def target(name: str, format: str, **kw: Any) -> Callable[[Callable[[bytes], None]], Callable[[bytes], None]]:  # noqa: A002
+    """Decorator form of :func:`register` (keywords as for :class:`Target`)."""
+
+    def deco(fn: Callable[[bytes], None]) -> Callable[[bytes], None]:
+        register(Target(name, format, fn, doc=(fn.__doc__ or "").strip(), **kw))
+        return fn
+
+    return deco
+
+
+def reader_target(name: str, format: str, call: Callable[[bytes], Any], **kw: Any) -> Target:  # noqa: A002
+    """A target that only asserts the basic promise of ``call(data)``: a result or an
+    MlfError (plus the process-level invariants)."""
+
+    def run(data: bytes) -> None:
+        attempt(call, data)
+
+    return register(Target(name, format, run, doc=f"{name}: a result or an MlfError.", **kw))
+
+
+def run(t: Target | str, data: bytes, *, sandbox: Sandbox | None = None, check_memory: bool = True) -> None:
+    """Run target ``t`` on ``data`` under every invariant; raises InvariantBreak."""
+    t = TARGETS[t] if isinstance(t, str) else t
+    budget = t.memory
+    if check_memory and t.size_of is not len:
+        size = t.size_of(data)
+        budget = MemoryBudget(t.memory.factor * size / max(1, len(data)), t.memory.base)
+    guarded(t.run, data, budget=budget, sandbox=sandbox, check_memory=check_memory)
+
+
+# ----------------------------------------------------------------- mutators
+
+
+@functools.cache
+def params_mutator() -> Mutator:
+    """Spec mutator over the .params grammar."""
+    from mlf_spec.generated import params_ir
+
+    from .mutate_spec import SpecMutator
+
+    return SpecMutator(params_ir.STRUCTS, [("params_file", None)], words=("w", "b", "p0", "", "\udcff"))
+
+
+def _blob_words() -> list[str]:
+    from mlf_spec import blob
+
+    return sorted(set(blob.known_kinds("ffi")) | set(blob.known_kinds("legacy")) | {"_lib", "_import_tree", "my_npu"})
+
+
+@functools.cache
+def blob_mutator() -> Mutator:
+    """Spec mutator over both blob layouts, every era the strategies imitate."""
+    from mlf_spec import strategies as ms
+    from mlf_spec.generated import blob_ffi_ir, blob_legacy_ir
+
+    from .mutate_spec import SpecMutator
+
+    ffi = SpecMutator(blob_ffi_ir.STRUCTS, [("ffi_blob", e) for e in ms.BLOB_ERAS["ffi"]], words=_blob_words())
+    legacy = SpecMutator(blob_legacy_ir.STRUCTS, [("legacy_blob", e) for e in reversed(ms.BLOB_ERAS["legacy"])],
+                         words=_blob_words())
+    return FirstOf((None, ffi), (None, legacy))
+
+
+@functools.cache
+def _payload_mutator(fmt: str, era: tuple[int, ...], kind: str) -> Mutator | None:
+    from mlf_spec import blob
+    from mlf_spec.generated import blob_ffi_ir, blob_legacy_ir
+
+    from .mutate_spec import SpecMutator
+
+    struct = blob.known_kinds(fmt).get(kind)
+    if struct is None:
+        return None
+    structs = blob_ffi_ir.STRUCTS if fmt == "ffi" else blob_legacy_ir.STRUCTS
+    return SpecMutator(structs, [(struct, era)], words=_blob_words())
+
+
+def _payload_header(data: bytes) -> tuple[str, tuple[int, ...], str, int] | None:
+    nl = data.find(b"\n", 0, 80)
+    if nl < 0:
+        return None
+    parts = data[:nl].decode("ascii", "replace").split(" ")
+    if len(parts) != 3:
+        return None
+    fmt, era_s, kind = parts
+    try:
+        era = tuple(int(x) for x in era_s.split("."))
+    except ValueError:
+        return None
+    return fmt, era, kind, nl + 1
+
+
+@functools.cache
+def payload_mutator() -> Mutator:
+    """Mutates the payload after the ``<format> <era> <kind>`` line with the kind's grammar,
+    or the line itself (another kind, era or layout)."""
+    from mlf_spec import strategies as ms
+
+    def head(data: bytes) -> int | None:
+        h = _payload_header(data)
+        return None if h is None else h[3]
+
+    def inner(prefix: bytes) -> Mutator | None:
+        h = _payload_header(prefix)
+        return None if h is None else _payload_mutator(h[0], h[1], h[2])
+
+    def header(prefix: bytes, rng: Any) -> bytes:
+        h = _payload_header(prefix)
+        fmt = rng.choice(("ffi", "legacy")) if h is None or rng.random() < 0.3 else h[0]
+        era = rng.choice(ms.BLOB_ERAS.get(fmt, ms.BLOB_ERAS["ffi"]))
+        kind = rng.choice(_blob_words())
+        return _seeds.payload_input(fmt, era, kind, b"")
+
+    return Prefixed(head, inner, header)
+
+
+@functools.cache
+def container_mutator() -> Mutator:
+    """ELF, C source, tar and raw-blob mutators, chosen by what the input looks like."""
+    from .mutate_native import CSourceMutator, ElfMutator, c_source, elf_header
+    from .mutate_tar import TarMutator
+
+    b = blob_mutator()
+    c = CSourceMutator(b)
+    e = ElfMutator(b)
+    tar = TarMutator({"*devc.c": c, "*devc.cc": c, "*.o": e, "*.so": e}, paths=("devc.c", "devc.o", "lib0.o",
+                                                                                "sys_devc.c", "lib1.c"))
+    return FirstOf((elf_header, e), (c_source, c), (None, tar), (None, b))
+
+
+def _graph_words() -> list[str]:
+    from mlf_spec.generated import graph_json_models
+
+    from .mutate_json import model_words
+
+    return model_words(graph_json_models) + ["float32", "int8", "uint8", "float16", "bfloat16", "null", "tvm_op",
+                                             "__nop", "__copy", "list_int", "list_shape", "list_str", "int64"]
+
+
+@functools.cache
+def graph_mutator() -> Mutator:
+    """JSON mutator with the GraphExecutor JSON vocabulary."""
+    from .mutate_json import JsonMutator
+
+    return JsonMutator(_graph_words())
+
+
+def _metadata_words() -> list[str]:
+    import importlib
+
+    from mlf_spec.mlf import metadata
+
+    from .mutate_json import model_words
+
+    mods = [importlib.import_module(f"mlf_spec.generated.mlf_v{v}_models") for v in metadata.VERSIONS]
+    return model_words(*mods) + ["c -keys=cpu", "llvm", "1", "2", "12", "2022-01-01 00:00:00Z", "float32", "int8",
+                                 "tvm_standalone_crt", "mlf_path", "./runtime", "default", "tvmgen_default___tvm_main__"]
+
+
+@functools.cache
+def metadata_mutator() -> Mutator:
+    """JSON mutator with the vocabulary of every metadata version."""
+    from .mutate_json import JsonMutator
+
+    return JsonMutator(_metadata_words())
+
+
+def _layout_paths() -> list[str]:
+    from mlf_spec.mlf import layout
+
+    out = []
+    for e in layout.ENTRIES.values():
+        p = e["path"]
+        out.append(p.replace("{module}", "default").replace("{target}", "host").replace("{n}", "0")
+                   .replace("{name}", "x").replace("{ext}", "c"))
+    return sorted(set(out))
+
+
+@functools.cache
+def archive_mutator() -> Mutator:
+    """Tar mutator whose members are mutated by their own format's mutator."""
+    from .mutate_tar import TarMutator
+
+    inner = {"*metadata.json": metadata_mutator(), "*.params": params_mutator(), "*.graph": graph_mutator(),
+             "*graph.json": graph_mutator(), "*executor-config/graph/*.json": graph_mutator()}
+    return FirstOf((None, TarMutator(inner, paths=_layout_paths())), (None, metadata_mutator()))
+
+
+def decompressed_size(data: bytes) -> int:
+    """The size of ``data`` after decompression (gzip/bzip2/xz), within the fuzz limits."""
+    from mlf_spec import _compress
+    from mlf_spec import sniff as _sniff
+
+    kind = _sniff.compression(data[:8])
+    if kind is None:
+        return len(data)
+
+    class _Count(io.RawIOBase):
+        n = 0
+
+        def write(self, b: Any) -> int:
+            self.n += len(b)
+            return len(b)
+
+    sink = _Count()
+    with contextlib.suppress(MlfError):
+        _compress.decompress_to(io.BytesIO(data), kind, sink, FUZZ_LIMITS["max_total_size"], file=None)  # type: ignore[arg-type]
+    return max(len(data), sink.n)
+
+
+def _pick(data: bytes, n: int) -> int:
+    """A choice among ``n`` that depends only on the input (reproducible, spread evenly):
+    the costly targets try one variant per input instead of every one."""
+    import zlib
+
+    return zlib.crc32(data) % n
+
+
+# ----------------------------------------------------------------- .params
+
+_PARAMS_MODULES = ("mlf_spec.params.codec", "mlf_spec.params.dtypes", "mlf_spec.generated.params_fast",
+                   "mlf_spec.generated.tensor_fast", "mlf_spec._io")
+
+
+@target("params_load", "params", seeds="params", mutator=params_mutator, memory=MemoryBudget(64),
+        modules=_PARAMS_MODULES, max_len=1 << 16)
+def params_load(data: bytes) -> None:
+    """params.loads strictly, then leniently; what loads is written back byte for byte."""
+    from mlf_spec import params
+
+    for strict in (True, False):
+        p = attempt(params.loads, data, strict=strict)
+        if p is not None:
+            same_bytes(f"params.dumps(params.loads(data, strict={strict}))", attempt(params.dumps, p), data)
+            return
+
+
+@target("params_open", "params", seeds="params", mutator=params_mutator, memory=MemoryBudget(64),
+        modules=_PARAMS_MODULES, max_len=1 << 16)
+def params_open(data: bytes) -> None:
+    """params.open (lazy, over the bytes): its index agrees with params.loads and every view
+    is the stored bytes."""
+    from mlf_spec import params
+
+    lazy = attempt(params.open, data)
+    full = attempt(params.loads, data, strict=False)
+    if lazy is None:
+        if full is not None:
+            raise InvariantBreak("consistency", "params.loads(strict=False) reads what params.open rejects")
+        return
+    try:
+        if full is None:
+            raise InvariantBreak("consistency", "params.open reads what params.loads(strict=False) rejects")
+        agree("names", [i.name for i in lazy.index], [n for n, _ in full.entries])
+        last = {info.name: info for info in lazy.index}  # a repeated name reads as its last tensor, as in TVM
+        for info in list(last.values())[:256]:
+            raw = attempt(lazy.raw, info.name)
+            same_bytes(f"raw bytes of {info.name!r}", raw, data[info.offset:info.offset + info.nbytes])
+            attempt(lazy.__getitem__, info.name)
+    finally:
+        lazy.close()
+
+
+# ----------------------------------------------------------------- blobs
+
+_BLOB_MODULES = ("mlf_spec.blob.codec", "mlf_spec.generated.blob_ffi_fast", "mlf_spec.generated.blob_legacy_fast",
+                 "mlf_spec.generated.payloads_fast", "mlf_spec.generated.vm_fast")
+
+
+def _exercise_blob(b: Any, data: bytes, what: str) -> None:
+    own = len(b.data)
+    if own < len(data) and not any(f.code == "blob.after-end" for f in b.findings):
+        raise InvariantBreak("consistency", f"{what}: {len(data) - own} bytes after the blob, no blob.after-end finding")
+    # bytes after the end the size prefix states are not the blob's (a blob.after-end finding)
+    same_bytes(f"{what}.to_bytes()", attempt(b.to_bytes), data[:own])
+    for e in b.entries[:256]:
+        if e.payload is not None:
+            attempt(lambda p=e.payload: p.functions)
+            for t in attempt(e.payload.tensors)[:64]:
+                attempt(e.payload.tensor_data, t)
+    root = attempt(b.root)
+    if root is not None:
+        seen = 0
+        for _ in attempt(root.walk):
+            seen += 1
+            if seen > 10_000:
+                raise InvariantBreak("consistency", f"{what}.root().walk() does not end")
+        from mlf_spec import blob
+
+        rebuilt = attempt(blob.build, root, format=b.format, era=b.era)
+        if rebuilt is not None and not b.findings and b.format == "ffi":
+            again = attempt(blob.parse, rebuilt, format=b.format, era=b.era)
+            if again is None:
+                raise InvariantBreak("round-trip", f"blob.build of {what}.root() does not read back")
+
+
+@target("blob_parse", "blob", seeds="blob", mutator=blob_mutator, memory=MemoryBudget(64), modules=_BLOB_MODULES,
+        max_len=1 << 16)
+def blob_parse(data: bytes) -> None:
+    """blob.parse under every symbol (both layouts, every candidate era); a blob that reads
+    is written back byte for byte; its payloads, tensors and module tree are walked."""
+    from mlf_spec import blob
+    from mlf_spec.blob.locate import BLOB_SYMBOLS
+
+    for symbol in ("", *BLOB_SYMBOLS):
+        b = attempt(blob.parse, data, symbol=symbol)
+        if b is not None:
+            _exercise_blob(b, data, f"blob.parse(symbol={symbol!r})")
+
+
+@target("blob_payload", "blob", seeds="payload", mutator=payload_mutator, memory=MemoryBudget(64),
+        modules=_BLOB_MODULES, max_len=1 << 15)
+def blob_payload(data: bytes) -> None:
+    """blob.parse_payload of the kind, layout and era named on the first line; a payload
+    that reads is written back byte for byte."""
+    from mlf_spec import blob
+
+    h = _payload_header(data)
+    if h is None or h[0] not in ("ffi", "legacy"):
+        return
+    fmt, era, kind, start = h
+    body = data[start:]
+    p = attempt(blob.parse_payload, kind, body, format=fmt, era=era)
+    if p is not None:
+        same_bytes(f"parse_payload({kind!r}).to_bytes()", attempt(p.to_bytes, era), body)
+        attempt(lambda: p.functions)
+
+
+@target("blob_locate", "blob", seeds="container", mutator=container_mutator, memory=MemoryBudget(64),
+        size_of=decompressed_size, modules=("mlf_spec.blob.locate",) + _BLOB_MODULES,
+        instrument=("mlf_spec", "tarfile", "elftools"), max_len=1 << 16)
+def blob_locate(data: bytes) -> None:
+    """locate_blobs over any container (ELF, C source, tar plain or compressed, raw); each
+    blob found reads as a blob or gives an MlfError, and survives C-source round trips."""
+    from mlf_spec import blob
+    from mlf_spec.blob import locate
+
+    found = attempt(locate.locate_blobs, data, max_size=FUZZ_LIMITS["max_member_size"],
+                    max_members=FUZZ_LIMITS["max_members"])
+    for loc in found or []:
+        b = attempt(blob.parse, loc.data, symbol=loc.symbol)
+        if b is not None:
+            _exercise_blob(b, loc.data, "located blob")
+        text = attempt(locate.c_source_for_blob, loc.data, loc.symbol or locate.SYMBOL_FFI, loc.prefix or None)
+        if text is not None:
+            back = attempt(locate.parse_c_source, text)
+            agree("parse_c_source(c_source_for_blob(blob))", [x.data for x in back or []], [loc.data])
+
+
+# ----------------------------------------------------------------- JSON documents
+
+
+@target("graph_json", "graph", seeds="graph", mutator=graph_mutator, memory=MemoryBudget(256),
+        modules=("mlf_spec.graph_json", "mlf_spec._records"), max_len=1 << 15)
+def graph_json(data: bytes) -> None:
+    """graph_json.parse (strict and lenient); what parses is analysed (structure issues,
+    storage ids, inputs and outputs) and dumped in dmlc's layout, which parses to the same
+    document and dumps to the same text."""
+    from mlf_spec import graph_json as gj
+
+    strict = attempt(gj.parse, data)
+    g = attempt(gj.parse, data, lenient=True)
+    if g is None:
+        if strict is not None:
+            raise InvariantBreak("consistency", "graph_json.parse accepts strictly what it rejects leniently")
+        return
+    issues = attempt(gj.structure_issues, g)
+    if not issues:
+        attempt(gj.sid_map, g)
+        attempt(g.input_names)
+        attempt(g.output_entries)
+    text = attempt(gj.dumps, g)
+    again = attempt(gj.parse, text, lenient=True)
+    if again is None:
+        raise InvariantBreak("round-trip", "graph_json.dumps output does not parse")
+    agree("graph JSON after dumps", again.data, g.data)
+    same_bytes("graph_json.dumps twice", attempt(gj.dumps, again).encode("utf-8", "surrogatepass"),
+               text.encode("utf-8", "surrogatepass"))
+
+
+@target("metadata_json", "metadata", seeds="metadata", mutator=metadata_mutator, memory=MemoryBudget(256),
+        modules=("mlf_spec.mlf.metadata", "mlf_spec._records", "mlf_spec.generated._recordlib"), max_len=1 << 15)
+def metadata_json(data: bytes) -> None:
+    """metadata.parse (strict and lenient) and detection; a document that parses is dumped
+    as TVM's writer did, which parses to the same data and dumps to the same bytes (and to
+    the input itself when the input was in that form)."""
+    from mlf_spec import metadata
+    from mlf_spec._records import load_json
+
+    strict = attempt(metadata.parse, data)
+    md = attempt(metadata.parse, data, lenient=True)
+    if strict is not None and md is None:
+        raise InvariantBreak("consistency", "metadata.parse accepts strictly what it rejects leniently")
+    doc = attempt(load_json, data, None, "metadata.json")
+    if doc is not None:
+        attempt(metadata.detect, doc)
+        for v in metadata.VERSIONS:
+            for style in attempt(metadata.styles, v) or []:
+                attempt(metadata.check_document, doc, v, style)
+    if md is None:
+        return
+    attempt(metadata.consistent_revisions, md)
+    if md.unknown:
+        return  # unknown keys are kept for reading, not written by the typed dumper
+    out = attempt(md.dumps)
+    again = attempt(metadata.parse, out)
+    if again is None:
+        raise InvariantBreak("round-trip", "metadata dumps output does not parse strictly")
+    agree("metadata after dumps", again.to_data(), md.to_data())
+    same_bytes("metadata dumps twice", attempt(again.dumps), out)
+
+
+# ----------------------------------------------------------------- archives
+
+_ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec._compress", "mlf_spec.mlf.layout",
+                    "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph_json")
+
+
+def _plain(data: bytes) -> bytes | None:
+    from mlf_spec import _compress
+    from mlf_spec import sniff as _sniff
+
+    kind = _sniff.compression(data[:8])
+    if kind is None:
+        return data
+    out = io.BytesIO()
+    try:
+        _compress.decompress_to(io.BytesIO(data), kind, out, FUZZ_LIMITS["max_total_size"], file=None)
+    except MlfError:
+        return None
+    return out.getvalue()
+
+
+@target("archive_open", "archive", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(256),
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES, instrument=("mlf_spec", "tarfile"), max_len=1 << 17)
+def archive_open(data: bytes) -> None:
+    """archive.open and everything an archive offers (members, metadata, modules with their
+    params, graph and texts); written back byte for byte (the decompressed tar for a
+    compressed input); extracted into a temporary directory, which opens as the same
+    members."""
+    from mlf_spec import archive
+
+    a = attempt(archive.open, data, **FUZZ_LIMITS)
+    if a is None:
+        return
+    with a:
+        plain = _plain(data)
+        if plain is not None:
+            same_bytes("archive.open(data).to_bytes()", attempt(a.to_bytes), plain)
+        for m in a.members[:1024]:
+            attempt(m.read)
+        if attempt(lambda: a.metadata) is not None:
+            attempt(lambda: a.detection)
+            attempt(a.placements)
+            for mod in (attempt(lambda: a.modules) or {}).values():
+                for name in ("executor", "targets", "params", "graph", "relay_text", "tir_texts", "sources",
+                             "objects", "headers"):
+                    attempt(getattr, mod, name)
+                if mod.params is not None:
+                    for info in mod.params.index[:64]:
+                        attempt(mod.params.__getitem__, info.name)
+        if len(a.members) <= 64 and _pick(data, 8) == 0:  # extraction costs file system work: 1 input in 8
+            _extract_and_reopen(a)
+
+
+def _extract_and_reopen(a: Any) -> None:
+    from mlf_spec import archive
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "x"
+        if attempt(a.extract, dest) is None:
+            return
+        b = attempt(archive.open, dest, max_member_size=FUZZ_LIMITS["max_member_size"],
+                    max_members=FUZZ_LIMITS["max_members"])
+        if b is None:
+            return
+        with b:
+            files = {m.path: m.read() for m in a.members if not m.is_dir}
+            agree("files of the extracted archive", {m.path: m.read() for m in b.members if not m.is_dir}, files)
+
+
+@target("archive_check", "archive", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(256),
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES, instrument=("mlf_spec", "tarfile"), max_len=1 << 17)
+def archive_check(data: bytes) -> None:
+    """check.check: a report (findings with codes declared in the spec) or an MlfError; the
+    report is JSON-serialisable."""
+    from mlf_spec import check
+
+    r = attempt(check.check, data, **FUZZ_LIMITS)
+    if r is not None:
+        json.dumps(attempt(r.to_dict))
+
+
+@target("migrate_plan", "archive", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(256),
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",), max_len=1 << 17)
+def migrate_plan(data: bytes) -> None:
+    """migrate.plan to a version (chosen by the input): a plan (printable, JSON-serialisable)
+    or an MlfError."""
+    from mlf_spec import metadata, migrate
+
+    to = metadata.VERSIONS[_pick(data, len(metadata.VERSIONS))]
+    p = attempt(migrate.plan, data, to)
+    if p is not None:
+        with p:
+            attempt(str, p)
+            json.dumps(attempt(p.to_dict))
+
+
+def _migrated(source: bytes, to: int) -> Any:
+    """``source`` migrated to ``to`` with every loss accepted: (plan, result), or None
+    when migrate refuses it (an MlfError)."""
+    from mlf_spec import migrate
+
+    p = attempt(migrate.plan, source, to)
+    if p is None:
+        return None
+    r = attempt(migrate.apply, p, p.loss_names())
+    if r is None:
+        p.close()
+        raise InvariantBreak("consistency", f"a plan to v{to} with every loss accepted was refused")
+    return p, r
+
+
+def _reading(data: bytes) -> Any:
+    """What a migration must keep: the metadata document as data and, for an archive, every
+    other file's path and bytes (member order, header encoding, JSON layout, what follows
+    the end marker and empty directories, which a step may drop as a declared operation,
+    are the writer's, not the source's)."""
+    from mlf_spec import archive
+    from mlf_spec._records import load_json
+
+    if data.lstrip().startswith(b"{"):
+        return load_json(data, None, "metadata.json")
+    with archive.open(data) as a:
+        doc = load_json(a.read("metadata.json"), None, "metadata.json")
+        return doc, {m.path: m.read() for m in a.members if not m.is_dir and m.path != "metadata.json"}
+
+
+@target("migrate_round_trip", "migration", seeds="migration", mutator=archive_mutator, memory=MemoryBudget(512),
+        size_of=decompressed_size, modules=_ARCHIVE_MODULES + ("mlf_spec.mlf.migrate",), max_len=1 << 17)
+def migrate_round_trip(data: bytes) -> None:
+    """For an archive (or metadata.json) that migrate accepts: migrating it to another
+    version (chosen by the input), accepting every loss, gives a result of that version that
+    checks conformant; migrating that back keeps the document and every member wherever
+    the plan declared no loss, and a second round trip gives the first one's bytes exactly
+    (the writer's canonical form is a fixed point)."""
+    from mlf_spec import metadata
+
+    source = _plain(data)
+    if source is None:
+        return
+    versions = list(metadata.VERSIONS)
+    to = versions[_pick(data, len(versions))]
+    there = _migrated(source, to)
+    if there is not None and there[0].source_version == to:
+        there[0].close()
+        to = versions[(versions.index(to) + 1) % len(versions)]
+        there = _migrated(source, to)
+    if there is None:
+        return
+    p, r = there
+    with p:
+        version = p.source_version
+        if r.report is not None and (not r.report.conformant or r.report.version != to):
+            raise InvariantBreak("consistency", f"the v{version} -> v{to} result does not check conformant: "
+                                                f"{r.report.codes()}")
+        back = _migrated(r.to_bytes(), version)
+        if back is None:
+            raise InvariantBreak("round-trip", f"the v{to} result of v{version} cannot be migrated back")
+        q, b = back
+        with q:
+            if p.losses or (to < version and q.derived):
+                return
+            first = b.to_bytes()
+            agree(f"what v{version} -> v{to} -> v{version} keeps", _reading(first), _reading(source))
+        again = _migrated(first, to)
+        if again is None:
+            raise InvariantBreak("round-trip", f"the v{version} round trip result cannot be migrated to v{to}")
+        with again[0]:
+            back2 = _migrated(again[1].to_bytes(), version)
+            if back2 is None:
+                raise InvariantBreak("round-trip", f"the second v{to} result cannot be migrated back")
+            with back2[0]:
+                same_bytes(f"second v{version} -> v{to} -> v{version} round trip", back2[1].to_bytes(), first)
+
+
+def _json_output(what: str, text: str) -> None:
+    """``text`` is one JSON document (a single-input command) or JSON Lines (the reading
+    commands, one object per input)."""
+    if not text.strip():
+        return
+    try:
+        json.loads(text)
+        return
+    except ValueError:
+        pass
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                json.loads(line)
+            except ValueError:
+                raise InvariantBreak("consistency", f"{what} printed {line[:200]!r}") from None
+
+
+@target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
+        modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params"),
+        imports=READERS, max_len=1 << 17)
+def cli(data: bytes) -> None:
+    """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
+    traceback; ``--json`` output is JSON (one document or JSON Lines); status 2 comes with
+    an ``mlf-spec: error:`` line on stderr."""
+    from mlf_spec.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "input")
+        with open(path, "wb") as f:
+            f.write(data)
+        for argv in (["inspect", path, "--json"], ["check", path, "--json"], ["upgrade", path, "--dry-run", "--json"],
+                     ["params", "dump", path, "--json"], ["blob", "dump", path, "--json"]):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = attempt(main, argv)
+            what = " ".join(a for a in argv if a != path)
+            if status not in (0, 1, 2):
+                raise InvariantBreak("exception", f"{what}: exit status {status!r}")
+            errors = [line for line in err.getvalue().splitlines() if line.startswith("mlf-spec: error: ")]
+            if "Traceback" in err.getvalue() or (status == 2 and not errors):
+                raise InvariantBreak("consistency", f"{what}: status {status} with stderr {err.getvalue()[:300]!r}")
+            _json_output(what, out.getvalue())
+
+
+__all__ = ["FUZZ_LIMITS", "TARGETS", "Target", "archive_mutator", "blob_mutator", "container_mutator",
+           "decompressed_size", "graph_mutator", "metadata_mutator", "params_mutator", "payload_mutator",
+           "reader_target", "register", "run", "target"]
