@@ -218,13 +218,19 @@ class Sandbox:
                 sys.addaudithook(Sandbox._hook)
                 Sandbox._hooked = True
         previous_box, previous_tmp = Sandbox._active, tempfile.tempdir
+        previous_bytecode = sys.dont_write_bytecode
         tempfile.tempdir = str(self.root)
+        # A module imported for the first time (a command's module, in a fresh checkout)
+        # would have its bytecode cached in __pycache__: the import system's write, not the
+        # reader's, so it is not made rather than allowed.
+        sys.dont_write_bytecode = True
         Sandbox._active = self
         try:
             yield self
         finally:
             Sandbox._active = previous_box
             tempfile.tempdir = previous_tmp
+            sys.dont_write_bytecode = previous_bytecode
 
     def leftovers(self) -> list[str]:
         """Names left in the sandbox directory."""
