@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterable
 from typing import Any, Literal, get_args, get_origin
 
-from .mutators import ParseCache
+from .mutators import ParseCache, edit_list
 
 
 class _Obj(list):
@@ -176,19 +176,8 @@ class JsonMutator:
             node.clear()
 
     def _edit_list(self, node: list, rng: random.Random, slots: list) -> None:
-        op = rng.randrange(5) if node else 4
-        if op == 0:
-            del node[rng.randrange(len(node))]
-        elif op == 1:
-            i = rng.randrange(len(node))
-            node.insert(i, copy.deepcopy(node[i]))
-        elif op == 2 and len(node) > 1:
-            i, j = rng.randrange(len(node)), rng.randrange(len(node))
-            node[i], node[j] = node[j], node[i]
-        elif op == 3:
-            node.clear()
-        else:
-            node.append(copy.deepcopy(rng.choice(node)) if node and rng.random() < 0.7 else self._value(rng, slots))
+        edit_list(node, rng, lambda: [copy.deepcopy(rng.choice(node)) if node and rng.random() < 0.7
+                                      else self._value(rng, slots)])
 
 
 def _slots(holder: list) -> Iterable[tuple[Any, Any]]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from mlf_spec.spec_engine import LATEST, Builder, Span, trace
 
-from .mutators import ParseCache, pick_int
+from .mutators import ParseCache, edit_list, pick_int
 
 _INT_BITS = {"u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False), "i8": (8, True),
              "i16": (16, True), "i32": (32, True), "i64": (64, True)}
@@ -173,19 +173,7 @@ class SpecMutator:
             return None
 
     def _edit_list(self, items: list, rng: random.Random) -> None:
-        op = rng.randrange(5) if items else 4
-        if op == 0:
-            del items[rng.randrange(len(items))]
-        elif op == 1:
-            i = rng.randrange(len(items))
-            items.insert(i, copy.deepcopy(items[i]))
-        elif op == 2 and len(items) > 1:
-            i, j = rng.randrange(len(items)), rng.randrange(len(items))
-            items[i], items[j] = items[j], items[i]
-        elif op == 3:
-            items.clear()
-        elif items:
-            items.append(copy.deepcopy(rng.choice(items)))
+        edit_list(items, rng, lambda: [copy.deepcopy(rng.choice(items))] if items else [])
 
     def _edit_bytes(self, value: bytes, rng: random.Random) -> bytes:
         op = rng.randrange(4)

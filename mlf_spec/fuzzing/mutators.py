@@ -110,6 +110,26 @@ class Prefixed:
         return None if out is None else prefix + out
 
 
+def edit_list(items: list, rng: random.Random, grow: Callable[[], list]) -> None:
+    """Edit a list of a parsed input in place: delete, duplicate or swap an element, empty
+    it, or append what ``grow()`` gives (a list of zero or one element)."""
+    import copy
+
+    op = rng.randrange(5) if items else 4
+    if op == 0:
+        del items[rng.randrange(len(items))]
+    elif op == 1:
+        i = rng.randrange(len(items))
+        items.insert(i, copy.deepcopy(items[i]))
+    elif op == 2 and len(items) > 1:
+        i, j = rng.randrange(len(items)), rng.randrange(len(items))
+        items[i], items[j] = items[j], items[i]
+    elif op == 3:
+        items.clear()
+    else:  # op 4, or a swap with one element
+        items.extend(grow())
+
+
 def byte_mutate(data: bytes, max_size: int, rng: random.Random) -> bytes:
     """A plain byte-level mutation (flip, set, insert, erase, duplicate a range), for use
     where libFuzzer's own mutator (``atheris.Mutate``) is not available."""
@@ -161,5 +181,5 @@ def custom_mutator(mutator: Mutator | None, fallback: Callable[[bytes, int], byt
     return mutate
 
 
-__all__ = ["FirstOf", "Mutator", "ParseCache", "Prefixed", "byte_mutate", "custom_mutator", "interesting_ints",
+__all__ = ["FirstOf", "Mutator", "ParseCache", "Prefixed", "byte_mutate", "custom_mutator", "edit_list", "interesting_ints",
            "pick_int"]
