@@ -434,3 +434,27 @@ def test_a_pax_mtime_that_is_not_a_finite_number_is_malformed(mtime):
     data = ti.tobuf(tarfile.PAX_FORMAT) + b"x" + bytes(511) + bytes(1024)
     with pytest.raises(MalformedError, match="finite"):
         archive.open(data)
+
+
+def test_a_pax_keyword_that_is_not_utf8_is_written_back_as_its_bytes():
+    # Found by the 10^6 campaign (issue 11, migrate_round_trip): a PAX keyword read with
+    # surrogateescape raised UnicodeEncodeError when a migration wrote the member's header again.
+    record = b"a\x8ab=1"
+    size = len(record) + 2
+    size += len(str(size + len(str(size))))
+    pax = str(size).encode() + b" " + record + b"\n"
+    head = tarfile.TarInfo("././@PaxHeader")
+    head.type = tarfile.XHDTYPE
+    head.size = len(pax)
+    member = tarfile.TarInfo("./a")
+    member.size = 1
+    data = (head.tobuf(tarfile.USTAR_FORMAT) + pax + bytes(-len(pax) % 512)
+            + member.tobuf(tarfile.USTAR_FORMAT) + b"x" + bytes(511) + bytes(1024))
+    with archive.open(data) as a:
+        assert a.to_bytes() == data
+        copy = a.copy()
+        copy.replace("a", b"y")
+        rewritten = copy.to_bytes()
+    assert record + b"\n" in rewritten
+    with archive.open(rewritten) as again:
+        assert [(m.path, m.pax_headers, m.read()) for m in again.members] == [("a", {"a\udc8ab": "1"}, b"y")]

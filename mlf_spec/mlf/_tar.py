@@ -270,7 +270,9 @@ def _pax_records(headers: dict[str, str]) -> bytes:
             break
     records = b"21 hdrcharset=BINARY\n" if binary else b""
     for keyword, value in headers.items():
-        k = keyword.encode("utf-8")
+        # tarfile decodes keywords with surrogateescape: a keyword that is not UTF-8 goes back
+        # as the bytes it was read from
+        k = keyword.encode("utf-8", "surrogateescape")
         v = value.encode("utf-8", "surrogateescape") if binary else value.encode("utf-8")
         length = len(k) + len(v) + 3
         n = p = 0
