@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlf_spec.verdict import Verdict
+if TYPE_CHECKING:  # the verdict engine loads only for --tvm
+    from mlf_spec.verdict import Verdict
 
 
 @dataclass(frozen=True)
