@@ -167,6 +167,18 @@ def test_help_and_version_do_not_import_the_codecs():
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout + r.stderr
 
 
+def test_check_without_tvm_does_not_load_the_verdict_engine(tree):
+    """The verdict rules are loaded for --tvm only (start-up of `check`, benchmarks/startup.py)."""
+    code = ("import sys; from mlf_spec.cli import main\n"
+            f"rc = main(['check', {str(tree / 'a.params')!r}])\n"
+            "print('LOADED:', rc, 'mlf_spec.verdict.engine' in sys.modules)\n"
+            f"main(['params', 'check', {str(tree / 'a.params')!r}, '--tvm', '0.27'])\n"
+            "print('LOADED:', 'mlf_spec.verdict.engine' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert [line for line in r.stdout.splitlines() if line.startswith("LOADED:")] == ["LOADED: 0 False", "LOADED: True"], \
+        r.stdout + r.stderr
+
+
 def test_convert_several_inputs_into_a_directory(tree, tmp_path, capsys):
     out = tmp_path / "npz"
     code, text, err = run(["params", "convert", str(tree / "a.params"), str(tree / "sub"), "-o", str(out),

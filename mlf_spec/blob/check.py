@@ -14,7 +14,7 @@ container (several symbols, no blob at all) and the layout of a raw blob.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlf_spec._io import describe
 from mlf_spec.errors import MlfError
@@ -22,7 +22,10 @@ from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import tvm_wheel_loaders_table as _loaders
 from mlf_spec.generated import vm_fast as _vm
 from mlf_spec.generated.blob_check_findings import FINDINGS
-from mlf_spec.verdict import engine as _verdict
+from mlf_spec.verdict import lazy_engine as _engine
+
+if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
+    from mlf_spec.verdict import engine as _verdict
 
 from . import codec as _blob
 from . import locate as _locate
@@ -35,8 +38,8 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     (default: the era of the grammar that read it); ``era`` forces the payload grammar.
     Raises MlfError when a blob cannot be parsed."""
     label = name or describe(source)
-    reader = _verdict.reader_version(tvm) if tvm is not None else None
-    wrange = _verdict.writer_range(writer) if writer is not None else None
+    reader = _engine().reader_version(tvm) if tvm is not None else None
+    wrange = _engine().writer_range(writer) if writer is not None else None
     located = _locate.locate_blobs(source, name=label)
     blobs = [_blob._parse_located(loc, label, era, None) for loc in located]
     c = Collector(FINDINGS)
@@ -124,7 +127,7 @@ def module_facts(b: _blob.Blob, e: _blob.Entry, reachable: set[int], reader: tup
 
 def _tvm_verdict(blobs: list[_blob.Blob], located: list[_locate.LocatedBlob], reader: tuple[int, ...], version: str,
                  wrange: tuple | None, writer: str | None) -> _verdict.Verdict:
-    ev = _verdict.Evaluator(reader, wrange)
+    ev = _engine().Evaluator(reader, wrange)
     reasons: list[_verdict.Reason] = []
     symbols = {b.symbol for b in blobs if b.symbol}
     for b in blobs:
@@ -139,7 +142,7 @@ def _tvm_verdict(blobs: list[_blob.Blob], located: list[_locate.LocatedBlob], re
         label, source = ", ".join(sorted({b.era_label for b in blobs})), "detected"
     else:
         label, source = None, "unknown"
-    return _verdict.Verdict.of(version, label, source, reasons)
+    return _engine().Verdict.of(version, label, source, reasons)
 
 
 __all__ = ["blob_facts", "check", "module_facts"]

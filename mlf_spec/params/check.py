@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,7 +31,10 @@ from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
 from mlf_spec.spec_engine import Tracer
-from mlf_spec.verdict import engine as _verdict
+from mlf_spec.verdict import lazy_engine as _engine
+
+if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
+    from mlf_spec.verdict import engine as _verdict
 
 from . import codec as _codec
 from . import dtypes as _dt
@@ -92,7 +95,7 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
     TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
     then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
     MlfError when the file's structure cannot be followed."""
-    reader = _verdict.reader_version(tvm) if tvm is not None else None
+    reader = _engine().reader_version(tvm) if tvm is not None else None
     r = _read(source, dialect, writer, name)
     c = Collector(FINDINGS)
     _file_findings(r.file, c)
@@ -109,7 +112,7 @@ def verdict(source: Any, tvm: str, *, writer: str | None = None, dialect: str | 
             name: str | None = None) -> _verdict.Verdict:
     """Only the verdict of TVM ``tvm``'s reader on a .params file (what ``check(...,
     tvm=...).tvm`` holds, without the findings). Raises MlfError as :func:`check` does."""
-    reader = _verdict.reader_version(tvm)
+    reader = _engine().reader_version(tvm)
     return _tvm_verdict(_read(source, dialect, writer, name), reader, tvm, writer)
 
 
@@ -127,7 +130,7 @@ def _read(source: Any, dialect: str | None, writer: str | None, name: str | None
     label = name or describe(source)
     given = _dt.dialect(dialect) if dialect is not None else None
     if given is None and writer is not None:
-        given = _dt.of_version(_verdict.writer_range(writer)[0])  # the writer's codes
+        given = _dt.of_version(_engine().writer_range(writer)[0])  # the writer's codes
     try:
         with read_source(source) as (buf, size, _fd):
             pf = _scan(buf, size)
@@ -434,15 +437,15 @@ def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str
     pf, choice = r.file, r.choice
     ambiguous, candidates = choice.ambiguous, [x.id for x in choice.candidates]
     if writer is not None:
-        wrange = _verdict.writer_range(writer)
+        wrange = _engine().writer_range(writer)
         writer_dialect = _dt.of_version(wrange[0])
         source = "given"
     else:
         writer_dialect = choice.dialect
-        wrange = (writer_dialect.since, writer_dialect.until or _verdict.PAST_NEWEST)
+        wrange = (writer_dialect.since, writer_dialect.until or _engine().PAST_NEWEST)
         source = "detected"
-    ev = _verdict.Evaluator(reader, wrange)
-    label = writer or _verdict.range_label(wrange) or ""
+    ev = _engine().Evaluator(reader, wrange)
+    label = writer or _engine().range_label(wrange) or ""
     reasons = ev.apply("params_file", {"names": len(pf.names), "count": pf.count, "trailing_bytes": pf.trailing,
                                        "ambiguous": int(ambiguous and source == "detected"),
                                        "candidates": ", ".join(candidates), "writer": label}, "file")
@@ -450,7 +453,7 @@ def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str
     for rec in pf.records:
         facts = tensor_facts(rec, writer_dialect, r.max_bytes.get(rec.key, -1), last.get(rec.name, rec.index) != rec.index)
         reasons += ev.apply("tensor", facts, f"arrays[{rec.index}]", _codec.json_name(rec.name)["name"])
-    return _verdict.Verdict.of(version, label, source, reasons)
+    return _engine().Verdict.of(version, label, source, reasons)
 
 
 __all__ = ["check", "tensor_facts", "verdict"]
