@@ -262,3 +262,15 @@ def test_values_equal_but_stored_differently_count_as_differing():
     assert [(c.change, c.path) for c in found] == [("data", "x")]
     stats = found[0].stats
     assert stats["differing"] == 2 and stats["nonfinite"] == 1 and stats["max_abs"] == 0.0
+
+
+def test_64_bit_integer_differences_are_exact_at_the_extremes():
+    """|x - y| of int64/uint64 values is computed in uint64 (no object arrays), so the
+    extremes do not overflow: |(2**63 - 1) - (-2**63)| = 2**64 - 1."""
+    x = np.array([-(2**63), 2**63 - 1, 5], np.int64)
+    y = np.array([2**63 - 1, -(2**63), 5], np.int64)
+    s = diff.diff(params.dumps({"t": x}), params.dumps({"t": y})).changes[0].stats
+    assert s["differing"] == 2 and s["max_abs"] == float(2**64 - 1) and s["max_rel"] == float(2**64 - 1) / 2**63
+    u = np.array([0, 2**64 - 1], np.uint64)
+    s = diff.diff(params.dumps({"t": u}), params.dumps({"t": u[::-1].copy()})).changes[0].stats
+    assert s["max_abs"] == float(2**64 - 1) and s["max_rel"] == 1.0

@@ -138,14 +138,12 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
         d = int((x != y).sum())
         return {"unit": "element", "elements": int(x.size), "differing": d, "max_abs": 1.0 if d else 0.0,
                 "max_rel": 1.0 if d else 0.0, "nonfinite": 0}
-    if x.dtype.kind in "iu":  # exact: 64-bit values do not fit a float64
+    if x.dtype.kind in "iu":
         differ = x != y
-        wide = np.int64 if x.dtype.itemsize <= 4 else object  # object: Python ints, for 64-bit values
-        xs, ys = x[differ].astype(wide), y[differ].astype(wide)
-        d_int = np.abs(xs - ys)
-        rel = d_int / np.maximum(np.abs(xs), np.abs(ys))
+        d_abs, scale = _int_distance(x[differ], y[differ])
+        rel = d_abs / np.maximum(scale, 1)  # scale is 0 only where both are 0, which do not differ
         return {"unit": "element", "elements": int(x.size), "differing": int(differ.sum()),
-                "max_abs": float(d_int.max()) if d_int.size else None,
+                "max_abs": float(d_abs.max()) if d_abs.size else None,
                 "max_rel": float(rel.max()) if rel.size else None, "nonfinite": 0}
     if x.dtype.kind == "c":
         fx, fy = x.astype(np.complex128), y.astype(np.complex128)
@@ -166,6 +164,26 @@ def data_stats(x: Any, y: Any, raw_x: Any, raw_y: Any) -> dict[str, Any]:
             "max_abs": float(d_abs.max()) if d_abs.size else None,
             "max_rel": float(rel.max()) if rel.size else None,
             "nonfinite": int((differ & ~finite).sum())}
+
+
+def _int_distance(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|x - y| and max(|x|, |y|) of two integer arrays, exact as uint64 (no 64-bit value
+    overflows: the wrapped difference of the larger and the smaller is the distance),
+    returned as float64 for the ratios."""
+    if x.dtype.itemsize <= 4:  # int64 holds every difference and magnitude
+        xs, ys = x.astype(np.int64), y.astype(np.int64)
+        return np.abs(xs - ys).astype(np.float64), np.maximum(np.abs(xs), np.abs(ys)).astype(np.float64)
+    u = np.uint64
+    hi, lo = np.maximum(x, y).astype(u), np.minimum(x, y).astype(u)
+    dist = hi - lo
+    return dist.astype(np.float64), np.maximum(_magnitude(x), _magnitude(y)).astype(np.float64)
+
+
+def _magnitude(a: np.ndarray) -> np.ndarray:
+    """|a| as uint64 (|-2**63| included)."""
+    if a.dtype.kind == "u":
+        return a.astype(np.uint64)
+    return np.where(a < 0, np.uint64(0) - a.astype(np.uint64), a.astype(np.uint64))
 
 
 def _bits_differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
