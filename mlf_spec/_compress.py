@@ -17,9 +17,10 @@ import zlib
 from typing import IO, Any
 
 from .errors import MalformedError, TruncatedError, UnsafeArchiveError
+from .sniff import COMPRESSION_MAGIC
 
 KINDS = ("gzip", "bzip2", "xz")
-MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+MAGIC = COMPRESSION_MAGIC
 SLICE = 1 << 20
 READ = 1 << 16
 DEFAULT_XZ_MEMLIMIT = 256 << 20

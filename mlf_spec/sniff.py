@@ -112,15 +112,14 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
     return KINDS["unknown"]
 
 
+#: The magic numbers of the compressions a tarball may come in (the readers decompress them
+#: with mlf_spec._compress, which takes this table).
+COMPRESSION_MAGIC: dict[str, bytes] = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+
+
 def compression(head: bytes) -> str | None:
     """``gzip``, ``bzip2`` or ``xz`` from the first bytes of a compressed file, else None."""
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if head[:3] == b"BZh":
-        return "bzip2"
-    if head[:6] == b"\xfd7zXZ\x00":
-        return "xz"
-    return None
+    return next((kind for kind, magic in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
 
 
 def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:

@@ -281,7 +281,7 @@ def _sniff(head: bytes, size: int, label: str) -> str:
         return "elf"
     if head[257:262] == b"ustar":
         return "tar"
-    if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+    if _compression(head) is not None:
         return "tar"
     for magic, what in _UNSUPPORTED_MAGICS:
         if head.startswith(magic):

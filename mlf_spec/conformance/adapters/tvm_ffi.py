@@ -41,10 +41,11 @@ import subprocess
 import tempfile
 from typing import Any
 
+from mlf_spec.blob.locate import SYMBOL_FFI as SYMBOL
+
 from .base import Adapter, Rejected
 
 LOADER_PREFIX = "ffi.Module.load_from_bytes."
-SYMBOL = "__tvm_ffi__library_bin"
 CTX_SYMBOL = "__tvm_ffi__library_ctx"
 _MISSING = re.compile(r"created using \{(.*?)\} but a loader of that name is not registered")
 #: how many loaders may be missing before the adapter gives up (each costs one more load)
