@@ -122,7 +122,7 @@ def _child(conn: Any, target: Callable[[Any], Any], stderr_path: str, fresh: boo
             data = conn.recv()
         except EOFError:
             break
-        reply = _forked(target, data, timeout) if fresh else _call(target, data)
+        reply = forked_call(target, data, timeout) if fresh else _call(target, data)
         try:
             conn.send(reply)
         except Exception as exc:  # the value does not pickle
@@ -137,9 +137,11 @@ def _call(target: Callable[[Any], Any], data: Any) -> tuple:
         return ("error", type(exc).__name__, str(exc), traceback.format_exc())
 
 
-def _forked(target: Callable[[Any], Any], data: Any, timeout: float | None) -> tuple:
-    """Run ``target(data)`` in a process forked for it; its reply comes back through a
-    pipe, and a death, a signal or a hang is the reply when it does not."""
+def forked_call(target: Callable[[Any], Any], data: Any, timeout: float | None) -> tuple:
+    """Run ``target(data)`` in a process forked for it (POSIX). The reply:
+    ``("ok", value)``, ``("error", exception name, message, traceback)``,
+    ``("crash", signal number or None, exit status)`` when the process died without a
+    reply, or ``("timeout",)`` (the process is killed)."""
     import pickle
     import select
 
@@ -317,4 +319,4 @@ def run_isolated(target: Callable[[Any], Any], data: Any, *, timeout: float | No
         return iso(data)
 
 
-__all__ = ["STDERR_LIMIT", "Isolated", "Outcome", "run_isolated"]
+__all__ = ["STDERR_LIMIT", "Isolated", "Outcome", "forked_call", "run_isolated"]

@@ -254,3 +254,38 @@ def test_memory_limit_applies_to_the_testee():
     code = "import resource, time; time.sleep(0.5); print(resource.getrlimit(resource.RLIMIT_AS)[0])"
     run = testee.run_capped([sys.executable, "-c", code], b"", testee.Limits(timeout=20, memory_mb=2048))
     assert run.returncode == 0 and int(run.stdout) == 2048 << 20
+
+
+def test_an_isolated_adapter_answers_each_request_in_a_forked_child():
+    """protocol.respond_in_child (mlf_spec.isolation.forked_call): an answer comes back as
+    it is; a child killed by a signal, or one that leaves without answering, is an
+    ``internal`` error naming what happened, and the server itself lives on."""
+    import base64
+    import json
+    import os
+
+    from mlf_spec.conformance import protocol
+    from mlf_spec.conformance.adapters.base import Adapter
+
+    class Fragile(Adapter):
+        name = "fragile"
+        isolated = True
+
+        def decode(self, format, data, options):  # noqa: A002
+            if data == b"segv":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if data == b"exit":
+                os._exit(3)
+            return {"bytes": len(data)}
+
+    def request(i: int, data: bytes) -> bytes:
+        return json.dumps({"id": i, "op": "decode", "format": "params",
+                           "input": base64.b64encode(data).decode()}).encode()
+
+    a = Fragile()
+    assert protocol.respond_in_child(a, request(1, b"abc")) == {"id": 1, "ok": True, "reading": {"bytes": 3}}
+    crashed = protocol.respond_in_child(a, request(2, b"segv"))
+    assert crashed["id"] == 2 and crashed["error"]["class"] == "internal" and crashed["error"]["signal"] == "SIGSEGV"
+    left = protocol.respond_in_child(a, request(3, b"exit"))
+    assert left["error"] == {"class": "internal", "message": "the child answered nothing (exit status 3)"}
+    assert protocol.respond_in_child(a, request(4, b"")) == {"id": 4, "ok": True, "reading": {"bytes": 0}}

@@ -110,30 +110,18 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
 
 def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
     """``respond`` in a forked child; a child that dies gives an ``internal`` error response."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: answer, hand the response over, leave without cleanup
-        os.close(read_fd)
-        try:
-            data = json.dumps(respond(adapter, line), ensure_ascii=False).encode("utf-8")
-            with os.fdopen(write_fd, "wb") as f:
-                f.write(data)
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
+    from mlf_spec.isolation import forked_call
+
+    reply = forked_call(lambda request: respond(adapter, request), line, None)
+    if reply[0] == "ok":
+        return reply[1]
     rid = _request_id(line)
-    if os.WIFSIGNALED(status):
-        sig = signal.Signals(os.WTERMSIG(status)).name
+    if reply[0] == "crash" and reply[1] is not None:
+        sig = signal.Signals(reply[1]).name
         return {"id": rid, "ok": False, "error": {"class": "internal", "signal": sig,
                                                   "message": f"the implementation was killed by {sig}"}}
-    try:
-        return json.loads(data)
-    except ValueError:
-        return {"id": rid, "ok": False, "error": {"class": "internal",
-                                                  "message": f"the child answered nothing (exit status {status})"}}
+    what = f"exit status {reply[2]}" if reply[0] == "crash" else f"{reply[1]}: {reply[2]}"
+    return {"id": rid, "ok": False, "error": {"class": "internal", "message": f"the child answered nothing ({what})"}}
 
 
 def _request_id(line: bytes) -> int:
