@@ -367,7 +367,7 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
         lay = "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
         c.add("tensor.sub-byte", f"{at}.dtype", f"{r.bits}-bit dtype {r.key}: stored {lay} by {d.id} writers",
               offset=dtype_at)
-    if r.code == 3:
+    if (_dt.row_of(d, r.code, r.bits) or {}).get("kind") == "handle":  # the dtype table's row, not a code
         c.add("tensor.handle", f"{at}.dtype", "opaque handle values", offset=dtype_at)
     dt = _dt.lookup(d, r.code, r.bits, r.lanes)
     if not dt.known:
