@@ -116,6 +116,15 @@ class _Index:
         self.names, self.runs, self.magic, self.reserved, self.end, self.choice = (
             names, runs, magic, reserved, end, choice)
 
+    @property
+    def records(self) -> list[TensorRecord]:
+        """One record per tensor, each with its own data offset (made from the runs)."""
+        out: list[TensorRecord] = []
+        for r, m, stride in self.runs:
+            out.append(r)
+            out.extend(r._replace(data_offset=r.data_offset + j * stride) for j in range(1, m))
+        return out
+
 
 def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
     """The index in one pass over the header bytes: the names, and the records as runs of
