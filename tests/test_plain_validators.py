@@ -135,3 +135,29 @@ def test_shape_detection_gives_the_models_verdicts():
             if value is not None and not issues:
                 want.append((v, s))
         assert md.detect(doc).fits == want and want
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mlf_spec.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print('MODULES:' + ','.join(sorted(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES:")][-1]
+    return set(line[len("MODULES:"):].split(","))
+
+
+def test_reading_params_and_blobs_imports_no_pydantic(tmp_path):
+    """params dump, params check, blob dump and check of a .params file run without
+    pydantic (archives still validate metadata.json through it: see issue 20's notes)."""
+    from mlf_spec import params
+
+    p = tmp_path / "a.params"
+    params.save({"w": __import__("numpy").ones(3, "float32")}, p)
+    blob = sorted((ROOT / "vectors" / "blob").glob("*.bin"))[0]
+    for argv in (["params", "dump", str(p)], ["params", "check", str(p)], ["check", str(p)], ["blob", "dump", str(blob)]):
+        mods = _modules_after(argv)
+        assert f"mlf_spec.cli.{argv[0]}" in mods, argv  # the command ran
+        assert "pydantic" not in mods, argv
