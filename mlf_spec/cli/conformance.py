@@ -76,15 +76,24 @@ def register(sub: Any) -> None:
     req.add_argument("--id", dest="request_id", type=int, default=1, help="the request id (default 1)")
     req.set_defaults(handler=_request)
 
-    rep = csub.add_parser("report", help="a Markdown compatibility page per run report",
+    rep = csub.add_parser("report", help="compatibility pages, an HTML results page, a badge, or the comparison of "
+                          "two runs, from run reports",
                           description="Compatibility pages (docs/conformance/compat/): what the testee declares, "
                           "its results and coverage per format, and every case it does not pass with the reason and "
-                          "what was seen, from the JSON Lines report of `conformance run --report-json`.")
-    rep.add_argument("reports", nargs="+", metavar="REPORT", help="JSON Lines reports of conformance runs")
+                          "what was seen, from the JSON Lines report of `conformance run --report-json`. --html writes "
+                          "one self-contained page over every report given; --badge an SVG badge (passed/applicable); "
+                          "--index the JSON index of their results; --compare OLD NEW what changed (exit 1 when a case "
+                          "newly fails).")
+    rep.add_argument("reports", nargs="*", metavar="REPORT", help="JSON Lines reports of conformance runs")
     rep.add_argument("-o", "--out", metavar="PATH",
                      help="the page file (one report), or a directory that gets <adapter>.md per report; "
-                     "default: standard output")
+                     "default: standard output (unless --html, --badge or --index is given)")
     rep.add_argument("--title", help="the page title (default: the testee's name)")
+    rep.add_argument("--html", metavar="FILE", help="write the HTML results page over all the reports here")
+    rep.add_argument("--badge", metavar="FILE", help="write an SVG badge (passed/applicable) of the one report here")
+    rep.add_argument("--index", metavar="FILE", help="write the JSON index of the reports' results here")
+    rep.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                     help="compare two reports: newly failing, newly passing, changed reasons")
     rep.set_defaults(handler=_report)
 
 
@@ -113,14 +122,39 @@ def _page_name(run: dict[str, Any]) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from mlf_spec._io import atomic_write_bytes
-    from mlf_spec.conformance import compat
+    from mlf_spec.conformance import compat, results
     from mlf_spec.conformance.report import read_report
     from mlf_spec.errors import MlfError
 
+    if args.compare:
+        if args.reports or args.html or args.badge or args.index or args.out:
+            raise MlfError("--compare OLD NEW takes no other report or output")
+        old, new = (read_report(p) for p in args.compare)
+        diff = results.compare(old, new)
+        for line in results.compare_lines(diff, args.compare[0], args.compare[1]):
+            print(line)
+        return 1 if diff["newly_failing"] else 0
+    if not args.reports:
+        raise MlfError("give the reports (or --compare OLD NEW)")
     runs = [read_report(p) for p in args.reports]
+    entries = [results.entry(r, reproduce=True, source=p) for r, p in zip(runs, args.reports)]
+    if args.badge:
+        if len(runs) != 1:
+            raise MlfError("--badge takes one report", file=args.badge)
+        atomic_write_bytes(Path(args.badge), results.badge(entries[0]).encode("utf-8"))
+        print(f"wrote {args.badge}", file=sys.stderr)
+    if args.html:
+        from mlf_spec.conformance import html
+
+        atomic_write_bytes(Path(args.html), html.page(entries, args.title or "Conformance results").encode("utf-8"))
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.index:
+        doc = results.index([results.entry(r, source=p) for r, p in zip(runs, args.reports)])
+        atomic_write_bytes(Path(args.index), results.index_text(doc).encode("utf-8"))
+        print(f"wrote {args.index}", file=sys.stderr)
+    if (args.html or args.badge or args.index) and not args.out:
+        return 0
     out = Path(args.out) if args.out else None
     if out is not None and len(runs) > 1 and not out.is_dir():
         raise MlfError("several reports need a directory for their pages", file=str(out))
