@@ -150,6 +150,14 @@ def _typed(type_name: str | None, v: Any) -> Any:
     return v
 
 
+def newest_era(layout: str) -> tuple[int, ...]:
+    """The newest TVM version whose writer the blob grammar of ``layout`` names (legacy: 0.21)."""
+    from mlf_spec.blob import codec as _blob
+
+    first_ffi = (0, 22)
+    return max(e for e in _blob._ERA_LABELS if (e >= first_ffi) == (layout == "ffi"))
+
+
 def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The canonical reading of a module blob: ``options['layout']`` (legacy or ffi) and
     ``options['era']`` (the TVM version whose grammar reads it; ``latest`` for the newest)."""
@@ -158,8 +166,10 @@ def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[s
     from mlf_spec.spec_engine import trace
 
     opts = options or {}
-    era = opts.get("era")
-    b = _blob.parse(data, format=opts.get("layout"), era=None if era in (None, "latest") else era)
+    era: str | tuple[int, ...] | None = opts.get("era")
+    if era == "latest":  # the newest writer of the layout; never a guess among older ones
+        era = None if opts.get("layout") != "legacy" else newest_era("legacy")
+    b = _blob.parse(data, format=opts.get("layout"), era=era)
     modules = []
     for e in b.entries:
         kind, kind_hex = text_and_hex(e.kind)

@@ -114,7 +114,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
                 o = {"layout": fmt, "era": e}
                 out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
         out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
-            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}", {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
+            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""),
+                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
                              {"layout": bb.format, "era": era_text(era_tuple(bb.era))}, bytes(bb.data))))
     if wanted("graph-json", "decode"):
         out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))

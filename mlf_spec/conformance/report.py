@@ -157,9 +157,10 @@ def summary_line(results: list[dict[str, Any]], seconds: float) -> str:
 
 
 def generated_line(gen: dict[str, Any], results: list[dict[str, Any]]) -> str:
-    """``generated: 100 of 100 drawn (seed 1, budget 20 s) in 3.1 s: 2 disagreements (1 failed, 1 known failures)``."""
-    head = (f"generated: {gen['drawn']} of {gen['requested']} drawn (seed {gen['seed']}, budget {gen['budget']:g} s) "
-            f"in {gen['seconds']:.1f} s")
+    """``generated: --generate 100 --seed 1 (budget 20 s): 131 requests asked, shrinking included, in 3.1 s: 2 kinds
+    of disagreement (1 failed, 1 known failures)``."""
+    head = (f"generated: --generate {gen['requested']} --seed {gen['seed']} (budget {gen['budget']:g} s): "
+            f"{gen['drawn']} requests asked, shrinking included, in {gen['seconds']:.1f} s")
     if not results:
         return head + ": no disagreement"
     return head + f": {len(results)} kinds of disagreement ({count_words(tally(results))})"
