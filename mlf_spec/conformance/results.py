@@ -47,8 +47,7 @@ def entry(records: list[dict[str, Any]], *, reproduce: bool = False, source: str
     for r in cases:
         by_format[r["format"]][shown(r)] += 1
     keep = _KEPT + (("reproduce", "request") if reproduce else ())
-    divergences = [{k: r[k] for k in keep if k in r} for r in sorted(cases, key=lambda r: r["id"])
-                   if shown(r) not in ("pass", "skip")]
+    divergences = [divergence(r, keep) for r in sorted(cases, key=lambda r: r["id"]) if shown(r) not in ("pass", "skip")]
     counts = tally(cases)
     return {
         "name": implementation(records),
@@ -66,6 +65,15 @@ def entry(records: list[dict[str, Any]], *, reproduce: bool = False, source: str
         "divergences": divergences,
         "unused_known": list((summary or {}).get("unused_known", [])),
     }
+
+
+def divergence(r: dict[str, Any], keep: tuple[str, ...] = _KEPT) -> dict[str, Any]:
+    """What an entry keeps of a case that did not pass; a flaky known failure only as one
+    (whether it passed this time is not a result), so that two runs give the same entry."""
+    if r.get("flaky"):
+        return {"id": r["id"], "format": r["format"], "role": r["role"], "outcome": "flaky", "flaky": True,
+                "message": r.get("message", "")}
+    return {k: r[k] for k in keep if k in r}
 
 
 def index(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -174,5 +182,5 @@ def compare_lines(diff: dict[str, list[dict[str, Any]]], old_name: str, new_name
     return lines
 
 
-__all__ = ["badge", "compare", "compare_lines", "entry", "implementation", "index", "index_text", "read_index",
+__all__ = ["badge", "compare", "compare_lines", "divergence", "entry", "implementation", "index", "index_text", "read_index",
            "with_entry"]
