@@ -48,15 +48,19 @@ def chromium() -> str:
             return path
         prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
-        done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
-        if done.returncode != 0:  # a stale package list: refresh it once
-            subprocess.run([*prefix, "apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
+        install = [*prefix, "apt-get", "install", "-y", "-q", "chromium"]  # with its recommended fonts
+        why = "no message"
+        try:
             done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+            if done.returncode != 0:  # a stale package list: refresh it once
+                subprocess.run([*prefix, "apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
+                done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+            why = (done.stderr.strip().splitlines() or [why])[-1]
+        except (OSError, subprocess.TimeoutExpired) as exc:  # no apt-get or sudo, or it hung
+            why = str(exc)
         path = _found()
         if not path:
-            raise RuntimeError("Chromium is not installed and could not be (run `apt-get install -y chromium`): "
-                               + (done.stderr.strip().splitlines() or ["no message"])[-1])
+            raise RuntimeError(f"Chromium is not installed and could not be (run `apt-get install -y chromium`): {why}")
         return path
 
 
