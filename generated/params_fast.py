@@ -53,10 +53,11 @@ _PARAMS_FILE_RUN2 = struct.Struct('<Q')
 _PARAMS_FILE_RUN2_ENDS = ((0, 8, 'count'),)
 
 
-def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: bool = False) -> tuple[ParamsFile, int]:
+def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: Any = False) -> tuple[ParamsFile, int]:
     """Read one params_file at ``pos``; return it and the offset after it. Raises MlfError.
     With ``runs``, its last field holds runs ``(first record, count, stride)`` of identical
-    record headers (see ``read_<record>_runs``) instead of one record each."""
+    record headers (see ``read_<record>_runs``) instead of one record each; a callable
+    ``runs`` with the signature of ``read_<record>_runs`` reads those runs in its place."""
     if end - pos < 16:
         raise _truncated(pos, end, _PARAMS_FILE_RUN0_ENDS)
     magic, reserved = _PARAMS_FILE_RUN0.unpack_from(buf, pos)
@@ -85,7 +86,8 @@ def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LAT
     if _n * 40 > end - pos:
         raise LengthError(f"arrays claims {_n} elements ({_n * 40}+ bytes) but {end - pos} bytes remain", field='arrays', offset=pos)
     try:
-        arrays, pos = (read_tensor_record_runs if runs else read_tensor_record_many)(buf, pos, end, _n, era)
+        _rr = runs if callable(runs) else read_tensor_record_runs if runs else read_tensor_record_many
+        arrays, pos = _rr(buf, pos, end, _n, era)
     except MlfError as _e:
         raise _e.prefixed('arrays') from None
     return _new(ParamsFile, (magic, reserved, names, count, arrays)), pos

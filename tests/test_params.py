@@ -349,3 +349,60 @@ def test_runs_of_identical_records_take_the_bulk_paths():
     with pytest.raises(ConstraintError) as err:
         params.loads(bytes(bad))
     assert err.value.field == "arrays[25].data_byte_size"
+
+
+def _sparse_file(tmp_path):
+    """Large tensors (headers on their own pages: open() reads them by pread), with
+    repeated, consecutive and non-consecutive identical headers."""
+    rng = np.random.default_rng(3)
+    data = {}
+    for i, shape in enumerate([(64, 64, 3, 3), (64,), (64,), (64, 64, 3, 3), (128, 64), (64,), (5000,), (64, 64, 3, 3)]):
+        data[f"t{i}"] = rng.standard_normal(shape).astype(np.float32)
+    data["z"] = np.zeros((0, 7), np.int8)
+    path = tmp_path / "sparse.params"
+    params.save(data, path)
+    return path, data
+
+
+def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch):
+    from mlf_spec.params import codec
+
+    path, data = _sparse_file(tmp_path)
+    raw = path.read_bytes()
+    calls = []
+    real = codec._sparse_runs
+    monkeypatch.setattr(codec, "_sparse_runs", lambda *a: calls.append(1) or real(*a))
+    with params.open(path) as by_pread:
+        assert calls == [1]  # the headers were read by pread
+        index = [tuple(i) for i in by_pread.index]
+        assert {k: np.array(by_pread[k]).tolist() for k in by_pread} == {k: v.tolist() for k, v in data.items()}
+    with params.open(raw) as in_memory:  # bytes: the generated reader over the buffer
+        assert index == [tuple(i) for i in in_memory.index]
+    assert by_pread.trailing_bytes == 0
+
+
+@pytest.mark.parametrize("which", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("damage", ["magic", "ndim", "size", "cut", "device"])
+def test_lazy_open_by_pread_reports_what_the_generated_reader_reports(tmp_path, which, damage):
+    path, _ = _sparse_file(tmp_path)
+    raw = bytearray(path.read_bytes())
+    with params.open(path) as lazy:
+        info = lazy.index[which]
+    head = info.offset - 40 - 8 * len(info.shape)
+    if damage == "magic":
+        raw[head] ^= 1
+    elif damage == "ndim":
+        raw[head + 24] = 65
+    elif damage == "device":
+        raw[head + 16] = 2
+    elif damage == "size":
+        raw[info.offset - 8] ^= 4
+    else:
+        del raw[info.offset + info.nbytes // 2 - 1:]
+    path.write_bytes(bytes(raw))
+    with pytest.raises(MlfError) as from_bytes:
+        params.open(bytes(raw))
+    with pytest.raises(MlfError) as from_file:
+        params.open(path)
+    assert (from_file.value.field, from_file.value.offset, str(from_file.value).split(": ", 1)[-1]) == (
+        from_bytes.value.field, from_bytes.value.offset, str(from_bytes.value).split(": ", 1)[-1])

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import gc
 import mmap
 import os
+import struct
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from operator import itemgetter
@@ -40,6 +42,8 @@ from mlf_spec.generated.tensor_fast import (
     TENSOR_RECORD_OFFSETS,
     TensorRecord,
     new_tensor_record,
+    read_tensor_record,
+    read_tensor_record_runs,
     start_of_tensor_record,
 )
 
@@ -126,10 +130,11 @@ class _Index:
         return out
 
 
-def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
+def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool, fd: int | None = None) -> _Index:
     """The index in one pass over the header bytes: the names, and the records as runs of
-    identical headers (one record object per run, not per tensor)."""
-    rec, end = read_params_file(buf, 0, size, runs=True)
+    identical headers (one record object per run, not per tensor). With ``fd`` (the file
+    behind an mmap ``buf``), the headers of a file of large tensors are read by pread."""
+    rec, end = read_params_file(buf, 0, size, runs=True if fd is None else _runs_reader(fd))
     runs: list[Run] = rec.arrays
     keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r, _, _ in runs}
     choice = _dt.detect(keys, _max_bytes_of_runs(buf, runs)) if dialect is None else _dt.given(_dt.dialect(dialect))
@@ -141,6 +146,76 @@ def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool)
             _dt.require_known(dt, d, f"arrays[{i}].dtype", start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
             i += m
     return _Index(rec.names, runs, rec.magic, rec.reserved, end, choice)
+
+
+_SPARSE_MIN = 16 << 10  # tensors this large on average: each header would fault in its own page
+_WINDOW = 16 << 10  # bytes read per pread: a header and, for small tensors, the next headers
+_HEAD_ROOM = 1024  # a header starting closer than this to a window's end gets a new window
+
+
+def _runs_reader(fd: int) -> Any:
+    """A reader of the records as runs (the signature of ``read_tensor_record_runs``) for an
+    mmap of the file ``fd``. In a file of large tensors every header lies on its own page,
+    and touching them through the mmap costs a page fault each (plus their unmapping);
+    pread of a window per header is cheaper. Any error, or any doubt, goes back to the
+    generated reader over the mmap, which then reports it with its exact offsets."""
+
+    def read(buf: Any, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[list[Run], int]:
+        if n and (end - pos) // n >= _SPARSE_MIN:
+            try:
+                return _sparse_runs(fd, pos, end, n, era)
+            except (MlfError, struct.error, OSError):
+                pass
+        return read_tensor_record_runs(buf, pos, end, n, era)
+
+    return read
+
+
+def _sparse_runs(fd: int, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[list[Run], int]:
+    """``n`` records from ``pos`` as runs, their headers read with pread. Each distinct
+    header is read and checked once by the generated reader (on a window that holds its
+    bytes, positions shifted by the window's start: the checks see the file's true end);
+    a header whose bytes equal one already checked parses to the same values and passes
+    the same checks, so it only needs its data to fit before the end of the file."""
+    out: list[Run] = []
+    seen: dict[int, dict[bytes, TensorRecord]] = {}  # header length -> header bytes -> record
+    win = b""
+    base = 0
+    last: TensorRecord | None = None
+    done = 0
+    while done < n:
+        rel = pos - base
+        if rel + _HEAD_ROOM > len(win) and base + len(win) < end:
+            win = os.pread(fd, min(_WINDOW, end - pos), pos)
+            base, rel = pos, 0
+        rec = None
+        for length, heads in seen.items():
+            rec = heads.get(win[rel:rel + length])
+            if rec is not None:
+                break
+        if rec is None:
+            got, _ = read_tensor_record(win, rel, end - base, era)
+            length = got[_AT] - rel
+            rec = _new_record(got[:_AT] + (pos + length,))
+            seen.setdefault(length, {})[win[rel:rel + length]] = rec
+        else:
+            if rec[_SIZE] > end - pos - length:
+                raise MlfError("data past the end")  # the generated reader names it exactly
+        nxt = pos + length + rec[_SIZE]
+        if rec is last:
+            first, m, stride = out[-1]
+            out[-1] = (first, m + 1, stride)
+        else:
+            out.append((rec if rec[_AT] == pos + length else _new_record(rec[:_AT] + (pos + length,)), 1, nxt - pos))
+            last = rec
+        done += 1
+        pos = nxt
+    return out, pos
+
+
+_new_record = functools.partial(tuple.__new__, TensorRecord)
+_SIZE, _AT = TensorRecord._fields.index("data_byte_size"), TensorRecord._fields.index("data_offset")
+assert _AT == len(TensorRecord._fields) - 1  # a record at another offset: its fields before _AT, then it
 
 
 def max_bytes(buf: Any, records: list[TensorRecord]) -> dict[tuple[int, int, int], int]:
@@ -532,7 +607,7 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
 
         try:
             with _gc_paused():
-                idx = _index(mm, size, dialect, strict)
+                idx = _index(mm, size, dialect, strict, f.fileno() if size else None)
                 return LazyParams(idx, mm, size, closer, name)
         except MlfError as exc:
             closer()

@@ -648,7 +648,10 @@ class StructEmitter:
                     # the last field: a caller may take the records as runs (read_<s>(..., runs=True))
                     self.takes_runs = True
                     es = elem_struct.name  # type: ignore[union-attr]
-                    c(f"{name}, pos = (read_{es}_runs if runs else read_{es}_many)(buf, pos, end, _n, era)")
+                    # ``runs`` may also be a reader of the runs with read_<s>_runs's signature (one that
+                    # reads the headers another way, e.g. from a file by pread)
+                    c(f"_rr = runs if callable(runs) else read_{es}_runs if runs else read_{es}_many")
+                    c(f"{name}, pos = _rr(buf, pos, end, _n, era)")
                 else:
                     c(f"{name}, pos = read_{elem_struct.name}_many(buf, pos, end, _n, era)")  # type: ignore[union-attr]
                 c.dedent()
@@ -870,11 +873,12 @@ class StructEmitter:
         c()
         c()
         if self.takes_runs:
-            c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: bool = False) -> tuple[{cls}, int]:")
+            c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: Any = False) -> tuple[{cls}, int]:")
             c.indent()
             c(f'"""Read one {rs.name} at ``pos``; return it and the offset after it. Raises MlfError.')
             c("With ``runs``, its last field holds runs ``(first record, count, stride)`` of identical")
-            c('record headers (see ``read_<record>_runs``) instead of one record each."""')
+            c("record headers (see ``read_<record>_runs``) instead of one record each; a callable")
+            c('``runs`` with the signature of ``read_<record>_runs`` reads those runs in its place."""')
         else:
             c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[{cls}, int]:")
             c.indent()
