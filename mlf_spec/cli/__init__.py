@@ -117,23 +117,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    parser = _build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
-    handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:  # a listed command whose module did not register it
-        parser.error(f"command {args.command!r} is not available")
-    try:
-        return handler(args)
-    except MlfError as exc:
-        from ._batch import error_line
+    from ._text import safe_output
 
-        print(error_line(exc), file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. piped into head
-        return _pipe_closed()
-    except KeyboardInterrupt:
-        print("mlf-spec: interrupted", file=sys.stderr)
-        return 130
+    with safe_output():
+        parser = _build_parser(_command_of(argv))
+        args = parser.parse_args(argv)
+        handler: Handler | None = getattr(args, "handler", None)
+        if handler is None:  # a listed command whose module did not register it
+            parser.error(f"command {args.command!r} is not available")
+        try:
+            return handler(args)
+        except MlfError as exc:
+            from ._batch import error_line
+
+            print(error_line(exc), file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # e.g. piped into head
+            return _pipe_closed()
+        except KeyboardInterrupt:
+            print("mlf-spec: interrupted", file=sys.stderr)
+            return 130
 
 
 def _pipe_closed() -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlf_spec import sniff as _sniff
+from mlf_spec._text import terminal_safe
 from mlf_spec.errors import MlfError
 
 STDIN = "-"
@@ -230,6 +231,9 @@ def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: i
         yield from pool.map(_pool_call, [(work, inp, args) for inp in inputs], chunksize=chunk)
 
 
+_SLICE = 1 << 20
+
+
 def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
     for note in outcome.notes:
         print(note, file=sys.stderr)
@@ -244,7 +248,9 @@ def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
                 line = json.dumps(outcome.doc, ensure_ascii=True, separators=(",", ":"))
             sys.stdout.write(line + "\n")
     elif outcome.text:
-        sys.stdout.write(outcome.text if outcome.text.endswith("\n") else outcome.text + "\n")
+        text = outcome.text if outcome.text.endswith("\n") else outcome.text + "\n"
+        for start in range(0, len(text), _SLICE):  # no single write of gigabytes (a write may be cut short)
+            sys.stdout.write(text[start:start + _SLICE])
     sys.stdout.flush()
 
 
@@ -265,12 +271,14 @@ class _Progress:
         except OSError:
             pass
         text = f"[{done}/{self.total}] {name}"
-        sys.stderr.write("\r" + text[: max(10, width - 1)])
-        sys.stderr.flush()
+        out = getattr(sys.stderr, "unescaped", sys.stderr)  # this line's own \r; the name escaped
+        out.write("\r" + terminal_safe(text[: max(10, width - 1)]))
+        out.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            out = getattr(sys.stderr, "unescaped", sys.stderr)
+            out.write("\r\x1b[K")
+            out.flush()
             self.shown = False
