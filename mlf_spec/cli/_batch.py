@@ -143,11 +143,24 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
             p = os.path.join(root, f)
             if f.startswith(".") or os.path.islink(p):
                 continue
+            if not _regular(p):  # a FIFO would block the first read; devices, sockets: never opened
+                skipped.append(p)
+                continue
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
                 yield Input(p, p, kind)
             else:
                 skipped.append(p)
+
+
+def _regular(path: str) -> bool:
+    """Whether ``path`` is a regular file (stat only: the file is not opened)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # gone or unreadable: the reader says so
 
 
 def guard(inp: Input, accept: frozenset[str], what: str) -> None:
@@ -208,7 +221,9 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
                 f"{counts[2]} unreadable")
         if skipped:
-            line += f"; {len(skipped)} other file(s) skipped (not {what})"
+            special = sum(1 for p in skipped if not _regular(p))
+            line += f"; {len(skipped) - special} other file(s) skipped (not {what})" if len(skipped) > special else ""
+            line += f"; {special} not a regular file (FIFO, socket, device) skipped" if special else ""
         print(line, file=sys.stderr if as_json else sys.stdout)
     return worst
 
