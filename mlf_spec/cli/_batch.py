@@ -38,7 +38,64 @@ class Input:
     @property
     def path(self) -> str | None:
         """The path, or None for standard input."""
-        return self.source if isinstance(self.source, str) else None
+        return self.source if isinstance(self.source, str) and not self.is_stdin else None
+
+    @property
+    def is_stdin(self) -> bool:
+        """Whether this input is standard input (its source may be a spooled file)."""
+        return self.name == "<stdin>"
+
+
+#: The most standard input may hold: the limit on anything read whole (``max_size``).
+MAX_STDIN = 8 << 30
+#: Standard input up to this size is kept in memory; more is spooled to a temporary file.
+STDIN_IN_MEMORY = 16 << 20
+
+
+def read_stdin(limit: int = MAX_STDIN) -> bytes | str:
+    """Standard input: its bytes when small, else the path of a temporary file it was
+    spooled into a MiB at a time (``.stdin.mlf-spec-PID-*.tmp``, removed at exit, and by a
+    later run if this one is killed), so that a large input costs what a file costs: a
+    mapping, not heap. More than ``limit`` bytes is a LengthError."""
+    import atexit
+    import tempfile
+
+    from mlf_spec._io import clear_stale, temp_prefix
+    from mlf_spec.errors import LengthError
+
+    src = sys.stdin.buffer
+    head = src.read(STDIN_IN_MEMORY)
+    more = src.read(1 << 20) if len(head) == STDIN_IN_MEMORY else b""
+    if not more:
+        return head
+    clear_stale(tempfile.gettempdir())
+    fd, path = tempfile.mkstemp(prefix=temp_prefix("stdin"), suffix=".tmp")
+    atexit.register(_remove, path)
+    total = len(head)
+    try:
+        with os.fdopen(fd, "wb") as spool:
+            chunk = head
+            while chunk:
+                spool.write(chunk)
+                chunk, more = more, src.read(1 << 20)
+                total += len(chunk)
+                if total > limit:
+                    raise LengthError(f"standard input holds more than {limit} bytes; give a file", file="<stdin>")
+    except OSError as exc:
+        _remove(path)
+        raise MlfError(f"cannot spool standard input to a temporary file: {exc.strerror or exc}",
+                       file="<stdin>") from None
+    except BaseException:
+        _remove(path)
+        raise
+    return path
+
+
+def _remove(path: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 @dataclass
@@ -103,8 +160,8 @@ def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | No
     skipped = [] if skipped is None else skipped
     for raw in paths:
         if raw == STDIN:
-            data = sys.stdin.buffer.read()
-            yield Input("<stdin>", data, _sniff.sniff_bytes(data))
+            data = read_stdin()
+            yield Input("<stdin>", data, _sniff.sniff_bytes(data) if isinstance(data, bytes) else _sniff.sniff_path(data))
             continue
         if not os.path.exists(raw) and glob.has_magic(raw):
             matches = sorted(glob.glob(raw, recursive=True))
@@ -181,6 +238,8 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
     try:
         return work(inp, args)
     except MlfError as exc:
+        if inp.is_stdin and exc.file == inp.source:
+            exc.file = None  # the spooled file stands for standard input
         exc.with_file(inp.name)
         return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
 
