@@ -145,11 +145,17 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
         raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
     directory = path.parent if str(path.parent) else Path(".")
     clear_stale(directory)
+    blocked = _block_signals()  # a signal between creating the file and the try below would leak it
     try:
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=directory)
     except OSError as exc:
+        _unblock(blocked)
         raise write_error(exc, path) from None
+    except BaseException:
+        _unblock(blocked)
+        raise
     try:
+        _unblock(blocked)  # a signal that came meanwhile is raised here, inside the cleanup's reach
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
@@ -197,13 +203,19 @@ def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | 
                 raise OutputExistsError(f"the output directory holds {what}; replacing it would delete it",
                                         file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
+    blocked = _block_signals()
     try:
         parent.mkdir(parents=True, exist_ok=True)
         clear_stale(parent)
         tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=parent))
     except OSError as exc:
+        _unblock(blocked)
         raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
+    except BaseException:
+        _unblock(blocked)
+        raise
     try:
+        _unblock(blocked)
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if occupied:
@@ -291,6 +303,23 @@ def write_buffers(f: IO[bytes], chunks: Iterable[Any]) -> None:
             f.write(c)
     if batch:
         f.write(b"".join(batch))
+
+
+def _block_signals() -> Any:
+    """Hold SIGINT, SIGTERM and SIGHUP back (main thread, POSIX); returns what to restore."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+def _unblock(old: Any) -> None:
+    if old is not None:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _stat_or_none(path: Path) -> os.stat_result | None:

@@ -69,13 +69,28 @@ def compare_blob(a: Blob, b: Blob, *, prefix: str = "") -> list[Change]:
             m = x.imports[i]
             out.append(Change("module", "removed", f"{path}.imports[{i}]", _tree(m), None,
                               f"module {_kind(m)} removed", module=f"{path}.imports[{i}]"))
+        deep = path.count(".imports[") >= MAX_PATH_DEPTH
         for i in range(n - 1, -1, -1):
-            stack.append((x.imports[i], y.imports[i], f"{path}.imports[{i}]"))
+            stack.append((x.imports[i], y.imports[i], _deeper(path, i) if deep else f"{path}.imports[{i}]"))
     if not out and a.data != b.data:
         out.append(Change("file", "changed", prefix + "encoding", len(a.data), len(b.data),
                           "same modules and payloads; the blobs differ in their bytes (trailing bytes, "
                           "numbering or padding)"))
     return out
+
+
+#: A module's path is spelled out to this depth; deeper paths are shortened to the first
+#: steps, the depth and the last step (a chain of 10^5 imports would otherwise make paths
+#: of megabytes, one per module).
+MAX_PATH_DEPTH = 32
+
+
+def _deeper(path: str, i: int) -> str:
+    head, sep, depth = path.partition(".imports...[depth ")
+    if not sep:
+        return f"{path.rsplit('.imports[', 1)[0]}.imports...[depth {MAX_PATH_DEPTH + 1}].imports[{i}]"
+    d = int(depth.split("]", 1)[0]) + 1
+    return f"{head}.imports...[depth {d}].imports[{i}]"
 
 
 def _kind(m: Module) -> str:
