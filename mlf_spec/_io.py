@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import mmap
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -136,8 +137,6 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
 
     A symbolic link at ``path`` is followed: its target is replaced (atomically, by a
     temporary file beside the target) and the link stays, as ``cp`` and editors do."""
-    import tempfile
-
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -145,17 +144,15 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
         raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
     directory = path.parent if str(path.parent) else Path(".")
     clear_stale(directory)
-    blocked = _block_signals()  # a signal between creating the file and the try below would leak it
+    # The name is chosen before the file is made, so that a signal raised at any point
+    # (SIGTERM/SIGHUP raise in Python, perhaps just after the file was created) finds the
+    # name in the cleanup below.
+    tmp = directory / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"
     try:
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=directory)
-    except OSError as exc:
-        _unblock(blocked)
-        raise write_error(exc, path) from None
-    except BaseException:
-        _unblock(blocked)
-        raise
-    try:
-        _unblock(blocked)  # a signal that came meanwhile is raised here, inside the cleanup's reach
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            raise write_error(exc, path) from None
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
@@ -203,19 +200,14 @@ def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | 
                 raise OutputExistsError(f"the output directory holds {what}; replacing it would delete it",
                                         file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
-    blocked = _block_signals()
+    tmp = parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"  # named first: see atomic_writer
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        clear_stale(parent)
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=parent))
-    except OSError as exc:
-        _unblock(blocked)
-        raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
-    except BaseException:
-        _unblock(blocked)
-        raise
-    try:
-        _unblock(blocked)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            clear_stale(parent)
+            os.mkdir(tmp, 0o700)
+        except OSError as exc:
+            raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if occupied:
@@ -303,23 +295,6 @@ def write_buffers(f: IO[bytes], chunks: Iterable[Any]) -> None:
             f.write(c)
     if batch:
         f.write(b"".join(batch))
-
-
-def _block_signals() -> Any:
-    """Hold SIGINT, SIGTERM and SIGHUP back (main thread, POSIX); returns what to restore."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-
-
-def _unblock(old: Any) -> None:
-    if old is not None:
-        import signal
-
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _stat_or_none(path: Path) -> os.stat_result | None:
