@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .code import Code
 from .common import camel, header, inline_scalars, min_size
 from .expr import Expr
 from .ir import SCALARS
@@ -268,26 +269,6 @@ def ext_lookup(registry: str, key: Any) -> Any:
     table = EXTENSIONS.get(registry)
     return table.get(key) if table else None
 '''
-
-
-class Code:
-    """A tiny indented code builder."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def __call__(self, line: str = "") -> None:
-        self.lines.append(("    " * self.level + line) if line else "")
-
-    def indent(self) -> None:
-        self.level += 1
-
-    def dedent(self) -> None:
-        self.level -= 1
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
 
 
 class StructEmitter:
