@@ -28,7 +28,11 @@ def describe(source: Any) -> str:
 @contextlib.contextmanager
 def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     """Yield (buffer, size, fd or None) for a path (memory-mapped), bytes-like object or
-    binary file object (read from its current position)."""
+    binary file object (read from its current position).
+
+    A mapped file must not shrink while its views are in use: as with ``numpy.memmap``,
+    touching a page that another process truncated away raises SIGBUS, which no Python
+    code can catch. Read a file that may change from a copy, or as bytes."""
     if isinstance(source, (str, os.PathLike)):
         try:
             f = builtins.open(source, "rb")
