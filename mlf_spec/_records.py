@@ -196,7 +196,7 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
         except UnicodeDecodeError as exc:
             raise ValidationError(f"{what} is not UTF-8: {exc.reason}", file=file, offset=exc.start) from None
     else:
-        text = data  # type: ignore[assignment]
+        text = data  # type: ignore[assignment]  # data is str in this branch (bytes-like handled above)
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:
