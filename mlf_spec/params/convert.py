@@ -100,8 +100,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
     members inflate to more than ``max_expansion`` times its size (plus 64 MiB) is an
     UnsafeArchiveError before anything is inflated."""
     is_path = isinstance(source, (str, os.PathLike))
-    name = os.fspath(source) if is_path else "<bytes>"  # type: ignore[arg-type]
-    fmt = fmt or (format_of(source) if is_path else "params")  # type: ignore[arg-type]
+    name = os.fspath(source) if is_path else "<bytes>"
+    fmt = fmt or (format_of(source) if is_path else "params")
     if fmt == "params":
         p = _params.load(source, dialect=dialect, strict=False)
         if p.choice.ambiguous:
@@ -121,8 +121,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
             with safe_open(name, "np") as f:
                 md = f.metadata() or {}
         else:
-            arrays = load(bytes(source))  # type: ignore[arg-type]
-            md = _safetensors_metadata(bytes(source))  # type: ignore[arg-type]
+            arrays = load(bytes(source))
+            md = _safetensors_metadata(bytes(source))
     except Exception as exc:  # safetensors raises its own error types
         raise MlfError(f"not a readable safetensors file: {_short(exc)}", file=name) from None
     return _join_checked(arrays, _meta_document(md.get(_META_KEY), name), list(arrays), dialect, name)
