@@ -92,13 +92,13 @@ def clear_stale(directory: str | os.PathLike) -> int:
     directory and process. Returns how many were removed."""
     import shutil
 
-    key = os.path.abspath(directory)
+    key = os.path.abspath(os.fspath(directory))
     if key in _cleared:
         return 0
     _cleared.add(key)
     removed = 0
     try:
-        entries = list(os.scandir(directory))
+        entries = list(os.scandir(os.fspath(directory)))
     except OSError:
         return 0
     tag = f".{TEMP_TAG}-"

@@ -51,10 +51,10 @@ def safe_output() -> Iterator[None]:
     (``PYTHONIOENCODING=ascii`` or a latin-1 terminal give no UnicodeEncodeError)."""
     saved = sys.stdout, sys.stderr
     for stream in saved:
-        try:
-            stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError, io.UnsupportedOperation):
-            pass
+        reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper's; not StringIO's
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, io.UnsupportedOperation):
+                reconfigure(errors="backslashreplace")
     sys.stdout, sys.stderr = SafeStream(saved[0]), SafeStream(saved[1])
     try:
         yield
