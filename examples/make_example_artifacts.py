@@ -61,6 +61,15 @@ def small_archive(name: str = "add", seed: int = 0) -> bytes:
     return small_archive_object(name, seed).to_bytes()
 
 
+def aot_archive_object() -> Archive:
+    """An AOT v7 archive with the standalone CRT and its templates."""
+    aot = ModuleSpec("add", "aot", TARGET, "2021-05-07 10:00:00Z",
+                     inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
+                     outputs=[Tensor("output", "float32", [1, 2])], sources=2, header=True, crt=True,
+                     op_functions=[("tvmgen_add_fused_cast_add_multiply", 0)])
+    return build_archive(ArchiveSpec(7, "v7.templates", "full-model", [aot], 1.7e9))
+
+
 def main(out: Path) -> None:
     """Write the example folder (see the module doc)."""
     for n, (seed, p0) in enumerate([(0, [[0.5, 1.5]]), (75, [[0.5, 1.25]])], start=1):
@@ -82,12 +91,8 @@ def main(out: Path) -> None:
     bad.write(ci / "model6.tar")
     (ci / "model7.tar").write_bytes(small_archive("net7", seed=7)[:3000])
     (ci / "README.txt").write_text("build outputs\n")
-    aot = ModuleSpec("add", "aot", TARGET, "2021-05-07 10:00:00Z",
-                     inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
-                     outputs=[Tensor("output", "float32", [1, 2])], sources=2, header=True, crt=True,
-                     op_functions=[("tvmgen_add_fused_cast_add_multiply", 0)])
     (out / "aot").mkdir(parents=True, exist_ok=True)
-    build_archive(ArchiveSpec(7, "v7.templates", "full-model", [aot], 1.7e9)).write(out / "aot" / "add.tar")
+    aot_archive_object().write(out / "aot" / "add.tar")
     print(f"wrote {out}/build-1, {out}/build-2, {out}/ci and {out}/aot", file=sys.stderr)
 
 

@@ -62,6 +62,35 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
+def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:
+    """Raise MlfError (one line: the path and what is wrong) when ``path`` cannot be the
+    output of a command, before anything is written: its folder does not exist or is no
+    folder (mlf-spec creates the output, never the folders above it), a file output names a
+    directory, a ``directory`` output names a file, or the output is one of ``inputs``
+    (mlf-spec never modifies its input)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if directory:
+        if p.exists() and not p.is_dir():
+            raise MlfError("the output exists and is not a directory", file=str(p))
+    elif p.is_dir():
+        raise MlfError("the output is a directory; name a file", file=str(p))
+    if not p.exists():
+        if not parent.exists():
+            raise MlfError(f"the folder {parent} does not exist (mlf-spec does not create it)", file=str(p))
+        if not parent.is_dir():
+            raise MlfError(f"{parent} is not a folder", file=str(p))
+    for src in inputs:
+        if not isinstance(src, (str, os.PathLike)):
+            continue
+        try:
+            same = os.path.samefile(src, p)
+        except OSError:
+            same = False
+        if same:
+            raise MlfError("the output is the input; mlf-spec never modifies its input", file=str(p))
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) -> Iterator[IO[bytes]]:
     """A binary file object (a temporary file beside ``path``) whose content replaces
@@ -74,7 +103,11 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
     if not overwrite and path.exists():
         raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        check_output(path)  # a path mistake (no such folder, not a folder) named as such
+        raise MlfError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -112,8 +145,8 @@ def atomic_directory(path: Path, *, replace: bool = False) -> Iterator[Path]:
     if occupied and not replace:
         raise OutputExistsError("the output directory exists and is not empty", file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
+    check_output(path, directory=True)
     try:
-        parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
     except OSError as exc:
         raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None

@@ -154,17 +154,21 @@ def _is_tar(head: bytes) -> bool:
 
 
 def _tar_kind(head: bytes) -> Kind:
-    """MLF archive or export_library tar, from the member names in the first headers."""
-    names = _member_names(head)
-    base = [n.rstrip("/").rsplit("/", 1)[-1] for n in names]
-    if any(n.removeprefix("./") == "metadata.json" for n in names):
+    """MLF archive or export_library tar, from the member names in the first headers: a root
+    metadata.json or an MLF folder (codegen/, parameters/, ...) makes an MLF archive, even when
+    a ``codegen/host/src/lib0.c`` comes first; export_library writes its files (``lib0.o``,
+    ``devc.c``, ...) at the root, never in folders."""
+    names = [n.removeprefix("./").rstrip("/") for n in _member_names(head)]
+    names = [n.removeprefix("./") for n in names if n not in ("", ".")]
+    if "metadata.json" in names or any(n.split("/")[0] in _MLF_FOLDERS for n in names if "/" in n):
         return KINDS["mlf-archive"]
-    if any(b.startswith("devc.") or b.startswith("lib") and b.endswith((".o", ".c", ".cc")) for b in base):
-        return KINDS["export-tar"]
-    if any(n.removeprefix("./").split("/")[0] in ("codegen", "parameters", "executor-config", "runtime-config", "src")
+    if any("/" not in n and (n.startswith("devc.") or n.startswith("lib") and n.endswith((".o", ".c", ".cc")))
            for n in names):
-        return KINDS["mlf-archive"]  # metadata.json comes later in the member order
+        return KINDS["export-tar"]
     return KINDS["tar"]
+
+
+_MLF_FOLDERS = frozenset({"codegen", "parameters", "executor-config", "runtime-config", "src", "templates", "runtime"})
 
 
 def _member_names(head: bytes) -> list[str]:

@@ -44,7 +44,8 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     blobs = [_blob._parse_located(loc, label, era, None) for loc in located]
     c = Collector(FINDINGS)
     if not blobs:
-        c.add("library.no-blob", "", "no module blob: export_library embeds one only when the root module has imports")
+        c.add("library.no-blob", "", f"no module blob ({tvm_library_evidence(source, label)}): export_library "
+              "embeds one only when the root module has imports")
     symbols = sorted({b.symbol for b in blobs if b.symbol})
     if len(symbols) > 1:
         c.add("library.several-blobs", "", f"blobs under {', '.join(symbols)}; a TVM version reads only one of them")
@@ -60,6 +61,22 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     if reader is not None:
         report.tvm = _tvm_verdict(blobs, located, reader, tvm or "", wrange, writer)
     return report
+
+
+def tvm_library_evidence(source: Any, label: str) -> str:
+    """Why ``source``, which holds no module blob, is still a TVM library (see
+    :mod:`mlf_spec.blob.evidence`); NotAnArtifactError when nothing shows it."""
+    from mlf_spec.errors import NotAnArtifactError
+
+    from .evidence import evidence
+
+    if hasattr(source, "read"):
+        return "read from a stream: not examined further"
+    found = evidence(source)
+    if found is None:
+        raise NotAnArtifactError("not a TVM artifact: it holds no module blob and nothing in it shows that TVM "
+                                 "wrote it", file=label)
+    return found
 
 
 def _member(b: _blob.Blob, loc: _locate.LocatedBlob) -> str | None:

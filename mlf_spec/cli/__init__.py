@@ -131,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return _pipe_closed()
+    except OSError as exc:  # a path the checks before writing did not foresee: one line, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"mlf-spec: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("mlf-spec: interrupted", file=sys.stderr)
         return 130

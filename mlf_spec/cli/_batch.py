@@ -33,6 +33,7 @@ class Input:
     name: str
     source: str | bytes
     kind: _sniff.Kind
+    explicit: bool = True  #: named on the command line (False: found by walking a directory)
 
     @property
     def path(self) -> str | None:
@@ -49,6 +50,7 @@ class Outcome:
     text: str = ""
     doc: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    skipped: bool = False  #: a file a directory walk found that turned out to be no TVM artifact
 
 
 Work = Callable[[Input, argparse.Namespace], Outcome]
@@ -144,7 +146,7 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
                 continue
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
-                yield Input(p, p, kind)
+                yield Input(p, p, kind, explicit=False)
             else:
                 skipped.append(p)
 
@@ -164,8 +166,15 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
 
 
 def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
+    from mlf_spec.errors import NotAnArtifactError
+
     try:
         return work(inp, args)
+    except NotAnArtifactError as exc:
+        if not inp.explicit:
+            return Outcome(0, skipped=True)
+        exc.with_file(inp.name)
+        return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
     except MlfError as exc:
         exc.with_file(inp.name)
         return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
@@ -195,6 +204,9 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     for i, (inp, outcome) in enumerate(zip(inputs, _outcomes(work, inputs, args, jobs))):
         if progress:
             progress.clear()
+        if outcome.skipped:
+            skipped.append(inp.name)
+            continue
         _emit(outcome, as_json, inp)
         status = min(max(outcome.status, 0), 2)
         counts[status] += 1
@@ -203,8 +215,11 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.show(i + 1, inp.name)
     if progress:
         progress.clear()
+    if not sum(counts):
+        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        return 2
     if len(inputs) > 1 or skipped:
-        line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
+        line = (f"{sum(counts)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
                 f"{counts[2]} unreadable")
         if skipped:
             line += f"; {len(skipped)} other file(s) skipped (not {what})"

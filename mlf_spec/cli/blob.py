@@ -65,17 +65,14 @@ def dump_document(b: Blob) -> dict[str, Any]:
 
 
 def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
-    """Every blob of one input; MlfError if the input holds none."""
+    """Every blob of one input (none for a TVM library without one; NotAnArtifactError for a
+    file without a blob that nothing shows TVM wrote)."""
     from mlf_spec.blob import codec as _blob
 
     _batch.guard(inp, ACCEPT, "a file holding a module blob")
     if inp.path is not None and not Path(inp.path).is_file():
         raise MlfError("no such file", file=inp.name)
-    blobs = _blob.read(inp.source, era=era, name=inp.name)
-    if not blobs:
-        raise MlfError("no module blob found (export_library embeds one only when the root module has imports)",
-                       file=inp.name)
-    return blobs
+    return _blob.read(inp.source, era=era, name=inp.name)
 
 
 def _dump(args: argparse.Namespace) -> int:
@@ -84,6 +81,14 @@ def _dump(args: argparse.Namespace) -> int:
 
 def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     blobs = read_blobs(inp, args.era)
+    if not blobs:
+        from mlf_spec.blob.check import tvm_library_evidence
+
+        why = tvm_library_evidence(inp.source, inp.name)
+        if args.json:
+            return _batch.Outcome(0, doc={"path": inp.name, "blobs": []})
+        return _batch.Outcome(0, text=f"{inp.name}: no module blob ({why}): export_library embeds one only when "
+                              "the root module has imports")
     if args.json:
         return _batch.Outcome(0, doc={"path": inp.name, "blobs": [dump_document(b) for b in blobs]})
     out = io.StringIO()
@@ -151,7 +156,10 @@ def _extract(args: argparse.Namespace) -> int:
     _batch.guard(_batch.Input(args.file, args.file, sniff.sniff_path(args.file)), ACCEPT, "a file holding a module blob")
     located = _locate.locate_blobs(args.file)
     if not located:
-        raise MlfError("no module blob found", file=args.file)
+        from mlf_spec.blob.check import tvm_library_evidence
+
+        why = tvm_library_evidence(args.file, args.file)
+        raise MlfError(f"no module blob to extract ({why})", file=args.file)
     if args.index is None and len(located) > 1:
         raise MlfError(f"{len(located)} blobs found; choose one with --index", file=args.file)
     index = args.index or 0
@@ -159,6 +167,9 @@ def _extract(args: argparse.Namespace) -> int:
         raise MlfError(f"--index {index}: only {len(located)} blob(s)", file=args.file)
     loc = located[index]
     out = Path(args.output)
+    from mlf_spec._io import check_output
+
+    check_output(out, inputs=[args.file])
     if out.exists() and not args.force:
         raise OutputExistsError("output exists; pass --force to replace it", file=str(out))
     if out.suffix in (".c", ".cc"):

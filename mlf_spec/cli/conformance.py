@@ -79,8 +79,10 @@ def register(sub: Any) -> None:
 
 
 def _vectors(args: argparse.Namespace) -> int:
+    from mlf_spec._io import check_output
     from mlf_spec.conformance.vectors import write_suite
 
+    check_output(args.out_dir, directory=True)
     n = write_suite(args.out_dir, args.format)
     print(f"wrote {n} cases to {args.out_dir}", file=sys.stderr)
     return 0
@@ -112,6 +114,10 @@ def _report(args: argparse.Namespace) -> int:
 
     runs = [read_report(p) for p in args.reports]
     out = Path(args.out) if args.out else None
+    if out is not None and not out.is_dir():
+        from mlf_spec._io import check_output
+
+        check_output(out, inputs=args.reports)
     if out is not None and len(runs) > 1 and not out.is_dir():
         raise MlfError("several reports need a directory for their pages", file=str(out))
     for records in runs:
@@ -161,10 +167,16 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from mlf_spec._io import check_output
     from mlf_spec.conformance import report as _report
     from mlf_spec.conformance.runner import TesteeStartError, run
     from mlf_spec.conformance.vectors import load_suite
 
+    for out in (args.report_json, args.junit):
+        if out:
+            check_output(out)
+    if args.generate:
+        check_output(args.save_dir, directory=True)
     cases = load_suite(args.vectors, formats=args.format, roles=args.role, ids=args.id)
     try:
         testee, known = make_testee(args)

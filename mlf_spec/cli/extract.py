@@ -43,7 +43,9 @@ def _extract(args: argparse.Namespace) -> int:
     from mlf_spec._io import atomic_directory
     from mlf_spec.mlf import archive as _archive
 
-    inp = next(iter(_batch.expand([args.archive], ACCEPT)))
+    inp = next(iter(_batch.expand([args.archive], ACCEPT)), None)
+    if inp is None:
+        raise MlfError("no MLF archive found in this directory", file=args.archive)
     try:
         _batch.guard(inp, ACCEPT, "an MLF archive")
         if inp.path is not None and not Path(inp.path).exists():

@@ -94,6 +94,9 @@ def _run(args: argparse.Namespace) -> int:
                 names[out] = inp.name
                 args.outputs[inp.name] = out
             if not args.dry_run:
+                from mlf_spec._io import check_output
+
+                check_output(args.output, directory=True)
                 try:
                     os.makedirs(args.output, exist_ok=True)
                 except OSError as exc:
@@ -124,6 +127,10 @@ def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     to: int = args.to_version
     output: str | None = args.outputs.get(inp.name)
     r = _Reporter(args, inp.name, to, output)
+    if output and not args.dry_run:
+        from mlf_spec._io import check_output
+
+        check_output(output, inputs=[inp.path] if inp.path else [])
     if output and not args.dry_run and Path(output).exists() and not args.force:
         return r.outcome(None, "refused", f"{output} exists; pass --force to replace it", 1)
     try:

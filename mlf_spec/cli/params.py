@@ -133,7 +133,15 @@ def _convert(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         src, dst = args.paths
+        from mlf_spec._io import check_output
+
+        check_output(dst, inputs=[src])
         inputs = list(_batch.expand([src], frozenset(CONVERT_KINDS)))
+        if len(inputs) != 1:
+            from mlf_spec.errors import MlfError
+
+            raise MlfError(f"IN OUT takes one input file; found {len(inputs)} tensor files here (convert several "
+                           "with -o DIR --to FORMAT)", file=src)
         args.targets = {inputs[0].name: dst}
         args.quiet_text = True
         return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
@@ -154,6 +162,9 @@ def _convert(args: argparse.Namespace) -> int:
         seen[out] = inp.name
         args.targets[inp.name] = out
     if inputs:
+        from mlf_spec._io import check_output
+
+        check_output(args.output, directory=True)
         try:
             os.makedirs(args.output, exist_ok=True)
         except OSError as exc:
@@ -173,6 +184,9 @@ def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     accept = frozenset(CONVERT_KINDS)
     _batch.guard(inp, accept, "a .params, .npz or .safetensors file")
     out = args.targets[inp.name]
+    from mlf_spec._io import check_output
+
+    check_output(out, inputs=[inp.path] if inp.path else [])
     if Path(out).exists() and not args.force:
         return _batch.Outcome(1, notes=[f"mlf-spec: refused: {out}: output exists; pass --force to replace it"])
     src_format = CONVERT_KINDS.get(inp.kind.name) or (format_of(inp.path) if inp.path else "params")

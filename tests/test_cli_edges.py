@@ -1,0 +1,283 @@
+"""The edges a new user meets (issue 18): path mistakes and hostile inputs for every
+command give one line and exit 2, never a traceback, and leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlf_spec import params
+from mlf_spec.blob.locate import SYMBOL_FFI, c_source_for_blob
+from mlf_spec.cli import main
+from mlf_spec.fuzzing.seeds import elf_with_blob
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+from make_example_artifacts import small_archive  # noqa: E402
+
+VECTOR_BIN = ROOT / "vectors" / "blob" / "blob.ffi.0.23.opaque_payload.bin"
+
+
+@pytest.fixture(scope="module")
+def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of one artifact of each kind the commands read."""
+    d = tmp_path_factory.mktemp("art")
+    params.save({"w": np.arange(6, dtype="float32").reshape(2, 3)}, d / "a.params")
+    (d / "a.tar").write_bytes(small_archive())
+    blob = VECTOR_BIN.read_bytes()
+    (d / "lib.so").write_bytes(elf_with_blob(blob, SYMBOL_FFI, shared=True))
+    (d / "devc.c").write_text(c_source_for_blob(blob, SYMBOL_FFI, None))
+    (d / "a.bin").write_bytes(blob)
+    (d / "file").write_text("a file where a folder is wanted\n")
+    return d
+
+
+def _listing(*dirs: Path) -> set[str]:
+    return {os.path.join(root, f) for d in dirs for root, ds, fs in os.walk(d) for f in fs + ds}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the CLI in this process (a traceback would fail the test by raising)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+#: Every command that writes, with {IN} (its input) and {OUT} (its output path) to fill.
+WRITERS = [
+    ("params convert {a.params} {OUT}", "file", "npz"),
+    ("params convert {a.params} -o {OUT} --to npz", "dir", None),
+    ("blob extract {lib.so} -o {OUT}", "file", "bin"),
+    ("blob extract {devc.c} -o {OUT}", "file", "c"),
+    ("extract {a.tar} -o {OUT}", "dir", None),
+    ("upgrade {a.tar} -o {OUT} --force", "file", "tar"),
+    ("downgrade {a.tar} --to 6 -o {OUT} --force", "file", "tar"),
+    ("upgrade {a.tar} {a.tar} -o {OUT}", "dir", None),
+    ("export ksy {OUT}", "dir", None),
+    ("conformance vectors {OUT} --format graph-json", "dir", None),
+    ("conformance run --adapter mlf-spec --id nothing-at-all --report-json {OUT}", "file", "jsonl"),
+    ("conformance run --adapter mlf-spec --id nothing-at-all --junit {OUT}", "file", "xml"),
+]
+
+
+def _argv(template: str, art: Path, out: str) -> list[str]:
+    words = []
+    for w in template.split():
+        if w == "{OUT}":
+            words.append(out)
+        elif w.startswith("{") and w.endswith("}"):
+            words.append(str(art / w[1:-1]))
+        else:
+            words.append(w)
+    return words
+
+
+def _input_of(template: str, art: Path) -> Path:
+    first = next(w for w in template.split() if w.startswith("{") and w != "{OUT}")
+    return art / first[1:-1]
+
+
+def _writer_cases() -> list:
+    cases = []
+    for i, (template, kind, ext) in enumerate(WRITERS):
+        for case in ("missing-folder", "folder-is-a-file", "proc", "equals-input", "file-for-folder"):
+            if case == "equals-input" and (kind != "file" or "conformance" in template):
+                continue  # the output is a directory (an input file is never one) or nothing is read
+            if case == "file-for-folder" and "grade" in template:
+                continue  # upgrade -o EXISTING_DIR writes into it (documented)
+            name = template.split(" {")[0].replace(" ", "-")
+            cases.append(pytest.param(template, kind, ext, case, id=f"{name}-{i}-{case}"))
+    return cases
+
+
+@pytest.mark.parametrize(("template", "kind", "ext", "case"), _writer_cases())
+def test_every_writer_refuses_path_mistakes_in_one_line(art: Path, tmp_path: Path, capsys, template: str, kind: str,
+                                                        ext: str | None, case: str) -> None:
+    suffix = f".{ext}" if ext else ""
+    if case == "missing-folder":
+        out = str(tmp_path / "no" / "such" / f"out{suffix}")
+    elif case == "folder-is-a-file":
+        out = str(art / "file" / f"out{suffix}")
+    elif case == "proc":
+        out = f"/proc/mlf-spec-nope/out{suffix}" if kind == "file" else "/proc/mlf-spec-nope"
+    elif case == "equals-input":
+        out = str(_input_of(template, art))
+    else:  # an existing file where a folder is wanted, or a folder where a file is wanted
+        out = str(art / "file") if kind == "dir" else str(tmp_path)
+    before = _listing(art, tmp_path)
+    stamp = {p: os.stat(p).st_mtime_ns for p in before if os.path.isfile(p)}
+    code, _, err = run(_argv(template, art, out), capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlf-spec: error: "), err
+    assert "Traceback" not in err and "Errno" not in err
+    assert _listing(art, tmp_path) == before  # nothing left behind
+    assert {p: os.stat(p).st_mtime_ns for p in stamp} == stamp  # nothing modified
+
+
+def test_the_path_checks_name_the_mistake(art: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(["params", "convert", str(art / "a.params"), str(tmp_path / "x" / "o.npz")], capsys)
+    assert code == 2 and "does not exist" in err and str(tmp_path / "x") in err
+    code, _, err = run(["params", "convert", str(art / "a.params"), str(art / "a.params"), "--force"], capsys)
+    assert code == 2 and "the output is the input" in err
+    code, _, err = run(["conformance", "vectors", str(art / "file")], capsys)
+    assert code == 2 and "not a directory" in err
+
+
+HOSTILE_INPUTS = ["missing", "directory", "empty", "dev-null", "proc-file", "binary", "text"]
+
+
+def _hostile(name: str, tmp_path: Path) -> str:
+    if name == "missing":
+        return str(tmp_path / "missing.params")
+    if name == "directory":
+        (tmp_path / "emptydir").mkdir(exist_ok=True)
+        return str(tmp_path / "emptydir")
+    if name == "empty":
+        (tmp_path / "empty").write_bytes(b"")
+        return str(tmp_path / "empty")
+    if name == "dev-null":
+        return "/dev/null"
+    if name == "proc-file":
+        return "/proc/self/status"
+    if name == "binary":
+        (tmp_path / "noise.bin").write_bytes(bytes(range(256)) * 7)
+        return str(tmp_path / "noise.bin")
+    (tmp_path / "notes.md").write_text("# notes\nmentions __tvm_dev_mblob and __tvm_ffi__library_bin\n")
+    return str(tmp_path / "notes.md")
+
+
+READERS = ["params dump {IN}", "params check {IN}", "blob dump {IN}", "blob check {IN}", "inspect {IN}",
+           "check {IN}", "diff {IN} {IN}", "extract {IN} -o {TMP}/x", "upgrade {IN} -o {TMP}/x.tar",
+           "downgrade {IN} --to 6 -o {TMP}/x.tar", "params convert {IN} {TMP}/x.npz",
+           "blob extract {IN} -o {TMP}/x.bin"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_INPUTS)
+@pytest.mark.parametrize("template", READERS)
+def test_every_reader_gives_one_line_and_exit_2_for_hostile_input(tmp_path: Path, capsys, template: str,
+                                                                  hostile: str) -> None:
+    src = _hostile(hostile, tmp_path)
+    before = _listing(tmp_path)
+    argv = [w.replace("{IN}", src).replace("{TMP}", str(tmp_path)) for w in template.split()]
+    code, _, err = run(argv, capsys)
+    assert code == 2, (argv, err)
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("mlf-spec: error: ")]
+    assert errors, err
+    assert _listing(tmp_path) == before
+
+
+def test_no_traceback_in_a_real_process(tmp_path: Path) -> None:
+    """The console entry point, not only main(): a path mistake is one line on stderr."""
+    p = tmp_path / "a.params"
+    params.save({"w": np.zeros(2, "float32")}, p)
+    r = subprocess.run([sys.executable, "-m", "mlf_spec", "params", "convert", str(p), str(tmp_path / "no" / "o.npz")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+# ------------------------------------------------- item 2: non-artifacts are never "conformant"
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Files that are no TVM artifact though they sniff as one, and TVM libraries without a blob."""
+    d = tmp_path_factory.mktemp("plain")
+    files = {
+        "program": elf_with_blob(b"\x01" * 32, "some_table", shared=True),  # an ELF with no TVM symbol
+        "program2": elf_with_blob(b"\x02" * 48, "other_table", shared=True),
+        "mentions.md": b"# notes\nexport_library writes `__tvm_dev_mblob` and __tvm_ffi__library_bin.\n",
+        "mentions.c": b"/* __tvm_ffi__library_bin */\nextern const char* __tvm_dev_mblob;\nint f(void) { return 0; }\n",
+        "tvm_lib.so": elf_with_blob(b"\x00" * 8, "__tvm_module_ctx", shared=True),  # TVM host code, no imports
+        "tvm_lib2.so": elf_with_blob(b"\x00" * 16, "__tvm_ffi__library_ctx", shared=True),
+    }
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    return {name: d / name for name in files}
+
+
+@pytest.mark.parametrize("name", ["program", "mentions.md", "mentions.c"])
+@pytest.mark.parametrize("command", [["check"], ["blob", "check"], ["blob", "dump"], ["blob", "extract"]])
+def test_a_file_that_is_no_tvm_artifact_is_never_conformant(plain, capsys, tmp_path, name: str,
+                                                            command: list[str]) -> None:
+    extra = ["-o", str(tmp_path / "x.bin")] if command[-1] == "extract" else []
+    code, out, err = run([*command, str(plain[name]), *extra], capsys)
+    assert code == 2 and "conformant" not in out
+    assert err.strip().splitlines() == [f"mlf-spec: error: {plain[name]}: not a TVM artifact: it holds no module "
+                                        "blob and nothing in it shows that TVM wrote it"]
+
+
+def test_diff_agrees_with_dump_and_check(plain, capsys) -> None:
+    code, _, err = run(["diff", str(plain["program"]), str(plain["program2"])], capsys)
+    assert code == 2 and "not a TVM artifact" in err
+    # two TVM libraries without a blob: dump and check call them TVM libraries, diff says they differ
+    for lib in ("tvm_lib.so", "tvm_lib2.so"):
+        code, out, _ = run(["blob", "dump", str(plain[lib])], capsys)
+        assert code == 0 and "no module blob (it defines __tvm_" in out
+        code, out, _ = run(["check", str(plain[lib])], capsys)
+        assert code == 0 and "library.no-blob" in out
+    code, out, _ = run(["diff", str(plain["tvm_lib.so"]), str(plain["tvm_lib2.so"])], capsys)
+    assert code == 1 and "neither holds a module blob; the files differ" in out
+    code, out, _ = run(["diff", str(plain["tvm_lib.so"]), str(plain["tvm_lib.so"])], capsys)
+    assert code == 0
+
+
+def test_a_folder_skips_and_counts_what_is_no_tvm_artifact(plain, art, capsys) -> None:
+    code, out, err = run(["check", str(plain["program"].parent)], capsys)
+    assert code == 0, err
+    assert "2 inputs: 2 ok" in out and "4 other file(s) skipped" in out
+    assert "program" not in out.replace("4 other", "")
+
+
+def test_export_tar_evidence_is_its_member_layout(tmp_path, capsys) -> None:
+    import io
+    import tarfile
+
+    def tar(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for n, data in members.items():
+                ti = tarfile.TarInfo(n)
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+        return buf.getvalue()
+
+    (tmp_path / "export.tar").write_bytes(tar({"lib0.o": elf_with_blob(b"\0" * 8, "__tvm_module_ctx"),
+                                               "lib1.c": b"int x;\n"}))
+    (tmp_path / "other.tar").write_bytes(tar({"lib0.c": b"int x;\n", "README": b"hello"}))
+    code, out, _ = run(["check", str(tmp_path / "export.tar")], capsys)
+    assert code == 0 and "library.no-blob" in out
+    code, _, err = run(["check", str(tmp_path / "other.tar")], capsys)
+    assert code == 2 and "not a TVM artifact" in err
+
+
+# ------------------------------------------------- item 3: an MLF archive is never an export tar
+
+
+def test_an_aot_archive_round_trips_v7_v2_v7_even_with_large_sources(tmp_path, capsys) -> None:
+    from make_example_artifacts import aot_archive_object
+
+    a = aot_archive_object()
+    # sources larger than the sniffer's peek: in v2 metadata.json comes after codegen/host/src/lib0.c
+    a.replace("codegen/host/src/add_lib0.c", b"/* generated */\n" + b"int pad;\n" * 20_000)
+    a.write(tmp_path / "aot.tar")
+    from mlf_spec import sniff
+
+    assert sniff.sniff_path(tmp_path / "aot.tar").name == "mlf-archive"
+    losses = ["v6_v7.main_io", "v6_v7.templates", "v4_v5.standalone_crt", "v4_v5.c_header"]
+    accept = [w for n in losses for w in ("--accept-loss", n)]
+    assert run(["downgrade", str(tmp_path / "aot.tar"), "--to", "2", "-o", str(tmp_path / "v2.tar"), *accept],
+               capsys)[0] == 0
+    assert sniff.sniff_path(tmp_path / "v2.tar").name == "mlf-archive"
+    code, out, _ = run(["check", str(tmp_path / "v2.tar")], capsys)
+    assert code == 0 and "version 2" in out and "blob" not in out
+    code, out, err = run(["upgrade", str(tmp_path / "v2.tar"), "-o", str(tmp_path / "v7.tar")], capsys)
+    assert code == 0, err
+    code, out, _ = run(["check", str(tmp_path / "v7.tar")], capsys)
+    assert code == 0 and "version 7" in out
