@@ -104,7 +104,7 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
         return KINDS["blob"]
     text = head.lstrip()
     if text[:1] == b"{":
-        return _json_kind(head)
+        return _json_kind(head, size)
     if any(s in head for s in _BLOB_SYMBOLS):
         return KINDS["c-source"]
     if _looks_like_text(head):
@@ -189,15 +189,31 @@ def _member_names(head: bytes) -> list[str]:
     return names
 
 
-def _json_kind(head: bytes) -> Kind:
+def _json_kind(head: bytes, size: int | None = None) -> Kind:
+    if size is not None and size <= len(head):  # the whole document: decide on its top-level keys
+        import json
+
+        try:
+            doc = json.loads(head)
+        except (ValueError, RecursionError):
+            return KINDS["json"]
+        if not isinstance(doc, dict):
+            return KINDS["json"]
+        if "arg_nodes" in doc or "node_row_ptr" in doc or "nodes" in doc and "heads" in doc:
+            return KINDS["graph-json"]
+        if "version" in doc and any(k in doc for k in _METADATA_KEYS):
+            return KINDS["mlf-metadata"]
+        return KINDS["json"]
     if b'"arg_nodes"' in head or b'"node_row_ptr"' in head:
         return KINDS["graph-json"]
-    if b'"version"' in head and any(k in head for k in (b'"modules"', b'"memory"', b'"model_name"', b'"style"',
-                                                         b'"export_datetime"', b'"target"')):
+    if b'"version"' in head and any(b'"%s"' % k.encode() in head for k in _METADATA_KEYS):
         return KINDS["mlf-metadata"]
     if b'"nodes"' in head and b'"heads"' in head:
         return KINDS["graph-json"]
     return KINDS["json"]
+
+
+_METADATA_KEYS = ("modules", "memory", "model_name", "style", "export_datetime", "target")
 
 
 def _looks_like_text(head: bytes) -> bool:

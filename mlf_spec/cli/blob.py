@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError
 
 from . import _batch, add_command
+from ._options import tvm_version
 from ._text import printable
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def register(sub: Any) -> None:
                            "or raw .bin blobs.")
     _batch.add_arguments(dump, what="files holding module blobs")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
+    dump.add_argument("--era", type=tvm_version, help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
     from .check import add_kind_check
@@ -38,7 +39,7 @@ def register(sub: Any) -> None:
     chk = add_kind_check(bsub, help="check module blobs: findings and, with --tvm, a TVM version's verdict",
                          findings="blob_check.md", question="whether that TVM version's loader reads the blob as meant",
                          what="files holding module blobs")
-    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
+    chk.add_argument("--era", type=tvm_version, help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     chk.set_defaults(handler=_check)
 
     ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")
