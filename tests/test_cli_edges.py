@@ -281,3 +281,101 @@ def test_an_aot_archive_round_trips_v7_v2_v7_even_with_large_sources(tmp_path, c
     assert code == 0, err
     code, out, _ = run(["check", str(tmp_path / "v7.tar")], capsys)
     assert code == 0 and "version 7" in out
+
+
+# ------------------------------------------------- item 4: a bare metadata.json is checked
+
+
+def test_a_bare_metadata_json_is_checked_against_its_version(art, tmp_path, capsys) -> None:
+    import json
+    import tarfile
+
+    with tarfile.open(art / "a.tar") as tf:
+        member = next(m for m in tf.getmembers() if m.name.lstrip("./") == "metadata.json")
+        doc = json.loads(tf.extractfile(member).read())  # type: ignore[union-attr]
+    good = tmp_path / "metadata.json"
+    good.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    code, out, err = run(["check", str(good)], capsys)
+    assert code == 0, err
+    assert "metadata.json of version 7, full-model: conformant" in out
+    bad = tmp_path / "bad" / "metadata.json"
+    bad.parent.mkdir()
+    del doc["modules"]["add"]["export_datetime"]
+    doc["extra"] = 1
+    bad.write_text(json.dumps(doc))
+    code, out, _ = run(["check", str(bad)], capsys)
+    assert code == 1 and "export_datetime: required key is missing" in out and "metadata.unknown-key: extra" in out
+    code, out, _ = run(["check", "--json", str(bad)], capsys)
+    assert code == 1 and json.loads(out)["version"] == 7
+    other = tmp_path / "package.json"
+    other.write_text(json.dumps({"name": "x", "version": "1.0", "nested": {"version": 1, "target": "c"}}))
+    code, _, err = run(["check", str(other)], capsys)
+    assert code == 2 and "MLF metadata" not in err and "no known kind" in err
+
+
+# ------------------------------------------------- items 7, 8: --fail-on and one validation of versions
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--tvm", "0.99"], ["check", "--tvm", "1.5"], ["check", "--tvm", "0.1"], ["check", "--from", "0.99"],
+    ["params", "check", "--tvm", "0.99"], ["params", "check", "--from", "9.9"], ["blob", "check", "--tvm", "0.99"],
+    ["blob", "check", "--era", "0.99"], ["blob", "dump", "--era", "0.99"], ["params", "dump", "--dialect", "0.99"],
+    ["params", "check", "--dialect", "v0.99"], ["check", "--dialect", "1.0"], ["blob", "dump", "--era", "x"],
+])
+def test_every_version_option_refuses_unknown_versions_with_the_range(art, capsys, argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, str(art / "a.params")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "0.2 to 0.27" in err or "from 0.2 to 0.27" in err, err
+
+
+def test_fail_on_turns_a_bad_verdict_into_exit_1(art, tmp_path, capsys) -> None:
+    # TVM 0.27 has no MLF reader: "rejects"
+    tar = str(art / "a.tar")
+    assert run(["check", "--tvm", "0.27", tar], capsys)[0] == 0
+    assert run(["check", "--tvm", "0.27", "--fail-on", "rejects", tar], capsys)[0] == 1
+    assert run(["check", "--tvm", "0.27", "--fail-on", "misreads", tar], capsys)[0] == 1
+    assert run(["check", "--tvm", "0.27", "--fail-on", "crashes", tar], capsys)[0] == 0
+    # a bool tensor written by 0.16 (code 1, 1 bit) is read by 0.27 as another dtype
+    p = tmp_path / "b.params"
+    params.save({"m": np.array([True, False])}, p, dialect="0.16")
+    code, out, _ = run(["params", "check", "--tvm", "0.27", "--from", "0.16", str(p)], capsys)
+    verdict = out.split("TVM 0.27")[1].split(":")[1].split()[0]
+    assert code == 0 and verdict in ("misreads", "rejects", "crashes")
+    assert run(["params", "check", "--tvm", "0.27", "--from", "0.16", "--fail-on", verdict, str(p)], capsys)[0] == 1
+    assert run(["blob", "check", "--tvm", "0.27", "--fail-on", "misreads", str(art / "a.bin")], capsys)[0] in (0, 1)
+
+
+def test_check_says_why_a_kind_has_no_verdict(art, tmp_path, capsys) -> None:
+    import tarfile
+
+    with tarfile.open(art / "a.tar") as tf:
+        member = next(m for m in tf.getmembers() if m.name.endswith(".graph"))
+        (tmp_path / "graph.json").write_bytes(tf.extractfile(member).read())  # type: ignore[union-attr]
+    code, out, _ = run(["check", "--tvm", "0.27", str(tmp_path / "graph.json")], capsys)
+    assert code == 0 and "TVM 0.27: no verdict: " in out
+
+
+# ------------------------------------------------- item 9: a batch downgrade skips older archives
+
+
+def test_a_batch_downgrade_skips_archives_already_below_the_target(art, tmp_path, capsys) -> None:
+    import json
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "new.tar").write_bytes((art / "a.tar").read_bytes())
+    assert run(["downgrade", str(art / "a.tar"), "--to", "3", "-o", str(folder / "old.tar"),
+                "--accept-loss", "v6_v7.main_io"], capsys)[0] == 0
+    code, out, err = run(["downgrade", str(folder), "--to", "4", "-o", str(tmp_path / "out") + "/"], capsys)
+    assert code == 0, err
+    assert "skipped: " in err and "old.tar: this is version 3, already below 4" in err and "unreadable" not in err
+    assert "1 unreadable" not in out and "1 skipped" in out
+    assert sorted(os.listdir(tmp_path / "out")) == ["new.tar"]
+    code, out, _ = run(["downgrade", str(folder), "--to", "4", "-o", str(tmp_path / "out2") + "/", "--json"], capsys)
+    docs = {os.path.basename(d["input"]): d for d in map(json.loads, out.splitlines())}
+    assert code == 0 and docs["old.tar"]["status"] == "skipped" and docs["new.tar"]["status"] == "done"
+    # one input named alone: refused with the reason (exit 1), not "unreadable"
+    code, _, err = run(["downgrade", str(folder / "old.tar"), "--to", "4", "-o", str(tmp_path / "x.tar")], capsys)
+    assert code == 1 and "refused" in err and "already below 4" in err

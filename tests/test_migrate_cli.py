@@ -122,7 +122,7 @@ def test_unreadable_input_and_bad_command_lines_exit_2(tmp_path, capsys):
     assert "departs from the model of its version" in capsys.readouterr().err
     g = tmp_path / "g.tar"
     g.write_bytes(real_graph_v7())
-    assert main(["upgrade", str(g), "--to", "5", "-o", str(tmp_path / "x.tar")]) == 2
+    assert main(["upgrade", str(g), "--to", "5", "-o", str(tmp_path / "x.tar")]) == 1  # refused, not unreadable
     assert "use `mlf-spec downgrade`" in capsys.readouterr().err
     assert main(["downgrade", str(g), "--to", "5"]) == 2
     assert main(["downgrade", str(g), "--to", "5", "-o", "x", "--accept-loss", "v6_v7.main_iox"]) == 2

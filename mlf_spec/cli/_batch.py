@@ -50,7 +50,9 @@ class Outcome:
     text: str = ""
     doc: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
-    skipped: bool = False  #: a file a directory walk found that turned out to be no TVM artifact
+    #: not counted as an input: a file a directory walk found that is no TVM artifact (nothing
+    #: shown), or an input passed over with the reason in ``notes`` (e.g. already past a migration's target)
+    skipped: bool = False
 
 
 Work = Callable[[Input, argparse.Namespace], Outcome]
@@ -200,12 +202,17 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
+    passed_over = 0
     worst = 0
     for i, (inp, outcome) in enumerate(zip(inputs, _outcomes(work, inputs, args, jobs))):
         if progress:
             progress.clear()
         if outcome.skipped:
-            skipped.append(inp.name)
+            if outcome.notes or outcome.doc:
+                _emit(outcome, as_json, inp)
+                passed_over += 1
+            else:
+                skipped.append(inp.name)
             continue
         _emit(outcome, as_json, inp)
         status = min(max(outcome.status, 0), 2)
@@ -215,12 +222,12 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.show(i + 1, inp.name)
     if progress:
         progress.clear()
-    if not sum(counts):
+    if not sum(counts) and not passed_over:
         print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
         return 2
-    if len(inputs) > 1 or skipped:
-        line = (f"{sum(counts)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
-                f"{counts[2]} unreadable")
+    if len(inputs) > 1 or skipped or passed_over:
+        line = (f"{sum(counts) + passed_over} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
+                f"{counts[2]} unreadable" + (f", {passed_over} skipped" if passed_over else ""))
         if skipped:
             line += f"; {len(skipped)} other file(s) skipped (not {what})"
         print(line, file=sys.stderr if as_json else sys.stdout)
