@@ -60,12 +60,17 @@ class Diff:
         """True when no difference was found."""
         return not self.changes
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form of ``mlf-spec diff --json`` (generated/schemas/diff_output.schema.json)."""
+    def counts(self) -> dict[str, int]:
+        """How many changes of each ``change`` kind, in the order first found (the text and
+        the JSON form count alike)."""
         counts: dict[str, int] = {}
         for c in self.changes:
             counts[c.change] = counts.get(c.change, 0) + 1
-        return {"a": self.a, "b": self.b, "kind": self.kind, "same": self.same, "counts": counts,
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of ``mlf-spec diff --json`` (generated/schemas/diff_output.schema.json)."""
+        return {"a": self.a, "b": self.b, "kind": self.kind, "same": self.same, "counts": self.counts(),
                 "changes": [c.to_dict() for c in self.changes]}
 
     def __str__(self) -> str:

@@ -36,10 +36,8 @@ def diff_text(d: Diff) -> str:
     if d.same:
         lines.append(f"same: the {_KINDS.get(d.kind, d.kind)} do not differ")
     else:
-        counts: dict[str, int] = {}
-        for c in d.changes:
-            key = c.change if c.change in ("added", "removed") else "changed"
-            counts[key] = counts.get(key, 0) + 1
-        parts = ", ".join(f"{counts[k]} {k}" for k in ("added", "removed", "changed") if k in counts)
+        counts = d.counts()  # the JSON form's counts: added, removed, then the kinds of change by name
+        order = [k for k in ("added", "removed") if k in counts] + sorted(set(counts) - {"added", "removed"})
+        parts = ", ".join(f"{counts[k]} {k}" for k in order)
         lines.append(f"{len(d.changes)} difference(s): {parts}")
     return "\n".join(lines)
