@@ -379,3 +379,45 @@ def test_a_batch_downgrade_skips_archives_already_below_the_target(art, tmp_path
     # one input named alone: refused with the reason (exit 1), not "unreadable"
     code, _, err = run(["downgrade", str(folder / "old.tar"), "--to", "4", "-o", str(tmp_path / "x.tar")], capsys)
     assert code == 1 and "refused" in err and "already below 4" in err
+
+
+# ------------------------------------------------- item 6: diff shows dtype codes when spellings agree
+
+
+def test_diff_shows_codes_when_dtype_spellings_agree_and_counts_alike(tmp_path, capsys) -> None:
+    import json
+
+    m = np.array([True, False, True])
+    params.save({"m": m, "w": np.zeros(2, "float32")}, tmp_path / "old.params", dialect="0.16")  # bool (1,1,1)
+    params.save({"m": m, "w": np.ones(2, "float32")}, tmp_path / "new.params", dialect="0.23")  # bool (6,8,1)
+    code, out, _ = run(["diff", str(tmp_path / "old.params"), str(tmp_path / "new.params")], capsys)
+    assert code == 1
+    assert "dtype bool (code 1, 1 bits, 1 lanes) -> bool (code 6, 8 bits, 1 lanes)" in out
+    text_counts = out.strip().splitlines()[-1]
+    code, js, _ = run(["diff", "--json", str(tmp_path / "old.params"), str(tmp_path / "new.params")], capsys)
+    counts = json.loads(js)["counts"]
+    assert text_counts.endswith(", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=lambda k: (
+        k not in ("added", "removed"), ("added", "removed").index(k) if k in ("added", "removed") else 0, k))))
+    assert f"{sum(counts.values())} difference(s)" in text_counts and counts.get("dtype") == 1
+
+
+# ------------------------------------------------- item 5: the dialect note groups dialects by reading
+
+
+def test_the_dialect_note_names_only_dialects_that_read_otherwise(tmp_path, capsys) -> None:
+    import json
+
+    p = tmp_path / "d16.params"
+    params.save({"i": np.arange(3, dtype="int32"), "u": np.arange(3, dtype="uint8"), "f": np.ones(2, "float32"),
+                 "b": np.array([True, False])}, p, dialect="0.16")
+    code, out, _ = run(["params", "dump", "--json", str(p)], capsys)
+    choice = json.loads(out)["dialect_choice"]
+    assert {"v0.7", "v0.13", "v0.20", "v0.21"} <= set(choice["same_reading"])
+    assert not {"v0.23", "v0.26"} & set(choice["same_reading"])
+    note = choice["note"]
+    differ = note.split(";", 1)[1]
+    assert "v0.7" not in differ and "v0.13" not in differ and "v0.20" not in differ
+    assert "v0.23 would read (1,1,1) as uint1, not bool" in differ
+    code, out, _ = run(["params", "dump", str(p)], capsys)
+    assert "TVM 0.21 to 0.22" not in out  # a 0.16 file: the range of every dialect that reads it alike
+    assert "TVM 0.2 to 0.22" in out

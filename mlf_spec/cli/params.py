@@ -89,7 +89,7 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         out = io.StringIO()
         total = sum(t["nbytes"] for t in doc["tensors"])
         out.write(f"{inp.name}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
-        out.write(f"dialect: {lazy.dialect.id} ({lazy.dialect.label}); {lazy.choice.note}\n")
+        out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
         rows = [("name", "dtype", "shape", "offset", "nbytes", "sha256")]
