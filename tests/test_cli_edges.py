@@ -421,3 +421,63 @@ def test_the_dialect_note_names_only_dialects_that_read_otherwise(tmp_path, caps
     code, out, _ = run(["params", "dump", str(p)], capsys)
     assert "TVM 0.21 to 0.22" not in out  # a 0.16 file: the range of every dialect that reads it alike
     assert "TVM 0.2 to 0.22" in out
+
+
+# ------------------------------------------------- feature: params dump --stats / --values
+
+
+def _every_dtype() -> dict:
+    import ml_dtypes
+
+    from mlf_spec.params.codec import StoredTensor
+
+    rng = np.random.default_rng(7)
+    out: dict = {}
+    for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64", "complex64", "complex128"):
+        a = (rng.standard_normal(50) * 100).astype(t) if "complex" not in t else \
+            (rng.standard_normal(50) + 1j * rng.standard_normal(50)).astype(t)
+        out[t] = a
+    out["float32_special"] = np.array([1.5, np.nan, -np.inf, 0.0, np.inf, -2.0], "float32")
+    out["bool"] = np.array([True, False, True, True])
+    for t in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        out[t] = np.array([0.5, -1.0, 2.0, 0.0], getattr(ml_dtypes, t))
+    # sub-byte, as TVM 0.26 stores them (bit-packed), with the values they hold
+    out["int4_packed"] = (StoredTensor.of(0, 4, 1, (4,), bytes([0x8F, 0x71, 0, 0]), "0.26"), [-1, -8, 1, 7])
+    out["uint1_packed"] = (StoredTensor.of(1, 1, 1, (5,), bytes([0b01101, 0, 0, 0, 0]), "0.26"), [1, 0, 1, 1, 0])
+    out["float4_packed"] = (StoredTensor.of(17, 4, 1, (4,), bytes([0xA2, 0x04, 0, 0]), "0.26"), [1.0, -1.0, 2.0, 0.0])
+    out["int8x4"] = (StoredTensor.of(0, 8, 4, (2,), np.array([1, -2], "int8").tobytes(), "0.26"), [1, -2])
+    return out
+
+
+def test_params_dump_stats_and_values_for_every_dtype(tmp_path, capsys) -> None:
+    import json
+
+    from mlf_spec.generated.params_dump_models import ParamsDump
+
+    cases = _every_dtype()
+    p = tmp_path / "all.params"
+    params.save({k: v[0] if isinstance(v, tuple) else v for k, v in cases.items()}, p, dialect="0.26")
+    code, out, err = run(["params", "dump", "--json", "--stats", "--values", "3", "--dialect", "0.26", str(p)], capsys)
+    assert code == 0, err
+    ParamsDump.model_validate_json(out)
+    got = {t["name"]: t for t in json.loads(out)["tensors"]}
+    for name, v in cases.items():
+        ref = np.asarray(v[1] if isinstance(v, tuple) else v)
+        s = got[name]["stats"]
+        assert s is not None and s["elements"] == ref.size, name
+        vals = ref.astype(np.complex128) if ref.dtype.kind == "c" else ref.astype(np.float64)
+        mag = np.abs(vals) if ref.dtype.kind == "c" else vals
+        finite = mag[np.isfinite(mag)]
+        assert s["nan"] == int(np.isnan(mag).sum()) and s["inf"] == int(np.isinf(mag).sum()), name
+        assert s["zeros"] == int((mag == 0).sum()), name
+        assert s["min"] == pytest.approx(finite.min()) and s["max"] == pytest.approx(finite.max()), name
+        assert s["mean"] == pytest.approx(finite.mean(), rel=1e-9, abs=1e-9), name
+        assert s["std"] == pytest.approx(finite.std(), rel=1e-9, abs=1e-9), name
+        shown = got[name]["values"]
+        assert len(shown) == min(3, ref.size)
+        if ref.dtype.kind in "iu":
+            assert shown == ref[:3].tolist(), name
+    assert got["float32_special"]["values"] == [1.5, "nan", "-inf"]
+    code, out, _ = run(["params", "dump", "--stats", "--values", "2", "--dialect", "0.26", str(p)], capsys)
+    assert code == 0 and "int4_packed: [-1, -8, ...]" in out and "name" in out and "zeros" in out

@@ -25,9 +25,15 @@ def register(sub: Any) -> None:
     psub = p.add_subparsers(dest="params_command", metavar="ACTION")
     psub.required = True
 
-    dump = psub.add_parser("dump", help="list the tensors of .params files")
+    dump = psub.add_parser("dump", help="list the tensors of .params files", description=(
+        "List the tensors of .params files: name, dtype (in the dtype dialect detected, or --dialect), shape, "
+        "offset, size and SHA-256, with how the dialect was chosen; --stats adds min, max, mean, std, NaN/Inf and "
+        "zero counts per tensor, --values N its first N elements. Exit status: 0 read, 2 unreadable input."))
     _batch.add_arguments(dump, what=".params files")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    dump.add_argument("--stats", action="store_true",
+                      help="min, max, mean, std (finite values), NaN, Inf and zero counts of each tensor")
+    dump.add_argument("--values", type=_batch.positive, metavar="N", help="the first N elements of each tensor")
     dump.add_argument("--dialect", type=dialect,
                       help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     dump.set_defaults(handler=_dump)
@@ -58,17 +64,26 @@ def register(sub: Any) -> None:
     conv.set_defaults(handler=_convert)
 
 
-def dump_document(lazy: LazyParams) -> dict[str, Any]:
-    """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump)."""
+def dump_document(lazy: LazyParams, *, stats: bool = False, values: int | None = None) -> dict[str, Any]:
+    """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump);
+    ``stats`` and ``values`` add each tensor's numbers and first elements."""
     import hashlib
 
+    from mlf_spec.params import stats as _stats
     from mlf_spec.params.codec import json_name
 
     tensors = []
     for info in lazy.index:
         digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
-        tensors.append({**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
-                        "offset": info.offset, "nbytes": info.nbytes, "sha256": digest})
+        entry = {**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
+                 "offset": info.offset, "nbytes": info.nbytes, "sha256": digest}
+        if stats or values:
+            flat = _stats.values_of(lazy.tensor(info), lazy.dialect)
+            if stats:
+                entry["stats"] = _stats.tensor_stats(flat)
+            if values:
+                entry["values"] = _stats.first_values(flat, values)
+        tensors.append(entry)
     return {"format": "tvm-params", "dialect": lazy.dialect.id, "dialect_choice": lazy.choice.to_dict(),
             "trailing_bytes": lazy.trailing_bytes, "tensors": tensors}
 
@@ -82,7 +97,7 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
     _batch.guard(inp, ACCEPT, "a .params file")
     with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
-        doc = dump_document(lazy)
+        doc = dump_document(lazy, stats=args.stats, values=args.values)
         doc = {"path": inp.name, **doc}
         if args.json:
             return _batch.Outcome(0, doc=doc)
@@ -98,11 +113,45 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
                          str(t["offset"]), str(t["nbytes"]), t["sha256"][:16]))
         for line in table(rows, right=3):
             out.write(line + "\n")
+        if args.stats:
+            out.write(_stats_table(doc["tensors"]))
+        if args.values:
+            for t in doc["tensors"]:
+                shown = "(no numeric values)" if t["values"] is None else ", ".join(map(_num, t["values"]))
+                more = ", ..." if t["values"] is not None and len(t["values"]) < _numel(t["shape"]) else ""
+                out.write(f"{printable(t['name'])}: [{shown}{more}]\n")
         unknown = [printable(i.name) for i in lazy.index if not i.dtype.known]
         if unknown:
             out.write(f"warning: {len(unknown)} tensor(s) with dtype codes unknown in {lazy.dialect.id}: "
                       f"{', '.join(unknown[:5])}\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return f"({_num(v[0])}{'+' if not str(v[1]).startswith('-') else ''}{_num(v[1])}j)"
+    return str(v)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _stats_table(tensors: list[dict[str, Any]]) -> str:
+    rows = [("name", "min", "max", "mean", "std", "nan", "inf", "zeros")]
+    for t in tensors:
+        s = t["stats"]
+        if s is None:
+            rows.append((printable(t["name"]), "-", "-", "-", "-", "-", "-", "-"))
+            continue
+        rows.append((printable(t["name"]), *("-" if s[k] is None else _num(s[k]) for k in ("min", "max", "mean", "std")),
+                     str(s["nan"]), str(s["inf"]), str(s["zeros"])))
+    return "".join(line + "\n" for line in table(rows, right=1))
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -114,6 +163,7 @@ def _check(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     import os
     import sys
+    from pathlib import Path
 
     if args.output is None:
         if len(args.paths) != 2:
@@ -124,6 +174,14 @@ def _convert(args: argparse.Namespace) -> int:
         from mlf_spec._io import check_output
 
         check_output(dst, inputs=[src])
+        if args.to is None:
+            from mlf_spec.params.convert import FORMATS
+
+            if Path(dst).suffix.lower() not in FORMATS:
+                from mlf_spec.errors import MlfError
+
+                raise MlfError(f"cannot tell the output format from {Path(dst).suffix or 'no extension'}: name the "
+                               f"file .params, .npz or .safetensors, or pass --to", file=dst)
         inputs = list(_batch.expand([src], frozenset(CONVERT_KINDS)))
         if len(inputs) != 1:
             from mlf_spec.errors import MlfError
