@@ -481,3 +481,37 @@ def test_params_dump_stats_and_values_for_every_dtype(tmp_path, capsys) -> None:
     assert got["float32_special"]["values"] == [1.5, "nan", "-inf"]
     code, out, _ = run(["params", "dump", "--stats", "--values", "2", "--dialect", "0.26", str(p)], capsys)
     assert code == 0 and "int4_packed: [-1, -8, ...]" in out and "name" in out and "zeros" in out
+
+
+# ------------------------------------------------- feature: blob extract --module
+
+
+def test_blob_extract_module_writes_the_payload_as_its_kind_stores_it(tmp_path, capsys) -> None:
+    from mlf_spec import blob
+
+    m = blob.Module.lib(blob.Module.of("cuda", fmt="ptx", fmap=[], data=b".version 7.0 // ptx"),
+                        blob.Module.of("webgpu", fmap=[], smap=[("k0", "fn main() {}"), ("k1", "fn x() {}")]))
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(elf_with_blob(blob.build(m), SYMBOL_FFI, shared=True))
+    code, _, err = run(["blob", "extract", str(lib), "--module", "cuda", "-o", str(tmp_path / "k.ptx")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "k.ptx").read_bytes() == b".version 7.0 // ptx"
+    code, _, err = run(["blob", "extract", str(lib), "--module", "webgpu", "-o", str(tmp_path / "wgsl")], capsys)
+    assert code == 0, err
+    assert {p.name: p.read_text() for p in (tmp_path / "wgsl").iterdir()} == {"k0.wgsl": "fn main() {}",
+                                                                              "k1.wgsl": "fn x() {}"}
+    code, _, err = run(["blob", "extract", str(lib), "--module", "0", "-o", str(tmp_path / "x")], capsys)
+    assert code == 2 and "no payload" in err and not (tmp_path / "x").exists()
+    code, _, err = run(["blob", "extract", str(lib), "--module", "vulkan", "-o", str(tmp_path / "x")], capsys)
+    assert code == 2 and "no module of that kind" in err and "[2] cuda" in err
+    # a GraphExecutorFactory: its graph JSON and its parameters as a .params file TVM reads
+    gef = ROOT / "vectors" / "blob" / "blob.legacy.0.14.graph_executor_factory.bin"
+    b = blob.read_one(gef)
+    rec = next(e for e in b.entries if e.kind == "GraphExecutorFactory").payload.record
+    rec = getattr(rec, "body", rec)
+    code, _, err = run(["blob", "extract", str(gef), "--module", "GraphExecutorFactory", "-o", str(tmp_path / "g")],
+                       capsys)
+    assert code == 0, err
+    assert (tmp_path / "g" / "graph.json").read_text() == rec.graph_json
+    loaded = params.load(tmp_path / "g" / f"{rec.module_name}.params")
+    assert list(loaded) == list(rec.names)

@@ -42,12 +42,25 @@ def register(sub: Any) -> None:
     chk.add_argument("--era", type=tvm_version, help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     chk.set_defaults(handler=_check)
 
-    ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")
-    ext.add_argument("file")
-    ext.add_argument("-o", "--output", required=True, help="OUT.bin, or OUT.c / OUT.cc for a C array like devc.c")
+    ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c), or one "
+                          "module's payload (--module)", description=(
+                              "Write the module blob of FILE (an ELF .so/.o, devc.c, an export tar or a raw .bin) "
+                              "to OUT: a raw .bin (size prefix + body), or with -o OUT.c / OUT.cc a C array as TVM's "
+                              "devc.c holds it. With --module N|KIND, write that one module's payload in the form "
+                              "its kind stores it: device code (PTX, cubin, OpenCL C, ...) as one file; Metal/WebGPU "
+                              "kernels, or a GraphExecutorFactory's graph.json and <name>.params, as files in the "
+                              "new directory OUT; other kinds (VM executables, ...) as their payload bytes. "
+                              "Exit status: 0 written, 1 OUT exists (pass --force), 2 unreadable input or a path "
+                              "mistake."))
+    ext.add_argument("file", metavar="FILE")
+    ext.add_argument("-o", "--output", required=True, metavar="OUT",
+                     help="OUT.bin, or OUT.c / OUT.cc for a C array like devc.c; with --module the payload file "
+                     "(or directory)")
+    ext.add_argument("--module", metavar="N|KIND", help="write only this module's payload (blob index or kind)")
     ext.add_argument("--index", type=int, help="which blob, if FILE holds several (0-based)")
     ext.add_argument("--symbol", help="symbol for C output (default: the one it was found under)")
     ext.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    ext.add_argument("--era", type=tvm_version, help="with --module: TVM version whose payload grammar to use")
     ext.set_defaults(handler=_extract)
 
 
@@ -147,6 +160,30 @@ def _tree_lines(b: Blob) -> list[str]:
     return lines
 
 
+def _extract_module(args: argparse.Namespace, loc: Any, out: Path) -> int:
+    from mlf_spec._io import atomic_directory, atomic_write_bytes, check_output
+    from mlf_spec.blob import codec as _blob
+    from mlf_spec.blob.extract import find_module, payload_files
+
+    b = _blob._parse_located(loc, args.file, args.era, None)
+    e = find_module(b, args.module, file=args.file)
+    try:
+        files = payload_files(b, e)
+    except MlfError as exc:
+        raise exc.with_file(args.file) from None
+    if isinstance(files, dict):
+        check_output(out, directory=True)
+        with atomic_directory(out, replace=args.force) as tmp:
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+        what = f"{len(files)} file(s): {', '.join(sorted(files))}"
+    else:
+        atomic_write_bytes(out, files)
+        what = f"{len(files)} bytes"
+    print(f"{args.file} -> {out}: module [{e.index}] {printable(e.kind)}, {what}", file=sys.stderr)
+    return 0
+
+
 def _extract(args: argparse.Namespace) -> int:
     from mlf_spec.blob import locate as _locate
 
@@ -173,6 +210,8 @@ def _extract(args: argparse.Namespace) -> int:
     check_output(out, inputs=[args.file])
     if out.exists() and not args.force:
         raise OutputExistsError("output exists; pass --force to replace it", file=str(out))
+    if args.module is not None:
+        return _extract_module(args, loc, out)
     if out.suffix in (".c", ".cc"):
         symbol = args.symbol or loc.symbol or _locate.SYMBOL_FFI
         prefix = loc.prefix or None
