@@ -515,3 +515,55 @@ def test_blob_extract_module_writes_the_payload_as_its_kind_stores_it(tmp_path, 
     assert (tmp_path / "g" / "graph.json").read_text() == rec.graph_json
     loaded = params.load(tmp_path / "g" / f"{rec.module_name}.params")
     assert list(loaded) == list(rec.names)
+
+
+def test_a_compiled_library_that_only_mentions_tvm_symbols_is_no_tvm_artifact(tmp_path, capsys) -> None:
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc is not None, "a C compiler is part of the test setup (test_blob_locate builds libraries too)"
+    src = tmp_path / "x.c"
+    src.write_text('const char* names[] = {"__tvm_ffi__library_bin", "__tvm_module_ctx", "__tvm_ffi_main"};\n'
+                   "extern void* __tvm_ffi__library_ctx;\n"
+                   "void* get(void) { return &__tvm_ffi__library_ctx; }\nint f(void) { return 1; }\n")
+    so = tmp_path / "x.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,--unresolved-symbols=ignore-all", "-o", str(so), str(src)],
+                   check=True, capture_output=True)
+    for argv in (["check", str(so)], ["blob", "dump", str(so)], ["blob", "check", str(so)]):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and "not a TVM artifact" in err, (argv, err)
+
+
+# ------------------------------------------------- item 12: display widths, elided names, quiet raw-layout line
+
+
+def test_tables_align_wide_characters_and_elide_long_names(tmp_path, capsys) -> None:
+    from mlf_spec.cli._text import width
+
+    names = {"权重": np.zeros(2, "float32"), "🙂bias": np.zeros(3, "float32"), "w" * 1000: np.zeros(1, "int8"),
+             "plain": np.zeros(4, "float32")}
+    p = tmp_path / "wide.params"
+    params.save(names, p)
+    code, out, _ = run(["params", "dump", str(p)], capsys)
+    assert code == 0
+    rows = [line for line in out.splitlines() if "float32" in line or "int8" in line]
+    assert len(rows) == 4
+    ends = {width(line[: line.index("float32") if "float32" in line else line.index("int8")]) for line in rows}
+    assert len(ends) == 1  # the dtype column starts at one display column in every row
+    assert all(width(line) < 200 for line in rows) and "..." in out
+
+
+def test_a_raw_blob_gets_the_other_layouts_failure_only_with_json_or_v(art, capsys) -> None:
+    import json
+
+    code, out, _ = run(["blob", "check", str(art / "a.bin")], capsys)
+    assert code == 0 and "the legacy layout does not read it" in out and "breaks at" not in out
+    code, out, _ = run(["blob", "check", "-v", str(art / "a.bin")], capsys)
+    assert "breaks at" in out
+    code, out, _ = run(["blob", "check", "--json", str(art / "a.bin")], capsys)
+    assert any("breaks at" in f["message"] for f in json.loads(out)["findings"] if f["code"] == "blob.raw-layout")
+
+
+def test_mlf_verdicts_name_tvm_versions(art, capsys) -> None:
+    code, out, _ = run(["check", "--tvm", "0.12", str(art / "a.tar")], capsys)
+    assert "written by TVM 0.12 or later, metadata revision v7.templates (detected)" in out

@@ -95,8 +95,8 @@ def _raw_layout(b: _blob.Blob, member: str | None, c: Collector) -> None:
         _blob.parse(b.data, format=other)
     except MlfError as exc:
         where = f"{exc.field}: offset {exc.offset}: " if exc.field else ""
-        c.add("blob.raw-layout", "", f"read as a {b.format} blob; as a {other} blob it breaks at {where}{exc.message}",
-              member=member)
+        c.add("blob.raw-layout", "", f"read as a {b.format} blob; the {other} layout does not read it", member=member,
+              detail=f"as a {other} blob it breaks at {where}{exc.message}")
         return
     c.add("blob.raw-layout", "", f"read as a {b.format} blob; it also reads as a {other} blob", member=member)
 

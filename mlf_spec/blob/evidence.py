@@ -4,12 +4,13 @@
 library may hold none. Without a blob, mlf-spec calls a file a TVM library only on this
 evidence (anything else is "not a TVM artifact"):
 
-* ELF shared object or object file: it *defines* (not merely references) the module
-  context symbol TVM's host code generator emits in every library it compiles:
-  ``__tvm_module_ctx`` (up to v0.20), ``__tvm_ffi_library_ctx`` (v0.21) or
-  ``__tvm_ffi__library_ctx`` (v0.22 on), each possibly after a system-lib prefix; or
-  ``__tvm_main__`` (the entry function of older graph/AOT host modules). A program that only
-  mentions the names in its strings is not taken.
+* ELF shared object or object file: it *defines* (not merely references) a global symbol
+  that TVM's host code generator emits: a function exported as ``__tvm_ffi_<name>`` (v0.22 on;
+  a TVM 0.27 llvm export without imports defines ``__tvm_ffi_<func>`` and ``__tvm_ffi_main``
+  and nothing else of TVM's), the module context ``__tvm_module_ctx`` (up to v0.20),
+  ``__tvm_ffi_library_ctx`` (v0.21) or ``__tvm_ffi__library_ctx`` (v0.22 on, possibly after a
+  system-lib prefix), or ``__tvm_main__`` (the entry function of older graph/AOT host modules).
+  A program that only mentions the names in its strings, or references them, is not taken.
 * export tar: every member is named as ``export_library`` names its files (``lib<N>.o`` /
   ``lib<N>.c``, one per host module, plus ``devc.o`` / ``devc.c`` / ``devc.cc``), and there is
   at least one ``lib<N>`` member.
@@ -69,30 +70,34 @@ def _elf_evidence(f: Any) -> str | None:
             if not isinstance(tab, SymbolTableSection) or tab["sh_link"] >= elf.num_sections():
                 continue
             strings = elf.get_section(tab["sh_link"]).data()
-            for name in CONTEXT_SYMBOLS:
-                offsets = _name_offsets(strings, name)
-                if not offsets:
-                    continue
-                import numpy as np
+            offsets = _tvm_name_offsets(strings)
+            if not offsets or not tab["sh_entsize"]:
+                continue
+            import numpy as np
 
-                hits = _symbols_named(tab.data(), tab["sh_entsize"] or 1, tab.num_symbols(), elf.little_endian,
-                                      elf.elfclass == 64, np.array(offsets, dtype=np.uint64))
-                if hits and tab["sh_entsize"]:
-                    return f"it defines {name.decode()}, the symbol TVM's host code generator emits"
+            hits = _symbols_named(tab.data(), tab["sh_entsize"], tab.num_symbols(), elf.little_endian,
+                                  elf.elfclass == 64, np.array(sorted(offsets), dtype=np.uint64))
+            for i in hits[:1]:
+                name = tab.get_symbol(i).name
+                return f"it defines {name}, a symbol TVM's host code generator emits"
     except (ELFError, MlfError, ValueError, OSError, KeyError, IndexError, ZeroDivisionError):
         return None
     return None
 
 
-def _name_offsets(strings: bytes, name: bytes) -> list[int]:
-    """String-table offsets of ``name`` as a whole string or after a system-lib prefix."""
-    found = []
-    pos = strings.find(name)
-    while pos >= 0:
-        end = pos + len(name)
-        if end == len(strings) or strings[end] == 0:
-            found.extend(range(strings.rfind(b"\0", 0, pos) + 1, pos + 1))
-        pos = strings.find(name, pos + 1)
+def _tvm_name_offsets(strings: bytes) -> set[int]:
+    """String-table offsets of the names TVM's code generator emits (see the module doc): a
+    ``__tvm_ffi_`` function, or a context / main symbol, possibly after a system-lib prefix."""
+    found: set[int] = set()
+    pos = strings.find(b"__tvm_")
+    while pos >= 0 and len(found) < 100_000:
+        start = strings.rfind(b"\0", 0, pos) + 1
+        end = strings.find(b"\0", pos)
+        end = len(strings) if end < 0 else end
+        tail = strings[pos:end]
+        if tail.startswith(b"__tvm_ffi_") and pos == start or tail in CONTEXT_SYMBOLS:
+            found.update(range(start, pos + 1))
+        pos = strings.find(b"__tvm_", end)
     return found
 
 

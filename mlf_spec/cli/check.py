@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
                        "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(c, what="artifacts to check")
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    c.add_argument("-v", "--verbose", action="store_true", help="the details of informational findings too")
     c.add_argument("--version", type=int, choices=VERSIONS, dest="check_version",
                    help="check MLF archives against this metadata version instead of the declared one")
     add_member_size(c)
@@ -48,6 +49,7 @@ def add_kind_check(sub: Any, *, help: str, findings: str, question: str,  # noqa
                          "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(chk, what=what)
     chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    chk.add_argument("-v", "--verbose", action="store_true", help="the details of informational findings too")
     add_tvm_arguments(chk)
     return chk
 
@@ -87,7 +89,7 @@ def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:
         status = 1
     if getattr(args, "json", False):
         return _batch.Outcome(status, doc=report.to_dict())
-    return _batch.Outcome(status, text=text(report))
+    return _batch.Outcome(status, text=text(report, verbose=getattr(args, "verbose", False)))
 
 
 def _check_params(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
