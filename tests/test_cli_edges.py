@@ -567,3 +567,48 @@ def test_a_raw_blob_gets_the_other_layouts_failure_only_with_json_or_v(art, caps
 def test_mlf_verdicts_name_tvm_versions(art, capsys) -> None:
     code, out, _ = run(["check", "--tvm", "0.12", str(art / "a.tar")], capsys)
     assert "written by TVM 0.12 or later, metadata revision v7.templates (detected)" in out
+
+
+def test_extract_restores_modes_and_mtimes_and_counts_as_inspect(art, tmp_path, capsys) -> None:
+    import json
+
+    out = tmp_path / "x"
+    code, text, _ = run(["extract", str(art / "a.tar"), "-o", str(out), "--json"], capsys)
+    assert code == 0
+    members = json.loads(text)["members"]
+    code, text, _ = run(["inspect", str(art / "a.tar")], capsys)
+    assert f"{members} members" in text
+    code, text, _ = run(["diff", str(art / "a.tar"), str(out)], capsys)
+    assert "mtime" not in text and ": mode" not in text, text
+    assert text.strip().endswith("1 difference(s): 1 changed") and "container tar -> directory" in text
+
+
+def test_params_dump_and_check_give_one_message_for_a_lying_string_length(tmp_path, capsys) -> None:
+    import struct
+
+    data = bytearray(params.dumps({"abc": np.zeros(1, "float32")}))
+    struct.pack_into("<Q", data, 24, 7000)  # the first name's length
+    (tmp_path / "bad.params").write_bytes(data)
+    errs = set()
+    for argv in (["params", "dump"], ["params", "check"], ["check"]):
+        code, _, err = run([*argv, str(tmp_path / "bad.params")], capsys)
+        assert code == 2
+        errs.add(err)
+    assert len(errs) == 1 and "string claims 7000 bytes but" in errs.pop()
+
+
+def test_help_describes_commands_and_lists_every_adapter(capsys) -> None:
+    from mlf_spec.conformance.adapters import BUILTIN
+
+    for argv, words in ((["params", "dump"], "--stats"), (["blob", "extract"], "--module"),
+                        (["conformance", "run"], "kaitai-js")):
+        with pytest.raises(SystemExit):
+            main([*argv, "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert words in out
+        head = out.split("positional arguments")[0].split("options:")[0]
+        assert len(head.split("]")[-1].strip()) > 40, (argv, head)  # a description after the usage
+    with pytest.raises(SystemExit):
+        main(["conformance", "run", "--help"])
+    out = " ".join(capsys.readouterr().out.split()).replace("- ", "-")
+    assert all(name in out for name in BUILTIN)

@@ -37,8 +37,10 @@ def register(sub: Any) -> None:
                           "be started or an input cannot be read.")
     who = run.add_mutually_exclusive_group(required=True)
     who.add_argument("--testee", metavar="CMD", help="the testee command (shell words), e.g. \"./my-reader\"")
-    who.add_argument("--adapter", metavar="NAME", help="a built-in or registered adapter (mlf-spec, tvm) or "
-                     "module:Class")
+    from mlf_spec.conformance.adapters import BUILTIN
+
+    who.add_argument("--adapter", metavar="NAME", help=f"a built-in adapter ({', '.join(BUILTIN)}), one registered "
+                     "under the entry-point group mlf_spec.conformance.adapters, or module:Class")
     run.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
     run.add_argument("--role", action="append", choices=("decode", "encode", "migrate"), help="only these roles")
     run.add_argument("--id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")

@@ -56,7 +56,7 @@ def _extract(args: argparse.Namespace) -> int:
                 atomic_directory(dest, replace=args.force) as tmp:
             a.extract(tmp, overwrite=True)
             files = [m for m in a.members if not m.is_dir]
-            doc = {"input": inp.name, "output": args.output, "members": sum(m.path != "." for m in a.members),
+            doc = {"input": inp.name, "output": args.output, "members": len(a.members),
                    "files": len(files), "bytes": sum(m.size for m in files), "replaced": replaced}
     except OSError as exc:
         print(f"mlf-spec: error: {args.output}: cannot write: {exc.strerror or exc}", file=sys.stderr)
