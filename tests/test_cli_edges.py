@@ -612,3 +612,14 @@ def test_help_describes_commands_and_lists_every_adapter(capsys) -> None:
         main(["conformance", "run", "--help"])
     out = " ".join(capsys.readouterr().out.split()).replace("- ", "-")
     assert all(name in out for name in BUILTIN)
+
+
+# ------------------------------------------------- item 10: a conformance run that selects nothing
+
+
+def test_conformance_run_selecting_nothing_exits_2(tmp_path, capsys) -> None:
+    code, _, err = run(["conformance", "run", "--adapter", "mlf-spec", "--id", "typo*"], capsys)
+    assert code == 2 and "no case" in err and err.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(["conformance", "run", "--adapter", "mlf-spec", "--vectors", str(tmp_path / "empty")], capsys)
+    assert code == 2 and "no case" in err
