@@ -106,19 +106,28 @@ def _call_conformance_tests(ns: dict) -> int:
 
 
 @pytest.mark.parametrize(("path", "line", "code"), python_blocks())
-def test_python_block_runs_as_written(doc_dir: Path, path: Path, line: int, code: str) -> None:
+def test_python_block_runs_as_written(doc_dir: Path, path: Path, line: int, code: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     if "atheris" in code:
         _run_atheris_block(doc_dir, code)
         return
     if "from tvm_params import" in code:
         _with_kaitai_parser(code)
     ns = _namespace(code)
-    if re.search(r"^reader_target\(", code, re.M):
-        from mlf_spec import params
-        from mlf_spec.fuzzing.targets import params_mutator, reader_target
+    registers = re.search(r"^reader_target\(", code, re.M) is not None
+    if registers:  # a registration in mlf_spec/fuzzing/targets.py: run there, on a copy of the registry
+        from mlf_spec.fuzzing import targets
 
-        ns.update(reader_target=reader_target, params=params, params_mutator=params_mutator)
+        monkeypatch.setattr(targets, "TARGETS", dict(targets.TARGETS))
+        ns.update({k: v for k, v in vars(targets).items() if not k.startswith("__")})
+        before = set(targets.TARGETS)
     exec(compile(code, f"{path}:{line}", "exec"), ns)  # noqa: S102
+    if registers:
+        from mlf_spec.fuzzing import targets
+
+        (new,) = set(targets.TARGETS) - before
+        for data in (b"", Path("model.params").read_bytes()):
+            targets.run(new, data)  # the promise: a result or an MlfError, under every invariant
     if "mlf_conformance" in code:
         assert _call_conformance_tests(ns) > 0
 
