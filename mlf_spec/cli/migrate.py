@@ -143,13 +143,13 @@ def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
                 (command == "downgrade" and to > plan.source_version)
         if wrong:
             other = "downgrade" if command == "upgrade" else "upgrade"
-            reason = (f"this is version {plan.source_version}, already {'below' if command == 'downgrade' else 'above'}"
-                      f" {to}; {command} --to {to} goes the other way (use `mlf-spec {other}`)")
+            why = (f"this is version {plan.source_version}, already {'below' if command == 'downgrade' else 'above'}"
+                   f" {to}; {command} --to {to} goes the other way (use `mlf-spec {other}`)")
             if len(args.outputs) > 1 or not inp.explicit:
-                out = r.outcome(plan, "skipped", reason, 0)
+                out = r.outcome(plan, "skipped", why, 0)
                 out.skipped = True
                 return out
-            return r.outcome(plan, "refused", reason, 1)
+            return r.outcome(plan, "refused", why, 1)
         missing = plan.unaccepted(args.accept_loss)
         if args.dry_run:
             exists = bool(output) and Path(output).exists() and not args.force

@@ -294,7 +294,8 @@ class DialectChoice:
         """The TVM versions whose dialects read the file as chosen, e.g. 'TVM 0.7 to 0.22'."""
         group = self.same_reading
         lo = min(d.since for d in group)
-        hi = None if any(d.until is None for d in group) else max(d.until for d in group)  # type: ignore[type-var]
+        untils = [d.until for d in group if d.until is not None]
+        hi = max(untils) if len(untils) == len(group) else None  # None: open to the newest
         return Dialect("", lo, hi, ()).label
 
     def differing(self) -> list[tuple[list[str], list[str]]]:
