@@ -14,7 +14,8 @@ from mlf_spec.generated import payloads_ir as _payloads_ir
 from mlf_spec.spec_engine import build, trace
 from mlf_spec.spec_strategies import Choices, bounds, value_tree
 
-from .common import Collector, doc_ref, holding, pattern_bytes
+from . import rules as _rules
+from .common import Collector, doc_ref, holding, outcome, pattern_bytes
 
 LIB = _blob.LIB
 _MAIN_ERA = {"ffi": _blob.LATEST, "legacy": (0, 20)}
@@ -134,6 +135,7 @@ def build_blob(c: Collector) -> None:
     for fmt in _blob.FORMATS:
         _kind_vectors(c, fmt)
         _tree_vectors(c, fmt)
+        _boundary_vectors(c, fmt)
     _broken_vectors(c)
 
 
@@ -230,6 +232,30 @@ def broken_variants(kind: str, fmt: str, era: tuple[int, ...]) -> list[tuple[str
         if broken is not None and all(broken != b for _, b in out):
             out.append((label, broken))
     return out
+
+
+def _boundary_vectors(c: Collector, fmt: str) -> None:
+    """Every field of the base blob (with its payloads) at and past its bounds: each count and
+    length lying, each constant and ranged integer at its edges, the blob cut at every field
+    boundary; the whole blob names every rule it meets at its exact value."""
+    era = _MAIN_ERA[fmt]
+    data = _base(fmt, era)
+    structs, root = _bst._ROOTS[fmt]
+    _, spans = trace(structs, root, data, era)
+    owner = _rules.owners(structs)
+    page = ("blob_ffi", "What a reader checks") if fmt == "ffi" else ("blob_legacy", "What a reader checks")
+
+    def probe(vid: str, b: bytes, rids: list[str], what: str) -> None:
+        want = outcome("blob", "decode", b, {"layout": fmt, "era": era_text(era)})["outcome"]
+        _add(c, vid, b, fmt, era, f"{what}: " + ("accepted" if want == "accept" else "must be rejected"), page,
+             {"rule": rids}, expect=want)
+
+    # the dtype codes in function signatures are not checked by any blob reader: not a blob rule
+    probe(f"blob.{fmt}.bound.whole", data, sorted(r for r in _rules.spans_rules(spans, owner, root)
+                                                  if not r.endswith(".table")),
+          "the base blob, every field at its exact value")
+    for rids, label, b in _rules.span_variants(data, spans, owner, root):
+        probe(f"blob.{fmt}.bound.{rids[0]}.{label}", b, rids, f"{rids[0]} probed at {label}")
 
 
 def _set_u64(data: bytes, offset: int, value: int) -> bytes:
