@@ -165,6 +165,11 @@ def _shape_and_field_vectors(c: Collector) -> None:
          "a record's reserved word is 7 (never checked)", tensor, {"field": ["reserved"]}, False),
         ("device-id-3", _file(["w"], [_record(f32, [2], device_id=3)]),
          "a record's device_id is 3 (written 0, never checked)", tensor, {"field": ["device_id"]}, False),
+        ("device-id-high", _file(["w"], [_record(f32, [2], device_id=0x10003)]),
+         "a record's device_id is 0x10003 (high bytes set: a 16-bit read sees 3)", tensor, {"field": ["device_id"]},
+         False),
+        ("record-reserved-high", _file(["w"], [_record(f32, [2], reserved=0x100000007)]),
+         "a record's reserved word is 2^32 + 7 (a 32-bit read sees 7)", tensor, {"field": ["reserved"]}, False),
         ("lanes-float32x4", _file(["v"], [_record((2, 32, 4), [2])]),
          "float32x4 [2]: only numel x 4 bytes are stored, lanes are ignored", tensor, {"dtype": ["float32x4"]}, True),
         ("lanes-int8x2", _file(["v"], [_record((0, 8, 2), [3])]), "int8x2 [3]", tensor, {"dtype": ["int8x2"]}, True),
@@ -367,10 +372,11 @@ def _dtype_edges(c: Collector) -> None:
     for row in _table.ROWS:
         code = row["code"]
         if row["bits"] is not None:  # a fixed-width family read with the width of another
-            for bits in sorted({8 if row["bits"] != 8 else 16, row["bits"] * 2} - {row["bits"]}):
+            for bits in sorted({8 if row["bits"] != 8 else 16, row["bits"] * 2, row["bits"] // 2} - {row["bits"], 0}):
                 probes.append((f"{row['kind']}-{code}-bits-{bits}", (code, bits, 1)))
     probes += [("lanes-0", (2, 32, 0)), ("lanes-65535", (2, 32, 65535)), ("lanes-32768", (2, 32, 32768)),
-               ("int-bits-0", (0, 0, 1)), ("code-255", (255, 8, 1))]
+               ("int-bits-0", (0, 0, 1)), ("code-255", (255, 8, 1)),
+               ("code-128", (128, 8, 1)), ("code-129", (129, 8, 1)), ("code-18", (18, 8, 1))]
     seen = set()
     for d in (_dt.dialect("0.13"), LATEST):
         for label, dt in probes:
