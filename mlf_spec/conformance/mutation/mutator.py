@@ -51,11 +51,14 @@ class Mutant:
     line: int
     original: str
     replacement: str
+    nth: int = 1
 
     @property
     def signature(self) -> str:
-        """A stable name: ``rel@L45: ndim < 0 -> ndim <= 0`` (what an equivalents file lists)."""
-        return f"{self.operator}@L{self.line}: {self.original} -> {self.replacement}"
+        """A stable name: ``rel@L45: ndim < 0 -> ndim <= 0`` (what an equivalents file lists;
+        the same change twice on a line: ``rel@L45#2: ...``)."""
+        at = f"L{self.line}" + (f"#{self.nth}" if self.nth > 1 else "")
+        return f"{self.operator}@{at}: {self.original} -> {self.replacement}"
 
 
 def _mask(src: str) -> str:
@@ -280,6 +283,11 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
         mutants.append(Mutant(len(mutants), "check", line_of[s], f"if ({cond})", "if (0)"))
         events.append((s, 0, s, f"MLF_M({mutants[-1].id}) ? 0 : ("))
         events.append((e, 2, e, ")"))
+    seen: dict[str, int] = {}
+    for i, mu in enumerate(mutants):
+        seen[mu.signature] = seen.get(mu.signature, 0) + 1
+        if seen[mu.signature] > 1:
+            mutants[i] = Mutant(mu.id, mu.operator, mu.line, mu.original, mu.replacement, seen[mu.signature])
     out = src
     for pos, _, end, text in sorted(events, key=lambda x: (x[0], x[1]), reverse=True):
         out = out[:pos] + text + out[end:]

@@ -347,7 +347,7 @@ def _boundary_vectors(c: Collector) -> None:
     d = LATEST
     for label, dtype, shape, dbs, data, ndim, rules, what in _BOUNDARY:
         _add_probe(c, f"params.bound.{label}", _tensor_file(dtype, shape, ndim=ndim, dbs=dbs, data=data), d, what, rules)
-    for label, value in (("0", 0), ("2", 2), ("minus-1", -1), ("0x101", 0x101), ("sign-bit", -(1 << 31)),
+    for label, value in (("1", 1), ("0", 0), ("2", 2), ("minus-1", -1), ("0x101", 0x101), ("sign-bit", -(1 << 31)),
                          ("high-byte", 1 + (1 << 24))):
         _add_probe(c, f"params.bound.device-type-{label}", _tensor_file(_F32, [1], data=pattern_bytes(4),
                                                                          device_type=value), d,
