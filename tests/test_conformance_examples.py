@@ -32,4 +32,4 @@ def test_the_javascript_testee_passes_with_its_known_failure(one_shot, capsys):
     status = cli(args)
     out = capsys.readouterr().out
     assert status == 0, out
-    assert ("1 expected failures" in out) != one_shot and "passed" in out
+    assert ("expected failures" in out) != one_shot and "passed" in out

@@ -82,3 +82,20 @@ def test_a_malformed_equivalents_file_is_an_error_with_its_path(tmp_path):
     with pytest.raises(MlfError) as info:
         harness.load_equivalents(bad)
     assert str(bad) in str(info.value) and "line 1" in str(info.value)
+
+
+@needs_gcc
+def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
+    """The strategies draw extents that wrap the element count around 2^64: --generate alone
+    finds the mutant whose extent-product overflow check never fires."""
+    from mlf_spec.conformance.generated_cases import explore
+
+    binary, mutants = harness.build(HERE / "params_reader.c", harness.DEFAULT_BUILD, tmp_path)
+    bug = next(m for m in mutants if m.signature == "const@L73: 1 -> 0")  # `overflow = 1` -> `overflow = 0`
+    t = harness.testee_for([str(binary)], bug.id)
+    try:
+        found = explore(t, 300, seed_value=1, formats=["params"], budget=60)
+    finally:
+        t.close()
+    sigs = [r["id"] for r in found.results]
+    assert any("bad_derived" in s and s.endswith("accepted") for s in sigs), sigs

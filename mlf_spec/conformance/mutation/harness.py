@@ -143,7 +143,9 @@ def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]
     return out, mutants
 
 
-def _testee(command: list[str], mutant: int | None, timeout: float) -> Persistent:
+def testee_for(command: list[str], mutant: int | None, timeout: float = 10.0) -> Persistent:
+    """The persistent testee running ``command`` as mutant ``mutant`` (None: unmutated), with
+    the sanitizers set to stop at the first report."""
     env = [f"{k}={v}" for k, v in _SANITIZER_ENV.items()]
     if mutant is not None:
         env.append(f"MLF_MUTANT={mutant}")
@@ -175,7 +177,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
     with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
         binary, mutants = build(src, build_cmd, Path(tmp))
         command = _command(testee_cmd, bin=str(binary))
-        base = _testee(command, None, timeout)
+        base = testee_for(command, None, timeout)
         try:
             info = base.info()
         except MlfError as exc:
@@ -187,7 +189,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
         mine = [c for c in cases if (formats is None or c.format in formats) and skip_reason(c, info) is None]
         if not mine:
             raise MlfError("no case of the suite applies to the reader (check its handshake)", file=str(src))
-        base = _testee(command, None, timeout)
+        base = testee_for(command, None, timeout)
         bad = []
         try:
             known = KnownFailures()
@@ -205,7 +207,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
         report.equivalent = {by_sig[s]: r for s, r in equiv.items() if s in by_sig}
 
         def one(m: Mutant) -> tuple[int, str | None]:
-            return m.id, _first_kill(_testee(command, m.id, timeout), mine, info)
+            return m.id, _first_kill(testee_for(command, m.id, timeout), mine, info)
 
         todo = [m for m in mutants if m.id not in report.equivalent]
         with ThreadPoolExecutor(max(1, jobs)) as pool:
@@ -214,7 +216,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                     report.killed[mid] = case_id
         if generate:
             for m in report.survivors:
-                t = _testee(command, m.id, timeout)
+                t = testee_for(command, m.id, timeout)
                 try:
                     found = explore(t, generate, seed_value=seed, formats=formats, info=info,
                                     budget=generate_budget)
@@ -234,4 +236,4 @@ def environment_ok() -> bool:
     return which("gcc") is not None and os.name == "posix"
 
 
-__all__ = ["DEFAULT_BUILD", "MutationReport", "build", "environment_ok", "load_equivalents", "mutate"]
+__all__ = ["DEFAULT_BUILD", "MutationReport", "build", "environment_ok", "load_equivalents", "mutate", "testee_for"]

@@ -16,7 +16,7 @@ trace: every count and length prefix lying by one, by powers of two, in its high
 would allocate terabytes), at the sign bit and at 2^64 - 1; every constant differing in its
 lowest or only its highest byte; every ranged integer at 0, 1, the bounds and the bounds +/- 1,
 the sign bit, 2^31, 2^32, 2^63, 2^64 - 1 of its width; and the input cut at every field
-boundary.
+boundary and every byte string one byte short.
 """
 
 from __future__ import annotations
@@ -123,9 +123,9 @@ def edge_values(type_name: str, good: int, lo: int | None = None, hi: int | None
 
 
 def length_lies(n: int) -> list[int]:
-    """Values a count or length ``n`` is replaced by: off by one, off by powers of two, ``n``
-    plus 2^32 (right in its low half), 2^40 (terabytes), 2^63 (the sign bit) and 2^64 - 1."""
-    vals = [n + 1, n - 1, n + 2, n * 2 + 1, n + (1 << 8), n + (1 << 32), 1 << 40, 1 << 63, (1 << 64) - 1, 0]
+    """Values a count or length ``n`` is replaced by: off by one, 2n + 1, ``n`` plus 2^32 (right
+    in its low half), 2^40 (terabytes), 2^63 (the sign bit) and 2^64 - 1."""
+    vals = [n + 1, n - 1, n * 2 + 1, n + (1 << 32), 1 << 40, 1 << 63, (1 << 64) - 1]
     seen, out = set(), []
     for v in vals:
         if 0 <= v < 1 << 64 and v != n and v not in seen:
@@ -195,8 +195,9 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
                 b = data[:s.offset] + raw(type_name, v) + data[s.offset + s.size:]
                 if fresh(b):
                     yield [rid], f"{where}.{v:#x}", b
+    # every field boundary, and every byte string one byte short
     cuts = sorted({s.offset for s in spans} | {s.offset + s.size for s in spans}
-                  | {s.offset + s.size // 2 for s in spans if s.size > 1})
+                  | {s.offset + s.size - 1 for s in spans if s.role == "payload" and s.size > 1})
     for n in cuts:
         if n < len(data) and fresh(data[:n]):
             inside = [span_rule(s, owner, "length") for s in spans
