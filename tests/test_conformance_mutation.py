@@ -66,6 +66,16 @@ def test_the_vectors_kill_the_mutants_of_the_independent_params_reader(suite):
 
 
 @needs_gcc
+def test_the_vectors_kill_the_mutants_of_the_independent_ffi_blob_reader(suite):
+    report = harness.mutate(HERE / "blob_reader.c", suite, formats=["blob"],
+                            equivalents=HERE / "blob_reader.equivalent",
+                            known_failures=HERE / "blob_reader.known-failures")
+    print("\n".join(report.lines()))
+    assert report.score() >= 0.90, report.lines()
+    assert report.baseline_cases > 300
+
+
+@needs_gcc
 def test_a_reader_that_fails_unmutated_is_refused_and_leaves_nothing_behind(suite, tmp_path):
     src = (HERE / "params_reader.c").read_text().replace("ndim > 64", "ndim > 63")
     (tmp_path / "params_reader.c").write_text(src)
@@ -85,6 +95,15 @@ def test_a_malformed_equivalents_file_is_an_error_with_its_path(tmp_path):
 
 
 @needs_gcc
+def test_a_stale_equivalents_file_is_an_error_with_its_path(suite, tmp_path):
+    eq = tmp_path / "eq"
+    eq.write_text("rel@L999: a < b -> a <= b :: no such line\n")
+    with pytest.raises(MlfError, match="out of date") as info:
+        harness.mutate(HERE / "params_reader.c", suite, formats=["params"], equivalents=eq)
+    assert str(eq) in str(info.value)
+
+
+@needs_gcc
 def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
     """The strategies draw extents that wrap the element count around 2^64: --generate alone
     finds the mutant whose extent-product overflow check never fires."""
@@ -94,7 +113,7 @@ def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
     bug = next(m for m in mutants if m.signature == "const@L73: 1 -> 0")  # `overflow = 1` -> `overflow = 0`
     t = harness.testee_for([str(binary)], bug.id)
     try:
-        found = explore(t, 300, seed_value=1, formats=["params"], budget=60)
+        found = explore(t, 150, seed_value=1, formats=["params"], budget=40)
     finally:
         t.close()
     sigs = [r["id"] for r in found.results]

@@ -90,6 +90,7 @@ def register(sub: Any) -> None:
     mut.add_argument("--testee", default="{bin}", metavar="CMD", help="testee command with {bin} (default: {bin})")
     mut.add_argument("--equivalent", metavar="FILE", help="equivalent mutants: 'signature :: reason' per line")
     mut.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    mut.add_argument("--known-failures", metavar="FILE", help="cases the reader is known to fail: left out")
     mut.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
     mut.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")
     mut.add_argument("--generate", type=int, default=0, metavar="N",
@@ -110,7 +111,7 @@ def _mutate(args: argparse.Namespace) -> int:
     cases = load_suite(args.vectors, formats=args.format)
     report = mutate(args.source, cases, build_cmd=args.build or DEFAULT_BUILD, testee_cmd=args.testee,
                     equivalents=args.equivalent, jobs=args.jobs, generate=args.generate, seed=args.seed,
-                    formats=args.format)
+                    formats=args.format, known_failures=args.known_failures)
     print(json.dumps(report.as_dict(), indent=1) if args.json else "\n".join(report.lines()))
     return 1 if 100 * report.score() < args.fail_under else 0
 

@@ -167,8 +167,9 @@ def _first_kill(t: Persistent, cases: list[Case], info: dict[str, Any]) -> str |
 def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BUILD, testee_cmd: str = "{bin}",
            equivalents: str | Path | None = None, jobs: int = 2, generate: int = 0, seed: int = 0,
            generate_budget: float = 30.0, timeout: float = 10.0,
-           formats: list[str] | None = None) -> MutationReport:
-    """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc)."""
+           formats: list[str] | None = None, known_failures: str | Path | None = None) -> MutationReport:
+    """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc);
+    the cases a ``known_failures`` file lists are left out (what the reader does not do)."""
     from ..generated_cases import explore
 
     started = time.perf_counter()
@@ -176,6 +177,11 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
     equiv = load_equivalents(equivalents)
     with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
         binary, mutants = build(src, build_cmd, Path(tmp))
+        by_sig = {m.signature: m.id for m in mutants}
+        stale = [s for s in equiv if s not in by_sig]
+        if stale:
+            raise MlfError(f"{len(stale)} equivalent mutant(s) match no mutant of the source (first: {stale[0]}): "
+                           "the equivalents file is out of date", file=str(equivalents))
         command = _command(testee_cmd, bin=str(binary))
         base = testee_for(command, None, timeout)
         try:
@@ -186,7 +192,9 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             base.close()
         from ..runner import skip_reason
 
-        mine = [c for c in cases if (formats is None or c.format in formats) and skip_reason(c, info) is None]
+        listed = KnownFailures.load(known_failures) if known_failures is not None else KnownFailures()
+        mine = [c for c in cases if (formats is None or c.format in formats) and skip_reason(c, info) is None
+                and listed.match(c.id) is None]
         if not mine:
             raise MlfError("no case of the suite applies to the reader (check its handshake)", file=str(src))
         base = testee_for(command, None, timeout)
@@ -203,8 +211,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             raise MlfError(f"the unmutated reader fails {len(bad)} of {len(mine)} cases (first: {bad[0][:300]}); "
                            "a mutation score means nothing until it passes", file=str(src))
         report = MutationReport(src.name, mutants, baseline_cases=len(mine))
-        by_sig = {m.signature: m.id for m in mutants}
-        report.equivalent = {by_sig[s]: r for s, r in equiv.items() if s in by_sig}
+        report.equivalent = {by_sig[s]: r for s, r in equiv.items()}
 
         def one(m: Mutant) -> tuple[int, str | None]:
             return m.id, _first_kill(testee_for(command, m.id, timeout), mine, info)

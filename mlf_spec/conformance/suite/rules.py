@@ -159,6 +159,14 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
         seen.add(b)
         return True
 
+    # sized regions (a size prefix and what it counts): a claim is measured against the innermost one
+    regions = [(s.path[:-1], s.offset + 8, s.offset + 8 + int.from_bytes(data[s.offset:s.offset + 8], "little"))
+               for s in spans if s.role == "length" and s.field.get("sized")]
+
+    def room(s: Span) -> int:
+        inner = [end for path, start, end in regions if s.path[:len(path)] == path and start <= s.offset]
+        return (min(inner) if inner else len(data)) - s.offset - 8
+
     for s in spans:
         f = s.field
         where = ".".join(str(p) for p in s.path).replace("#count", "n")
@@ -172,7 +180,9 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
             also = [span_rule(s, owner, "range")] if "range" in field_aspects(f) and "each" not in f["constraint"][0] \
                 else []
             n = int.from_bytes(data[s.offset:s.offset + 8], "little")
-            for v in length_lies(n):
+            rem = room(s)  # a claim just past what its region holds, in bytes and in elements
+            for v in length_lies(n) + [x for x in (rem + 1, rem // 4 + 1, rem // 8 + 1) if x not in length_lies(n)
+                                       and x != n]:
                 b = data[:s.offset] + v.to_bytes(8, "little") + data[s.offset + 8:]
                 if fresh(b):
                     yield [rid, *also], f"{where}.{v:#x}", b
