@@ -8,7 +8,8 @@ optionally ``{"error": {"class": ..., "message": ...}}`` on stdout. Persistent: 
 answers one JSON request per line with one JSON response per line.
 
 An adapter's methods raise :class:`Rejected` to refuse an input; any other exception is a
-fault of the testee (exit status 2 one-shot, an ``internal`` error response persistent).
+fault of the testee: an ``internal`` error (one-shot: exit 1 with ``{"error": {"class":
+"internal"}}`` on stdout and the traceback on stderr; persistent: an ``internal`` response).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import traceback
 from typing import IO, Any
 
-from .adapters.base import Adapter, Rejected
+from .adapters.base import Adapter, Crashed, Rejected
 
 PROTOCOL = "mlf-conformance/1"
 ROLES = ("decode", "encode", "migrate")
@@ -77,18 +78,35 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
         return 2
     try:
         result = carry_out(adapter, op, fmt, options, payload)
+    except Crashed as exc:
+        print(exc.message, file=stderr)
+        stderr.flush()
+        if exc.signal and hasattr(signal, exc.signal):  # end as the implementation ended
+            sig = getattr(signal, exc.signal)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        return 3
     except Rejected as exc:
         print(exc.message, file=stderr)
         error = {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}
         stdout.write((json.dumps({"error": error}, ensure_ascii=False) + "\n").encode("utf-8"))
         return 1
-    except Exception:
+    except Exception as exc:
         traceback.print_exc(file=stderr)
-        return 2
+        stdout.write(json.dumps({"error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+                                ensure_ascii=True).encode("utf-8") + b"\n")
+        return 1
     if op == "encode":
         stdout.write(result)
-    else:
-        stdout.write((json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+        return 0
+    try:
+        text = (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError) as exc:
+        print(f"the answer cannot be written as JSON: {exc}", file=stderr)
+        stdout.write(json.dumps({"error": {"class": "internal", "message": f"the answer cannot be written as JSON: "
+                                           f"{exc}"}}).encode("utf-8") + b"\n")
+        return 1
+    stdout.write(text)
     return 0
 
 
@@ -103,9 +121,20 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
         if not line.strip():
             continue
         resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
-        stdout.write((json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8"))
+        stdout.write(response_line(resp))
         stdout.flush()
     return 0
+
+
+def response_line(resp: dict[str, Any]) -> bytes:
+    """One response as a UTF-8 JSON line; a response that cannot be written (a reading with a
+    lone surrogate) becomes an ``internal`` error response, so the server lives on."""
+    try:
+        return (json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError) as exc:
+        bad = {"id": resp.get("id", -1), "ok": False,
+               "error": {"class": "internal", "message": f"the answer cannot be written as JSON: {exc}"}}
+        return (json.dumps(bad) + "\n").encode("utf-8")
 
 
 def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
@@ -147,6 +176,9 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
     except Rejected as exc:
         return {"id": rid, "ok": False,
                 "error": {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}}
+    except Crashed as exc:
+        return {"id": rid, "ok": False, "error": {"class": "internal", "message": exc.message,
+                                                  **({"signal": exc.signal} if exc.signal else {})}}
     except Exception as exc:
         return {"id": rid, "ok": False, "error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}}
     if op == "encode":
