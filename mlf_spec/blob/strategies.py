@@ -70,7 +70,7 @@ BLOB_BROKEN_KINDS: dict[str, str] = {
 def era_tuple(era: str) -> tuple[int, ...]:
     """The codec's version tuple for a TVM version named as in :data:`BLOB_ERAS` (0.24
     and later: ``blob.LATEST``), for the Construct grammars and other tuple-taking code."""
-    return _era(era)  # type: ignore[return-value]
+    return _era(era)  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
 
 
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -85,7 +85,7 @@ def _label(e: tuple[int, ...]) -> str:
 
 def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
     e = _era(era)
-    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]
+    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
 
 
 @st.composite
@@ -173,8 +173,8 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         fmt = draw(st.sampled_from(_blob.FORMATS))
     eras = [_era(x) for x in BLOB_ERAS[fmt]]
     if kind == "duplicate_lib_legacy":
-        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]
-    e: tuple[int, ...] = draw(st.sampled_from(eras))  # type: ignore[assignment]
+        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
+    e: tuple[int, ...] = draw(st.sampled_from(eras))
     data = _build(draw, fmt, e)
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
@@ -221,7 +221,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         value = draw(st.integers(1, 4))
     out = rewrite_import_tree(data, fmt, e, kind, at=at, value=value)
     assume(out is not None)
-    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]
+    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]  # assume() above rules out None
 
 
 def tree_of(tree: dict, fmt: str) -> dict | None:

@@ -58,7 +58,7 @@ def signal_name(returncode: int) -> str | None:
 try:
     import resource
 except ImportError:  # pragma: no cover - not on Windows
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # the module is absent on Windows
 
 
 def _preexec(memory_mb: int) -> Any:
@@ -138,7 +138,7 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
                         sel.unregister(proc.stdin)
                         proc.stdin.close()
                     continue
-                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]
+                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
                 if not chunk:
                     sel.unregister(f)
                     continue
@@ -475,7 +475,7 @@ class _Server:
                 self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout, self.stderr):
             try:
-                f.close()  # type: ignore[union-attr]
+                f.close()  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
             except OSError:
                 pass
 
