@@ -211,12 +211,12 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
     for mt in re.finditer(r"(?<![=!<>+\-*/&|^%])=(?!=)([^;]*);", m[lo:hi]):
         groups.append((lo + mt.start(1), lo + mt.end(1)))
     for mt in re.finditer(r"\bif\s*\(", m[lo:hi]):
-        op = lo + mt.end() - 1
-        cl = _close(m, op)
+        open_at = lo + mt.end() - 1
+        cl = _close(m, open_at)
         after = m[cl + 1:cl + 200].lstrip()
         stmt = after[:after.find(";") + 1] if ";" in after else after
         if after.startswith("return") or "fail(" in stmt or after.startswith("{"):
-            wrappers.append((op + 1, cl))
+            wrappers.append((open_at + 1, cl))
 
     for gs, ge in groups:
         for ps, pe in _pieces(m, gs, ge):
