@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 from mlf_spec.conformance import adapters, runner, testee, vectors  # noqa: E402
 from mlf_spec.conformance.mutation import harness  # noqa: E402
 
-READERS = [("params", ROOT / "tests" / "independent" / "params_reader.c")]
+READERS = [("params", ROOT / "tests" / "independent" / "params_reader.c"),
+           ("blob", ROOT / "tests" / "independent" / "blob_reader.c")]
 
 
 def main() -> int:
@@ -43,9 +44,9 @@ def main() -> int:
           f"({dict(result.counts)})")
     out = {"vectors": dict(per_format), "reference_seconds": round(dt, 3), "readers": {}}
     for fmt, src in READERS:
-        eq = src.with_suffix(".equivalent")
+        eq, kf = src.with_suffix(".equivalent"), src.with_suffix(".known-failures")
         rep = harness.mutate(src, cases, formats=[fmt], equivalents=eq if eq.exists() else None,
-                             generate=args.generate)
+                             known_failures=kf if kf.exists() else None, generate=args.generate)
         print("\n".join(rep.lines()))
         out["readers"][fmt] = rep.as_dict()
     if args.json:
