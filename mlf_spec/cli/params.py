@@ -161,6 +161,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    import contextlib
     import os
     import sys
     from pathlib import Path
@@ -207,6 +208,7 @@ def _convert(args: argparse.Namespace) -> int:
             return 2
         seen[out] = inp.name
         args.targets[inp.name] = out
+    created = bool(inputs) and not os.path.isdir(args.output)
     if inputs:
         from mlf_spec._io import check_output
 
@@ -218,7 +220,12 @@ def _convert(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     args.quiet_text = False
-    return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+    try:
+        return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+    finally:
+        if created:  # nothing converted (errors, or stopped): leave no empty folder behind
+            with contextlib.suppress(OSError):
+                os.rmdir(args.output)
 
 
 def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
