@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,10 +55,16 @@ def dump_document(b: Blob) -> dict[str, Any]:
     """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
     import hashlib
 
-    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
-                "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest() if e.payload_offset is not None
-                else None, "functions": e.functions}
-               for e in b.entries]
+    from mlf_spec._text import text_and_hex
+
+    modules = []
+    for e in b.entries:
+        kind, kind_hex = text_and_hex(e.kind)
+        modules.append({"index": e.index, "kind": kind, **({"kind_hex": kind_hex} if kind_hex is not None else {}),
+                        "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
+                        "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest()
+                        if e.payload_offset is not None else None,
+                        "functions": [text_and_hex(f)[0] for f in e.functions]})
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
     return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "file_offset": b.file_offset,
@@ -106,39 +113,54 @@ def _check(args: argparse.Namespace) -> int:
     return run_kind(args, "blob", ACCEPT, "a file holding a module blob")
 
 
-def _tree_lines(b: Blob) -> list[str]:
-    """The import tree drawn from the root; a module met again is named, not expanded."""
+#: Import depth drawn by indentation; deeper modules are drawn at this depth with their
+#: depth as a number, so a line is at most ``2 * MAX_INDENT`` spaces plus its label.
+MAX_INDENT = 32
+
+
+def _tree_lines(b: Blob) -> Iterator[str]:
+    """The import tree drawn from the root, one line per module and one per further edge
+    to it: a module met again is referred to by its index, not expanded nor named again.
+    The text is bounded by the input: each line is at most ``2 * MAX_INDENT`` spaces, a
+    reference of a few dozen bytes or a module's label (its kind and at most six function
+    names, once per module)."""
     if not b.entries:
-        return ["  (no modules)"]
+        yield "  (no modules)"
+        return
 
     def label(i: int) -> str:
         e = b.entries[i]
         if e.payload is None:
-            return f"[{i}] {e.kind}"
+            return f"[{i}] {printable(e.kind)}"
         fn = e.functions
         names = ", ".join(fn[:6]) + (f", ... ({len(fn)} in all)" if len(fn) > 6 else "")
         return f"[{i}] {printable(e.kind)}  {e.payload_size} bytes" + (f"  functions: {printable(names)}" if fn else "")
 
-    lines: list[str] = []
+    def indent(depth: int) -> str:
+        if depth <= MAX_INDENT:
+            return "  " * depth
+        return "  " * MAX_INDENT + f"(depth {depth}) "
+
     if b.row_ptr is None:
-        lines.append("  (new library root: no import tree)")
-        lines.extend(f"    {label(i)}" for i in range(len(b.entries)))
-        return lines
+        yield "  (new library root: no import tree)"
+        for i in range(len(b.entries)):
+            yield f"    {label(i)}"
+        return
     shown: set[int] = set()
     stack: list[tuple[int, int]] = [(0, 1)]
     while stack:
         i, depth = stack.pop()
         if i in shown:
-            lines.append("  " * depth + f"[{i}] {b.entries[i].kind} (shown above)")
+            yield indent(depth) + f"[{i}] (shown above)"
             continue
         shown.add(i)
-        lines.append("  " * depth + label(i))
+        yield indent(depth) + label(i)
         stack.extend((c, depth + 1) for c in reversed(b.imports_of(i)))
     rest = [i for i in range(len(b.entries)) if i not in shown]
     if rest:
-        lines.append("  not reachable from the root:")
-        lines.extend(f"    {label(i)}" for i in rest)
-    return lines
+        yield "  not reachable from the root:"
+        for i in rest:
+            yield f"    {label(i)}"
 
 
 def _extract(args: argparse.Namespace) -> int:

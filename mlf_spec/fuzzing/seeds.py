@@ -41,7 +41,7 @@ def vector_inputs(formats: Iterable[str], root: str | Path | None = None) -> lis
     (the conformance suite) for the given formats; [] when there is no vectors directory."""
     base = Path(root) if root is not None else _repo_root() / "vectors"
     wanted = set(formats)
-    out = []
+    out: list[bytes] = []
     if not base.is_dir():
         return out
     for case in sorted(base.glob("*/*.case.json")):
@@ -77,6 +77,34 @@ def params_seeds() -> list[bytes]:
     broken = [b.data for b in draw(ms.broken_params_bytes(), 30, 2)]
     made = [params.dumps({}), params.dumps({"w": np.arange(6, dtype="float32").reshape(2, 3), "b": np.arange(3)})]
     return _unique(made + valid + broken + vector_inputs(["params"]))
+
+
+def npz_seeds() -> list[bytes]:
+    """NumPy .npz files as ``params convert`` writes them (with the ``__mlf_spec__`` entry
+    for tensors NumPy cannot hold) and as NumPy alone does, stored and deflated."""
+    import tempfile
+
+    import numpy as np
+
+    from mlf_spec import params
+    from mlf_spec.params import convert
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, data in enumerate(params_seeds()[:24]):
+            try:
+                tensors = convert.read_any(data, fmt="params")
+                convert.write_any(tensors, f"{tmp}/{i}.npz", fmt="npz")
+            except Exception:  # broken seeds, names an .npz cannot hold
+                continue
+            with open(f"{tmp}/{i}.npz", "rb") as f:
+                out.append(f.read())
+    for save in (np.savez, np.savez_compressed):
+        buf = io.BytesIO()
+        save(buf, w=np.arange(6, dtype="f4").reshape(2, 3), b=np.zeros((), "i8"), e=np.zeros((0, 3), "u1"))
+        out.append(buf.getvalue())
+    del params
+    return _unique(out)
 
 
 def blob_seeds() -> list[bytes]:
@@ -237,6 +265,7 @@ def elf_with_blob(blob: bytes, symbol: str, *, is64: bool = True, big_endian: bo
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "params": params_seeds, "blob": blob_seeds, "payload": payload_seeds, "container": container_seeds,
     "graph": graph_seeds, "metadata": metadata_seeds, "archive": archive_seeds, "migration": migration_seeds,
+    "npz": npz_seeds,
 }
 
 
@@ -263,5 +292,5 @@ def iter_corpus(*paths: str | Path) -> Iterator[tuple[Path, bytes]]:
 
 
 __all__ = ["SEEDS", "archive_seeds", "blob_seeds", "container_seeds", "draw", "elf_with_blob", "graph_seeds",
-           "iter_corpus", "metadata_seeds", "migration_seeds", "params_seeds", "payload_seeds", "tar_of",
+           "iter_corpus", "metadata_seeds", "migration_seeds", "npz_seeds", "params_seeds", "payload_seeds", "tar_of",
            "vector_inputs", "write_corpus"]
