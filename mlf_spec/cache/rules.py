@@ -117,10 +117,10 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                               f"under {t.format if encodings.applies(t.format, t.dtype) else 'raw'} stores {want}")
             if t.format != "raw" and encodings.applies(t.format, t.dtype) and numel(t.shape) == 0:
                 yield Problem("tensor.empty-encoded", tp, "an empty tensor under an encoding")
-            if t.offset + t.nbytes > limit:
+            if t.offset < 0 or t.offset + t.nbytes > limit:
                 yield Problem("tensor.out-of-shard", f"{tp}.byteOffset",
-                              f"bytes {t.offset}..{t.offset + t.nbytes} go past the shard's {limit} bytes",
-                              shard_file, t.offset)
+                              f"bytes {t.offset}..{t.offset + t.nbytes} are not inside the shard's {limit} bytes",
+                              shard_file, max(t.offset, 0))
                 continue
             spans.append((t.offset, t.offset + t.nbytes, tp))
         spans.sort()
