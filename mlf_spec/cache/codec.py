@@ -19,7 +19,7 @@ import numpy as np
 from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 
 from . import dtypes, encodings, rules
-from .folder import Folder, locate
+from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
 
 _MAX_INDEX = 1 << 30  # an index larger than this is refused before it is read
@@ -41,7 +41,11 @@ class LazyCache:
     def _fd(self, i: int) -> int | None:
         if i not in self._fds:
             shard = self.index.shards[i]
-            self._fds[i] = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
+            try:
+                self._fds[i] = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
+            except UnsafePathError as exc:  # name the index, the JSON path and its offset
+                raise self.index.error(f"{exc.message}: {shard.data_path!r}", f"{shard.path}.dataPath",
+                                       UnsafePathError) from None
         return self._fds[i]
 
     def shard_size(self, i: int) -> int | None:
