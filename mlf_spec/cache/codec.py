@@ -344,6 +344,30 @@ def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tup
     return parse(text.encode(), str(Path(path) / INDEX_NAMES[version]), name=INDEX_NAMES[version])
 
 
+def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *, encode_format: str = "f32-to-bf16",
+           shard_cap_mb: float = 32, metadata: Any = None, version: int = LATEST, keep_empty: bool = True,
+           b16: bool = True) -> dict[str, bytes]:
+    """The files :func:`write` writes, in memory (file name -> bytes), for small caches
+    (test vectors, strategies)."""
+    if version not in INDEX_NAMES:
+        raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
+    items = params.items() if isinstance(params, Mapping) else params
+    shards, triggered = plan(items, encode_format=encode_format, shard_cap_mb=shard_cap_mb, keep_empty=keep_empty)
+    metadata = {} if metadata is None else metadata
+    files: dict[str, bytes] = {}
+    records = []
+    for i, entries in enumerate(shards):
+        data = b"".join(bytes(c) for c in _shard_chunks(entries))
+        files[f"params_shard_{i}.bin"] = data
+        records.append({"dataPath": f"params_shard_{i}.bin", "format": "raw-shard", "nbytes": len(data),
+                        "records": [rec for rec, _, _ in entries],
+                        "md5sum": hashlib.md5(data, usedforsecurity=False).hexdigest()})
+    files[INDEX_NAMES[version]] = index_text(metadata, records).encode()
+    if triggered and b16:
+        files[B16_NAMES[version]] = index_text(metadata, _b16_records(records)).encode()
+    return files
+
+
 def _b16_records(records: list[dict]) -> list[dict]:
     """The records of the bf16 index: float32 tensors relabelled bfloat16 / raw."""
     out = []
