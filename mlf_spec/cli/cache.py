@@ -221,11 +221,14 @@ def _convert(args: argparse.Namespace) -> int:
     from mlf_spec.cache import convert as _cconv
     from mlf_spec.errors import OutputExistsError
 
+    losses: list[str] = []
     try:
         n = _cconv.convert(args.src, args.dst, encode_format=args.encode_format, shard_cap_mb=args.shard_cap_mb,
-                           version=args.cache_version, replace=args.force)
+                           version=args.cache_version, replace=args.force, losses=losses)
     except OutputExistsError as exc:
         print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
         return 1
+    for loss in losses:
+        print(f"mlf-spec: note: not carried: {loss}", file=sys.stderr)
     print(f"{args.src} -> {args.dst}: {n} tensors")
     return 0
