@@ -3,10 +3,11 @@ folders, atomic writes, round trips and the strategies."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from mlf_spec import cache
 from mlf_spec.cache import cases, check, encodings, rules
 from mlf_spec.cache import strategies as cs
 from mlf_spec.cache.folder import UnsafePathError
+from mlf_spec.cli import main
 from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError, ValidationError
 
 VECTORS = Path(__file__).resolve().parent.parent / "vectors" / "tensor-cache"
@@ -31,8 +33,12 @@ def _folder(tmp_path: Path, files: dict[str, bytes], name: str = "c") -> Path:
     return d
 
 
-def _mlf(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlf_spec", *args], capture_output=True, text=True, cwd=cwd)
+def _mlf(*args: str) -> subprocess.CompletedProcess:
+    """Run the CLI in this process (as `mlf-spec ARGS`), capturing its output."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["mlf-spec", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -26,7 +26,11 @@ import sys
 def _numpy_entry(arr) -> dict:
     import numpy as np
 
-    a = arr.numpy()
+    try:
+        a = arr.numpy()
+    except Exception as exc:  # noqa: BLE001 - e.g. int4 has no NumPy type
+        return {"dtype": str(arr.dtype), "shape": [int(d) for d in arr.shape], "sha256": None,
+                "numpy_error": type(exc).__name__}
     return {"dtype": str(arr.dtype), "shape": [int(d) for d in a.shape],
             "sha256": hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()}
 

@@ -251,20 +251,40 @@ def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
     return (arr if arr.flags.c_contiguous else arr.copy(order="C")), spelling
 
 
-def plan(params: Iterable[tuple[str, Any]], *, encode_format: str = "f32-to-bf16", shard_cap_mb: float = 32,
-         keep_empty: bool = True) -> tuple[list[list[tuple[dict, np.ndarray, bool]]], bool]:
+def _format_of(encode_format: str | Mapping[str, str]) -> Any:
+    """name -> encode format, as dump_tensor_cache resolves its argument: a string for every
+    tensor, or (0.27) a mapping by name with ``"*"`` for the names it does not list."""
+    if isinstance(encode_format, str):
+        formats: Mapping[str, str] = {"*": encode_format}
+    elif isinstance(encode_format, Mapping):
+        formats = encode_format
+    else:
+        raise UnsupportedError("encode_format is a string or a mapping of names to formats")
+    for name, fmt in formats.items():
+        if fmt not in encodings.WRITABLE:
+            raise UnsupportedError(f"encode_format {fmt!r} (for {name!r}): dump_tensor_cache takes "
+                                   f"{' or '.join(encodings.WRITABLE)}")
+
+    def resolve(name: str) -> str:
+        fmt = formats.get(name, formats.get("*"))
+        if fmt is None:
+            raise UnsupportedError(f"no encode_format for {name!r} (and no '*')", field=name)
+        return fmt
+    return resolve
+
+
+def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str, str] = "f32-to-bf16",
+         shard_cap_mb: float = 32, keep_empty: bool = True) -> tuple[list[list[tuple[dict, np.ndarray, bool]]], bool]:
     """The shards dump_tensor_cache makes: per shard the records (in the writer's key order)
     with their arrays and whether to encode them; and whether f32-to-bf16 applied to some
     tensor. A tensor of at least half the cap that does not fit goes to a shard of its own at
     once (the shard being filled stays open); records of no bytes left in an unwritten shard
     at the end are dropped by TVM, and kept in a shard of 0 bytes when ``keep_empty``."""
-    if encode_format not in encodings.WRITABLE:
-        raise UnsupportedError(f"encode_format {encode_format!r}: dump_tensor_cache takes {' or '.join(encodings.WRITABLE)}")
-    cap = int(shard_cap_mb * (1 << 20))
+    resolve = _format_of(encode_format)
+    cap = shard_cap_mb * (1 << 20)
     shards: list[list[tuple[dict, np.ndarray, bool]]] = []
     pending: list[tuple[dict, np.ndarray, bool]] = []
     pending_n = 0
-    triggered = False
     names: set[str] = set()
     for name, value in params:
         if not isinstance(name, str):
@@ -273,11 +293,10 @@ def plan(params: Iterable[tuple[str, Any]], *, encode_format: str = "f32-to-bf16
             raise ValidationError(f"duplicate name {name!r} (dump_tensor_cache refuses it too)", field=name)
         names.add(name)
         arr, spelling = _as_numpy(value, name)
-        encode = encodings.applies(encode_format, spelling)
-        triggered |= encode
+        fmt = resolve(name)
+        encode = encodings.applies(fmt, spelling)
         n = arr.size * 2 if encode else arr.nbytes
-        rec = {"name": name, "shape": [int(d) for d in arr.shape], "dtype": spelling, "format": encode_format,
-               "nbytes": n}
+        rec = {"name": name, "shape": [int(d) for d in arr.shape], "dtype": spelling, "format": fmt, "nbytes": n}
         if pending_n + n >= cap:
             if n * 2 >= cap:
                 rec["byteOffset"] = 0
@@ -291,6 +310,7 @@ def plan(params: Iterable[tuple[str, Any]], *, encode_format: str = "f32-to-bf16
         pending_n += n
     if pending and (pending_n or keep_empty):
         shards.append(pending)
+    triggered = any(encode for s in shards for _, _, encode in s)
     return shards, triggered
 
 
@@ -310,7 +330,7 @@ def index_text(metadata: Any, shards: list[dict]) -> str:
 
 
 def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
-          encode_format: str = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
+          encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
           version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False) -> CacheIndex:
     """Write a cache folder at ``path`` as dump_tensor_cache does (shards params_shard_<n>.bin
     of at most ``shard_cap_mb`` MiB, md5sum, the index ``tensor-cache.json`` for version 2 or
@@ -344,7 +364,8 @@ def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tup
     return parse(text.encode(), str(Path(path) / INDEX_NAMES[version]), name=INDEX_NAMES[version])
 
 
-def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *, encode_format: str = "f32-to-bf16",
+def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
+           encode_format: str | Mapping[str, str] = "f32-to-bf16",
            shard_cap_mb: float = 32, metadata: Any = None, version: int = LATEST, keep_empty: bool = True,
            b16: bool = True) -> dict[str, bytes]:
     """The files :func:`write` writes, in memory (file name -> bytes), for small caches
@@ -369,9 +390,12 @@ def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *, encode_form
 
 
 def _b16_records(records: list[dict]) -> list[dict]:
-    """The records of the bf16 index: float32 tensors relabelled bfloat16 / raw."""
+    """The records of the bf16 index: the f32-to-bf16 float32 tensors relabelled bfloat16 / raw
+    (0.27; earlier writers relabelled every float32 tensor, and wrote the file whenever the
+    encoding applied to a tensor, even one the index then dropped)."""
     out = []
     for shard in records:
-        recs = [{**r, "format": "raw", "dtype": "bfloat16"} if r["dtype"] == "float32" else r for r in shard["records"]]
+        recs = [{**r, "format": "raw", "dtype": "bfloat16"} if r["dtype"] == "float32" and r["format"] == "f32-to-bf16"
+                else r for r in shard["records"]]
         out.append({**shard, "records": recs})
     return out

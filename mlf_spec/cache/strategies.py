@@ -53,7 +53,7 @@ def arrays(draw: Any, dtypes: tuple[str, ...] = DTYPES, max_dims: int = 3, max_s
     n = int(np.prod(shape)) if shape else 1
     raw = draw(st.binary(min_size=n * t.itemsize, max_size=n * t.itemsize))
     a = np.frombuffer(raw, dtype=np.uint8).view(t).reshape(shape).copy()
-    return (a != 0) if t.kind == "b" else a
+    return np.asarray(a != 0) if t.kind == "b" else a
 
 
 @st.composite

@@ -62,6 +62,7 @@ def parts(lazy: LazyCache) -> list[Any]:
                 "negative_offset": int(t.offset < 0),
                 "dropped": int(last[t.name] is not t),
                 "format_known": int(t.format in encodings.ENCODINGS),
+                "empty_encoded": int(encodings.applies(t.format, t.dtype) and rules.numel(t.shape) == 0),
             }, t.path, t.name))
     return out
 
