@@ -136,7 +136,16 @@ def _agrees(verdict_name: str, observed: dict, expected: dict[str, dict], comple
     return True  # misreads: loaded, the rule says which record was not what it meant
 
 
-def test_vectors_verdicts_match_tvm_loaders(tmp_path):
+def _other_python(version: str) -> str:
+    from test_tvm_verdicts import _venv  # the cached venvs of apache-tvm 0.25 / 0.26 (installed if missing)
+
+    return _venv(version)
+
+
+@pytest.mark.parametrize("reader", ["installed", "0.25", "0.26"])
+def test_vectors_verdicts_match_tvm_loaders(tmp_path, reader):
+    python = sys.executable if reader == "installed" else _other_python(reader)
+    version = TVM_VERSION if reader == "installed" else reader
     chosen = [c for c in cases.all_cases() if c.error is None]
     manifest = []
     for c in chosen:
@@ -145,12 +154,12 @@ def test_vectors_verdicts_match_tvm_loaders(tmp_path):
         for n, data in c.files.items():
             (d / n).write_bytes(data)
         manifest.append({"id": c.id, "path": str(d)})
-    seen = _probe(manifest, tmp_path)
+    seen = _probe(manifest, tmp_path, python)
     disagreements = []
     for c in chosen:
         d = tmp_path / c.id
         with cache.open(d, strict=False) as lazy:
-            v = verdict(lazy, TVM_VERSION)
+            v = verdict(lazy, version)
         expected = _expected(d) if c.strict_ok else {}
         for rv in v.readers:
             obs = seen[(c.id, rv.reader)]

@@ -49,15 +49,18 @@ def parts(lazy: LazyCache) -> list[Any]:
                                   "size_ok": int(size == shard.nbytes), "md5_bad": md5_bad}, shard.path, shard.data_path))
         for t in shard.tensors:
             dt = dtypes.parse(t.dtype)
-            nbytes_ok = 0
+            nbytes_ok = bytewise_ok = 0
             if dt is not None and all(d >= 0 for d in t.shape):
                 nbytes_ok = int(rules.expected_nbytes(dt, t.format, t.shape) == t.nbytes)
+                bits = encodings.stored_bits(t.format, t.dtype, dt.bits) * dt.lanes
+                bytewise_ok = int(rules.numel(t.shape) * ((bits + 7) // 8) == t.nbytes)
             out.append(Part("tensor", {
                 "parsed": int(dt is not None),
                 "since_minor": dt.since[1] if dt is not None and dt.since else 0,
                 "until_minor": dt.until[1] if dt is not None and dt.until else 0,
                 "python_numpy": _python_numpy(t.dtype, dt) if dt is not None else 0,
                 "nbytes_ok": nbytes_ok,
+                "nbytes_ok_bytewise": bytewise_ok,
                 "past_end": int(t.offset + t.nbytes > shard.nbytes),
                 "negative_offset": int(t.offset < 0),
                 "dropped": int(last[t.name] is not t),
