@@ -204,7 +204,15 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
                 raw = f.read()
         finally:
             os.close(fd)
-        index = parse(raw, str(folder / name), name=name)
+        import gc
+
+        paused = gc.isenabled()
+        gc.disable()  # many small objects, no cycles: collections would make the open O(n^2)-ish
+        try:
+            index = parse(raw, str(folder / name), name=name)
+        finally:
+            if paused:
+                gc.enable()
         lazy = LazyCache(folder, name, index, handle)
     except BaseException:
         handle.close()

@@ -39,7 +39,8 @@ KEYS = _keys()
 
 @dataclass(slots=True)
 class TensorEntry:
-    """One tensor record: where its bytes are and how they are encoded."""
+    """One tensor record: where its bytes are and how they are encoded (``shard`` and
+    ``position`` index the index's lists)."""
 
     name: str
     shape: tuple[int, ...]
@@ -48,8 +49,13 @@ class TensorEntry:
     nbytes: int
     offset: int
     shard: int
-    path: str
+    position: int
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """The record's JSON path in the index."""
+        return f"records[{self.shard}].records[{self.position}]"
 
 
 @dataclass(slots=True)
@@ -118,6 +124,26 @@ class _Reader:
         return {k: v for k, v in obj.items() if k not in known}
 
 
+_TENSOR_KEYS = frozenset(KEYS["tensor_record"])
+_LO, _HI = -INT64_MAX - 1, INT64_MAX
+
+
+def _fast_tensor(t: Any, i: int, j: int) -> TensorEntry | None:
+    """The record as the writer writes it (its six keys, the right JSON types, int64
+    values), or None to take the path that reports what is wrong (a few attribute checks
+    per record: opening stays O(records) with a small constant)."""
+    if type(t) is not dict or t.keys() != _TENSOR_KEYS:
+        return None
+    name, shape, dtype, fmt, nb, off = t["name"], t["shape"], t["dtype"], t["format"], t["nbytes"], t["byteOffset"]
+    if not (type(name) is str and type(dtype) is str and type(fmt) is str and type(nb) is int
+            and type(off) is int and type(shape) is list and _LO <= nb <= _HI and _LO <= off <= _HI):
+        return None
+    for d in shape:
+        if type(d) is not int or not _LO <= d <= _HI:
+            return None
+    return TensorEntry(name, tuple(shape), dtype, fmt, nb, off, i, j, {})
+
+
 def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
     """Read index bytes ``raw`` (``file`` names them in errors, ``name`` is the index's file
     name, which gives the version). Raises :class:`MlfError` if it is not JSON or not a
@@ -158,6 +184,10 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
             raise r.fail("md5sum must be a JSON string", f"{sp}.md5sum")
         tensors = []
         for j, t in enumerate(r.get(s, "records", sp, "list")):
+            fast = _fast_tensor(t, i, j)
+            if fast is not None:
+                tensors.append(fast)
+                continue
             tp = f"{sp}.records[{j}]"
             if not isinstance(t, dict):
                 raise r.fail("a tensor record must be a JSON object", tp)
@@ -169,7 +199,7 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
                     raise r.fail("an extent does not fit in a signed 64-bit integer", f"{tp}.shape[{k}]")
             tensors.append(TensorEntry(
                 r.get(t, "name", tp, "str"), tuple(shape), r.get(t, "dtype", tp, "str"), r.get(t, "format", tp, "str"),
-                r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"), i, tp, r.extra(t, "tensor_record")))
+                r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"), i, j, r.extra(t, "tensor_record")))
         if "md5sum" not in s:
             layout = "ndarray-shards-nomd5" if version != 2 else layout
         shards.append(ShardEntry(data_path, fmt, nbytes, md5, tensors, sp, r.extra(s, "shard_record")))

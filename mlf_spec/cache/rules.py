@@ -8,7 +8,7 @@ import hashlib
 import math
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mlf_spec.generated import cache_check_findings as _findings
 
@@ -59,7 +59,7 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                       "tensor-cache.json (0.22 on) or ndarray-cache.json (0.16 to 0.21) in a folder")
     for key in idx.extra:
         yield Problem("cache.unknown-key", key, f"key {key!r} is not written by dump_tensor_cache; loaders ignore it")
-    seen: dict[str, str] = {}
+    seen: dict[str, Any] = {}
     for i, shard in enumerate(idx.shards):
         sp = shard.path
         for key in shard.extra:
@@ -84,14 +84,23 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
         limit = shard.nbytes if size is None else min(size, shard.nbytes)
         spans = []
         for t in shard.tensors:
-            tp = t.path
-            for key in t.extra:
-                yield Problem("cache.unknown-key", f"{tp}.{key}", f"key {key!r} is not written by dump_tensor_cache")
+            if t.extra:
+                for key in t.extra:
+                    yield Problem("cache.unknown-key", f"{t.path}.{key}", f"key {key!r} is not written by dump_tensor_cache")
             if t.name in seen:
-                yield Problem("tensor.duplicate-name", f"{tp}.name",
-                              f"name {t.name!r} also at {seen[t.name]}: the loaders keep the last one")
-            seen[t.name] = tp
-            dt = dtypes.parse(t.dtype)
+                yield Problem("tensor.duplicate-name", f"{t.path}.name",
+                              f"name {t.name!r} also at {seen[t.name].path}: the loaders keep the last one")
+            seen[t.name] = t
+            kind = _kinds.get((t.dtype, t.format))
+            if kind is None:
+                kind = _kinds[(t.dtype, t.format)] = _kind(t.dtype, t.format)
+            dt, bits, fast = kind
+            n = math.prod(t.shape)
+            if fast and t.nbytes == (n * bits + 7) // 8 and 0 <= t.offset and t.offset + t.nbytes <= limit \
+                    and min(t.shape, default=0) >= 0 and (n or t.format == "raw"):
+                spans.append((t.offset, t.offset + t.nbytes, t))
+                continue
+            tp = t.path
             if dt is None:
                 yield Problem("tensor.dtype", f"{tp}.dtype", f"dtype {t.dtype!r} is not a TVM dtype")
             elif dt.numpy is None:
@@ -122,11 +131,12 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                               f"bytes {t.offset}..{t.offset + t.nbytes} are not inside the shard's {limit} bytes",
                               shard_file, max(t.offset, 0))
                 continue
-            spans.append((t.offset, t.offset + t.nbytes, tp))
-        spans.sort()
+            spans.append((t.offset, t.offset + t.nbytes, t))
+        spans.sort(key=lambda x: (x[0], x[1]))
         covered = 0
-        for start, end, tp in spans:
+        for start, end, te in spans:
             if start < covered and end > start:
+                tp = te.path
                 yield Problem("tensor.overlap", f"{tp}.byteOffset", f"bytes {start}..{end} overlap another tensor",
                               shard_file, start)
             elif start > covered:
@@ -134,6 +144,21 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
             covered = max(covered, end)
         if size is not None and size == shard.nbytes and covered < size and spans:
             yield Problem("shard.gap", sp, f"bytes {covered}..{size} belong to no tensor", shard_file, covered)
+
+
+#: (dtype, format) -> (parsed dtype, stored bits per element, whether a record of it may take
+#: the fast path: a known dtype with a NumPy type, a known format that is raw or applies)
+_kinds: dict[tuple[str, str], tuple[dtypes.CacheDType | None, int, bool]] = {}
+
+
+def _kind(dtype: str, fmt: str) -> tuple[dtypes.CacheDType | None, int, bool]:
+    dt = dtypes.parse(dtype)
+    if dt is None:
+        return None, 0, False
+    bits = encodings.stored_bits(fmt, dtype, dt.bits) * dt.lanes
+    applies = encodings.applies(fmt, dtype)
+    fast = dt.numpy is not None and (fmt == "raw" or applies)
+    return dt, bits, fast
 
 
 def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
