@@ -273,3 +273,32 @@ def test_strategy_broken_caches_are_found(tmp_path_factory, broken):
     if broken.kind in rules.FATAL:
         with pytest.raises(MlfError):
             cache.open(d)
+
+
+def test_web_runtime_reads_the_vectors_like_mlf_spec(tmp_path):
+    """@mlc-ai/web-runtime's JavaScript (index, shard URLs, record slicing) on every readable
+    vector: the stored bytes it slices are mlf-spec's; it refuses exactly the records out of
+    their shard; it does not look at shard sizes, shard formats, md5 or metadata."""
+    import hashlib
+
+    from mlf_spec.cache import webruntime
+
+    chosen = [c for c in CASES if c.error is None and "tensor-cache.json" in c.files]
+    folders = [_folder(tmp_path, c.files, c.id) for c in chosen]
+    got = webruntime.read(folders)
+    assert len(got) == len(chosen) >= 25 and {g["version"] for g in got} == {"0.27.0-dev0"}
+    for c, d, g in zip(chosen, folders, got):
+        codes = set(check.check(d).codes())
+        if "shard.missing" in codes:
+            assert g["status"] == "error", c.id
+        elif "tensor.out-of-shard" in codes:
+            assert g["status"] == "error" and "tensor-cache" in g["error"].lower(), (c.id, g)
+        else:
+            assert g["status"] == "ok", (c.id, g)
+            with cache.open(d, strict=False) as lazy:
+                want = [(t.name, hashlib.sha256(lazy.raw(t)).hexdigest()) for t in lazy.tensors]
+            assert [(r["name"], r["sha256"]) for r in g["records"]] == want, c.id
+    # what the JavaScript does not check, where TVM's Python and C++ loaders refuse
+    lenient = {c.id: g["status"] for c, g in zip(chosen, got)}
+    assert lenient["broken.shard-format"] == lenient["broken.shard-longer"] == "ok"
+    assert lenient["broken.metadata-missing"] == "ok"
