@@ -302,3 +302,25 @@ def test_web_runtime_reads_the_vectors_like_mlf_spec(tmp_path):
     lenient = {c.id: g["status"] for c, g in zip(chosen, got)}
     assert lenient["broken.shard-format"] == lenient["broken.shard-longer"] == "ok"
     assert lenient["broken.metadata-missing"] == "ok"
+
+
+def test_fuzz_target_on_seeds_and_mutations():
+    import random
+
+    from mlf_spec.cache import fuzz_target
+    from mlf_spec.fuzzing import targets
+
+    seeds = fuzz_target.cache_seeds()
+    assert len(seeds) == len(CASES)
+    rng = random.Random(22)
+    inputs = list(seeds)
+    for s in seeds[:12]:  # a few byte-level mutations of each kind of seed
+        for _ in range(4):
+            b = bytearray(s)
+            for _ in range(rng.randint(1, 8)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            inputs.append(bytes(b))
+    inputs += [b"", b"{", b"[]", b'{"records": 1}', b'{"records": [{"records": [], "dataPath": "/x", '
+                                                       b'"format": "raw-shard", "nbytes": 0}]}']
+    for data in inputs:
+        targets.run("cache_check", data, check_memory=False)
