@@ -324,3 +324,26 @@ def test_fuzz_target_on_seeds_and_mutations():
                                                        b'"format": "raw-shard", "nbytes": 0}]}']
     for data in inputs:
         targets.run("cache_check", data, check_memory=False)
+
+
+def test_docs_page_code_runs():
+    root = Path(__file__).resolve().parent.parent
+    blocks = (root / "docs" / "tensor-cache.md").read_text().split("```python\n")[1:]
+    readme = (root / "README.md").read_text().split("## Tensor caches")[1].split("\n## ")[0]
+    blocks += readme.split("```python\n")[1:]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block.split("```")[0], "docs", "exec"), {})
+
+
+def test_json_outputs_follow_their_schemas(tmp_path):
+    import jsonschema
+
+    root = Path(__file__).resolve().parent.parent / "generated" / "schemas"
+    d = _folder(tmp_path, cases.base())
+    r = _mlf("cache", "dump", str(d), "--json", "--stats")
+    jsonschema.validate(json.loads(r.stdout), json.loads((root / "cache_dump.schema.json").read_text()))
+    r = _mlf("check", str(d), "--json", "--tvm", "0.27")
+    jsonschema.validate(json.loads(r.stdout), json.loads((root / "artifact_check_output.schema.json").read_text()))
+    index = json.loads((d / "tensor-cache.json").read_text())
+    jsonschema.validate(index, json.loads((root / "tensor_cache.schema.json").read_text()))

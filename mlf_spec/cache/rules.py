@@ -16,7 +16,22 @@ from . import dtypes, encodings
 from .index import INT64_MAX
 
 if TYPE_CHECKING:
-    from .codec import LazyCache
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Protocol
+
+    from .index import CacheIndex
+
+    class LazyCache(Protocol):
+        """What the rules read of an opened cache (mlf_spec.cache.codec.LazyCache)."""
+
+        index: CacheIndex
+        folder: Path
+        index_name: str
+
+        def shard_size(self, i: int) -> int | None: ...
+
+        def shard_blocks(self, i: int) -> Iterable[memoryview]: ...
 
 FINDINGS = _findings.FINDINGS
 _SHARD_NAME = re.compile(r"params_shard_([0-9]+)\.bin")

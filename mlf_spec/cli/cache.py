@@ -169,16 +169,6 @@ def _check(args: argparse.Namespace) -> int:
     return run_kind(args, "tensor-cache", ACCEPT, WHAT)
 
 
-def check_outcome(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    """The ``check`` of one cache input (also used by the top-level ``check``)."""
-    from mlf_spec.cache import check as _ccheck
-
-    from .check import artifact_outcome
-
-    _require_path(inp)
-    return artifact_outcome(_ccheck.check(inp.source, tvm=getattr(args, "tvm", None), name=inp.name), args)
-
-
 def _migrate(args: argparse.Namespace) -> int:
     import json
 

@@ -185,9 +185,12 @@ CHECKERS["graph-json"] = _check_graph
 
 
 def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from .cache import check_outcome
+    from mlf_spec.cache import check as _ccheck
+    from mlf_spec.errors import MlfError
 
-    return check_outcome(inp, args)
+    if inp.path is None:
+        raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
+    return artifact_outcome(_ccheck.check(inp.source, tvm=getattr(args, "tvm", None), name=inp.name), args)
 
 
 CHECKERS["tensor-cache"] = _check_cache
