@@ -1,31 +1,42 @@
-"""Benchmark mlf-spec's .params reader/writer against apache-tvm, numpy .npz and raw file I/O.
+"""Benchmark mlf-spec's .params reader/writer against apache-tvm, safetensors, numpy .npz and raw I/O.
 
-    python benchmarks/params.py [--repeat 5] [--quick] [--json OUT]
+    python benchmarks/params.py [--rounds 15] [--quick] [--full] [--json OUT] [--record]
 
-Prints, per data set, the median time of each contender and the ratios the targets are
-stated in (issue: load <= 0.6x TVM on the ResNet-50-like set; <= 1.5 us per tensor on
-10,000 small tensors; lazy open <= 50 us + 3 us per tensor; save <= 0.8x TVM and >= 12 GB/s
-to bytes; importing mlf_spec.params adds <= 20 ms to importing numpy).
+Every comparison runs its contenders in interleaved rounds (each round runs each contender
+once, in a rotated order) and reports medians, so that a busy moment of a shared machine
+touches every contender alike. The headline table (issue 20):
+
+* load 10,000 x float32[64] into NumPy: ``params.load`` against TVM's
+  ``load_param_dict_from_file`` + ``.numpy()`` of every tensor (goal <= 0.12x);
+* lazy open + index of a ResNet-50-like file (161 tensors): ``params.open`` against
+  safetensors' ``safe_open`` + ``keys()`` of the same tensors (goal <= 1.0x);
+* one large tensor: ``params.load`` against a raw ``readinto`` of the file, and the peak
+  memory of the load (traced allocations) against the tensor bytes (goal <= 1.1x).
+
+``--full`` adds the older per-set figures (save, dumps, .npz, TVM save) on four data sets.
+``--record`` writes the headline figures to benchmarks/results/params.json, from which the
+README's table is rendered (``python benchmarks/startup.py --record`` does the same for
+start-up; both update the README).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
-import statistics
-import subprocess
+import platform
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _bench import interleaved, median, ratio_of_medians_per_round, record, update_readme  # noqa: E402
 
 from mlf_spec import params  # noqa: E402
 
@@ -34,6 +45,12 @@ try:
     from tvm import runtime as tvm_runtime
 except ImportError:  # the benchmark still runs, without the TVM column
     tvm = None
+try:
+    import safetensors
+    from safetensors import safe_open
+    from safetensors.numpy import save_file as st_save
+except ImportError:
+    safetensors = None
 
 RESNET50_SHAPES = (
     [(64, 3, 7, 7)]
@@ -50,7 +67,7 @@ RESNET50_SHAPES = (
 
 
 def resnet50_like() -> dict[str, np.ndarray]:
-    """~160 float32 tensors, ~100 MB: the conv weights of ResNet-50 plus per-layer scales."""
+    """161 float32 tensors, ~100 MB: the conv weights of ResNet-50 plus per-layer scales."""
     rng = np.random.default_rng(0)
     out: dict[str, np.ndarray] = {}
     for i, shape in enumerate(RESNET50_SHAPES):
@@ -59,6 +76,11 @@ def resnet50_like() -> dict[str, np.ndarray]:
             out[f"layer{i}_bn_scale"] = rng.standard_normal(shape[0], dtype=np.float32)
             out[f"layer{i}_bn_shift"] = rng.standard_normal(shape[0], dtype=np.float32)
     return out
+
+
+def small_tensors() -> dict[str, np.ndarray]:
+    """10,000 float32[64]."""
+    return {f"p{i}": np.full(64, i, np.float32) for i in range(10_000)}
 
 
 def mixed() -> dict[str, np.ndarray]:
@@ -76,69 +98,117 @@ def mixed() -> dict[str, np.ndarray]:
     return out
 
 
-def datasets(quick: bool) -> dict[str, dict[str, np.ndarray]]:
-    big = 64 << 20 if quick else 256 << 20
-    return {
-        "one 256 MiB float32" if not quick else "one 64 MiB float32": {"w": np.ones(big // 4, np.float32)},
-        "10,000 x 64 float32": {f"p{i}": np.full(64, i, np.float32) for i in range(10_000)},
-        "ResNet-50-like (float32)": resnet50_like(),
-        "mixed dtypes": mixed(),
-    }
+def _tvm_load(path: Path) -> dict[str, np.ndarray]:
+    return {k: v.numpy() for k, v in tvm_runtime.load_param_dict_from_file(str(path)).items()}
 
 
-BEST: dict[str, float] = {}  # "<set>/<figure>" -> best time, printed beside the median
+def _mlf_open(path: Path) -> list[str]:
+    with params.open(path) as p:
+        return list(p.keys())
 
 
-def median_time(fn: Callable[[], object], repeat: int, key: str = "") -> float:
-    """Median wall time of ``fn`` over ``repeat`` runs (the best run goes to BEST[key])."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-        del result
-    BEST[key] = min(times)
-    return statistics.median(times)
+def _st_open(path: Path) -> list[str]:
+    with safe_open(str(path), "np") as f:
+        return list(f.keys())
 
 
-def _drop(obj: object) -> None:
-    del obj
+def _raw_readinto(path: Path, size: int) -> np.ndarray:
+    buf = np.empty(size, np.uint8)
+    with open(path, "rb", buffering=0) as f:
+        got = f.readinto(buf)
+    assert got == size
+    return buf
 
 
-def bench_set(name: str, data: dict[str, np.ndarray], repeat: int, workdir: Path) -> dict[str, float]:
-    path = workdir / "bench.params"
-    npz = workdir / "bench.npz"
+def bench_small(work: Path, rounds: int) -> dict[str, float]:
+    """10,000 x float32[64]: params.load against TVM's load + .numpy()."""
+    path = work / "small.params"
+    data = small_tensors()
     params.save(data, path)
-    raw_bytes = path.read_bytes()
-    size = len(raw_bytes)
+    # params.load copies every tensor's bytes into its arena; the array objects of a run of
+    # identical headers are made on first use, so "every array" also asks for each one
+    contenders = {"mlf load": lambda: params.load(path), "mlf load, every array": lambda: dict(params.load(path))}
+    if tvm is not None:
+        contenders["tvm load+numpy"] = lambda: _tvm_load(path)
+    t = interleaved(contenders, rounds)
     n = len(data)
-    r: dict[str, float] = {"tensors": n, "bytes": size}
+    out = {"tensors": n, "mlf_us_per_tensor": median(t["mlf load"]) / n * 1e6,
+           "mlf_all_us_per_tensor": median(t["mlf load, every array"]) / n * 1e6}
+    if tvm is not None:
+        out["tvm_us_per_tensor"] = median(t["tvm load+numpy"]) / n * 1e6
+        out["ratio"] = ratio_of_medians_per_round(t["mlf load"], t["tvm load+numpy"])
+        out["ratio_all"] = ratio_of_medians_per_round(t["mlf load, every array"], t["tvm load+numpy"])
+    return out
 
-    r["mlf load"] = median_time(lambda: params.load(path), repeat, f"{name}/mlf load")
-    r["mlf open (index)"] = median_time(lambda: params.open(path).close(), repeat, f"{name}/mlf open (index)")
-    r["mlf save"] = median_time(lambda: params.save(data, path), repeat, f"{name}/mlf save")
-    r["mlf dumps"] = median_time(lambda: params.dumps(data), repeat, f"{name}/mlf dumps")
-    reuse = bytearray(size)
-    params.dumps_into(data, reuse)  # first touch of the buffer's pages happens here, not in the timing
-    r["mlf dumps_into"] = median_time(lambda: params.dumps_into(data, reuse), repeat, f"{name}/mlf dumps_into")
-    r["raw read"] = median_time(lambda: path.read_bytes(), repeat, f"{name}/raw read")
-    r["raw write"] = median_time(lambda: path.write_bytes(raw_bytes), repeat, f"{name}/raw write")
+
+def bench_lazy(work: Path, rounds: int) -> dict[str, float]:
+    """The ResNet-50-like file: params.open + keys against safetensors' safe_open + keys."""
+    path, st_path = work / "resnet.params", work / "resnet.safetensors"
+    data = resnet50_like()
     params.save(data, path)
+    contenders = {"mlf open": lambda: _mlf_open(path)}
+    if safetensors is not None:
+        st_save(data, str(st_path))
+        contenders["safetensors open"] = lambda: _st_open(st_path)
+    t = interleaved(contenders, rounds * 4)
+    out = {"tensors": len(data), "mlf_us": median(t["mlf open"]) * 1e6}
+    if safetensors is not None:
+        out["safetensors_us"] = median(t["safetensors open"]) * 1e6
+        out["ratio"] = ratio_of_medians_per_round(t["mlf open"], t["safetensors open"])
+    return out
 
+
+def bench_large(work: Path, rounds: int, mib: int) -> dict[str, float]:
+    """One large float32 tensor: params.load against a raw readinto; peak traced memory."""
+    path = work / "large.params"
+    params.save({"w": np.ones((mib << 20) // 4, np.float32)}, path)
+    size = path.stat().st_size
+    t = interleaved({"mlf load": lambda: params.load(path), "raw readinto": lambda: _raw_readinto(path, size)}, rounds)
+    tracemalloc.start()
+    loaded = params.load(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del loaded
+    return {"mib": mib, "mlf_ms": median(t["mlf load"]) * 1e3, "raw_ms": median(t["raw readinto"]) * 1e3,
+            "ratio": ratio_of_medians_per_round(t["mlf load"], t["raw readinto"]),
+            "memory_ratio": peak / (mib << 20)}
+
+
+def bench_full(work: Path, rounds: int, quick: bool) -> None:
+    """The per-set figures: load, open, save, dumps against raw I/O, .npz and TVM."""
+    sets = {f"one {64 if quick else 256} MiB float32": {"w": np.ones(((64 if quick else 256) << 20) // 4, np.float32)},
+            "10,000 x 64 float32": small_tensors(), "ResNet-50-like (float32)": resnet50_like(),
+            "mixed dtypes": mixed()}
+    for name, data in sets.items():
+        _bench_set(name, data, work, rounds)
+
+
+def _bench_set(name: str, data: dict[str, np.ndarray], work: Path, rounds: int) -> None:
+    path, npz, tpath = work / "set.params", work / "set.npz", work / "tvm.params"
+    params.save(data, path)
+    raw = path.read_bytes()
+    c = {"mlf load": lambda: params.load(path), "mlf open": lambda: params.open(path).close(),
+         "mlf save": lambda: params.save(data, path), "mlf dumps": lambda: params.dumps(data),
+         "raw read": lambda: path.read_bytes()}
     if not name.startswith("mixed"):
         np.savez(npz, **data)
-        r["npz load"] = median_time(lambda: _npz_load(npz), repeat, f"{name}/npz load")
-        r["npz save"] = median_time(lambda: np.savez(npz, **data), repeat, f"{name}/npz save")
-
-    if tvm is not None and not name.startswith("mixed"):
-        tdata = {k: tvm_runtime.tensor(v) for k, v in data.items()}
-        tpath = str(workdir / "tvm.params")
-        r["tvm load+numpy"] = median_time(lambda: {k: v.numpy() for k, v in tvm_runtime.load_param_dict_from_file(str(path)).items()}, repeat, f"{name}/tvm load+numpy")
-        r["tvm save"] = median_time(lambda: tvm_runtime.save_param_dict_to_file(tdata, tpath), repeat, f"{name}/tvm save")
-        assert Path(tpath).read_bytes() == raw_bytes, "TVM and mlf-spec bytes differ"
-        del tdata
-    return r
+        c["npz load"] = lambda: _npz_load(npz)
+        c["npz save"] = lambda: np.savez(npz, **data)
+        if tvm is not None:
+            tdata = {k: tvm_runtime.tensor(v) for k, v in data.items()}
+            c["tvm load+numpy"] = lambda: _tvm_load(path)
+            c["tvm save"] = lambda: tvm_runtime.save_param_dict_to_file(tdata, str(tpath))
+    t = interleaved(c, rounds)
+    if "tvm save" in c:
+        assert tpath.read_bytes() == raw, "TVM and mlf-spec bytes differ"
+    print(f"\n== {name}: {len(data)} tensors, {len(raw) / 1e6:.1f} MB")
+    for k, v in t.items():
+        m = median(v)
+        print(f"  {k:16s} {m * 1e3:10.3f} ms  {m / len(data) * 1e6:9.3f} us/tensor  {len(raw) / m / 1e9:7.2f} GB/s")
+    for a, b in (("mlf load", "tvm load+numpy"), ("mlf save", "tvm save"), ("mlf load", "npz load"),
+                 ("mlf load", "raw read")):
+        if a in t and b in t:
+            print(f"  {a} / {b}: {ratio_of_medians_per_round(t[a], t[b]):.2f}x")
 
 
 def _npz_load(path: Path) -> dict[str, np.ndarray]:
@@ -146,62 +216,70 @@ def _npz_load(path: Path) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def import_overhead(repeat: int) -> tuple[float, float]:
-    # Installed packages carry bytecode; compile it first so the figure is not the
-    # one-time cost of compiling (PYTHONDONTWRITEBYTECODE may be set in this shell).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mlf_spec"), str(ROOT / "generated")],
-                   check=True, capture_output=True)
-
-    def run(code: str) -> float:
-        times = []
-        for _ in range(repeat):
-            out = subprocess.run([sys.executable, "-c", f"import time; t=time.perf_counter(); {code}; "
-                                  "print(time.perf_counter()-t)"], capture_output=True, text=True, check=True,
-                                 cwd=ROOT)
-            times.append(float(out.stdout))
-        return statistics.median(times)
-
-    return run("import numpy"), run("import numpy; import mlf_spec.params")
+def machine() -> str:
+    """A short description of the machine."""
+    try:
+        load = f", load average {os.getloadavg()[0]:.1f}"
+    except OSError:
+        load = ""
+    return f"{os.cpu_count()} cores ({platform.machine()}{load})"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="smaller big tensor, fewer repeats")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="a 64 MiB large tensor and 5 rounds")
+    ap.add_argument("--full", action="store_true", help="also the per-set figures (save, dumps, .npz, TVM save)")
     ap.add_argument("--json", help="also write the figures as JSON to this path")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/params.json and the README table")
     args = ap.parse_args()
-    repeat = 3 if args.quick else args.repeat
-    results: dict[str, dict[str, float]] = {}
-    print(f"mlf-spec .params benchmark; numpy {np.__version__}; apache-tvm "
-          f"{tvm.__version__ if tvm else 'not installed'}; median (and best) of {repeat}; {os.cpu_count()} cores")
+    rounds = 5 if args.quick else args.rounds
+    mib = 64 if args.quick else 256
+    tvm_version = tvm.__version__ if tvm else "not installed"
+    st_version = safetensors.__version__ if safetensors else "not installed"
+    print(f"mlf-spec .params benchmark; numpy {np.__version__}; apache-tvm {tvm_version}; safetensors {st_version}; "
+          f"medians of {rounds} interleaved rounds; {machine()}")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
-        for name, data in datasets(args.quick).items():
-            results[name] = r = bench_set(name, data, repeat, Path(tmp))
-            del data
-            gc.collect()
-            mb = r["bytes"] / 1e6
-            print(f"\n== {name}: {int(r['tensors'])} tensors, {mb:.1f} MB")
-            rows = [k for k in r if k not in ("tensors", "bytes")]
-            for k in rows:
-                extra = ""
-                if "dump" in k or "save" in k or "write" in k or "load" in k or "read" in k:
-                    extra = f"{r['bytes'] / r[k] / 1e9:7.2f} GB/s"
-                per = r[k] / r["tensors"] * 1e6
-                best = BEST.get(f"{name}/{k}", r[k])
-                print(f"  {k:18s} {r[k] * 1e3:10.3f} ms  {per:9.3f} us/tensor  (best {best / r['tensors'] * 1e6:9.3f})  {extra}")
-            if "tvm load+numpy" in r:
-                print(f"  ratio load / TVM load+numpy: {r['mlf load'] / r['tvm load+numpy']:.2f}x   "
-                      f"save / TVM save: {r['mlf save'] / r['tvm save']:.2f}x")
-            if "npz load" in r:
-                print(f"  ratio load / npz load: {r['mlf load'] / r['npz load']:.2f}x   "
-                      f"load / raw read: {r['mlf load'] / r['raw read']:.2f}x")
-    base, with_params = import_overhead(5)
-    print(f"\nimport numpy: {base * 1e3:.1f} ms; import numpy + mlf_spec.params: {with_params * 1e3:.1f} ms; "
-          f"added {(with_params - base) * 1e3:.1f} ms")
-    results["import"] = {"numpy": base, "numpy+mlf_spec.params": with_params}
+        work = Path(tmp)
+        small = bench_small(work, rounds)
+        lazy = bench_lazy(work, rounds)
+        large = bench_large(work, rounds, mib)
+        if args.full:
+            bench_full(work, rounds, args.quick)
+    print(f"\n{'measure':<52} {'mlf-spec':>16} {'against':>16} {'ratio':>7}  goal")
+    if "ratio" in small:
+        print(f"{'load 10,000 x float32[64] (us/tensor) vs TVM':<52} {small['mlf_us_per_tensor']:>16.2f} "
+              f"{small['tvm_us_per_tensor']:>16.2f} {small['ratio']:>6.2f}x  <= 0.12x")
+        print(f"{'  the same, asking for every array':<52} {small['mlf_all_us_per_tensor']:>16.2f} "
+              f"{small['tvm_us_per_tensor']:>16.2f} {small['ratio_all']:>6.2f}x")
+    else:
+        print(f"{'load 10,000 x float32[64] (us/tensor)':<52} {small['mlf_us_per_tensor']:>16.2f}")
+    if "ratio" in lazy:
+        print(f"{'lazy open + index, ResNet-50-like (us) vs safetensors':<52} "
+              f"{lazy['mlf_us']:>16.0f} {lazy['safetensors_us']:>16.0f} {lazy['ratio']:>6.2f}x  <= 1.0x")
+    print(f"{f'load one {mib} MiB tensor (ms) vs raw readinto':<52} {large['mlf_ms']:>16.1f} {large['raw_ms']:>16.1f} "
+          f"{large['ratio']:>6.2f}x  about 1x")
+    print(f"{'  peak memory / tensor bytes':<52} {large['memory_ratio']:>16.3f} {'':>16} {'':>7}  <= 1.1x")
+    result = {"small": small, "lazy": lazy, "large": large, "rounds": rounds, "tvm": tvm_version,
+              "safetensors": st_version, "numpy": np.__version__, "python": platform.python_version(),
+              "machine": machine()}
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if args.record:
+        if tvm is None or safetensors is None:
+            raise SystemExit("--record needs apache-tvm and safetensors installed (the README compares with them)")
+        record("params", result)
+        print(f"recorded; README {'updated' if _update_readme() else 'unchanged'}")
     return 0
+
+
+def _update_readme() -> bool:
+    try:
+        return update_readme()
+    except (KeyError, FileNotFoundError):  # startup.py has not recorded yet
+        return False
+
+
 
 
 if __name__ == "__main__":

@@ -70,9 +70,10 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
     bulk window starts small and doubles while the run lasts, so strings of varying
     length never make it look far ahead."""
     out: list = []
+    append = out.append
     window = 32
-    while len(out) < n:
-        i = len(out)
+    i = 0
+    while i < n:
         if end - pos < 8:
             raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
         ln = U64(buf, pos)[0]
@@ -80,7 +81,9 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
         k = min(n - i, (end - pos) // stride, window)
-        if k >= 32 and all(U64(buf, pos + j * stride)[0] == ln for j in range(1, 9)):
+        # a run is probed only when the next length is the same (names of varying length
+        # then cost one comparison each)
+        if k >= 32 and U64(buf, pos + stride)[0] == ln and all(U64(buf, pos + j * stride)[0] == ln for j in range(2, 9)):
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
@@ -96,12 +99,14 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             else:
                 out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
             pos += m * stride
+            i += m
             window = min(window * 2, 1 << 16) if m == k else 32
             continue
         window = 32
         chunk = buf[pos + 8:pos + stride]
-        out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
+        append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
         pos += stride
+        i += 1
     return out, pos
 
 

@@ -26,7 +26,7 @@ from ._fastlib import numel as _numel, truncated as _truncated, array_run_struct
 from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_strs as _write_strs, Record  # noqa: F401
 from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
-from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
+from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, read_tensor_record_runs, write_tensor_record_many, start_of_tensor_record  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any
@@ -53,8 +53,10 @@ _PARAMS_FILE_RUN2 = struct.Struct('<Q')
 _PARAMS_FILE_RUN2_ENDS = ((0, 8, 'count'),)
 
 
-def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[ParamsFile, int]:
-    """Read one params_file at ``pos``; return it and the offset after it. Raises MlfError."""
+def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: bool = False) -> tuple[ParamsFile, int]:
+    """Read one params_file at ``pos``; return it and the offset after it. Raises MlfError.
+    With ``runs``, its last field holds runs ``(first record, count, stride)`` of identical
+    record headers (see ``read_<record>_runs``) instead of one record each."""
     if end - pos < 16:
         raise _truncated(pos, end, _PARAMS_FILE_RUN0_ENDS)
     magic, reserved = _PARAMS_FILE_RUN0.unpack_from(buf, pos)
@@ -83,7 +85,7 @@ def read_params_file(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LAT
     if _n * 40 > end - pos:
         raise LengthError(f"arrays claims {_n} elements ({_n * 40}+ bytes) but {end - pos} bytes remain", field='arrays', offset=pos)
     try:
-        arrays, pos = read_tensor_record_many(buf, pos, end, _n, era)
+        arrays, pos = (read_tensor_record_runs if runs else read_tensor_record_many)(buf, pos, end, _n, era)
     except MlfError as _e:
         raise _e.prefixed('arrays') from None
     return _new(ParamsFile, (magic, reserved, names, count, arrays)), pos

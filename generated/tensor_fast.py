@@ -184,39 +184,50 @@ def new_tensor_record(*, dtype_code: Any, dtype_bits: Any, dtype_lanes: Any, sha
     return _new(TensorRecord, (magic, reserved, device_type, device_id, ndim, dtype_code, dtype_bits, dtype_lanes, shape, data_byte_size, data_offset))
 
 
-def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[TensorRecord], int]:
-    """Read ``n`` consecutive tensor_record records (bulk path for runs of identical headers)."""
-    out: list[TensorRecord] = []
+def read_tensor_record_runs(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[tuple[TensorRecord, int, int]], int]:
+    """Read ``n`` consecutive tensor_record records as runs ``(first record, count, stride)``: the
+    records of a run have the first one's header bytes, their payloads ``stride`` bytes apart."""
+    out: list[tuple[TensorRecord, int, int]] = []
+    done = 0
     window = 16
-    while len(out) < n:
-        i = len(out)
+    while done < n:
         try:
             rec, nxt = read_tensor_record(buf, pos, end, era)
         except MlfError as _e:
-            raise _e.prefixed(f"[{i}]") from None
-        out.append(rec)
-        rest = n - i - 1
+            raise _e.prefixed(f"[{done}]") from None
+        rest = n - done - 1
         stride = nxt - pos
-        if rest >= 16 and stride > 0:
-            head_len = rec[10] - pos
+        m = 0
+        if rest and stride > 0:
             k = min(rest, (end - nxt) // stride, window)
-            # probe the next records one by one; NumPy's bulk compare pays only inside a long run
-            m = 0
-            if k >= 16:
+            if k:
+                # probe the next records one by one; NumPy's bulk compare pays only inside a long run
+                head_len = rec[10] - pos
                 ref = buf[pos:pos + head_len]
                 probe = nxt
-                while m < 8 and buf[probe:probe + head_len] == ref:
+                lim = min(k, 8)
+                while m < lim and buf[probe:probe + head_len] == ref:
                     m += 1
                     probe += stride
-                if m == 8:
+                if m == 8 and k > 8:
                     m = 8 + _same_heads(buf, pos, probe, stride, head_len, k - 8)
-            window = min(window * 2, 1 << 16) if m == k else 16
-            if m:
-                head, tail = rec[:10], rec[11:]
-                first = rec[10] + stride
-                out.extend([_new(TensorRecord, head + (o,) + tail) for o in range(first, first + m * stride, stride)])
-                nxt += m * stride
-        pos = nxt
+                window = min(window * 2, 1 << 16) if m == k else 16
+        out.append((rec, m + 1, stride))
+        done += m + 1
+        pos = nxt + m * stride
+    return out, pos
+
+
+def read_tensor_record_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[TensorRecord], int]:
+    """Read ``n`` consecutive tensor_record records (bulk path for runs of identical headers)."""
+    runs, pos = read_tensor_record_runs(buf, pos, end, n, era)
+    out: list[TensorRecord] = []
+    for rec, m, stride in runs:
+        out.append(rec)
+        if m > 1:
+            head, tail = rec[:10], rec[11:]
+            first = rec[10] + stride
+            out.extend([_new(TensorRecord, head + (o,) + tail) for o in range(first, first + (m - 1) * stride, stride)])
     return out, pos
 
 

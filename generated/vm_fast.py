@@ -27,7 +27,7 @@ from ._fastlib import read_strs as _read_strs, same_heads as _same_heads, write_
 from ._fastlib import era_text as _era_text  # noqa: F401
 from math import prod as _prod  # noqa: F401
 from ._fastlib import at_least as _at_least, decimal as _decimal  # noqa: F401
-from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, write_tensor_record_many, start_of_tensor_record  # noqa: F401
+from .tensor_fast import read_dl_datatype, write_dl_datatype, new_dl_datatype, DlDatatype, read_dl_device, write_dl_device, new_dl_device, DlDevice, read_tensor_record, write_tensor_record, new_tensor_record, TensorRecord, read_tensor_record_many, read_tensor_record_runs, write_tensor_record_many, start_of_tensor_record  # noqa: F401
 from .tensor_fast import TENSOR_MAGIC  # noqa: F401
 
 Buffer = bytes | bytearray | memoryview | Any

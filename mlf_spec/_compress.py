@@ -17,8 +17,10 @@ import zlib
 from typing import IO, Any
 
 from .errors import MalformedError, TruncatedError, UnsafeArchiveError
-from .sniff import COMPRESSION_MAGIC
 
+#: The magic numbers of the compressions a tarball may come in (mlf_spec.sniff and the blob
+#: locator recognise compressed input by them).
+COMPRESSION_MAGIC: dict[str, bytes] = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 KINDS = ("gzip", "bzip2", "xz")
 MAGIC = COMPRESSION_MAGIC
 SLICE = 1 << 20
@@ -139,4 +141,4 @@ def peek(src: IO[bytes], kind: str, n: int, *, memlimit: int = DEFAULT_XZ_MEMLIM
     return bytes(out[:n])
 
 
-__all__ = ["DEFAULT_XZ_MEMLIMIT", "KINDS", "MAGIC", "SLICE", "decompress_to", "peek"]
+__all__ = ["COMPRESSION_MAGIC", "DEFAULT_XZ_MEMLIMIT", "KINDS", "MAGIC", "SLICE", "decompress_to", "peek"]

@@ -18,6 +18,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._compress import COMPRESSION_MAGIC, peek
+
 #: Bytes read from the start of a file to sniff it (and decompressed from a compressed tar).
 PEEK = 64 * 1024
 
@@ -120,18 +122,12 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
     return KINDS["unknown"]
 
 
-#: The magic numbers of the compressions a tarball may come in (the readers decompress them
-#: with mlf_spec._compress, which takes this table).
-COMPRESSION_MAGIC: dict[str, bytes] = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
-
-
 def compression(head: bytes) -> str | None:
     """``gzip``, ``bzip2`` or ``xz`` from the first bytes of a compressed file, else None."""
     return next((kind for kind, magic in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
 
 
 def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
-    from mlf_spec import _compress
     from mlf_spec.errors import MlfError
 
     kind = compression(f.read(6))
@@ -139,7 +135,7 @@ def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
     try:
         # the readers' own bounded decompressor: a corrupt stream (zlib.error from gzip) or an
         # xz header asking for gigabytes of dictionary is an MlfError here, not a crash
-        head = _compress.peek(f, kind, PEEK)  # type: ignore[arg-type]
+        head = peek(f, kind, PEEK) if kind is not None else b""
     except MlfError:
         return KINDS["compressed"]
     if _is_tar(head):

@@ -5,15 +5,13 @@ loaded by that version in a child process and what it did is compared with the v
 apache-tvm 0.27 is the test extra's; 0.25 (with apache-tvm-ffi 0.1.12, the only tvm-ffi it
 runs with) and 0.26 are installed once into their own venvs under a cache directory
 (``$MLF_SPEC_TVM_VENVS``, default ``~/.cache/mlf-spec/tvm-venvs``) from the package
-index pip is configured with; a failed install fails the test.
+index pip is configured with, by mlf_spec.peers (as ``conformance run --adapter tvm-0.25``
+does); a failed install fails the test.
 """
 
 from __future__ import annotations
 
 import collections
-import fcntl
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 import tvm_artifacts as ta
 import tvm_verdict_cases as tc
 
+from mlf_spec import peers
 from mlf_spec.blob import check as bcheck
 from mlf_spec.errors import MlfError
 from mlf_spec.params import check as pcheck
@@ -28,11 +27,8 @@ from mlf_spec.params import check as pcheck
 pytestmark = pytest.mark.tvm
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
 
-#: other apache-tvm versions: the pip requirements of a venv that runs them
-OTHER_TVMS = {
-    "0.25": ["apache-tvm==0.25.0.post1", "apache-tvm-ffi==0.1.12"],  # later tvm-ffi: undefined symbol at import
-    "0.26": ["apache-tvm==0.26.0"],
-}
+#: other apache-tvm versions, each in a peer venv of its own (mlf_spec.peers.venvs.PEERS)
+OTHER_TVMS = ("0.25", "0.26")
 #: a predicted crash of at least this many copied bytes must be seen (smaller ones can land in allocator slack)
 ALWAYS_CRASHES = 256
 
@@ -123,22 +119,7 @@ def test_the_comparison_tells_versions_apart(cases, installed):
 
 
 def _venv(version: str) -> str:
-    root = Path(os.environ.get("MLF_SPEC_TVM_VENVS", Path.home() / ".cache" / "mlf-spec" / "tvm-venvs"))
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"apache-tvm-{version}"
-    python = target / "bin" / "python"
-    with open(root / f".{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer per venv, whatever the xdist workers do
-        if (target / ".installed").exists():
-            return str(python)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(target)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        *OTHER_TVMS[version], "numpy", "ml_dtypes"], check=True)
-        got = subprocess.run([str(python), "-c", "import tvm; print(tvm.__version__)"], check=True,
-                             capture_output=True, text=True).stdout.strip()
-        assert got.startswith(version), got
-        (target / ".installed").write_text(got + "\n")
-    return str(python)
+    return str(peers.ensure(version))
 
 
 @pytest.mark.parametrize("reader", sorted(OTHER_TVMS))

@@ -27,6 +27,7 @@ PAGES = ROOT / "docs" / "conformance" / "compat"
 RUNS: dict[str, list[str]] = {
     "mlf-spec": ["--generate", "100", "--seed", "1", "--generate-budget", "20"],
     "tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
+    "hhb-tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
     "tvm-ffi": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "1", "--generate-budget", "30"],
     "netron": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
     "mlonmcu": ["-j", "2", "--generate", "60", "--seed", "1", "--generate-budget", "30"],

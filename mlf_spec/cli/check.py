@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
                    help="check MLF archives against this metadata version instead of the declared one")
     add_member_size(c)
     add_tvm_arguments(c)
-    c.add_argument("--dialect", type=_dialect_type, help=".params: the TVM version whose dtype codes apply "
+    c.add_argument("--dialect", type=dialect_type, help=".params: the TVM version whose dtype codes apply "
                    "(default: detected)")
     c.set_defaults(handler=_check)
 
@@ -108,10 +108,17 @@ def _check_kind(inp: _batch.Input, args: argparse.Namespace, *, kind: str, accep
     return CHECKERS[kind](inp, args)
 
 
-def _dialect_type(text: str) -> str:
-    from .params import _dialect_arg
+def dialect_type(text: str) -> str:
+    """argparse type of --dialect: a known dialect id or TVM version, else a usage error
+    that lists the valid ones."""
+    from mlf_spec.errors import UnsupportedError
+    from mlf_spec.params import dtypes as _dt
 
-    return _dialect_arg(text)
+    try:
+        _dt.dialect(text)
+    except UnsupportedError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return text
 
 
 def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:

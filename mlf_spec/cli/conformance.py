@@ -135,6 +135,7 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
     known = KnownFailures()
     if args.adapter:
         adapter = adapters.load(args.adapter)
+        adapter.setup(progress=True)  # a peer in a venv of its own is made on first use
         path = None if args.no_known_failures else adapter.known_failures_path()
         if path is not None:
             known = KnownFailures.load(path)

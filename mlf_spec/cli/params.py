@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _batch, add_command
 from ._text import printable, table
+from .check import dialect_type
 
 if TYPE_CHECKING:
     from mlf_spec.params.codec import LazyParams
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
     dump = psub.add_parser("dump", help="list the tensors of .params files")
     _batch.add_arguments(dump, what=".params files")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    dump.add_argument("--dialect", type=_dialect_arg,
+    dump.add_argument("--dialect", type=dialect_type,
                       help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     dump.set_defaults(handler=_dump)
 
@@ -35,7 +36,7 @@ def register(sub: Any) -> None:
 
     chk = add_kind_check(psub, help="check .params files: findings and, with --tvm, a TVM version's verdict",
                          findings="params_check.md", question="whether that TVM version loads the file as meant", what=".params files")
-    chk.add_argument("--dialect", type=_dialect_arg,
+    chk.add_argument("--dialect", type=dialect_type,
                      help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     chk.set_defaults(handler=_check)
 
@@ -48,26 +49,13 @@ def register(sub: Any) -> None:
     conv.add_argument("paths", nargs="+", metavar="PATH", help="IN OUT, or with -o: the inputs")
     conv.add_argument("-o", "--output", metavar="DIR", help="write one converted file per input into DIR")
     conv.add_argument("--to", choices=sorted(set(CONVERT_EXT)), help="output format (required with -o)")
-    conv.add_argument("--dialect", type=_dialect_arg,
+    conv.add_argument("--dialect", type=dialect_type,
                       help="dtype dialect for reading/writing .params (default: detect, and refuse an ambiguous "
                       "file; newest for writing)")
     conv.add_argument("--force", action="store_true", help="replace outputs that exist")
     conv.add_argument("-j", "--jobs", type=_batch.positive, default=1, metavar="N",
                       help="convert N inputs at once in N processes (default 1)")
     conv.set_defaults(handler=_convert)
-
-
-def _dialect_arg(text: str) -> str:
-    """argparse type of --dialect: a known dialect id or TVM version, else a usage error
-    that lists the valid ones."""
-    from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params import dtypes as _dt
-
-    try:
-        _dt.dialect(text)
-    except UnsupportedError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-    return text
 
 
 def dump_document(lazy: LazyParams) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import sys
 import traceback
 from typing import IO, Any
 
-from .adapters.base import Adapter, Rejected
+from .adapters.base import Adapter, Crashed, Rejected
 
 PROTOCOL = "mlf-conformance/1"
 ROLES = ("decode", "encode", "migrate")
@@ -77,6 +77,14 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
         return 2
     try:
         result = carry_out(adapter, op, fmt, options, payload)
+    except Crashed as exc:
+        print(exc.message, file=stderr)
+        stderr.flush()
+        if exc.signal and hasattr(signal, exc.signal):  # end as the implementation ended
+            sig = getattr(signal, exc.signal)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        return 3
     except Rejected as exc:
         print(exc.message, file=stderr)
         error = {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}
@@ -147,6 +155,9 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
     except Rejected as exc:
         return {"id": rid, "ok": False,
                 "error": {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}}
+    except Crashed as exc:
+        return {"id": rid, "ok": False, "error": {"class": "internal", "message": exc.message,
+                                                  **({"signal": exc.signal} if exc.signal else {})}}
     except Exception as exc:
         return {"id": rid, "ok": False, "error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}}
     if op == "encode":

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from mlf_spec.errors import MlfError
 
-from .adapters.base import Adapter, Rejected
+from .adapters.base import Adapter, Crashed, Rejected
 from .protocol import carry_out
 from .vectors import Answer, Case
 
@@ -246,6 +246,8 @@ class InProcess(Testee):
             result = carry_out(self.adapter, op, fmt, dict(options), payload)
         except Rejected as exc:
             return Answer.rejected(exc.message, exc.error_class)
+        except Crashed as exc:
+            return Answer.failed("crash", exc.message, signal=exc.signal)
         except Exception as exc:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return Answer.failed("crash", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")

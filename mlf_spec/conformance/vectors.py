@@ -351,10 +351,13 @@ def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
     return n
 
 
+def case_text(case: dict[str, Any]) -> str:
+    """The text of a case file (stable: one space indents, UTF-8 kept, final newline)."""
+    return json.dumps(case, indent=1, ensure_ascii=False) + "\n"
+
+
 def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, input_name: str) -> Path:
     """Write one case document and its input into ``directory`` (atomically); return the case path."""
-    from .suite import case_text
-
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(d / input_name, data)
@@ -363,5 +366,5 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
     return path
 
 
-__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "default_suite", "echo", "format_support",
+__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "case_text", "default_suite", "echo", "format_support",
            "load_case", "load_suite", "save_case", "scope_list", "verify", "write_suite"]

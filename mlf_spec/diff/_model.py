@@ -1,5 +1,5 @@
-"""What a comparison finds: :class:`Change` and :class:`Diff`, and the JSON tree diff the
-format-specific comparisons share."""
+"""What a comparison finds: :class:`Change` and :class:`Diff` (with their text form), and the
+JSON tree diff the format-specific comparisons share."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlf_spec._records import json_path
+from mlf_spec._text import printable
 
 #: A list of scalars that differs in more places than this is reported as one change.
 LIST_ELEMENTS = 8
@@ -69,9 +70,43 @@ class Diff:
                 "changes": [c.to_dict() for c in self.changes]}
 
     def __str__(self) -> str:
-        from .text import diff_text
-
         return diff_text(self)
+
+
+_SIGN = {"added": "+", "removed": "-"}
+_KINDS = {"params": ".params files", "mlf-archive": "MLF archives", "blob": "module blobs",
+          "graph-json": "GraphExecutor JSON documents", "mlf-metadata": "metadata.json documents"}
+
+
+def change_line(c: Change) -> str:
+    """One change as one line (``+`` added, ``-`` removed, ``~`` changed; names with control
+    characters escaped)."""
+    where = f"{c.scope} {c.path}" if c.path else c.scope
+    inside = []
+    if c.member and c.scope != "member":
+        inside.append(f"in {c.member}")
+    if c.module and c.scope not in ("module", "payload"):
+        inside.append(f"module {c.module}")
+    if c.scope == "payload":
+        where = f"payload of {c.module}"
+    ctx = f" ({', '.join(inside)})" if inside else ""
+    return printable(f"{_SIGN.get(c.change, '~')} {where}{ctx}: {c.detail}")
+
+
+def diff_text(d: Diff) -> str:
+    """The whole report: a header naming both inputs, one line per change and a verdict line."""
+    lines = [f"--- {printable(d.a)}", f"+++ {printable(d.b)}"]
+    lines += [f"  {change_line(c)}" for c in d.changes]
+    if d.same:
+        lines.append(f"same: the {_KINDS.get(d.kind, d.kind)} do not differ")
+    else:
+        counts: dict[str, int] = {}
+        for c in d.changes:
+            key = c.change if c.change in ("added", "removed") else "changed"
+            counts[key] = counts.get(key, 0) + 1
+        parts = ", ".join(f"{counts[k]} {k}" for k in ("added", "removed", "changed") if k in counts)
+        lines.append(f"{len(d.changes)} difference(s): {parts}")
+    return "\n".join(lines)
 
 
 def short(value: Any, limit: int = 80) -> str:

@@ -1,45 +1,20 @@
-"""The text form of a :class:`~mlf_spec.diff.Diff`: a header naming both inputs, one line
-per change (``+`` added, ``-`` removed, ``~`` changed) and a verdict line."""
+"""Deprecated home of the text form of a :class:`~mlf_spec.diff.Diff`: ``str(diff)`` gives it;
+:func:`change_line` and :func:`diff_text` now live beside the data they render, in
+``mlf_spec.diff._model`` (this module keeps the names working, with a DeprecationWarning)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import warnings
+from typing import Any
 
-from mlf_spec._text import printable
-
-if TYPE_CHECKING:
-    from ._model import Change, Diff
-
-_SIGN = {"added": "+", "removed": "-"}
-_KINDS = {"params": ".params files", "mlf-archive": "MLF archives", "blob": "module blobs",
-          "graph-json": "GraphExecutor JSON documents", "mlf-metadata": "metadata.json documents"}
+_MOVED = ("change_line", "diff_text")
 
 
-def change_line(c: Change) -> str:
-    """One change as one line (names with control characters escaped)."""
-    where = f"{c.scope} {c.path}" if c.path else c.scope
-    inside = []
-    if c.member and c.scope != "member":
-        inside.append(f"in {c.member}")
-    if c.module and c.scope not in ("module", "payload"):
-        inside.append(f"module {c.module}")
-    if c.scope == "payload":
-        where = f"payload of {c.module}"
-    ctx = f" ({', '.join(inside)})" if inside else ""
-    return printable(f"{_SIGN.get(c.change, '~')} {where}{ctx}: {c.detail}")
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"mlf_spec.diff.text.{name} is deprecated: use str(diff) (the function is "
+                  f"mlf_spec.diff._model.{name})", DeprecationWarning, stacklevel=2)
+    from . import _model
 
-
-def diff_text(d: Diff) -> str:
-    """The whole report."""
-    lines = [f"--- {printable(d.a)}", f"+++ {printable(d.b)}"]
-    lines += [f"  {change_line(c)}" for c in d.changes]
-    if d.same:
-        lines.append(f"same: the {_KINDS.get(d.kind, d.kind)} do not differ")
-    else:
-        counts: dict[str, int] = {}
-        for c in d.changes:
-            key = c.change if c.change in ("added", "removed") else "changed"
-            counts[key] = counts.get(key, 0) + 1
-        parts = ", ".join(f"{counts[k]} {k}" for k in ("added", "removed", "changed") if k in counts)
-        lines.append(f"{len(d.changes)} difference(s): {parts}")
-    return "\n".join(lines)
+    return getattr(_model, name)

@@ -116,12 +116,13 @@ def detect(doc: Any, *, shapes: bool = True) -> Detection:
     style = style_of(doc, version) if version is not None else None
     fits: list[tuple[int, str]] = []
     if shapes and isinstance(doc, dict):
+        from mlf_spec.generated import mlf_plain as _plain
+
         for v in VERSIONS:
             trial = dict(doc)
             trial["version"] = v
             s = style_of(trial, v)
-            value, issues = validate(model_for(v, s), trial, lenient=False)
-            if value is not None and not issues:
+            if not _plain.validate(trial, v, s):  # the pydantic models' verdict, without building them
                 fits.append((v, s))
         if style is None and fits:
             style = fits[-1][1]

@@ -48,7 +48,6 @@ from . import dtypes as _dt
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 ALIGNMENT = 64
 _PREAD_MIN = 1 << 20  # tensors this large are read with pread, not copied out of the mmap
-_SIG = slice(TensorRecord._fields.index("dtype_code"), TensorRecord._fields.index("shape") + 1)
 
 
 class StoredTensor:
@@ -104,35 +103,57 @@ class TensorInfo(Record):
     nbytes: int = property(itemgetter(4))  # type: ignore[assignment]
 
 
-class _Index:
-    __slots__ = ("names", "records", "magic", "reserved", "end", "choice")
+#: A run of records with identical header bytes: (first record, count, stride). The
+#: records of a run differ only in where their data starts (``stride`` bytes apart).
+Run = tuple[TensorRecord, int, int]
 
-    def __init__(self, names: list[str], records: list[TensorRecord], magic: int, reserved: int, end: int,
+
+class _Index:
+    __slots__ = ("names", "runs", "magic", "reserved", "end", "choice")
+
+    def __init__(self, names: list[str], runs: list[Run], magic: int, reserved: int, end: int,
                  choice: _dt.DialectChoice) -> None:
-        self.names, self.records, self.magic, self.reserved, self.end, self.choice = (
-            names, records, magic, reserved, end, choice)
+        self.names, self.runs, self.magic, self.reserved, self.end, self.choice = (
+            names, runs, magic, reserved, end, choice)
+
+    @property
+    def records(self) -> list[TensorRecord]:
+        """One record per tensor, each with its own data offset (made from the runs)."""
+        out: list[TensorRecord] = []
+        for r, m, stride in self.runs:
+            out.append(r)
+            out.extend(r._replace(data_offset=r.data_offset + j * stride) for j in range(1, m))
+        return out
 
 
 def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
-    rec, end = read_params_file(buf, 0, size)
-    records: list[TensorRecord] = rec.arrays
-    keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r in records}
-    choice = _dt.detect(keys, max_bytes(buf, records)) if dialect is None else _dt.given(_dt.dialect(dialect))
+    """The index in one pass over the header bytes: the names, and the records as runs of
+    identical headers (one record object per run, not per tensor)."""
+    rec, end = read_params_file(buf, 0, size, runs=True)
+    runs: list[Run] = rec.arrays
+    keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r, _, _ in runs}
+    choice = _dt.detect(keys, _max_bytes_of_runs(buf, runs)) if dialect is None else _dt.given(_dt.dialect(dialect))
     d = choice.dialect
     if strict and not all(_dt.lookup(d, *k).known for k in keys):
-        for i, r in enumerate(records):
+        i = 0
+        for r, m, _ in runs:
             dt = _dt.lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
             _dt.require_known(dt, d, f"arrays[{i}].dtype", start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
-    return _Index(rec.names, records, rec.magic, rec.reserved, end, choice)
+            i += m
+    return _Index(rec.names, runs, rec.magic, rec.reserved, end, choice)
 
 
 def max_bytes(buf: Any, records: list[TensorRecord]) -> dict[tuple[int, int, int], int]:
     """The largest stored byte of the tensors of each (code, bits, lanes) whose bytes can
     tell dialects apart (bool and sub-byte types, :func:`dtypes.needs_data`); -1 when
     they hold no bytes. Only those tensors' data is read."""
+    return _max_bytes_of_runs(buf, [(r, 1, 0) for r in records])
+
+
+def _max_bytes_of_runs(buf: Any, runs: list[Run]) -> dict[tuple[int, int, int], int]:
     out: dict[tuple[int, int, int], int] = {}
     wanted: dict[tuple[int, int], bool] = {}
-    for r in records:
+    for r, m, stride in runs:
         cb = (r.dtype_code, r.dtype_bits)
         need = wanted.get(cb)
         if need is None:
@@ -141,7 +162,8 @@ def max_bytes(buf: Any, records: list[TensorRecord]) -> dict[tuple[int, int, int
             continue
         key = (r.dtype_code, r.dtype_bits, r.dtype_lanes)
         n = r.data_byte_size
-        top = int(np.frombuffer(buf, np.uint8, count=n, offset=r.data_offset).max()) if n else -1
+        # the m tensors of a run: one strided (m, n) view of the input, no copy
+        top = int(np.ndarray((m, n), np.uint8, buf, r.data_offset, (stride, 1)).max()) if n else -1
         out[key] = max(out.get(key, -1), top)
     return out
 
@@ -163,6 +185,16 @@ def json_name(name: str) -> dict[str, str]:
     return {"name": name}
 
 
+class _Rows:
+    """Tensors of one run still held as a block ``(count, *shape)`` of the arena: the
+    array of tensor ``i`` of the file is ``block[i - first]``, made when first asked for."""
+
+    __slots__ = ("block", "first")
+
+    def __init__(self, block: np.ndarray, first: int) -> None:
+        self.block, self.first = block, first
+
+
 class ParamsFile(MutableMapping):
     """An ordered mapping name -> tensor read from (or to be written as) a .params file.
 
@@ -179,12 +211,32 @@ class ParamsFile(MutableMapping):
         trailing: bytes = b"",
         choice: _dt.DialectChoice | None = None,
     ) -> None:
-        self._entries: list[tuple[str, Tensor, TensorRecord | None]] = entries or []
+        entries = entries or []
+        self._init([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], reserved, trailing,
+                   choice)
+
+    def _init(self, names: list[str], values: list[Any], records: list[TensorRecord | None], reserved: int,
+              trailing: bytes, choice: _dt.DialectChoice | None) -> None:
+        # three parallel lists (no tuple per tensor); a value may still be a _Rows block
+        self._names, self._values, self._records = names, values, records
         self.reserved = reserved
         self.trailing = trailing
         self.choice = choice or _dt.given(_dt.LATEST)
         # dict() keeps the last index of a repeated name: the later entry wins, as in TVM
-        self._map: dict[str, int] = dict(zip([e[0] for e in self._entries], range(len(self._entries))))
+        self._map: dict[str, int] = dict(zip(names, range(len(names))))
+
+    @classmethod
+    def _of_columns(cls, names: list[str], values: list[Any], records: list[TensorRecord | None], reserved: int,
+                    trailing: bytes, choice: _dt.DialectChoice) -> ParamsFile:
+        self = cls.__new__(cls)
+        self._init(names, values, records, reserved, trailing, choice)
+        return self
+
+    def _value(self, i: int) -> Tensor:
+        v = self._values[i]
+        if type(v) is _Rows:
+            v = self._values[i] = v.block[i - v.first]
+        return v
 
     @property
     def dialect(self) -> _dt.Dialect:
@@ -194,27 +246,37 @@ class ParamsFile(MutableMapping):
     @property
     def entries(self) -> list[tuple[str, Tensor]]:
         """Every (name, tensor) in file order, duplicates included."""
-        return [(n, t) for n, t, _ in self._entries]
+        return [(n, self._value(i)) for i, n in enumerate(self._names)]
 
     def __getitem__(self, name: str) -> Tensor:
-        return self._entries[self._map[name]][1]
+        return self._value(self._map[name])
 
     def __setitem__(self, name: str, value: Tensor) -> None:
-        if name in self._map:
-            self._entries[self._map[name]] = (name, value, None)
+        i = self._map.get(name)
+        if i is not None:
+            self._values[i], self._records[i] = value, None
         else:
-            self._map[name] = len(self._entries)
-            self._entries.append((name, value, None))
+            self._map[name] = len(self._names)
+            self._names.append(name)
+            self._values.append(value)
+            self._records.append(None)
 
     def __delitem__(self, name: str) -> None:
         if name not in self._map:
             raise KeyError(name)
-        self._entries = [e for e in self._entries if e[0] != name]
-        self._map = {n: i for i, (n, _, _) in enumerate(self._entries)}
+        keep = [i for i, n in enumerate(self._names) if n != name]
+        values = [self._value(i) for i in keep]
+        self._names = [self._names[i] for i in keep]
+        self._records = [self._records[i] for i in keep]
+        self._values = values
+        self._map = dict(zip(self._names, range(len(self._names))))
 
     def __iter__(self) -> Iterator[str]:
+        if len(self._map) == len(self._names):  # no repeated name: the names are the keys
+            yield from list(self._names)
+            return
         seen = set()
-        for name, _, _ in self._entries:
+        for name in self._names:
             if name not in seen:
                 seen.add(name)
                 yield name
@@ -223,8 +285,8 @@ class ParamsFile(MutableMapping):
         return len(self._map)
 
     def __repr__(self) -> str:
-        items = ", ".join(f"{n!r}: {_describe_tensor(t)}" for n, t in self.entries[:8])
-        more = ", …" if len(self._entries) > 8 else ""
+        items = ", ".join(f"{n!r}: {_describe_tensor(self._value(i))}" for i, n in enumerate(self._names[:8]))
+        more = ", …" if len(self._names) > 8 else ""
         return f"ParamsFile({{{items}{more}}}, dialect={self.dialect.id})"
 
 
@@ -293,63 +355,54 @@ def loads(
 def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile:
     d = idx.choice.dialect
     lookup = _dt.lookup
-    records = idx.records
+    runs = idx.runs
     # Arena layout: every tensor starts on an ALIGNMENT boundary.
-    starts: list[int] = []
     total = 0
-    for r in records:
-        starts.append(total)
-        total += -(-r.data_byte_size // ALIGNMENT) * ALIGNMENT
+    for r, m, _ in runs:
+        total += -(-r.data_byte_size // ALIGNMENT) * ALIGNMENT * m
     raw = np.empty(total + ALIGNMENT, np.uint8)
     shift = (-raw.ctypes.data) % ALIGNMENT
     arena = raw[shift:shift + total]
     dst = memoryview(arena)
     src = memoryview(buf) if not isinstance(buf, memoryview) else buf
     values: list[Any] = []
+    records: list[TensorRecord | None] = []
     new_array = np.ndarray
-    n_rec = len(records)
-    offsets = [r.data_offset for r in records]
-    # (code, bits, lanes, shape) of each record: equal signatures at a constant file
-    # stride form a run that is copied with one strided NumPy copy
-    sigs = [r[_SIG] for r in records]
-    i = 0
-    while i < n_rec:
-        r = records[i]
+    start = 0
+    i = 0  # index of the run's first tensor in the file
+    for r, m, stride in runs:
         dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
         n = r.data_byte_size
-        j = i + 1
-        if n and i + 8 < n_rec:
-            stride = offsets[i + 1] - offsets[i]
-            sig = sigs[i]
-            while j < n_rec and sigs[j] == sig and offsets[j] - offsets[j - 1] == stride:
-                j += 1
-        if j - i >= 8 and n < _PREAD_MIN:
-            count = j - i
-            step = starts[i + 1] - starts[i]
-            block = new_array((count, n), np.uint8, arena, starts[i], (step, 1))
-            block[...] = new_array((count, n), np.uint8, buf, r.data_offset, (stride, 1))
+        step = -(-n // ALIGNMENT) * ALIGNMENT
+        if m >= 8 and 0 < n < _PREAD_MIN:
+            # a run of identical headers: one strided copy; the arrays are made on first use
+            block = new_array((m, n), np.uint8, arena, start, (step, 1))
+            block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
             if dt.numpy is not None:  # n > 0 here, so the shape fits the file and NumPy
                 itemsize = dt.numpy.itemsize
                 inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
-                values.extend(new_array((count, *r.shape), dt.numpy, arena, starts[i], (step, *inner)))
+                rows = _Rows(new_array((m, *r.shape), dt.numpy, arena, start, (step, *inner)), i)
+                values += [rows] * m
             else:
                 values.extend(StoredTensor(dt, r.shape, row) for row in block)
-            i = j
-            continue
-        start = starts[i]
-        if n:
-            if fd is not None and n >= _PREAD_MIN:
-                _pread_into(fd, dst[start:start + n], r.data_offset)
-            else:
-                dst[start:start + n] = src[r.data_offset:r.data_offset + n]
-        if dt.numpy is not None and (n or _numpy_holds(dt, r.shape)):  # n > 0: the shape fits the file
-            values.append(new_array(r.shape, dt.numpy, arena, start))
         else:
-            values.append(StoredTensor(dt, r.shape, arena[start:start + n]))
-        i += 1
+            fits = dt.numpy is not None and (n or _numpy_holds(dt, r.shape))  # n > 0: the shape fits the file
+            at = r.data_offset
+            for j in range(m):
+                s0 = start + j * step
+                if n:
+                    if fd is not None and n >= _PREAD_MIN:
+                        _pread_into(fd, dst[s0:s0 + n], at)
+                    else:
+                        dst[s0:s0 + n] = src[at:at + n]
+                values.append(new_array(r.shape, dt.numpy, arena, s0) if fits else StoredTensor(dt, r.shape, arena[s0:s0 + n]))
+                at += stride
+        # one record object for the run: writing it back needs its header, not its offset
+        records += [r] * m
+        start += step * m
+        i += m
     trailing = bytes(src[idx.end:size])
-    entries = list(zip(idx.names, values, records))
-    return ParamsFile(entries, reserved=idx.reserved, trailing=trailing, choice=idx.choice)
+    return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice)
 
 
 def _pread_into(fd: int, view: memoryview, offset: int) -> None:
@@ -378,14 +431,35 @@ class LazyParams(Mapping):
         self.size = size
         self.reserved = idx.reserved
         self.trailing_bytes = size - idx.end
-        d = idx.choice.dialect
-        lookup, new = _dt.lookup, tuple.__new__
-        self.index: list[TensorInfo] = [
-            new(TensorInfo, (n, lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes), r.shape, r.data_offset,
-                             r.data_byte_size))
-            for n, r in zip(idx.names, idx.records)
-        ]
-        self._by_name = {info.name: info for info in self.index}
+        self._names = idx.names
+        self._runs = idx.runs
+        self._index: list[TensorInfo] | None = None
+        # name -> position of its last tensor (a repeated name reads as the later one, as in TVM)
+        self._by_name: dict[str, int] = dict(zip(idx.names, range(len(idx.names))))
+
+    @property
+    def index(self) -> list[TensorInfo]:
+        """(name, dtype, shape, offset, nbytes) of every tensor in file order, duplicates
+        included (made on first use from the runs of identical headers)."""
+        if self._index is None:
+            d = self.choice.dialect
+            lookup, new = _dt.lookup, tuple.__new__
+            out: list[TensorInfo] = []
+            names = self._names
+            i = 0
+            for r, m, stride in self._runs:
+                dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
+                shape, at, n = r.shape, r.data_offset, r.data_byte_size
+                for j in range(m):
+                    out.append(new(TensorInfo, (names[i + j], dt, shape, at + j * stride, n)))
+                i += m
+            self._index = out
+        return self._index
+
+    def _info(self, name: str | TensorInfo) -> TensorInfo:
+        if isinstance(name, TensorInfo):
+            return name
+        return self.index[self._by_name[name]]
 
     @property
     def dialect(self) -> _dt.Dialect:
@@ -395,7 +469,7 @@ class LazyParams(Mapping):
     def raw(self, name: str | TensorInfo) -> memoryview:
         """The stored data bytes of tensor ``name`` (the last of that name, as TVM reads
         it) or of one :attr:`index` entry (zero-copy)."""
-        info = name if isinstance(name, TensorInfo) else self._by_name[name]
+        info = self._info(name)
         return memoryview(self._buf)[info.offset : info.offset + info.nbytes]
 
     def raw_file(self) -> memoryview:
@@ -410,7 +484,7 @@ class LazyParams(Mapping):
         return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
 
     def __getitem__(self, name: str) -> Tensor:
-        return self.tensor(self._by_name[name])
+        return self.tensor(self._info(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_name)
@@ -517,7 +591,7 @@ def _chunks(params: Mapping[str, Any] | ParamsFile, dialect: str | _dt.Dialect |
     arrays' own memory (no copy)."""
     if isinstance(params, ParamsFile):
         d = _dt.dialect(dialect) if dialect is not None else params.dialect
-        items = params._entries
+        items = [(n, params._value(i), r) for i, (n, r) in enumerate(zip(params._names, params._records))]
         reserved, trailing = params.reserved, params.trailing
     else:
         d = _dt.dialect(dialect)

@@ -214,6 +214,7 @@ def layout(d: Dialect, code: int, bits: int) -> str:
     return (row or {}).get("subbyte_layout") or "bytes"
 
 
+@lru_cache(maxsize=1024)
 def needs_data(code: int, bits: int) -> bool:
     """Whether the stored bytes of a (code, bits) tensor can tell dialects apart (some
     dialect bounds its byte values: ``data_max``, or one element per byte below 8 bits)."""
@@ -327,12 +328,20 @@ def detect(dtypes: Iterable[tuple[int, int, int]], max_bytes: Mapping[tuple[int,
     that stores the most sub-byte tensors one element per byte, then the newest.
     ``ambiguous`` says whether another candidate reads some tensor differently.
     """
-    distinct = sorted(set(dtypes))
+    distinct = tuple(sorted(set(dtypes)))
+    seen = max_bytes or {}
+    # a pure function of the distinct triples and their largest bytes: files of the same
+    # dtypes (most files hold one or two) share one answer
+    return _detect(distinct, tuple(seen[t] if t in seen else None for t in distinct))
+
+
+@lru_cache(maxsize=512)
+def _detect(distinct: tuple[tuple[int, int, int], ...], tops: tuple[int | None, ...]) -> DialectChoice:
+    seen = {t: top for t, top in zip(distinct, tops) if top is not None}
     header = tuple(d for d in DIALECTS if all(lookup(d, c, b, la).known for c, b, la in distinct))
     header = tuple(d for d in header if all(writable(d, c, b) for c, b, _ in distinct)) or header
     if not header:
         return DialectChoice(LATEST, bool(distinct), (), True)
-    seen = max_bytes or {}
     fitting = tuple(d for d in header
                     if all(data_fits(d, c, b, seen[(c, b, la)]) for c, b, la in distinct if (c, b, la) in seen))
     conflict = not fitting

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .code import Code
 from .common import camel, header, inline_scalars, min_size
 from .expr import Expr
 from .ir import SCALARS
@@ -88,9 +89,10 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
     bulk window starts small and doubles while the run lasts, so strings of varying
     length never make it look far ahead."""
     out: list = []
+    append = out.append
     window = 32
-    while len(out) < n:
-        i = len(out)
+    i = 0
+    while i < n:
         if end - pos < 8:
             raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
         ln = U64(buf, pos)[0]
@@ -98,7 +100,9 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
         stride = 8 + ln
         k = min(n - i, (end - pos) // stride, window)
-        if k >= 32 and all(U64(buf, pos + j * stride)[0] == ln for j in range(1, 9)):
+        # a run is probed only when the next length is the same (names of varying length
+        # then cost one comparison each)
+        if k >= 32 and U64(buf, pos + stride)[0] == ln and all(U64(buf, pos + j * stride)[0] == ln for j in range(2, 9)):
             import numpy as np
 
             lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
@@ -114,12 +118,14 @@ def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, i
             else:
                 out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
             pos += m * stride
+            i += m
             window = min(window * 2, 1 << 16) if m == k else 32
             continue
         window = 32
         chunk = buf[pos + 8:pos + stride]
-        out.append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
+        append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
         pos += stride
+        i += 1
     return out, pos
 
 
@@ -270,26 +276,6 @@ def ext_lookup(registry: str, key: Any) -> Any:
 '''
 
 
-class Code:
-    """A tiny indented code builder."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def __call__(self, line: str = "") -> None:
-        self.lines.append(("    " * self.level + line) if line else "")
-
-    def indent(self) -> None:
-        self.level += 1
-
-    def dedent(self) -> None:
-        self.level -= 1
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
 class StructEmitter:
     def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int]) -> None:
         self.model, self.binary, self.rs, self.c = model, binary, rs, out
@@ -300,6 +286,7 @@ class StructEmitter:
         self.segments: list[tuple[str, Any, Any]] = []  # how the reader grouped the fields
         self.started: set[str] = set()  # fields with a _start_<name> local
         self.tmp = 0
+        self.takes_runs = False  # the reader has a ``runs`` option (its last field is a run-read array)
 
     # ---------------------------------------------------------------- naming
     def local(self, dotted: str) -> str:
@@ -657,6 +644,11 @@ class StructEmitter:
                 c.indent()
                 if elem_type == "str":
                     c(f"{name}, pos = _read_strs(buf, pos, end, _n, {bool(s.encoding)!r})")
+                elif f is self.rs.fields[-1] and not any(inv.severity == "error" for inv, _, _ in self.rs.invariants):
+                    # the last field: a caller may take the records as runs (read_<s>(..., runs=True))
+                    self.takes_runs = True
+                    es = elem_struct.name  # type: ignore[union-attr]
+                    c(f"{name}, pos = (read_{es}_runs if runs else read_{es}_many)(buf, pos, end, _n, era)")
                 else:
                     c(f"{name}, pos = read_{elem_struct.name}_many(buf, pos, end, _n, era)")  # type: ignore[union-attr]
                 c.dedent()
@@ -877,9 +869,16 @@ class StructEmitter:
                 c(f"{run} = struct.Struct({fmt!r})")
         c()
         c()
-        c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[{cls}, int]:")
-        c.indent()
-        c(f'"""Read one {rs.name} at ``pos``; return it and the offset after it. Raises MlfError."""')
+        if self.takes_runs:
+            c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST, runs: bool = False) -> tuple[{cls}, int]:")
+            c.indent()
+            c(f'"""Read one {rs.name} at ``pos``; return it and the offset after it. Raises MlfError.')
+            c("With ``runs``, its last field holds runs ``(first record, count, stride)`` of identical")
+            c('record headers (see ``read_<record>_runs``) instead of one record each."""')
+        else:
+            c(f"def read_{rs.name}(buf: Buffer, pos: int, end: int, era: tuple[int, ...] = LATEST) -> tuple[{cls}, int]:")
+            c.indent()
+            c(f'"""Read one {rs.name} at ``pos``; return it and the offset after it. Raises MlfError."""')
         c.dedent()
         c.lines.extend(body.lines)
         return [a for a, _ in self.slots]
@@ -1087,63 +1086,79 @@ def has_many(rs: RStruct) -> bool:
 
 
 def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
-    """``read_<s>_many``: n records; after each one, the following records whose header
-    bytes equal it are taken in bulk (they parse to the same values, and pass or fail the
-    same checks), differing only in where their payload starts."""
+    """``read_<s>_runs``: n records as runs ``(record, count, stride)``: after each record,
+    the following records whose header bytes equal it are taken in bulk (they parse to the
+    same values, and pass or fail the same checks), differing only in where their payload
+    starts (``stride`` bytes apart). ``read_<s>_many``: the same records, one tuple each."""
     cls = camel(rs.name)
     lazy_slot = f"{rs.fields[-1].name}_offset"
     k = slots.index(lazy_slot)
     c()
     c()
-    c(f"def read_{rs.name}_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[{cls}], int]:")
+    c(f"def read_{rs.name}_runs(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[tuple[{cls}, int, int]], int]:")
     c.indent()
-    c(f'"""Read ``n`` consecutive {rs.name} records (bulk path for runs of identical headers)."""')
-    c(f"out: list[{cls}] = []")
+    c(f'"""Read ``n`` consecutive {rs.name} records as runs ``(first record, count, stride)``: the')
+    c("records of a run have the first one's header bytes, their payloads ``stride`` bytes apart.\"\"\"")
+    c(f"out: list[tuple[{cls}, int, int]] = []")
+    c("done = 0")
     c("window = 16")
-    c("while len(out) < n:")
+    c("while done < n:")
     c.indent()
-    c("i = len(out)")
     c("try:")
     c.indent()
     c(f"rec, nxt = read_{rs.name}(buf, pos, end, era)")
     c.dedent()
     c("except MlfError as _e:")
     c.indent()
-    c("raise _e.prefixed(f\"[{i}]\") from None")
+    c("raise _e.prefixed(f\"[{done}]\") from None")
     c.dedent()
-    c("out.append(rec)")
-    c("rest = n - i - 1")
+    c("rest = n - done - 1")
     c("stride = nxt - pos")
-    c("if rest >= 16 and stride > 0:")
-    c.indent()
-    c(f"head_len = rec[{k}] - pos")
-    c("k = min(rest, (end - nxt) // stride, window)")
-    c("# probe the next records one by one; NumPy's bulk compare pays only inside a long run")
     c("m = 0")
-    c("if k >= 16:")
+    c("if rest and stride > 0:")
     c.indent()
+    c("k = min(rest, (end - nxt) // stride, window)")
+    c("if k:")
+    c.indent()
+    c("# probe the next records one by one; NumPy's bulk compare pays only inside a long run")
+    c(f"head_len = rec[{k}] - pos")
     c("ref = buf[pos:pos + head_len]")
     c("probe = nxt")
-    c("while m < 8 and buf[probe:probe + head_len] == ref:")
+    c("lim = min(k, 8)")
+    c("while m < lim and buf[probe:probe + head_len] == ref:")
     c.indent()
     c("m += 1")
     c("probe += stride")
     c.dedent()
-    c("if m == 8:")
+    c("if m == 8 and k > 8:")
     c.indent()
     c("m = 8 + _same_heads(buf, pos, probe, stride, head_len, k - 8)")
     c.dedent()
-    c.dedent()
     c("window = min(window * 2, 1 << 16) if m == k else 16")
-    c("if m:")
+    c.dedent()
+    c.dedent()
+    c("out.append((rec, m + 1, stride))")
+    c("done += m + 1")
+    c("pos = nxt + m * stride")
+    c.dedent()
+    c("return out, pos")
+    c.dedent()
+    c()
+    c()
+    c(f"def read_{rs.name}_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[{cls}], int]:")
+    c.indent()
+    c(f'"""Read ``n`` consecutive {rs.name} records (bulk path for runs of identical headers)."""')
+    c(f"runs, pos = read_{rs.name}_runs(buf, pos, end, n, era)")
+    c(f"out: list[{cls}] = []")
+    c("for rec, m, stride in runs:")
+    c.indent()
+    c("out.append(rec)")
+    c("if m > 1:")
     c.indent()
     c(f"head, tail = rec[:{k}], rec[{k + 1}:]")
     c(f"first = rec[{k}] + stride")
-    c(f"out.extend([_new({cls}, head + (o,) + tail) for o in range(first, first + m * stride, stride)])")
-    c("nxt += m * stride")
+    c(f"out.extend([_new({cls}, head + (o,) + tail) for o in range(first, first + (m - 1) * stride, stride)])")
     c.dedent()
-    c.dedent()
-    c("pos = nxt")
     c.dedent()
     c("return out, pos")
     c.dedent()
@@ -1310,7 +1325,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     consts: dict[str, int] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
-        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")
+        names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, read_{s}_runs, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")
                  for s in ub.structs]
         c(f"from .{used}_fast import {', '.join(names)}  # noqa: F401")
         for k in ub.spec.constants:

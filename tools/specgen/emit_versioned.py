@@ -19,6 +19,7 @@ from typing import Any
 
 from .common import camel, header
 from .emit_fast import Code
+from .emit_plain import emit_plain
 from .ir import RecordField
 from .load import Model
 from .versioned import (
@@ -575,6 +576,7 @@ def emit_versioned_records(model: Model, name: str) -> dict[str, str]:
         sources[f"{name}_v{p.version}_models"] = src
     mods = load_modules(sources)
     files[f"{name}_ir.py"] = _emit_ir(model, name, projections)
+    files[f"{name}_plain.py"] = emit_plain(model, name)
     layouts = [lname for lname, (ls, _) in model.layouts.items() if ls.metadata == name]
     for p in projections:
         mod = mods[f"{name}_v{p.version}_models"]

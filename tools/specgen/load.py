@@ -30,6 +30,8 @@ from .ir import (
     VerdictsSpec,
 )
 from .ir import SPEC_KINDS as KINDS
+from .versions import check_version_known as _check_version_known
+from .versions import vkey
 from .yamlload import SpecDocument, SpecError
 
 EXPR_KEYS = ("count", "size", "equals", "derive", "constraint", "when")
@@ -206,19 +208,6 @@ def load(root: Path) -> Model:
     for vspec, vdoc in model.verdicts.values():
         check_verdicts(model, vspec, vdoc)
     return model
-
-
-def _check_version_known(model: Model, doc: SpecDocument, loc: tuple, version: str | None) -> None:
-    if version is None or model.eras is None:
-        return
-    known = model.boundaries()
-    if version not in known:
-        raise doc.error(loc, f"version {version} is not listed in {model.eras_doc.rel}; listed: {known}")
-
-
-def vkey(v: str) -> tuple[int, ...]:
-    """Sort key of a TVM version string like '0.21'."""
-    return tuple(int(p) for p in v.split("."))
 
 
 def _check_tables(model: Model) -> None:

@@ -19,8 +19,7 @@ from __future__ import annotations
 from pprint import pformat
 from typing import Any
 
-from .common import header
-from .emit_fast import Code
+from .code import Code, header
 from .ir import MIGRATION_LAYOUT_OPS, MIGRATION_METADATA_OPS, MigrationItem, MigrationOp, MigrationSpec
 from .versioned import Projection, TypeNode, layout_versions, project, timeline
 from .yamlload import SpecDocument

@@ -19,10 +19,10 @@ import string
 from pprint import pformat
 from typing import Any
 
-from .common import header
-from .emit_fast import Code
+from .code import Code, header
 from .expr import Expr, ExprError
 from .ir import VerdictsSpec
+from .versions import check_version_known, vkey
 from .yamlload import SpecDocument
 
 ALLOWED_FUNCTIONS = {"len", "min", "max", "ceil_div", "numel"}
@@ -31,8 +31,6 @@ ALLOWED_FUNCTIONS = {"len", "min", "max", "ceil_div", "numel"}
 def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
     """Semantic checks: unique ids, known subjects, facts, tests, readers, functions,
     verdicts, versions and placeholders."""
-    from .load import _check_version_known, vkey
-
     verdicts = {v.name for v in spec.verdicts}
     subjects = {s.name: {f.name: f.type for f in s.facts} for s in spec.subjects}
     tests = {s.name: {t.name: t for t in s.tests} for s in spec.subjects}
@@ -42,14 +40,14 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
             raise doc.error(("subjects", i), f"subject {s.name!r} has neither facts nor tests")
     for i, r in enumerate(spec.readers):
         for key in ("since", "until"):
-            _check_version_known(model, doc, ("readers", i, key), getattr(r, key))
+            check_version_known(model, doc, ("readers", i, key), getattr(r, key))
     if spec.without_reader and not spec.readers:
         raise doc.error(("without_reader",), "without_reader needs declared readers")
     for i, w in enumerate(spec.without_reader):
         if w.verdict not in verdicts:
             raise doc.error(("without_reader", i, "verdict"), f"unknown verdict {w.verdict!r}; declared: {sorted(verdicts)}")
         for key in ("since", "until"):
-            _check_version_known(model, doc, ("without_reader", i, key), getattr(w, key))
+            check_version_known(model, doc, ("without_reader", i, key), getattr(w, key))
         for _, name, _, _ in string.Formatter().parse(w.reason):
             if name is not None and name not in ("version", "first", "last"):
                 raise doc.error(("without_reader", i, "reason"), f"placeholder {{{name}}}: only version, first, last")
@@ -101,7 +99,7 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
             if name is not None and name not in facts:
                 raise doc.error(loc + ("reason",), f"placeholder {{{name}}} is not a fact of subject {r.subject!r}")
         for key in ("since", "until", "writer_since", "writer_until"):
-            _check_version_known(model, doc, loc + (key,), getattr(r, key))
+            check_version_known(model, doc, loc + (key,), getattr(r, key))
         for lo, hi, what in ((r.since, r.until, "since/until"), (r.writer_since, r.writer_until, "writer_since/writer_until")):
             if lo is not None and hi is not None and vkey(lo) >= vkey(hi):
                 raise doc.error(loc, f"{what}: {lo} is not before {hi}")
@@ -157,8 +155,6 @@ def emit(model: Any, name: str) -> dict[str, str]:
 
 
 def _v(v: str | None) -> tuple[int, ...] | None:
-    from .load import vkey
-
     return vkey(v) if v else None
 
 

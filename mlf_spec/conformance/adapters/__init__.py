@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .base import Adapter, Rejected
+from .base import Adapter, Crashed, Rejected
 
 #: name -> "module:class" of the built-in adapters
 BUILTIN: dict[str, str] = {
@@ -26,6 +26,9 @@ BUILTIN: dict[str, str] = {
     "mlonmcu": "mlf_spec.conformance.adapters.mlonmcu:MlonmcuAdapter",
     "kaitai-python": "mlf_spec.conformance.adapters.kaitai:KaitaiPythonAdapter",
     "kaitai-js": "mlf_spec.conformance.adapters.kaitai:KaitaiJsAdapter",
+    "hhb-tvm": "mlf_spec.conformance.adapters.tvm_peer:HhbTvmAdapter",
+    "tvm-0.25": "mlf_spec.conformance.adapters.tvm_peer:Tvm025Adapter",
+    "tvm-0.26": "mlf_spec.conformance.adapters.tvm_peer:Tvm026Adapter",
 }
 ENTRY_POINT_GROUP = "mlf_spec.conformance.adapters"
 
@@ -85,4 +88,4 @@ def load(name: str) -> Adapter:
     return adapter
 
 
-__all__ = ["Adapter", "BUILTIN", "ENTRY_POINT_GROUP", "Rejected", "load", "names", "target", "testee"]
+__all__ = ["Adapter", "BUILTIN", "Crashed", "ENTRY_POINT_GROUP", "Rejected", "load", "names", "target", "testee"]

@@ -30,6 +30,17 @@ class Rejected(Exception):
         self.error_class = error_class
 
 
+class Crashed(Exception):
+    """The implementation died on the input in a process of the adapter's own (a peer
+    runtime's child): ``signal`` is its name (``SIGABRT``), or None for an exit without an
+    answer. The runner records it as a crash of that case, as if the adapter had died."""
+
+    def __init__(self, message: str, signal: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.signal = signal
+
+
 class Adapter:
     """Base class of adapters; override what the implementation supports."""
 
@@ -43,6 +54,11 @@ class Adapter:
         protocol (docs/conformance/protocol.md), which the runner then drives instead of this
         object (its ``info``/``decode`` are not called). None: a Python implementation."""
         return None
+
+    def setup(self, progress: bool = True) -> None:
+        """Make the implementation available before a run: an adapter whose implementation
+        lives in a venv of its own installs it there on first use (a progress line on
+        standard error when ``progress``); raise MlfError with one line if it cannot."""
 
     def prepare(self) -> None:
         """Load the implementation (called once before serving, so that forked children
@@ -82,4 +98,4 @@ class Adapter:
         return None
 
 
-__all__ = ["Adapter", "Rejected"]
+__all__ = ["Adapter", "Crashed", "Rejected"]

@@ -9,9 +9,9 @@ applied to fixed inputs by the strategies' own deterministic cores.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
+from ..vectors import case_text
 from .blob import build_blob
 from .common import Built, Collector
 from .mlf import build_mlf
@@ -29,11 +29,6 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_mlf(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
     return sorted(items, key=lambda b: b.id)
-
-
-def case_text(case: dict) -> str:
-    """The text of a case file (stable: one space indents, UTF-8 kept, final newline)."""
-    return json.dumps(case, indent=1, ensure_ascii=False) + "\n"
 
 
 def render(items: list[Built]) -> dict[str, bytes]:

@@ -1,0 +1,69 @@
+"""hhb-tvm 3.2.3 (T-Head's TVM 0.16 fork) under test: its .params reader and writer against the
+whole vector suite and a bounded generated run, through the peer venv that the run itself makes
+on first use (mlf_spec/peers); every divergence is a listed known failure and
+docs/conformance/compat/hhb-tvm.md is up to date. A peer that cannot be set up fails the run
+with one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlf_spec.cli import main as cli
+from mlf_spec.conformance import compat
+from mlf_spec.peers import venvs
+
+pytestmark = pytest.mark.tvm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+
+import compat_pages  # noqa: E402
+
+
+def test_hhb_tvm_passes_or_is_listed_on_the_whole_suite_and_generated_cases(tmp_path):
+    status, records, page = compat_pages.run("hhb-tvm", tmp_path)
+    cases = [r for r in records if r["type"] == "case"]
+    by_id = {r["id"]: r for r in cases}
+    assert status == 0, [r for r in cases if r["outcome"] in ("fail", "error", "xpass")]
+    assert records[0]["testee_info"]["version"] == "0.16.dev0"
+    assert sum(r["outcome"] == "pass" for r in cases) > 150
+    # the pre-0.21 numbering is the one in scope: float8 at codes 6/7, bool at (1, 1, 1)
+    assert by_id["params.dtype.v0.13.e4m3_float8.6-8"]["outcome"] == "pass"
+    assert by_id["params.dtype.v0.21.float32.2-32"]["outcome"] == "pass"
+    assert by_id["params.dtype.v0.23.bool.6-8"]["outcome"] == "skip"  # 0.23's bool is 0.16's float8 code
+    assert by_id["params.encode.w-and-b"]["outcome"] == "pass"
+    assert by_id["params.encode.dtype.int1.0-1"]["outcome"] == "pass"  # one byte per element in 0.16's memory
+    for known in ("params.valid.many-tensors", "params.valid.zero-size-3x0", "params.dtype.v0.13.int1.0-1"):
+        assert by_id[known]["outcome"] == "xfail", by_id[known]
+    committed = (compat_pages.PAGES / "hhb-tvm.md").read_text(encoding="utf-8")
+    assert compat.stable_part(page) == compat.stable_part(committed), \
+        "docs/conformance/compat/hhb-tvm.md is out of date: run `python tools/compat_pages.py hhb-tvm`"
+
+
+def test_a_peer_that_cannot_be_set_up_fails_the_run_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLF_SPEC_TVM_VENVS", str(tmp_path / "venvs"))
+    monkeypatch.setattr(venvs, "find_python", lambda version: None)
+    status = cli(["conformance", "run", "--adapter", "hhb-tvm", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and "needs Python 3.10" in err[0] and "hhb-tvm 3.2.3" in err[0], err
+    assert not any((tmp_path / "venvs").glob("hhb-tvm*"))  # nothing half-made is left
+
+
+@pytest.mark.parametrize("version", ["0.25", "0.26"])
+def test_apache_tvm_peer_adapters_run_from_their_venvs(version, tmp_path):
+    """``--adapter tvm-0.25`` / ``tvm-0.26``: the venv is made on first use (as the verdict tests
+    make it), the release's own loader answers, and it fails only what 0.27 is known to fail."""
+    report = tmp_path / "r.jsonl"
+    status = cli(["conformance", "run", "--adapter", f"tvm-{version}", "--id", "params.valid.*", "--id",
+                  "params.encode.w-and-b", "--report-json", str(report), "--quiet"])
+    from mlf_spec.conformance.report import read_report
+
+    records = read_report(report)
+    cases = {r["id"]: r["outcome"] for r in records if r["type"] == "case"}
+    assert status == 0, cases
+    assert records[0]["testee_info"]["version"].startswith(version)
+    assert cases["params.valid.w-and-b"] == cases["params.encode.w-and-b"] == "pass"
+    assert cases["params.valid.duplicate-names"] == "xfail"

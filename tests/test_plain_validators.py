@@ -1,0 +1,163 @@
+"""The generated plain validators (generated/mlf_plain.py) and the pydantic models accept
+and refuse the same metadata documents: on the conformance vectors, on hypothesis-made
+valid documents and on those documents broken one value, key or type at a time."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mlf_spec.generated import mlf_plain
+
+from mlf_spec._records import validate as pydantic_validate
+from mlf_spec.mlf import metadata as md
+from mlf_spec.mlf.strategies import metadata_documents
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = [(v, s) for v in md.VERSIONS for s in md.styles(v)]
+
+
+def _verdicts(doc: Any) -> list[tuple[int, str, bool, bool]]:
+    """(version, style, pydantic accepts, plain accepts) for every version and style."""
+    out = []
+    for v, s in TARGETS:
+        value, issues = pydantic_validate(md.model_for(v, s), doc)
+        out.append((v, s, value is not None and not issues, not mlf_plain.validate(doc, v, s)))
+    return out
+
+
+def _agree(doc: Any) -> None:
+    for v, s, by_pydantic, by_plain in _verdicts(doc):
+        assert by_pydantic == by_plain, (v, s, by_pydantic, mlf_plain.validate(doc, v, s), json.dumps(doc)[:400])
+
+
+def _vector_documents() -> list[Path]:
+    out = []
+    for p in sorted((ROOT / "vectors").glob("*/*metadata.json")):
+        try:
+            json.loads(p.read_bytes())
+        except ValueError:  # not JSON: refused before either validator runs
+            continue
+        out.append(p)
+    return out
+
+
+def test_the_vectors_are_there():
+    assert len(_vector_documents()) > 100
+
+
+@pytest.mark.parametrize("path", _vector_documents(), ids=lambda p: p.name)
+def test_both_back_ends_agree_on_the_vectors(path):
+    _agree(json.loads(path.read_bytes()))
+
+
+def test_a_valid_example_of_every_version_passes_both():
+    from mlf_spec.generated import mlf_ir
+
+    seen = set()
+    for ex in mlf_ir.EXAMPLES:
+        doc, v, s = ex["value"], ex["version"], ex["style"]
+        assert mlf_plain.validate(doc, v, s) == []
+        seen.add(v)
+        _agree(doc)
+    assert seen == set(md.VERSIONS)
+
+
+_ODD_VALUES = [None, True, False, 0, 1, -1, 7, 2**70, 1.0, 1.5, "", "x", "7", "2021-01-01 00:00:00Z\n", [], [1], {},
+               {"x": 1}, ["graph"], ["aot", "graph"], "graph"]
+
+
+@st.composite
+def broken_documents(draw: Any) -> Any:
+    """A valid document with one place changed: a value replaced, a key dropped or added."""
+    _, _, doc = draw(metadata_documents())
+    doc = copy.deepcopy(doc)
+    places: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                places.append((node, k))
+                walk(v)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                places.append((node, i))
+                walk(v)
+
+    walk(doc)
+    container, key = draw(st.sampled_from(places)) if places else (doc, "version")
+    how = draw(st.sampled_from(["replace", "drop", "add", "version"]))
+    if how == "replace" or (how == "drop" and isinstance(container, list)):
+        container[key] = draw(st.sampled_from(_ODD_VALUES))
+    elif how == "drop":
+        del container[key]
+    elif how == "add":
+        target = container if isinstance(container, dict) else doc
+        target[draw(st.sampled_from(["x_unknown", "model_name", "sids", "version", "1", "01"]))] = draw(
+            st.sampled_from(_ODD_VALUES))
+    else:
+        doc["version"] = draw(st.sampled_from(md.VERSIONS))
+    return doc
+
+
+@settings(max_examples=30)
+@given(metadata_documents())
+def test_both_back_ends_accept_generated_documents(drawn):
+    version, style, doc = drawn
+    assert mlf_plain.validate(doc, version, style) == []
+    _agree(doc)
+
+
+@settings(max_examples=100)
+@given(broken_documents())
+def test_both_back_ends_agree_on_broken_documents(doc):
+    _agree(doc)
+
+
+def test_shape_detection_gives_the_models_verdicts():
+    """metadata.detect finds the versions a document fits with the plain validators; the
+    fits are the (version, style) pairs whose pydantic model accepts the document."""
+    from mlf_spec.generated import mlf_ir
+
+    for ex in mlf_ir.EXAMPLES[:12]:
+        doc = dict(ex["value"])
+        doc.pop("version", None)
+        want = []
+        for v in md.VERSIONS:
+            trial = dict(doc, version=v)
+            s = md.style_of(trial, v)
+            value, issues = pydantic_validate(md.model_for(v, s), trial)
+            if value is not None and not issues:
+                want.append((v, s))
+        assert md.detect(doc).fits == want and want
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mlf_spec.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print('MODULES:' + ','.join(sorted(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES:")][-1]
+    return set(line[len("MODULES:"):].split(","))
+
+
+def test_reading_params_and_blobs_imports_no_pydantic(tmp_path):
+    """params dump, params check, blob dump and check of a .params file run without
+    pydantic (archives still validate metadata.json through it: see issue 20's notes)."""
+    from mlf_spec import params
+
+    p = tmp_path / "a.params"
+    params.save({"w": __import__("numpy").ones(3, "float32")}, p)
+    blob = sorted((ROOT / "vectors" / "blob").glob("*.bin"))[0]
+    for argv in (["params", "dump", str(p)], ["params", "check", str(p)], ["check", str(p)], ["blob", "dump", str(blob)]):
+        mods = _modules_after(argv)
+        assert f"mlf_spec.cli.{argv[0]}" in mods, argv  # the command ran
+        assert "pydantic" not in mods, argv
