@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
-"""libFuzzer entry point (atheris) for the cache_check target of mlf_spec.cache.fuzz_target.
+"""libFuzzer entry point (atheris) for the cache_check target of mlf_spec.fuzzing.targets.
 
 Run: python fuzz/cache_check_fuzzer.py [libFuzzer options] [corpus directories]
 (OSS-Fuzz and ClusterFuzzLite build it with fuzz/build.sh; see docs/fuzzing.md).
 """
 
-import mlf_spec.cache.fuzz_target  # noqa: F401 - registers the target
 from mlf_spec.fuzzing.engine import fuzz
 
 

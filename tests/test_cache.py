@@ -308,8 +308,10 @@ def test_fuzz_target_on_seeds_and_mutations():
     import random
 
     from mlf_spec.cache import fuzz_target
+    from mlf_spec.fuzzing import seeds as fuzz_seeds
     from mlf_spec.fuzzing import targets
 
+    assert fuzz_seeds.SEEDS["cache"]() == fuzz_target.cache_seeds()
     seeds = fuzz_target.cache_seeds()
     assert len(seeds) == len(CASES)
     rng = random.Random(22)

@@ -1,5 +1,5 @@
-"""The tensor cache's fuzz target (``cache_check``), registered with mlf_spec.fuzzing when
-this module is imported (fuzz/cache_check_fuzzer.py does; so does the test suite).
+"""What the tensor cache's fuzz target (``cache_check`` of mlf_spec.fuzzing.targets) runs,
+and its seeds.
 
 An input is a tar of the cache folder's files (flat names; the seeds are the vectors of
 mlf_spec.cache.cases), or, when it is not a tar, the index JSON alone. The target writes the
@@ -13,18 +13,29 @@ import io
 import os
 import tempfile
 
-from mlf_spec.fuzzing import seeds as _seeds
-from mlf_spec.fuzzing.invariants import InvariantBreak, MemoryBudget, attempt
-from mlf_spec.fuzzing.targets import TARGETS, target
+from mlf_spec.fuzzing.invariants import InvariantBreak, attempt
 
 from . import cases, check, codec, rules
 
 _MAX_FILES = 16
 
 
+def tar_of(files: dict[str, bytes]) -> bytes:
+    """A plain tar of a cache folder's files."""
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def cache_seeds() -> list[bytes]:
     """Every case of mlf_spec.cache.cases as a tar of its files."""
-    return [_seeds.tar_of(c.files) for c in cases.all_cases()]
+    return [tar_of(c.files) for c in cases.all_cases()]
 
 
 def unpack(data: bytes) -> dict[str, bytes]:
@@ -49,8 +60,8 @@ def unpack(data: bytes) -> dict[str, bytes]:
     return {"tensor-cache.json": data}
 
 
-def _cache_check(data: bytes) -> None:
-    """cache check and the strict open agree; what opens loads."""
+def check_input(data: bytes) -> None:
+    """cache check and the strict open agree; what opens loads (InvariantBreak otherwise)."""
     files = unpack(data)
     with tempfile.TemporaryDirectory() as d:
         for name, content in files.items():
@@ -74,9 +85,3 @@ def _cache_check(data: bytes) -> None:
         finally:
             lazy.close()
 
-
-if "cache_check" not in TARGETS:
-    _seeds.SEEDS.setdefault("cache", cache_seeds)
-    target("cache_check", "cache", seeds="cache", memory=MemoryBudget(64), max_len=1 << 16,
-           modules=("mlf_spec.cache.codec", "mlf_spec.cache.index", "mlf_spec.cache.rules", "mlf_spec.cache.folder",
-                    "mlf_spec.cache.jsonpos", "mlf_spec.cache.check", "mlf_spec.cache.verdict"))(_cache_check)
