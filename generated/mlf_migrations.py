@@ -10,6 +10,9 @@
 
 RECORDS = 'mlf'
 LAYOUT = 'mlf_layout'
+#: The operation kinds the spec language allows (the engine checks its table against them).
+METADATA_OPS = ('rename', 'move', 'wrap', 'unwrap', 'add', 'derive', 'convert', 'drop', 'keep', 'leave_out')
+LAYOUT_OPS = ('move', 'add', 'drop', 'keep', 'leave_out')
 #: One step per pair of consecutive versions, oldest first: losses, derivations, refusals and the
 #: operations (metadata by record and key path, files by layout entry), each with `up` and `down`.
 STEPS = [{'name': 'v1_v2',

@@ -17,6 +17,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations are strings here
     from typing import Any
 
+    # the lazy names below (in __all__), as type checkers should see them
+    from . import blob, diff, graph_json, isolation, params, sniff, strategies, versions  # noqa: F401
+    from .mlf import archive, check, layout, metadata, migrate  # noqa: F401
+    from .params import dtypes  # noqa: F401
+
 __version__ = "0.1.0"
 
 #: Public short names -> the module that implements them (imported lazily).

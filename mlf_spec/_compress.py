@@ -135,7 +135,7 @@ def peek(src: IO[bytes], kind: str, n: int, *, memlimit: int = DEFAULT_XZ_MEMLIM
                 raise _Enough
 
     try:
-        decompress_to(src, kind, _Head(), 1 << 62, file=None, memlimit=memlimit)  # type: ignore[arg-type]
+        decompress_to(src, kind, _Head(), 1 << 62, file=None, memlimit=memlimit)  # type: ignore[arg-type]  # a collecting sink: only write() is used, not the rest of IO[bytes]
     except _Enough:
         pass
     return bytes(out[:n])

@@ -36,7 +36,9 @@ class Broken:
     check finding). The other attributes say what the input imitates, where it applies:
     ``era`` the TVM version whose writer or numbering (``"0.24"``, ``"0.16"``), ``format``
     the blob layout (``"ffi"``, ``"legacy"``), ``version`` and ``style`` the MLF metadata
-    version and document style."""
+    version and document style; ``where`` the place of the break where the kind alone does not
+    say it (``body.module-cuda.payload.count``: a body field, or a field of the payload of
+    a module kind), "" otherwise."""
 
     kind: str
     data: Data
@@ -45,6 +47,7 @@ class Broken:
     format: str | None = None  # noqa: A003
     version: int | None = None
     style: str | None = None
+    where: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, Data):
@@ -54,6 +57,8 @@ class Broken:
         parts = [f"kind={self.kind!r}", f"data={self.data!r}", f"expect={self.expect!r}"]
         parts += [f"{k}={getattr(self, k)!r}" for k in ("era", "format", "version", "style")
                   if getattr(self, k) is not None]
+        if self.where:
+            parts.append(f"where={self.where!r}")
         return f"Broken({', '.join(parts)})"
 
 

@@ -11,25 +11,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
 from mlf_spec.generated._recordlib import LENIENT, unknown_keys
 
+from .errors import Issue as Issue  # its home is mlf_spec.errors; the readers take it from here
 from .errors import ValidationError
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One problem of a document: ``kind`` is ``schema`` or ``unknown-key``."""
-
-    path: str
-    message: str
-    kind: str = "schema"
 
 
 def json_path(parts: tuple | list) -> str:
@@ -134,9 +125,7 @@ def raise_issues(issues: list[Issue], file: str | None, what: str) -> None:
     """Raise the first issue as a ValidationError carrying all of them."""
     first = issues[0]
     more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
-    err = ValidationError(f"{what}: {first.message}{more}", file=file, field=first.path or None)
-    err.issues = issues  # type: ignore[attr-defined]
-    raise err
+    raise ValidationError(f"{what}: {first.message}{more}", issues=issues, file=file, field=first.path or None)
 
 
 class _DuplicateKey(ValueError):
@@ -207,7 +196,7 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
         except UnicodeDecodeError as exc:
             raise ValidationError(f"{what} is not UTF-8: {exc.reason}", file=file, offset=exc.start) from None
     else:
-        text = data  # type: ignore[assignment]
+        text = data  # type: ignore[assignment]  # data is str in this branch (bytes-like handled above)
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:

@@ -1,4 +1,4 @@
-"""Names made safe for one table cell or one line of text output."""
+"""Names made safe for one table cell or one line of text output, or for JSON (valid UTF-8)."""
 
 from __future__ import annotations
 
@@ -25,4 +25,14 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
-__all__ = ["printable"]
+def text_and_hex(name: str | bytes) -> tuple[str, str | None]:
+    """How the canonical readings and JSON outputs write a name or a module kind read from
+    bytes (a str holds undecodable bytes as surrogate escapes): the text decoded as UTF-8 with
+    each maximal invalid subsequence replaced by U+FFFD, and the bytes in hex when they are not
+    valid UTF-8 (None when they are). Never a lone surrogate: the text always encodes."""
+    raw = name if isinstance(name, bytes) else name.encode("utf-8", "surrogateescape")
+    text = raw.decode("utf-8", "replace")
+    return text, (None if text.encode("utf-8") == raw else raw.hex())
+
+
+__all__ = ["printable", "text_and_hex"]

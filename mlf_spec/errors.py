@@ -7,6 +7,9 @@ byte offset at which the problem was found. Callers can catch ``MlfError`` alone
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 
 class MlfError(Exception):
     """Root of every error mlf-spec raises for bad or unsupported input.
@@ -101,8 +104,9 @@ class AmbiguousDialectError(UnsupportedError):
     """A .params file reads differently in several dtype dialects and the caller named
     none; ``candidates`` are the dialect ids (the CLI exits with status 1: a refusal)."""
 
-    def __init__(self, message: str, candidates: list[str], **kw: object) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
+    def __init__(self, message: str, candidates: list[str], *, file: str | None = None, field: str | None = None,
+                 offset: int | None = None) -> None:
+        super().__init__(message, file=file, field=field, offset=offset)
         self.candidates = candidates
 
 
@@ -111,16 +115,57 @@ class UnsafeArchiveError(MlfError):
     or exceeds the member size limit."""
 
 
+@dataclass(frozen=True)
+class Issue:
+    """One problem of a document: ``kind`` is ``schema`` or ``unknown-key``."""
+
+    path: str
+    message: str
+    kind: str = "schema"
+
+
 class ValidationError(MlfError):
-    """A document (metadata JSON, graph JSON) does not match the model for its version."""
+    """A document (metadata JSON, graph JSON) does not match the model for its version;
+    ``issues`` are all its problems when they were collected (the message names the first)."""
+
+    def __init__(self, message: str, *, issues: Iterable[Issue] = (), file: str | None = None,
+                 field: str | None = None, offset: int | None = None) -> None:
+        super().__init__(message, file=file, field=field, offset=offset)
+        self.issues: list[Issue] = list(issues)
 
 
 class MigrationError(MlfError):
-    """A migration cannot be planned or applied."""
+    """A migration cannot be planned or applied.
+
+    ``refusal`` names the declared refusal (``step.refusal``, e.g. ``v6_v7.several_modules``)
+    when the migration is impossible for this source, else None. ``source_version``,
+    ``style`` and ``kind`` (``archive`` or ``document``) describe the source when the error
+    arose while planning a source that was read (else None): ``mlf-spec upgrade --json``
+    reports them."""
+
+    def __init__(self, message: str, *, refusal: str | None = None, source_version: int | None = None,
+                 style: str | None = None, kind: str | None = None, file: str | None = None,
+                 field: str | None = None, offset: int | None = None) -> None:
+        super().__init__(message, file=file, field=field, offset=offset)
+        self.refusal = refusal
+        self.source_version = source_version
+        self.style = style
+        self.kind = kind
+
+    def of_source(self, version: int, style: str, kind: str) -> MigrationError:
+        """Return self after recording the source's version, style and kind."""
+        self.source_version, self.style, self.kind = version, style, kind
+        return self
 
 
 class LossRefusedError(MigrationError):
-    """A migration would lose information that the caller did not accept."""
+    """A migration would lose information that the caller did not accept: ``losses`` are
+    the names (``step.loss``) of the losses not accepted."""
+
+    def __init__(self, message: str, *, losses: Iterable[str] = (), file: str | None = None,
+                 field: str | None = None, offset: int | None = None) -> None:
+        super().__init__(message, file=file, field=field, offset=offset)
+        self.losses: list[str] = list(losses)
 
 
 class OutputExistsError(MlfError):

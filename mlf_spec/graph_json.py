@@ -25,8 +25,8 @@ from typing import Any
 from ._records import Issue, load_json, raise_issues, validate
 from .errors import ValidationError
 from .generated import graph_json_models as _models
+from .generated.graph_json_models import Graph
 
-Graph = _models.Graph
 _SIZE_RE = re.compile(r"^[a-zA-Z]+([0-9]+)$")
 
 

@@ -17,6 +17,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ._compress import COMPRESSION_MAGIC, peek
 
@@ -127,7 +128,7 @@ def compression(head: bytes) -> str | None:
     return next((kind for kind, magic in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
 
 
-def _sniff_compressed(f: io.BufferedIOBase | io.BytesIO) -> Kind:
+def _sniff_compressed(f: IO[bytes]) -> Kind:
     from mlf_spec.errors import MlfError
 
     kind = compression(f.read(6))

@@ -151,7 +151,7 @@ class Drawn(Choices):
         out = [make() for _ in range(self.draw(st.integers(0, f.get("strategy", {}).get("max_size", limit))))]
         if f.get("constraint", ("",))[0] == f"unique({f['name']})":  # keep the first of equal elements
             seen: set[str] = set()
-            out = [x for x in out if not (repr(x) in seen or seen.add(repr(x)))]  # type: ignore[func-returns-value]
+            out = [x for x in out if not (repr(x) in seen or seen.add(repr(x)))]  # type: ignore[func-returns-value]  # set.add in a filter: the usual order-keeping dedupe
         return out
 
     def require(self, ok: bool) -> None:
@@ -179,7 +179,7 @@ def value_tree(c: Choices, structs: dict, name: str, era: tuple[int, ...], max_e
         if type_name == "str":
             return c.text(f, era)
         c.require(type_name is not None)
-        return value_tree(c, structs, type_name, era, max_elems)  # type: ignore[arg-type]
+        return value_tree(c, structs, type_name, era, max_elems)  # type: ignore[arg-type]  # c.require above rules out None; mypy does not see through it
 
     for f in fields:
         n = f["name"]
@@ -311,7 +311,7 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
         overrides[target] = bad
     elif what == "unknown_code":
         table = TABLES[f["table"]]
-        known = set()
+        known: set[Any] = set()
         for r in table.ROWS:
             known.update(range(r["code"], (r["code_max"] if r["code_max"] is not None else r["code"]) + 1))
         lo, hi = _INT_RANGE[f["type"]]

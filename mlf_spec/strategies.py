@@ -63,7 +63,7 @@ def params_bytes(era: str | None = None, accepted_by: str | None = None, *,
         if as_meant:
             raise ValueError("as_meant=True needs accepted_by (the TVM version that reads the files)")
         return _params_st.valid_params_file(e).map(Data)
-    reader = version_label(public_version(accepted_by, "accepted_by"))  # type: ignore[arg-type]
+    reader = version_label(public_version(accepted_by, "accepted_by"))  # type: ignore[arg-type]  # accepted_by is a version string here (None returned above)
     keep = ("loads",) if as_meant else ACCEPTED
     eras = st.just(e) if e is not None else st.sampled_from(_PARAMS_ERAS)
     return eras.flatmap(lambda w: _params_st.valid_params_file(w).map(Data).filter(
@@ -104,7 +104,7 @@ def numpy_dtypes(dialect: str | _dt.Dialect | None = None) -> st.SearchStrategy[
 def _candidate_codes(d: _dt.Dialect) -> list[tuple[int, int]]:
     from .generated import dtype_codes_table as table
 
-    out = []
+    out: list[tuple[int, int]] = []
     for i in d.rows:
         row = table.ROWS[i]
         widths = row["numpy_bits"] if row["numpy_bits"] is not None else ([row["bits"]] if row["bits"] else [])

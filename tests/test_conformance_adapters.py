@@ -45,9 +45,8 @@ def _run(name: str, tmp_path: Path) -> dict[str, dict]:
     cases = {r["id"]: r for r in records if r["type"] == "case"}
     unexpected = {i: r.get("message") for i, r in cases.items() if r["outcome"] in ("fail", "error", "xpass")}
     assert status == 0 and not unexpected, unexpected
-    committed = (compat_pages.PAGES / f"{name}.md").read_text(encoding="utf-8")
-    assert compat.stable_part(page) == compat.stable_part(committed), (
-        f"docs/conformance/compat/{name}.md is out of date: run `python tools/compat_pages.py {name}`")
+    stale = compat_pages.stale(name, records, page)
+    assert not stale, f"{', '.join(stale)} out of date: run `python tools/compat_pages.py {name}`"
     return cases
 
 

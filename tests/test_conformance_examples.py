@@ -13,6 +13,10 @@ import pytest
 from mlf_spec.cli import main as cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "conformance"
+GUIDE = EXAMPLES.parent.parent / "docs" / "conformance" / "guide.md"
+sys.path.insert(0, str(EXAMPLES.parent.parent / "tools"))
+
+import doc_figures  # noqa: E402
 
 
 def test_the_python_library_example_passes_with_its_known_failure():
@@ -20,6 +24,8 @@ def test_the_python_library_example_passes_with_its_known_failure():
                              str(EXAMPLES / "test_python_reader.py")], capture_output=True, text=True, cwd=EXAMPLES)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 xfailed" in result.stdout and "passed" in result.stdout
+    summary = doc_figures.python_example_summary(result.stdout)
+    assert f"# {summary}\n" in doc_figures.figures(GUIDE)["python-example"], "run python tools/doc_figures.py"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (CI installs it)")
@@ -32,4 +38,8 @@ def test_the_javascript_testee_passes_with_its_known_failure(one_shot, capsys):
     status = cli(args)
     out = capsys.readouterr().out
     assert status == 0, out
-    assert ("1 expected failures" in out) != one_shot and "passed" in out
+    assert ("1 known failures" in out) != one_shot and "passed" in out
+    if not one_shot:  # the guide shows this run's summary
+        figure = doc_figures.figures(GUIDE)["js-example"]
+        assert doc_figures.stable(out.strip().splitlines()[-1]) in doc_figures.stable(figure), \
+            "run python tools/doc_figures.py"

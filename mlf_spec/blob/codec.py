@@ -97,7 +97,7 @@ _REGISTRY: str = _SWITCH["ffi"]["extensible"]
 _FINDINGS: dict[str, dict[str, Any]] = _blob_findings.FINDINGS
 #: (struct, invariant) of the binary specs -> the finding code that reports it.
 _INVARIANT_CODES: dict[tuple[str, str], str] = {
-    tuple(ref.split(".", 1)): code for code, f in _FINDINGS.items() for ref in f.get("invariants", ())  # type: ignore[misc]
+    tuple(ref.split(".", 1)): code for code, f in _FINDINGS.items() for ref in f.get("invariants", ())
 }
 
 _ERA_LABELS = {
@@ -374,7 +374,7 @@ def parse_payload(kind: str, data: bytes | bytearray | memoryview, *, format: st
     struct = None if codec is not None else switch["cases"].get(kind, switch["default"])
     if codec is None and (struct is None or kind in (LIB, IMPORT_TREE)):
         raise UnsupportedError(f"no payload grammar for kind {kind!r} in the {format} layout", field="payload", offset=0)
-    read = codec.read if codec is not None else _reader(struct)  # type: ignore[arg-type]
+    read = codec.read if codec is not None else _reader(struct)  # type: ignore[arg-type]  # struct is not None here: the raise above covers codec is None and struct is None
     record, end = read(memoryview(data), 0, len(data), e)
     if end != len(data):
         raise ConstraintError(f"{len(data) - end} bytes are left after the {kind} payload", field="payload", offset=end)
@@ -665,7 +665,7 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
         groups, index = given or _number(root, e, merge=True)
         row_ptr, children = _csr(groups, index, merge=True, given=given is not None)
         mods = [_ffi.new_ffi_module(kind=LIB if g[0].kind == LIB else g[0].kind,
-                                    payload=None if g[0].kind == LIB else g[0].payload.record)  # type: ignore[union-attr]
+                                    payload=None if g[0].kind == LIB else g[0].payload.record)  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
                 for g in groups]
         body = _ffi.new_ffi_body(row_ptr=tuple(row_ptr), child_indices=tuple(children), modules=mods, trailing=b"")
         _ffi.write_ffi_blob(out.append, _ffi.new_ffi_blob(body=body), lazy, e)
@@ -679,11 +679,11 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
             if m.imports or m.kind == LIB:
                 raise ConstraintError("TVM up to 0.6 supports one level of imports only "
                                       "(\"Only support simply one-level hierarchy\")", field="imports")
-            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=m.payload.record))  # type: ignore[union-attr]
+            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=m.payload.record))  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
     elif given is None and not root.imports and (root.kind == LIB or e >= (0, 14)):
         if root.kind != LIB:  # 0.14+: count 0, then the root's own entry, which no loader reads
             parts: list[Any] = []
-            _leg.write_legacy_entry(parts.append, _leg.new_legacy_entry(kind=root.kind, payload=root.payload.record),  # type: ignore[union-attr]
+            _leg.write_legacy_entry(parts.append, _leg.new_legacy_entry(kind=root.kind, payload=root.payload.record),  # type: ignore[union-attr]  # the root module always has a payload (the reader makes one)
                                     lazy, e)
             trailing = b"".join(parts)
     else:
@@ -692,7 +692,7 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
         row_ptr, children = _csr(groups, index, merge=merge, given=given is not None)
         for g in groups:
             m = g[0]
-            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=None if m.kind == LIB else m.payload.record))  # type: ignore[union-attr]
+            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=None if m.kind == LIB else m.payload.record))  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
         tree = _leg.new_import_tree(row_ptr=tuple(row_ptr), child_indices=tuple(children))
         entries.append(_leg.new_legacy_entry(kind=IMPORT_TREE, payload=tree))
     body = _leg.new_legacy_body(entries=entries, trailing=trailing)
@@ -820,7 +820,7 @@ class Blob:
         """Indices of the modules module ``index`` imports (as the import tree says)."""
         if self.row_ptr is None:
             return []
-        return list(self.child_indices[self.row_ptr[index] : self.row_ptr[index + 1]])  # type: ignore[index]
+        return list(self.child_indices[self.row_ptr[index] : self.row_ptr[index + 1]])  # type: ignore[index]  # row_ptr and child_indices are present whenever an import tree is
 
     def root(self) -> Module:
         """The module graph the import tree describes, rooted at module 0. A legacy blob
@@ -936,7 +936,7 @@ def parse(data: bytes | bytearray | memoryview, *, symbol: str = "", era: str | 
     for exc, (layout, e) in zip(errors, attempts):
         if isinstance(exc, _AfterEnd):
             blob = _parse_as(data[: exc.offset], layout, e, symbol, name)
-            blob.after_end = len(data) - exc.offset  # type: ignore[operator]
+            blob.after_end = len(data) - exc.offset
             blob.findings = blob.findings + [_finding(
                 "blob.after-end", f"{blob.after_end} bytes follow the blob (its size prefix says "
                 f"{len(blob.data) - 8} body bytes); loaders read only the prefixed size")]

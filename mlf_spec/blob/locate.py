@@ -169,7 +169,7 @@ class _Window(io.RawIOBase):
         self._pos = pos
         return pos
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # narrower than RawIOBase.readinto on purpose: only memoryviews are passed
         n = min(len(buffer), max(0, self._size - self._pos))
         if n == 0:
             return 0
@@ -237,7 +237,7 @@ def locate_blobs(
         base = source.tell()
         size = _stream_size(source) - base
         window = io.BufferedReader(_Window(source, base, size))
-        return _locate_stream(window, label, kind, max_size, max_members, None)  # type: ignore[arg-type]
+        return _locate_stream(window, label, kind, max_size, max_members, None)
     data = source.read(max_size + 1)
     if len(data) > max_size:
         raise LengthError(f"input stream is larger than max_size={max_size}", file=label, offset=max_size)
@@ -816,7 +816,7 @@ def _padded_units(compact: bytes) -> bytes | None:
 
 
 def _skip_ws(code: bytes, pos: int) -> int:
-    return _WS.match(code, pos).end()  # type: ignore[union-attr]
+    return _WS.match(code, pos).end()  # type: ignore[union-attr]  # _WS matches the empty string, so match() never gives None
 
 
 def _blank_comments(text: bytes) -> bytes:
@@ -991,7 +991,7 @@ def _initializer(region: bytes, raw: bytes, start: int, name: str, file: str) ->
             values = [_c_int(t) for t in tokens]
             if None in values or any(not -128 <= v <= 255 for v in values if v is not None):
                 _raise_bad_element(raw, tokens, values, start + pos, name, file, index)
-            chunk = bytes(v & 0xFF for v in values)  # type: ignore[operator]
+            chunk = bytes(v & 0xFF for v in values)  # type: ignore[operator]  # the check above raised for any None in values
         out += chunk
         index += len(tokens)
         pos = end
@@ -1063,7 +1063,7 @@ def _locate_tar(stream: BinaryIO, label: str, max_size: int, max_members: int) -
                 exc.field = "tar"
             raise
         plain.seek(0)
-        return _locate_plain_tar(plain, label, max_size, max_members)  # type: ignore[arg-type]
+        return _locate_plain_tar(plain, label, max_size, max_members)
 
 
 def _tar_bound(max_size: int, max_members: int) -> int:
@@ -1108,11 +1108,11 @@ def _tar_members(tf: tarfile.TarFile, label: str, max_size: int, max_members: in
     seen: set[str] = set()
     total = 0
     index = 0
-    size = _stream_size(tf.fileobj)  # type: ignore[arg-type]
+    size = _stream_size(tf.fileobj)
     while True:
         try:
-            _tar.check_extended_header(tf.fileobj, tf.offset, size, label)  # type: ignore[arg-type]
-            tf.fileobj.seek(tf.offset)  # type: ignore[union-attr]
+            _tar.check_extended_header(tf.fileobj, tf.offset, size, label)
+            tf.fileobj.seek(tf.offset)
             info = tf.next()
         except _TAR_FAILURES as exc:
             raise _tar_error(exc)(
@@ -1199,10 +1199,10 @@ def _check_tar_end(tf: tarfile.TarFile, label: str, max_size: int) -> None:
     end = tf.offset
     stream = tf.fileobj
     try:
-        stream.seek(end)  # type: ignore[union-attr]
+        stream.seek(end)
         pos = end
         while True:
-            chunk = stream.read(1 << 16)  # type: ignore[union-attr]
+            chunk = stream.read(1 << 16)
             if not chunk:
                 return
             if chunk.count(0) != len(chunk):

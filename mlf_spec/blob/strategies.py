@@ -70,7 +70,7 @@ BLOB_BROKEN_KINDS: dict[str, str] = {
 def era_tuple(era: str) -> tuple[int, ...]:
     """The codec's version tuple for a TVM version named as in :data:`BLOB_ERAS` (0.24
     and later: ``blob.LATEST``), for the Construct grammars and other tuple-taking code."""
-    return _era(era)  # type: ignore[return-value]
+    return _era(era)  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
 
 
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -85,7 +85,7 @@ def _label(e: tuple[int, ...]) -> str:
 
 def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
     e = _era(era)
-    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]
+    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
 
 
 @st.composite
@@ -173,14 +173,15 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         fmt = draw(st.sampled_from(_blob.FORMATS))
     eras = [_era(x) for x in BLOB_ERAS[fmt]]
     if kind == "duplicate_lib_legacy":
-        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]
-    e: tuple[int, ...] = draw(st.sampled_from(eras))  # type: ignore[assignment]
+        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
+    e: tuple[int, ...] = draw(st.sampled_from(eras))
     data = _build(draw, fmt, e)
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
     if kind == "truncated":
-        return _broken(kind, data[: draw(st.integers(0, len(data) - 1))], fmt, e)
+        cut = draw(st.integers(0, len(data) - 1))
+        return _broken(kind, data[:cut], fmt, e, where_of(spans, body, cut))
     if kind in ("lying_length", "payload_length_mismatch"):
         if kind == "lying_length":
             places = [s for s in spans if s.role in ("count", "length")]
@@ -195,7 +196,8 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         old = int.from_bytes(data[span.offset : span.offset + 8], "little")
         if value is None:
             value = draw(st.sampled_from([old - 1, old + 1, old + 8])) if old else old + 1
-        return _broken(kind, data[: span.offset] + value.to_bytes(8, "little") + data[span.offset + 8 :], fmt, e)
+        return _broken(kind, data[: span.offset] + value.to_bytes(8, "little") + data[span.offset + 8 :], fmt, e,
+                       place(span.path, body))
     if kind == "unknown_kind_legacy":
         known = set(_blob.known_kinds("legacy")) | {_blob.LIB, _blob.IMPORT_TREE}
         places = [s for s in spans if s.role == "payload" and s.path[-1] == "kind" and s.size > 0
@@ -219,7 +221,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         value = draw(st.integers(1, 4))
     out = rewrite_import_tree(data, fmt, e, kind, at=at, value=value)
     assume(out is not None)
-    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]
+    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]  # assume() above rules out None
 
 
 def tree_of(tree: dict, fmt: str) -> dict | None:
@@ -283,9 +285,33 @@ def rewrite_import_tree(data: bytes, fmt: str, era: tuple[int, ...], kind: str, 
     return Builder(structs, era).build(root, tree)
 
 
-def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...]) -> Broken:
-    return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt)
+def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...], where: str = "") -> Broken:
+    return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt, where=where)
+
+
+def place(path: tuple, body: dict) -> str:
+    """A traced field's place without indices, naming the module kind where the path enters a
+    module (``('body', 'modules', 2, 'payload', '#count')`` -> ``body.module-cuda.payload.count``)."""
+    parts: list[str] = []
+    node: Any = {"body": body}
+    for p in path:
+        node = node[p] if isinstance(node, (dict, list)) and (isinstance(p, int) or p in node) else None
+        if isinstance(p, int):
+            if parts and parts[-1] in ("modules", "entries") and isinstance(node, dict) and "kind" in node:
+                kind = node["kind"]
+                parts[-1] = f"module-{kind if isinstance(kind, str) and kind.isidentifier() else 'other'}"
+            continue
+        parts.append(str(p).lstrip("#"))
+    return ".".join(parts)
+
+
+def where_of(spans: list, body: dict, offset: int) -> str:
+    """The place of the innermost field holding byte ``offset`` ("" if none does)."""
+    holding = [s for s in spans if s.offset <= offset < s.offset + s.size]
+    if not holding:
+        return ""
+    return place(min(holding, key=lambda s: s.size).path, body)
 
 
 __all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes", "era_tuple",
-           "module_trees", "rewrite_import_tree", "tree_of"]
+           "module_trees", "place", "rewrite_import_tree", "tree_of", "where_of"]

@@ -50,7 +50,7 @@ DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment ar
 
 def add_command(sub: argparse._SubParsersAction, name: str, **kw: object) -> argparse.ArgumentParser:
     """Add command ``name`` with the help line of :data:`COMMANDS` (for command modules)."""
-    return sub.add_parser(name, help=COMMANDS[name][1], **kw)  # type: ignore[arg-type]
+    return sub.add_parser(name, help=COMMANDS[name][1], **kw)  # type: ignore[arg-type]  # keyword arguments passed through to argparse unchanged
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

@@ -54,10 +54,16 @@ def dump_document(b: Blob) -> dict[str, Any]:
     """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
     import hashlib
 
-    modules = [{"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
-                "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest() if e.payload_offset is not None
-                else None, "functions": e.functions}
-               for e in b.entries]
+    from mlf_spec._text import text_and_hex
+
+    modules = []
+    for e in b.entries:
+        kind, kind_hex = text_and_hex(e.kind)
+        modules.append({"index": e.index, "kind": kind, **({"kind_hex": kind_hex} if kind_hex is not None else {}),
+                        "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
+                        "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest()
+                        if e.payload_offset is not None else None,
+                        "functions": [text_and_hex(f)[0] for f in e.functions]})
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
     return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "file_offset": b.file_offset,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive")
@@ -63,18 +64,36 @@ def register(sub: Any) -> None:
                      "each generated case gets at most 10 s")
     run.add_argument("--save-dir", metavar="DIR", default="conformance-failures",
                      help="where --generate saves the shrunk disagreements as vectors (default ./conformance-failures)")
+    run.add_argument("--allow-empty", action="store_true", help="a selection of no case is not an error (exit 0)")
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
     run.set_defaults(handler=_run)
 
-    rep = csub.add_parser("report", help="a Markdown compatibility page per run report",
+    req = csub.add_parser("request", help="print a case's request line of the persistent protocol (pipe it into "
+                          "CMD serve)", description="The request line of a vector case (the reproducer of a "
+                          "persistent run: `mlf-spec conformance request CASE.case.json k=v | CMD serve`).")
+    req.add_argument("case", metavar="CASE", help="a <id>.case.json file")
+    req.add_argument("options", nargs="*", metavar="KEY=VALUE", help="options it ran with instead of its own")
+    req.add_argument("--id", dest="request_id", type=int, default=1, help="the request id (default 1)")
+    req.set_defaults(handler=_request)
+
+    rep = csub.add_parser("report", help="compatibility pages, an HTML results page, a badge, or the comparison of "
+                          "two runs, from run reports",
                           description="Compatibility pages (docs/conformance/compat/): what the testee declares, "
                           "its results and coverage per format, and every case it does not pass with the reason and "
-                          "what was seen, from the JSON Lines report of `conformance run --report-json`.")
-    rep.add_argument("reports", nargs="+", metavar="REPORT", help="JSON Lines reports of conformance runs")
+                          "what was seen, from the JSON Lines report of `conformance run --report-json`. --html writes "
+                          "one self-contained page over every report given; --badge an SVG badge (passed/applicable); "
+                          "--index the JSON index of their results; --compare OLD NEW what changed (exit 1 when a case "
+                          "newly fails).")
+    rep.add_argument("reports", nargs="*", metavar="REPORT", help="JSON Lines reports of conformance runs")
     rep.add_argument("-o", "--out", metavar="PATH",
                      help="the page file (one report), or a directory that gets <adapter>.md per report; "
-                     "default: standard output")
+                     "default: standard output (unless --html, --badge or --index is given)")
     rep.add_argument("--title", help="the page title (default: the testee's name)")
+    rep.add_argument("--html", metavar="FILE", help="write the HTML results page over all the reports here")
+    rep.add_argument("--badge", metavar="FILE", help="write an SVG badge (passed/applicable) of the one report here")
+    rep.add_argument("--index", metavar="FILE", help="write the JSON index of the reports' results here")
+    rep.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                     help="compare two reports: newly failing, newly passing, changed reasons")
     rep.set_defaults(handler=_report)
 
 
@@ -103,14 +122,39 @@ def _page_name(run: dict[str, Any]) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from mlf_spec._io import atomic_write_bytes
-    from mlf_spec.conformance import compat
+    from mlf_spec.conformance import compat, results
     from mlf_spec.conformance.report import read_report
     from mlf_spec.errors import MlfError
 
+    if args.compare:
+        if args.reports or args.html or args.badge or args.index or args.out:
+            raise MlfError("--compare OLD NEW takes no other report or output")
+        old, new = (read_report(p) for p in args.compare)
+        diff = results.compare(old, new)
+        for line in results.compare_lines(diff, args.compare[0], args.compare[1]):
+            print(line)
+        return 1 if diff["newly_failing"] else 0
+    if not args.reports:
+        raise MlfError("give the reports (or --compare OLD NEW)")
     runs = [read_report(p) for p in args.reports]
+    entries = [results.entry(r, reproduce=True, source=p) for r, p in zip(runs, args.reports)]
+    if args.badge:
+        if len(runs) != 1:
+            raise MlfError("--badge takes one report", file=args.badge)
+        atomic_write_bytes(Path(args.badge), results.badge(entries[0]).encode("utf-8"))
+        print(f"wrote {args.badge}", file=sys.stderr)
+    if args.html:
+        from mlf_spec.conformance import html
+
+        atomic_write_bytes(Path(args.html), html.page(entries, args.title or "Conformance results").encode("utf-8"))
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.index:
+        doc = results.index([results.entry(r, source=p) for r, p in zip(runs, args.reports)])
+        atomic_write_bytes(Path(args.index), results.index_text(doc).encode("utf-8"))
+        print(f"wrote {args.index}", file=sys.stderr)
+    if (args.html or args.badge or args.index) and not args.out:
+        return 0
     out = Path(args.out) if args.out else None
     if out is not None and len(runs) > 1 and not out.is_dir():
         raise MlfError("several reports need a directory for their pages", file=str(out))
@@ -163,25 +207,34 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from mlf_spec.conformance import report as _report
-    from mlf_spec.conformance.runner import TesteeStartError, run
-    from mlf_spec.conformance.vectors import load_suite
+    from mlf_spec.conformance.runner import TesteeStartError, run, unused_lines
+    from mlf_spec.conformance.vectors import load_suite, select
 
-    cases = load_suite(args.vectors, formats=args.format, roles=args.role, ids=args.id)
+    suite = load_suite(args.vectors)
+    cases = select(suite, formats=args.format, roles=args.role, ids=args.id)
+    if not cases and not args.allow_empty:
+        where = f"the vectors in {args.vectors}" if args.vectors else "the installed vectors"
+        chosen = " ".join(f"--{k} {v}" for k in ("format", "role", "id") for v in getattr(args, k) or [])
+        print(f"mlf-spec: error: no case of {where} ({len(suite)} cases) is selected"
+              + (f" by {chosen}" if chosen else "") + " (--allow-empty to run none)", file=sys.stderr)
+        return 2
     try:
         testee, known = make_testee(args)
     except TesteeStartError as exc:
         print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
         return 2
     jsonl = _report.JsonLines(args.report_json) if args.report_json else None
+    gen_record: dict[str, Any] | None = None
+    gen_results: list[dict[str, Any]] = []
     try:
         try:
             result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
                          strict_errors=args.strict_errors, vectors=args.vectors or "installed",
-                         progress=not args.quiet, write_summary=not args.generate)
+                         progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite})
         except TesteeStartError as exc:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2
-        results, counts, seconds = result.results, result.counts, result.seconds
+        seconds = result.seconds
         if args.generate:
             from mlf_spec.conformance.generated_cases import explore
 
@@ -189,17 +242,21 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
                               formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
-                              quiet=args.quiet, budget=args.generate_budget)
+                              quiet=True, budget=args.generate_budget)
             finally:
                 gen_testee.close()
-            results, counts, seconds = results + gen.results, counts + gen.counts, seconds + gen.seconds
+            gen_results, seconds = gen.results, seconds + gen.seconds
+            gen_record = gen.record(args.generate, args.seed, args.generate_budget)
             if jsonl is not None:
                 for r in gen.results:
                     jsonl.write(r)
-                jsonl.write(_report.summary_record(counts, seconds, result.coverage))
+                jsonl.write(gen_record)
+                jsonl.write(_report.summary_record(result.results + gen_results, seconds, result.coverage,
+                                                   unused_lines(known, result.unused_known)))
     finally:
         if jsonl is not None:
             jsonl.close()
+    results = result.results + gen_results
     if args.junit:
         _report.write_junit(args.junit, results, testee.describe(), seconds)
     out = sys.stdout
@@ -218,12 +275,36 @@ def _run(args: argparse.Namespace) -> int:
                 out.write(f"    reproduce: {r['reproduce']}\n")
         if shown > 50:
             out.write(f"... and {shown - 50} more (see --report-json)\n")
-        rows = _report.coverage(results, {c.id: c.features for c in cases})
+        rows = result.coverage
         if rows:
             out.write("coverage (values of each feature whose cases all passed):\n")
             for line in _report.coverage_lines(rows):
                 out.write(line + "\n")
-        for e in result.unused_known if not (args.format or args.role or args.id or args.vectors) else []:
-            out.write(f"note: known failure {e.pattern!r} (line {e.line}) matches no case of this run\n")
-    out.write(_report.summary_line(counts, seconds) + "\n")
-    return 1 if any(counts[o] for o in _report.UNEXPECTED) else 0
+        for e in result.unused_known:
+            out.write(f"note: known failure {e.pattern!r} ({e.source or known.source}:{e.line}) matches no case "
+                      "of the suite\n")
+    out.write(_report.summary_line(result.results, result.seconds) + "\n")
+    if gen_record is not None:
+        out.write(_report.generated_line(gen_record, gen_results) + "\n")
+    return 1 if any(r["outcome"] in _report.UNEXPECTED for r in results) else 0
+
+
+def _request(args: argparse.Namespace) -> int:
+    import json
+
+    from mlf_spec.conformance.protocol import parse_options
+    from mlf_spec.conformance.vectors import load_case
+    from mlf_spec.errors import MlfError
+
+    case = load_case(Path(args.case))
+    try:
+        options = parse_options(args.options)
+    except ValueError as exc:
+        raise MlfError(str(exc)) from None
+    for key, value in options.items():
+        if key not in case.options:
+            raise MlfError(f"the case has no option {key!r} (its options: {', '.join(case.options) or 'none'})",
+                           file=args.case)
+        case = case.with_option(key, value)
+    sys.stdout.write(json.dumps({"id": args.request_id, **case.request()}, ensure_ascii=False) + "\n")
+    return 0

@@ -169,14 +169,15 @@ def document(args: argparse.Namespace, name: str, to: int, plan: _migrate.Plan |
              reason: str | None, exc: Exception | None = None, output: str | None = None) -> dict[str, Any]:
     """The JSON report of one input (schema: mlf_migrate_output)."""
     d = plan.to_dict() if plan is not None else {}
-    source_version = plan.source_version if plan is not None else getattr(exc, "source_version", None)
+    err = exc if isinstance(exc, MigrationError) else None
+    source_version = plan.source_version if plan is not None else err.source_version if err else None
     direction = "none" if source_version is None or source_version == to else (
         "upgrade" if to > source_version else "downgrade")
     return {
-        "input": name, "output": output, "kind": plan.kind if plan else getattr(exc, "kind", None),
-        "style": plan.style if plan else getattr(exc, "style", None), "from_version": source_version,
+        "input": name, "output": output, "kind": plan.kind if plan else err.kind if err else None,
+        "style": plan.style if plan else err.style if err else None, "from_version": source_version,
         "to_version": to, "direction": direction, "status": status, "reason": reason,
-        "refusal": getattr(exc, "refusal", None), "steps": d.get("steps", []), "losses": d.get("losses", []),
+        "refusal": err.refusal if err else None, "steps": d.get("steps", []), "losses": d.get("losses", []),
         "accepted": list(args.accept_loss), "unaccepted": plan.unaccepted(args.accept_loss) if plan else [],
         "derived": d.get("derived", []), "source_findings": d.get("source_findings", []),
         "result_findings": d.get("result_findings", []),

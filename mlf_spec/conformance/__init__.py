@@ -15,7 +15,26 @@ adapters for real implementations (:mod:`.adapters`) and a pytest plugin
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below (in __all__), as type checkers should see them
+    from . import (  # noqa: F401  # noqa: F401
+        adapters,
+        canonical,
+        compare,
+        generated_cases,
+        known_failures,
+        protocol,
+        report,
+        runner,
+        suite,
+        testee,
+        vectors,
+    )
+    from .generated_cases import explore  # noqa: F401
+    from .known_failures import KnownFailures  # noqa: F401
+    from .runner import run  # noqa: F401
+    from .vectors import Answer, Case, load_suite, verify  # noqa: F401
 
 _NAMES = {
     "Answer": "mlf_spec.conformance.vectors",

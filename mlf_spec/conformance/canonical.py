@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mlf_spec._text import text_and_hex
 from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 from mlf_spec.generated import conformance_errors_table as _errors
 
@@ -55,11 +56,10 @@ def error_class(exc: BaseException) -> str:
 
 
 def _tensor_entry(name: str, dt: Any, rec: Any, data: memoryview, with_data: bool) -> dict[str, Any]:
-    raw = name.encode("utf-8", "surrogateescape")
-    text = raw.decode("utf-8", "replace")
+    text, hexed = text_and_hex(name)
     out: dict[str, Any] = {"name": text}
-    if text.encode("utf-8") != raw:
-        out["name_hex"] = raw.hex()
+    if hexed is not None:
+        out["name_hex"] = hexed
     out.update(dtype=dt.name, code=rec.dtype_code, bits=rec.dtype_bits, lanes=rec.dtype_lanes, shape=list(rec.shape),
                nbytes=rec.data_byte_size, sha256=sha256(data), device_type=rec.device_type,
                device_id=rec.device_id, reserved=rec.reserved)
@@ -145,7 +145,17 @@ def _typed(type_name: str | None, v: Any) -> Any:
         return _payload_fields(type_name, v)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return {"size": len(v), "sha256": sha256(bytes(v))}
+    if isinstance(v, str):
+        return text_and_hex(v)[0]
     return v
+
+
+def newest_era(layout: str) -> tuple[int, ...]:
+    """The newest TVM version whose writer the blob grammar of ``layout`` names (legacy: 0.21)."""
+    from mlf_spec.blob import codec as _blob
+
+    first_ffi = (0, 22)
+    return max(e for e in _blob._ERA_LABELS if (e >= first_ffi) == (layout == "ffi"))
 
 
 def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -156,12 +166,16 @@ def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[s
     from mlf_spec.spec_engine import trace
 
     opts = options or {}
-    era = opts.get("era")
-    b = _blob.parse(data, format=opts.get("layout"), era=None if era in (None, "latest") else era)
+    era: str | tuple[int, ...] | None = opts.get("era")
+    if era == "latest":  # the newest writer of the layout; never a guess among older ones
+        era = None if opts.get("layout") != "legacy" else newest_era("legacy")
+    b = _blob.parse(data, format=opts.get("layout"), era=era)
     modules = []
     for e in b.entries:
+        kind, kind_hex = text_and_hex(e.kind)
+        named = {"index": e.index, "kind": kind, **({"kind_hex": kind_hex} if kind_hex is not None else {})}
         if e.payload is None:
-            modules.append({"index": e.index, "kind": e.kind, "payload_bytes": 0, "payload_sha256": None,
+            modules.append({**named, "payload_bytes": 0, "payload_sha256": None,
                             "struct": None, "fields": None, "functions": []})
             continue
         raw = data[e.payload_offset:e.payload_offset + e.payload_size]
@@ -170,9 +184,8 @@ def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[s
         if struct is not None and struct in payloads_ir.STRUCTS:
             tree, _ = trace(payloads_ir.STRUCTS, struct, raw, b.era)
             fields = _payload_fields(struct, tree)
-        modules.append({"index": e.index, "kind": e.kind, "payload_bytes": e.payload_size,
-                        "payload_sha256": sha256(raw), "struct": struct, "fields": fields,
-                        "functions": list(e.functions)})
+        modules.append({**named, "payload_bytes": e.payload_size, "payload_sha256": sha256(raw), "struct": struct,
+                        "fields": fields, "functions": [text_and_hex(f)[0] for f in e.functions]})
     tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
     return {"format": "blob", "layout": b.format, "modules": modules, "import_tree": tree,
             "trailing_bytes": len(b.trailing), "findings": sorted({f.code for f in b.findings})}

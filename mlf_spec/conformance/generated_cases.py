@@ -65,6 +65,13 @@ class Exploration:
     drawn: int = 0
     seconds: float = 0.0
     saved: list[Path] = field(default_factory=list)
+    kinds: Counter = field(default_factory=Counter)
+
+    def record(self, requested: int, seed_value: int, budget: float) -> dict[str, Any]:
+        """The report's ``generated`` line (conformance_report)."""
+        return {"type": "generated", "requested": requested, "drawn": self.drawn, "seed": seed_value,
+                "budget": float(budget), "seconds": round(self.seconds, 3), "kinds": dict(sorted(self.kinds.items())),
+                "disagreements": len(self.results)}
 
 
 def _scope_values(info: dict[str, Any], fmt: str, key: str, known: list[str]) -> list[str]:
@@ -107,7 +114,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
                 o = {"layout": fmt, "era": e}
                 out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
         out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
-            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}", {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
+            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""),
+                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
                              {"layout": bb.format, "era": era_text(era_tuple(bb.era))}, bytes(bb.data))))
     if wanted("graph-json", "decode"):
         out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))
@@ -219,6 +227,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     found: dict[str, tuple[Drawn, dict[str, Any], Answer, Any]] = {}
     errors: dict[str, type[Exception]] = {}
     drawn = 0
+    kinds: Counter = Counter()
     t0 = time.perf_counter()
     tmp = Path(tempfile.gettempdir())
     strategy = sources(info, formats)
@@ -233,6 +242,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             if time.perf_counter() > t0 + budget:
                 return
             drawn += 1
+            kinds[f"{d.format}.{d.role}.{d.label}"] += 1
             expected = outcome(d.format, d.role, d.data, d.options, d.reading)
             case = case_of(d, expected, where=tmp)
             if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
@@ -263,7 +273,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
         one_round(seed_value * 1000 + r, max(1, n - drawn), frozenset(before))
         if drawn >= n or time.perf_counter() > t0 + budget or set(found) == before:
             break
-    result = Exploration(drawn=drawn)
+    result = Exploration(drawn=drawn, kinds=kinds)
     for sig, (d, expected, _answer, verdict) in sorted(found.items()):
         rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
                                "outcome": verdict.outcome, "seconds": 0.0, **verdict.details()}

@@ -32,6 +32,7 @@ class Entry:
     reason: str
     flaky: bool
     line: int
+    source: str = ""
 
 
 class KnownFailures:
@@ -69,7 +70,7 @@ class KnownFailures:
             if not _PATTERN.match(pattern):
                 raise MlfError(f"line {n}: {pattern!r} is not a case id or pattern", file=source, field=f"line {n}")
             flaky = reason.lower().startswith("flaky:")
-            entries.append(Entry(pattern, reason, flaky, n))
+            entries.append(Entry(pattern, reason, flaky, n, source))
         return cls(entries, source)
 
     def merged(self, other: KnownFailures) -> KnownFailures:

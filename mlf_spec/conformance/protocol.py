@@ -8,7 +8,8 @@ optionally ``{"error": {"class": ..., "message": ...}}`` on stdout. Persistent: 
 answers one JSON request per line with one JSON response per line.
 
 An adapter's methods raise :class:`Rejected` to refuse an input; any other exception is a
-fault of the testee (exit status 2 one-shot, an ``internal`` error response persistent).
+fault of the testee: an ``internal`` error (one-shot: exit 1 with ``{"error": {"class":
+"internal"}}`` on stdout and the traceback on stderr; persistent: an ``internal`` response).
 """
 
 from __future__ import annotations
@@ -90,13 +91,22 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
         error = {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}
         stdout.write((json.dumps({"error": error}, ensure_ascii=False) + "\n").encode("utf-8"))
         return 1
-    except Exception:
+    except Exception as exc:
         traceback.print_exc(file=stderr)
-        return 2
+        stdout.write(json.dumps({"error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+                                ensure_ascii=True).encode("utf-8") + b"\n")
+        return 1
     if op == "encode":
         stdout.write(result)
-    else:
-        stdout.write((json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+        return 0
+    try:
+        text = (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError) as exc:
+        print(f"the answer cannot be written as JSON: {exc}", file=stderr)
+        stdout.write(json.dumps({"error": {"class": "internal", "message": f"the answer cannot be written as JSON: "
+                                           f"{exc}"}}).encode("utf-8") + b"\n")
+        return 1
+    stdout.write(text)
     return 0
 
 
@@ -111,9 +121,20 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
         if not line.strip():
             continue
         resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
-        stdout.write((json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8"))
+        stdout.write(response_line(resp))
         stdout.flush()
     return 0
+
+
+def response_line(resp: dict[str, Any]) -> bytes:
+    """One response as a UTF-8 JSON line; a response that cannot be written (a reading with a
+    lone surrogate) becomes an ``internal`` error response, so the server lives on."""
+    try:
+        return (json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError) as exc:
+        bad = {"id": resp.get("id", -1), "ok": False,
+               "error": {"class": "internal", "message": f"the answer cannot be written as JSON: {exc}"}}
+        return (json.dumps(bad) + "\n").encode("utf-8")
 
 
 def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from mlf_spec.errors import MlfError
+
 from .known_failures import KnownFailures
-from .runner import reads_of, skip_reason
+from .runner import reads_of, skip_reason, unsupported_skip
 from .testee import Limits, OneShot, Persistent, Testee
 from .vectors import Case, load_suite
 
@@ -56,7 +58,11 @@ class ConformanceItem(pytest.Item):
             pytest.skip(reason)
         testee: Testee = state["testee"]
         case = self.case.retarget(state["info"])
-        verdict = case.check(testee.ask(case), strict_errors=self.config.getoption("mlf_strict_errors"),
+        answer = testee.ask(case)
+        reason = unsupported_skip(case, answer, state["info"])
+        if reason is not None:
+            pytest.skip(reason)
+        verdict = case.check(answer, strict_errors=self.config.getoption("mlf_strict_errors"),
                              reads=reads_of(state["info"], case.format))
         if verdict.outcome != "pass":
             self.reproduce = testee.reproduce(case)
@@ -125,6 +131,10 @@ def testee_items(session: Any, config: Any) -> list[Any]:
         path = adapters.load(name).known_failures_path()
         if path is not None:
             known = KnownFailures.load(path).merged(known)
+    try:  # start it now: a testee that cannot start is one error, not one per item
+        _state(config)
+    except MlfError as exc:
+        raise pytest.UsageError(f"mlf-spec conformance: {exc.message}") from None
     parent = ConformanceSuite.from_parent(session, name="mlf-conformance")
     items = []
     for c in load_suite(config.getoption("mlf_vectors"), formats=config.getoption("mlf_format"),

@@ -53,7 +53,8 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
 
     from mlf_spec.generated import conformance_report_models as models
 
-    kinds = {"run": models.ReportRun, "case": models.ReportCase, "summary": models.ReportSummary}
+    kinds = {"run": models.ReportRun, "case": models.ReportCase, "generated": models.ReportGenerated,
+             "summary": models.ReportSummary}
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").split("\n")
@@ -78,18 +79,31 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 def coverage(results: list[dict[str, Any]], features: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
     """Rows (format, feature, value, passed, total) over the cases that ran (not skipped); a
-    flaky known failure that passed is not counted as passed."""
+    flaky known failure that passed is not counted as passed; a retargeted case counts under
+    the option values it ran with."""
     table: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for r in results:
         if r["outcome"] == "skip":
             continue
+        ran_with = r.get("retargeted") or {}
         for feature, values in features.get(r["id"], {}).items():
-            for v in values:
+            for v in ([ran_with[feature]] if feature in ran_with else values):
                 cell = table[(r["format"], feature, v)]
                 cell[1] += 1
                 cell[0] += r["outcome"] == "pass" and not r.get("flaky")
     return [{"format": f, "feature": k, "value": v, "passed": p, "total": t}
             for (f, k, v), (p, t) in sorted(table.items())]
+
+
+def shown(rec: dict[str, Any]) -> str:
+    """The category a case is counted under everywhere (summary line, report, pages): its
+    outcome, or ``flaky`` for a flaky known failure whether it passed this time or not."""
+    return "flaky" if rec.get("flaky") else rec["outcome"]
+
+
+def tally(results: list[dict[str, Any]]) -> Counter:
+    """Cases per category of :func:`shown`."""
+    return Counter(shown(r) for r in results)
 
 
 def coverage_lines(rows: list[dict[str, Any]], width: int = 100) -> list[str]:
@@ -113,19 +127,43 @@ def coverage_lines(rows: list[dict[str, Any]], width: int = 100) -> list[str]:
     return out
 
 
-def summary_record(counts: Counter, seconds: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summary_record(results: list[dict[str, Any]], seconds: float, rows: list[dict[str, Any]],
+                   unused: list[str] | None = None) -> dict[str, Any]:
     """The ``summary`` line of the JSON report."""
-    return {"type": "summary", "counts": dict(counts), "seconds": round(seconds, 3),
-            "exit_status": 1 if any(counts[o] for o in UNEXPECTED) else 0, "coverage": rows}
+    counts = Counter(r["outcome"] for r in results)
+    rec: dict[str, Any] = {"type": "summary", "counts": dict(counts), "seconds": round(seconds, 3),
+                           "exit_status": 1 if any(counts[o] for o in UNEXPECTED) else 0, "coverage": rows,
+                           "flaky": sum(1 for r in results if r.get("flaky"))}
+    if unused:
+        rec["unused_known"] = list(unused)
+    return rec
 
 
-def summary_line(counts: Counter, seconds: float) -> str:
-    """``802 cases: 790 passed, 3 failed, ... in 4.2 s``."""
-    words = {"pass": "passed", "fail": "failed", "error": "errors", "xfail": "expected failures",
-             "xpass": "unexpectedly passed", "skip": "skipped"}
-    parts = [f"{counts[o]} {words[o]}" for o in OUTCOMES if counts[o]]
-    total = sum(counts.values())
-    return f"{total} cases: {', '.join(parts) or 'none run'} in {seconds:.1f} s"
+WORDS = {"pass": "passed", "fail": "failed", "error": "errors", "xfail": "known failures",
+         "xpass": "unexpected passes", "skip": "skipped", "flaky": "flaky known failures"}
+#: the order categories are named in
+CATEGORIES = ("pass", "fail", "error", "xfail", "xpass", "skip", "flaky")
+
+
+def count_words(counts: Counter) -> str:
+    """``790 passed, 3 failed, 2 flaky known failures`` (categories of :func:`shown`)."""
+    return ", ".join(f"{counts[o]} {WORDS[o]}" for o in CATEGORIES if counts[o]) or "none run"
+
+
+def summary_line(results: list[dict[str, Any]], seconds: float) -> str:
+    """``802 cases: 790 passed, 3 failed, ... in 4.2 s`` (the vectors; generated cases are
+    summed up by :func:`generated_line`)."""
+    return f"{len(results)} cases: {count_words(tally(results))} in {seconds:.1f} s"
+
+
+def generated_line(gen: dict[str, Any], results: list[dict[str, Any]]) -> str:
+    """``generated: --generate 100 --seed 1 (budget 20 s): 131 requests asked, shrinking included, in 3.1 s: 2 kinds
+    of disagreement (1 failed, 1 known failures)``."""
+    head = (f"generated: --generate {gen['requested']} --seed {gen['seed']} (budget {gen['budget']:g} s): "
+            f"{gen['drawn']} requests asked, shrinking included, in {gen['seconds']:.1f} s")
+    if not results:
+        return head + ": no disagreement"
+    return head + f": {len(results)} kinds of disagreement ({count_words(tally(results))})"
 
 
 def write_junit(path: str | os.PathLike, results: list[dict[str, Any]], name: str, seconds: float) -> None:
@@ -186,5 +224,6 @@ class Progress:
             self.stream.flush()
 
 
-__all__ = ["JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "coverage", "coverage_lines", "read_report",
-           "summary_line", "summary_record", "write_junit"]
+__all__ = ["CATEGORIES", "JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "WORDS", "count_words", "coverage",
+           "coverage_lines", "generated_line", "read_report", "shown", "summary_line", "summary_record", "tally",
+           "write_junit"]

@@ -21,7 +21,7 @@ from mlf_spec.errors import MlfError
 from .known_failures import KnownFailures
 from .report import UNEXPECTED, JsonLines, Progress, coverage, summary_record
 from .testee import Testee
-from .vectors import Case, format_support, scope_list
+from .vectors import Answer, Case, format_support, scope_list
 
 
 class TesteeStartError(MlfError):
@@ -78,6 +78,36 @@ def reads_of(info: dict[str, Any], fmt: str) -> list[str] | None:
     return list(reads) if reads is not None else None
 
 
+def payloads_needed(case: Case) -> set[str]:
+    """The module kinds whose payload grammar reading ``case`` needs: a legacy blob's payloads
+    carry no length, so every kind in it ("*": some kind the vector does not name)."""
+    if case.format != "blob" or case.options.get("layout") != "legacy":
+        return set()
+    reading = case.expected.get("reading")
+    if isinstance(reading, dict):
+        return {m["kind"] for m in reading.get("modules", []) if m.get("kind") not in ("_lib", "_import_tree")}
+    return set(case.features.get("payload_kind", [])) or {"*"}
+
+
+def unsupported_skip(case: Case, answer: Answer, info: dict[str, Any]) -> str | None:
+    """Why an ``unsupported`` refusal is a skip: the case needs payload grammars the testee's
+    handshake (``payloads``) says it does not parse. None: judge the answer as usual."""
+    if answer.status != "rejected" or answer.error_class != "unsupported":
+        return None
+    declared = (format_support(info, case.format) or {}).get("payloads")
+    if declared is None:
+        return None
+    missing = sorted(k for k in payloads_needed(case) if k not in declared)
+    if not missing:
+        return None
+    kinds = "payloads of some kind" if missing == ["*"] else "the payload grammar of " + ", ".join(missing)
+    return f"needs {kinds}, which the handshake's `payloads` does not declare (answered unsupported)"
+
+
+#: the largest request line a report keeps (the reproduce command rebuilds longer ones)
+REQUEST_KEPT = 64 << 10
+
+
 def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailures,
              strict_errors: bool = False) -> dict[str, Any]:
     """The report record of one case."""
@@ -87,10 +117,17 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
     if reason is not None:
         rec.update(outcome="skip", seconds=0.0, message=reason)
         return rec
-    case = case.retarget(info)
-    answer = testee.ask(case)
-    verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, case.format))
+    sent = case.retarget(info)
+    changed = sent.retargeted(case)
+    if changed:
+        rec["retargeted"] = changed
+    answer = testee.ask(sent)
     rec["seconds"] = round(time.perf_counter() - t0, 4)
+    reason = unsupported_skip(sent, answer, info)
+    if reason is not None:
+        rec.update(outcome="skip", message=reason)
+        return rec
+    verdict = sent.check(answer, strict_errors=strict_errors, reads=reads_of(info, case.format))
     outcome = verdict.outcome
     entry = known.match(case.id)
     if entry is not None:
@@ -108,9 +145,12 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
     if outcome in ("fail", "error"):
         rec.update(verdict.details())
     if outcome in ("fail", "error", "xpass", "xfail"):
-        repro = testee.reproduce(case)
+        repro = testee.reproduce(sent)
         if repro:
             rec["reproduce"] = repro
+        line = testee.request_line(sent) if testee.mode == "persistent" else ""
+        if line and len(line) <= REQUEST_KEPT:
+            rec["request"] = line
     if verdict.note and "note" not in rec:
         rec["note"] = verdict.note
     return rec
@@ -119,9 +159,11 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
 def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None, jobs: int = 1,
         report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
         on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
-        write_summary: bool = True) -> RunResult:
+        write_summary: bool = True, suite_ids: set[str] | None = None) -> RunResult:
     """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
-    gets the run line, a line per case as it finishes and (``write_summary``) the summary."""
+    gets the run line, a line per case as it finishes and (``write_summary``) the summary.
+    ``suite_ids``: the ids of the whole suite the cases were selected from (default: the
+    cases); a known failure matching none of them is reported as unused."""
     from mlf_spec import __version__
 
     known = known or KnownFailures()
@@ -164,10 +206,18 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     seconds = time.perf_counter() - started
     counts = Counter(r["outcome"] for r in results)
     rows = coverage(results, {c.id: c.features for c in cases})
-    result = RunResult(results, counts, seconds, rows, info, known.unused({c.id for c in cases}))
+    unused = [e for e in known.unused(suite_ids if suite_ids is not None else {c.id for c in cases})
+              if not e.pattern.startswith("gen.")]
+    result = RunResult(results, counts, seconds, rows, info, unused)
     if report is not None and write_summary:
-        report.write(summary_record(counts, seconds, rows))
+        report.write(summary_record(results, seconds, rows, unused_lines(known, unused)))
     return result
 
 
-__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "reads_of", "run", "run_case", "skip_reason"]
+def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
+    """``source:line pattern`` of each unused known-failure entry."""
+    return [f"{e.source or known.source}:{e.line} {e.pattern}" for e in unused]
+
+
+__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
+           "skip_reason", "unsupported_skip", "unused_lines"]

@@ -58,7 +58,7 @@ def signal_name(returncode: int) -> str | None:
 try:
     import resource
 except ImportError:  # pragma: no cover - not on Windows
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # the module is absent on Windows
 
 
 def _preexec(memory_mb: int) -> Any:
@@ -138,7 +138,7 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
                         sel.unregister(proc.stdin)
                         proc.stdin.close()
                     continue
-                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]
+                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
                 if not chunk:
                     sel.unregister(f)
                     continue
@@ -189,6 +189,12 @@ def _failure(run: Run, limits: Limits) -> Answer | None:
     return None
 
 
+def internal_kind(sig: str | None) -> str:
+    """The error kind of an ``internal`` answer: ``crash`` if a signal ended the
+    implementation, else ``internal`` (it failed and said so cleanly)."""
+    return "crash" if sig else "internal"
+
+
 def _tail(stderr: str) -> str:
     lines = [x for x in stderr.strip().splitlines() if x.strip()]
     return f": {lines[-1][:300]}" if lines else ""
@@ -213,6 +219,10 @@ class Testee:
 
     def reproduce(self, case: Case) -> str:
         """A shell command that sends the case's request to the testee."""
+        return ""
+
+    def request_line(self, case: Case) -> str:
+        """The line a persistent testee is sent for the case ("" for other modes)."""
         return ""
 
     def describe(self) -> str:
@@ -250,7 +260,7 @@ class InProcess(Testee):
             return Answer.failed("crash", exc.message, signal=exc.signal)
         except Exception as exc:
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            return Answer.failed("crash", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+            return Answer.failed("internal", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
         if op == "encode":
             if not isinstance(result, (bytes, bytearray)):
                 return Answer.failed("protocol", f"encode returned {type(result).__name__}, not bytes")
@@ -320,14 +330,17 @@ class OneShot(Testee):
         if problem is not None:
             return problem
         if run.returncode == 1:
-            cls, message = None, _tail(run.stderr)[2:] or "(no message)"
+            cls, message, sig = None, _tail(run.stderr)[2:] or "(no message)", None
             if run.stdout.strip():
                 try:
                     err = json.loads(run.stdout)["error"]
                     cls, message = err.get("class"), err.get("message") or message
+                    sig = err.get("signal") if isinstance(err.get("signal"), str) else None
                 except (ValueError, KeyError, TypeError, AttributeError):
                     return Answer.failed("protocol", f"exit status 1 with stdout that is no rejection: "
                                          f"{run.stdout[:80]!r}")
+            if cls == "internal":
+                return Answer.failed(internal_kind(sig), str(message), signal=sig)
             return Answer.rejected(message, cls)
         if op == "encode":
             return Answer.ok(output=run.stdout)
@@ -462,7 +475,7 @@ class _Server:
                 self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout, self.stderr):
             try:
-                f.close()  # type: ignore[union-attr]
+                f.close()  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
             except OSError:
                 pass
 
@@ -538,12 +551,20 @@ class Persistent(Testee):
         cls = err.get("class")
         if cls in ("internal", "protocol"):
             sig = err.get("signal") if isinstance(err.get("signal"), str) else None
-            return Answer.failed("crash" if cls == "internal" else "protocol", str(err.get("message")), signal=sig)
+            return Answer.failed(internal_kind(sig) if cls == "internal" else "protocol", str(err.get("message")),
+                                 signal=sig)
         return Answer.rejected(str(err.get("message", "")), cls)
 
+    def request_line(self, case: Case) -> str:
+        """The request line the case is sent as (id 1)."""
+        return json.dumps({"id": 1, **case.request()}, ensure_ascii=False)
+
     def reproduce(self, case: Case) -> str:
-        """The one-shot form of the same request."""
-        return self.oneshot.reproduce(case)
+        """The same request through ``CMD serve``: ``mlf-spec conformance request`` prints the
+        case's request line (with the options it ran with), piped into the server."""
+        opts = [f"{k}={v}" for k, v in sorted(case.options.items())]
+        maker = shlex.join(["mlf-spec", "conformance", "request", str(case.path), *opts])
+        return f"{maker} | {shlex.join(self.command + ['serve'])}"
 
     def close(self) -> None:
         """Stop every server."""
@@ -553,5 +574,5 @@ class Persistent(Testee):
             s.close()
 
 
-__all__ = ["InProcess", "Limits", "OneShot", "Persistent", "Run", "Testee", "check_info", "run_capped",
-           "signal_name"]
+__all__ = ["InProcess", "Limits", "OneShot", "Persistent", "Run", "Testee", "check_info", "internal_kind",
+           "run_capped", "signal_name"]

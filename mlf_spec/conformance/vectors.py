@@ -36,7 +36,7 @@ class Answer:
     """What a testee answered: ``status`` ok, rejected or error (the testee failed: crashed,
     hung, broke the protocol); a ``reading`` (decode, migrate) or ``output`` bytes (encode);
     for a rejection the optional ``error_class`` and a ``message``; for an error its
-    ``error_kind`` (crash, timeout, protocol, output_limit, memory) and ``signal``."""
+    ``error_kind`` (crash, internal, timeout, protocol, output_limit, memory) and ``signal``."""
 
     status: str
     reading: Any = None
@@ -141,20 +141,34 @@ class Case:
             if allowed is None or own is None or own in allowed:
                 continue
             new = next((v for v in scope_list(value) if v in allowed), None)
-            if new is None:
-                continue
-            expected = dict(case.expected)
-            if "reading" in expected:
-                expected["reading"] = echo(expected["reading"], key, own, new)
-            data = None
-            if case.role == "encode":
-                text = json.dumps(echo(case.reading_input(), key, own, new), indent=1, ensure_ascii=False) + "\n"
-                data = text.encode("utf-8")
-            changed = {"options": {**case.options, key: new}, "expected": expected}
-            if data is not None:
-                changed.update(data=data, input_sha256=canonical.sha256(data))
-            case = dataclasses.replace(case, **changed)
+            if new is not None:
+                case = case.with_option(key, new)
         return case
+
+    def with_option(self, key: str, new: str) -> Case:
+        """The case sent with option ``key`` set to ``new`` (an expected reading, and for
+        encode the reading written, that name the old value follow: :func:`echo`)."""
+        own = self.options.get(key)
+        if own is None or own == new:
+            return self
+        expected = dict(self.expected)
+        if "reading" in expected:
+            expected["reading"] = echo(expected["reading"], key, own, new)
+        changed: dict[str, Any] = {"options": {**self.options, key: new}, "expected": expected}
+        if self.role == "encode":
+            text = json.dumps(echo(self.reading_input(), key, own, new), indent=1, ensure_ascii=False) + "\n"
+            data = text.encode("utf-8")
+            changed.update(data=data, input_sha256=canonical.sha256(data))
+        return dataclasses.replace(self, **changed)
+
+    def retargeted(self, original: Case) -> dict[str, str]:
+        """The options of this case that differ from ``original``'s (empty: not retargeted)."""
+        return {k: v for k, v in self.options.items() if original.options.get(k) != v}
+
+    def features_as_run(self, options: dict[str, str] | None = None) -> dict[str, list[str]]:
+        """The coverage tags, with a tag named like a retargeted option set to the value the
+        case ran with (a case retargeted to v0.26 counts for v0.26)."""
+        return {k: ([options[k]] if options and k in options else v) for k, v in self.features.items()}
 
     def input(self) -> bytes:
         """The input file's bytes (checked against ``input_sha256``)."""
@@ -315,24 +329,29 @@ def case_of_document(doc: dict[str, Any], path: Path, data: bytes | None = None)
 def load_suite(directory: str | os.PathLike | None = None, *, formats: Iterable[str] | None = None,
                roles: Iterable[str] | None = None, ids: Iterable[str] | None = None) -> list[Case]:
     """Every case below ``directory`` (default: the installed suite), sorted by id, filtered
-    by format, role and id (an id ending in ``*`` is a prefix). Raises MlfError for a
-    malformed case file or a repeated id."""
+    by format, role and id (an id ending in ``*`` is a prefix; ``*`` and ``?`` elsewhere are
+    wildcards). Raises MlfError for a malformed case file or a repeated id."""
     root = Path(directory) if directory is not None else default_suite()
     if not root.is_dir():
         raise MlfError("not a directory of conformance vectors", file=str(root))
-    fset, rset = set(formats or ()), set(roles or ())
-    wanted = list(ids or ())
     cases: dict[str, Case] = {}
     for path in sorted(root.rglob("*" + CASE_SUFFIX)):
         case = load_case(path)
         if case.id in cases:
             raise MlfError(f"case id {case.id!r} appears twice (also in {cases[case.id].path})", file=str(path))
-        if (fset and case.format not in fset) or (rset and case.role not in rset):
-            continue
-        if wanted and not any(case.id == w or (w.endswith("*") and case.id.startswith(w[:-1])) for w in wanted):
-            continue
         cases[case.id] = case
-    return sorted(cases.values(), key=lambda c: c.id)
+    return select(sorted(cases.values(), key=lambda c: c.id), formats=formats, roles=roles, ids=ids)
+
+
+def select(cases: list[Case], *, formats: Iterable[str] | None = None, roles: Iterable[str] | None = None,
+           ids: Iterable[str] | None = None) -> list[Case]:
+    """The cases of these formats, roles and ids (patterns as :func:`load_suite` takes them)."""
+    import fnmatch
+
+    fset, rset = set(formats or ()), set(roles or ())
+    wanted = list(ids or ())
+    return [c for c in cases if not (fset and c.format not in fset) and not (rset and c.role not in rset)
+            and (not wanted or any(c.id == w or fnmatch.fnmatchcase(c.id, w) for w in wanted))]
 
 
 def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
@@ -366,5 +385,5 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
     return path
 
 
-__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "case_text", "default_suite", "echo", "format_support",
-           "load_case", "load_suite", "save_case", "scope_list", "verify", "write_suite"]
+__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "case_text", "default_suite", "echo",
+           "format_support", "load_case", "load_suite", "save_case", "scope_list", "select", "verify", "write_suite"]

@@ -37,7 +37,7 @@ def summary(g: Any) -> dict[str, Any] | None:
 
 def compare(a: Any, b: Any, *, member: str | None = None, module: str | None = None) -> list[Change]:
     """The changes from graph JSON ``a`` to ``b`` (both parsed JSON)."""
-    where = {"member": member, "module": module}
+    where: dict[str, Any] = {"member": member, "module": module}
     sa, sb = summary(a), summary(b)
     out: list[Change] = []
     if sa is not None and sb is not None:

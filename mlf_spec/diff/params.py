@@ -26,7 +26,7 @@ def compare(a: LazyParams, b: LazyParams, *, member: str | None = None, module: 
     """The changes from ``a`` to ``b`` (two opened .params files). ``member``/``module``
     say where they sit inside an archive. ``a_bytes``/``b_bytes``, when given, are the
     whole files, so that a difference outside the tensors is reported too."""
-    where = {"member": member, "module": module}
+    where: dict[str, Any] = {"member": member, "module": module}
     out: list[Change] = []
     if a.dialect.id != b.dialect.id:
         out.append(Change("file", "changed", "dialect", a.dialect.id, b.dialect.id,

@@ -41,7 +41,7 @@ def vector_inputs(formats: Iterable[str], root: str | Path | None = None) -> lis
     (the conformance suite) for the given formats; [] when there is no vectors directory."""
     base = Path(root) if root is not None else _repo_root() / "vectors"
     wanted = set(formats)
-    out = []
+    out: list[bytes] = []
     if not base.is_dir():
         return out
     for case in sorted(base.glob("*/*.case.json")):

@@ -39,7 +39,7 @@ _FLOAT_KEY = "$float"
 
 def _params_of(cls: type) -> frozenset[str]:
     names = []
-    for name in inspect.signature(cls.__init__).parameters:  # type: ignore[misc]
+    for name in inspect.signature(cls.__init__).parameters:  # type: ignore[misc]  # reading the signature of a generated class's __init__ through the class
         if name == "_io":
             break
         if name != "self":

@@ -174,7 +174,7 @@ class Module:
     @property
     def tir_texts(self) -> dict[str, str]:
         """TIR text per member path (operator modules)."""
-        return {p: self.archive.member(p).text() for p in self.files.get("tir_text", [])}  # type: ignore[union-attr]
+        return {p: self.archive.member(p).text() for p in self.files.get("tir_text", [])}  # type: ignore[union-attr]  # the names come from the archive's own placements, so member() finds them
 
     @property
     def sources(self) -> list[str]:
@@ -265,8 +265,8 @@ class Archive:
         if self._metadata is None:
             m = self.member(METADATA)
             doc = self.metadata_document()
-            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}",  # type: ignore[union-attr]
-                                               raw=m.read())  # type: ignore[union-attr]
+            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}",  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
+                                               raw=m.read())  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
         return self._metadata
 
     @property
@@ -329,7 +329,7 @@ class Archive:
         m.size = len(buf)
         m.raw_header = None
         m.raw_padding = None
-        m._loader = lambda b=buf: b  # type: ignore[misc]
+        m._loader = lambda b=buf: b
         if mtime is not None:
             m.mtime = mtime
             m.pax_headers.pop("mtime", None)
@@ -461,9 +461,9 @@ class Archive:
         """Write the archive (uncompressed tar) to a path (atomically) or a binary file."""
         if hasattr(dest, "write"):
             for c in self.chunks():
-                dest.write(c)  # type: ignore[union-attr]
+                dest.write(c)
             return
-        with atomic_writer(Path(dest), overwrite=overwrite) as f:  # type: ignore[arg-type]
+        with atomic_writer(Path(dest), overwrite=overwrite) as f:
             for c in self.chunks():
                 f.write(c)
 
@@ -574,7 +574,7 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
     if hasattr(source, "read"):
         seekable = False
         with contextlib.suppress(Exception):
-            seekable = source.seekable() and source.tell() == 0  # type: ignore[union-attr]
+            seekable = source.seekable() and source.tell() == 0
         if not seekable:
             tmp = tempfile.TemporaryFile()
             total = 0
@@ -593,7 +593,7 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
             tmp.seek(0)
             return _open_file(tmp, name, own=True, max_member_size=max_member_size, max_members=max_members,
                               max_total_size=max_total_size)
-        return _open_file(source, name, own=False, max_member_size=max_member_size,  # type: ignore[arg-type]
+        return _open_file(source, name, own=False, max_member_size=max_member_size,
                           max_members=max_members, max_total_size=max_total_size)
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 

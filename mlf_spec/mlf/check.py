@@ -444,28 +444,28 @@ def _module_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str, 
         graph = None
         gpaths = _files(placements, name, "graph_json")
         if gpaths:
-            graph = _graph_checks(a.member(gpaths[0]), c)  # type: ignore[arg-type]
+            graph = _graph_checks(a.member(gpaths[0]), c)
         lazy = None
         ppaths = _files(placements, name, "params")
         if ppaths:
             pm = a.member(ppaths[0])
             try:
-                lazy = _params.open(pm.view())  # type: ignore[union-attr]
+                lazy = _params.open(pm.view())
             except MlfError as exc:
-                c.add("params.unreadable", exc.field or "", exc.message  # type: ignore[union-attr]
+                c.add("params.unreadable", exc.field or "", exc.message
                       + (f" (offset {exc.offset})" if exc.offset is not None else ""), member=pm.name)
         for kind in ("relay_text", "tir_text"):
             for p in _files(placements, name, kind):
                 try:
-                    a.member(p).read().decode("utf-8")  # type: ignore[union-attr]
+                    a.member(p).read().decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)  # type: ignore[union-attr]
+                    c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)
         executors = getattr(rec, "executors", None) or getattr(rec, "runtimes", None) or []
         is_graph = "graph" in executors
         try:
             names = [i.name for i in lazy.index] if lazy is not None else None
             if graph is not None and lazy is not None:
-                _params_vs_graph(lazy, graph, a.member(ppaths[0]).name, c)  # type: ignore[union-attr]
+                _params_vs_graph(lazy, graph, a.member(ppaths[0]).name, c)
             _sids_checks(md, rec, base, graph, is_graph, mname, c)
             _memory_checks(rec, base, graph if is_graph else None, names, mname, c)
         finally:
@@ -512,7 +512,7 @@ def _params_vs_graph(lazy: _params.LazyParams, g: _graph.GraphDocument, member: 
                   + ("" if code == "params.not-in-graph" else "; external (BYOC) constants are named like this"), member=member)
             continue
         eid = g.input_entry(info.name)
-        shape, dtype = g.entry_shape(eid), g.entry_dtype(eid)  # type: ignore[arg-type]
+        shape, dtype = g.entry_shape(eid), g.entry_dtype(eid)
         if list(info.shape) != shape:
             c.add("params.shape", info.name, f"shape {list(info.shape)} differs from the graph's {shape}", member=member)
         elif info.dtype.known and info.dtype.name != dtype:
@@ -663,9 +663,9 @@ def _operator_checks(a: _archive.Archive, md: _md.Metadata, placements: dict[str
     for p, pl in placements.items():
         if pl is not None and pl.kind == "tir_text":
             try:
-                a.member(p).read().decode("utf-8")  # type: ignore[union-attr]
+                a.member(p).read().decode("utf-8")
             except UnicodeDecodeError as exc:
-                c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)  # type: ignore[union-attr]
+                c.add("text.encoding", "", f"not UTF-8 at byte {exc.start}", member=a.member(p).name)
 
 
 __all__ = ["Finding", "Issue", "MetadataReading", "Report", "SEVERITIES", "check", "check_archive", "read_metadata"]

@@ -62,9 +62,10 @@ def intended(value: int) -> int:
 
 
 def _sum(pairs: list[tuple[int, int] | None]) -> tuple[int, int] | None:
-    if any(p is None for p in pairs):
+    known = [p for p in pairs if p is not None]
+    if len(known) < len(pairs):
         return None
-    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)  # type: ignore[index]
+    return sum(p[0] for p in known), sum(p[1] for p in known)
 
 
 def graph_parameters(g: _graph.GraphDocument, *, inputs: Iterable[str] | None = None,

@@ -151,7 +151,7 @@ class Metadata:
         mods = getattr(doc, "modules", None)
         if isinstance(mods, dict):
             return dict(mods)
-        return {doc.model_name: doc}  # type: ignore[attr-defined]
+        return {doc.model_name: doc}
 
     def to_data(self) -> dict[str, Any]:
         """The document as plain JSON data (declared keys in spec order, then unknown keys)."""
@@ -279,7 +279,7 @@ def dumps(value: Metadata | _recordlib.Record | dict[str, Any], version: int | N
     if version is None or style is None:
         name = type(value).__name__
         for v in ([version] if version else list(VERSIONS)):
-            for r in _ir.PROJECTIONS[v]["roots"]:  # type: ignore[index]
+            for r in _ir.PROJECTIONS[v]["roots"]:
                 if r["class"] == name and type(value).__module__.endswith(f"_v{v}_models"):
                     version, style = v, r["style"]
     if version is None or style is None:

@@ -37,7 +37,7 @@ import copy
 import functools
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -52,8 +52,12 @@ from . import archive as _archive
 from . import check as _check
 from . import layout as _layout
 from . import metadata as _md
+from . import migrate_ir as _mir
+from .migrate_ir import Direction, FileOp, MetadataItem, MetadataOp, StepSpec
 from .migrate_registry import CONVERTERS, DERIVERS, Context, ModuleFiles, Note
 
+#: Every step as the spec's data (generated ``mlf_migrations.STEPS``) by (older, newer)
+#: version; the engine runs the typed form, :data:`mlf_spec.mlf.migrate_ir.STEPS`.
 STEPS: dict[tuple[int, int], dict[str, Any]] = {(s["from"], s["to"]): s for s in _spec.STEPS}
 #: Every loss a step may incur, by full name (``v5_v6.target_device_type``), with its docs.
 LOSSES: dict[str, dict[str, Any]] = dict(_spec.LOSSES)
@@ -461,198 +465,278 @@ class _Events:
     derived: list[Derived] = field(default_factory=list)
 
 
-def _loss(step: dict[str, Any], d: str, name: str, kind: str, part: str, module: str | None, where: str,
+def _loss(step: StepSpec, d: Direction, name: str, kind: str, part: str, module: str | None, where: str,
           path: tuple, detail: str) -> Loss:
-    decl = step["losses"][name]
-    return Loss(f"{step['name']}.{name}", kind, step["name"], d, part, module, where, path, detail,
-                f"{decl['doc']} {decl[d]}")
+    return Loss(f"{step.name}.{name}", kind, step.name, d, part, module, where, path, detail,
+                step.losses[name].text(d))
 
 
 # ----------------------------------------------------------------- metadata operations
+#
+# One small function per operation kind, in two tables checked against the spec language's
+# list of kinds at import: document operations act on the whole document (and change its
+# shape), record operations on every instance of the item's records.
 
 
-class _MetadataOp:
-    """One direction of a declared metadata operation, applied to a state."""
+@dataclass(frozen=True)
+class _Run:
+    """One operation being applied: the step and direction it belongs to, the item, the
+    operation (the item's own direction or, for the loss check, its inverse), the state,
+    where losses and derivations go (None: a trial run) and the target's ``sort_keys``."""
 
-    def __init__(self, step: dict[str, Any], item: dict[str, Any], d: str) -> None:
-        self.step, self.item, self.d = step, item, d
-        self.op: dict[str, Any] = item[d]
-        self.inverse: dict[str, Any] = item["down" if d == "up" else "up"]
+    step: StepSpec
+    d: Direction
+    item: MetadataItem
+    op: MetadataOp
+    state: _State
+    events: _Events | None
+    sort_keys: bool
+    target: int
 
-    def run(self, state: _State, op: dict[str, Any], source: int, target: int, events: _Events | None,
-            sort_keys: bool) -> list[tuple[tuple, str | None, tuple]]:
-        """Apply ``op`` (this operation or its inverse); returns (location, module, path in
-        record) of every place it acted on, in the document as it was before."""
-        kind = op["op"]
-        if kind in ("keep", "leave_out"):
+
+#: (location in the document, module, path inside the record) of each place an operation acted on.
+_Acted = list[tuple[tuple, str | None, tuple]]
+
+
+def _roots_the_item(r: _Run, shape: int) -> bool:
+    """Whether the root record of the document's style (in version ``shape``) is one of the
+    item's records (wrap and unwrap act only then)."""
+    roots = {x["style"]: x["record"] for x in _ir.PROJECTIONS[shape]["roots"]}
+    return roots.get(r.state.style) in r.item.records
+
+
+def _nothing(r: _Run) -> _Acted:
+    """keep, leave_out: declared for the changelog, nothing to do."""
+    return []
+
+
+def _wrap(r: _Run) -> _Acted:
+    """The document becomes the one value of ``into``, keyed by its ``key``."""
+    if not _roots_the_item(r, r.state.shape):
+        return []
+    assert r.op.into is not None and r.op.key is not None
+    doc = r.state.doc
+    r.state.doc = {r.op.into: {doc[r.op.key]: doc}}
+    r.state.shape = r.target
+    return [((), doc.get(r.op.key), ())]
+
+
+def _unwrap(r: _Run) -> _Acted:
+    """The one value of ``source`` becomes the document (refused for none or several)."""
+    if not _roots_the_item(r, r.target):
+        return []
+    assert r.op.source is not None
+    mods = r.state.doc.get(r.op.source)
+    if not isinstance(mods, dict) or len(mods) != 1:
+        raise _Refused(r.step, r.op.refusals[0], f"the document has {len(mods or {})} modules "
+                       f"({', '.join(map(repr, mods or {}))})")
+    (module, inner), = mods.items()
+    r.state.doc = inner
+    r.state.shape = r.target
+    return [((r.op.source, module), module, ())]
+
+
+_DOCUMENT_OPS: dict[str, Callable[[_Run], _Acted]] = {
+    "keep": _nothing, "leave_out": _nothing, "wrap": _wrap, "unwrap": _unwrap}
+
+
+def _rename(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """One key gets another name (both present: an error)."""
+    (a,), (b,) = r.op.path, r.op.to
+    if a not in inst:
+        return []
+    if b in inst:
+        raise MigrationError(f"cannot rename {a!r} to {b!r}: both keys are present", field=json_path(ipath))
+    inst[b] = inst.pop(a)
+    return [(a,)]
+
+
+def _move(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """A value moves to another key path (``default`` when absent, left out when empty with
+    ``omit_empty``); a target that holds a value is an error."""
+    op = r.op
+    src, dst = op.path, op.to
+    try:
+        value = _get(inst, src)
+        present = True
+    except (KeyError, IndexError, TypeError):
+        present = False
+    if not present:
+        if not op.has_default:
             return []
-        if kind in ("wrap", "unwrap"):
-            # the root record of this style: the record wrapped (before) or given back (after)
-            shape = state.shape if kind == "wrap" else target
-            roots = {r["style"]: r["record"] for r in _ir.PROJECTIONS[shape]["roots"]}
-            if roots.get(state.style) not in self.item["records"]:
-                return []
-        if kind == "wrap":
-            doc = state.doc
-            state.doc = {op["into"]: {doc[op["key"]]: doc}}
-            state.shape = target
-            return [((), doc.get(op["key"]), ())]
-        if kind == "unwrap":
-            mods = state.doc.get(op["from"])
-            if not isinstance(mods, dict) or len(mods) != 1:
-                name = op["refusals"][0]
-                raise _Refused(self.step, name, f"the document has {len(mods or {})} modules "
-                               f"({', '.join(map(repr, mods or {}))})")
-            (module, inner), = mods.items()
-            state.doc = inner
-            state.shape = target
-            return [((op["from"], module), module, ())]
-        acted: list[tuple[tuple, str | None, tuple]] = []
-        for record in self.item["records"]:
-            style_roots = {r["style"]: r["record"] for r in _ir.PROJECTIONS[state.shape]["roots"]}
-            if state.style not in style_roots:
-                continue
-            for pattern in _record_paths(state.shape, state.style, record):
-                for ipath, inst in list(_expand(state.doc, pattern)):
-                    if not isinstance(inst, dict):
-                        continue
-                    module = _module_of(state.doc, ipath)
-                    for rel in self._apply(inst, op, kind, module, state, events, ipath, sort_keys):
-                        acted.append((ipath + rel, module, rel))
-        return acted
-
-    def _apply(self, inst: dict[str, Any], op: dict[str, Any], kind: str, module: str | None, state: _State,
-               events: _Events | None, ipath: tuple, sort_keys: bool) -> list[tuple]:
-        path: list[Any] = op.get("path", [])
-        if kind == "rename":
-            (a,), (b,) = path, op["to"]
-            if a not in inst:
-                return []
-            if b in inst:
-                raise MigrationError(f"cannot rename {a!r} to {b!r}: both keys are present", field=json_path(ipath))
-            inst[b] = inst.pop(a)
-            return [(a,)]
-        if kind == "move":
-            return self._move(inst, op, ipath)
-        if kind == "add":
-            out = []
-            for ppath, parent in _parents(inst, path, create=True):
-                key = path[-1]
-                if key in parent:
-                    if parent[key] != op["value"]:
-                        raise MigrationError(f"{key!r} is present already with another value",
-                                             field=json_path(ipath + ppath + (key,)))
-                    continue
-                parent[key] = copy.deepcopy(op["value"])
-                out.append(ppath + (key,))
-                if events is not None:
-                    for name in op.get("losses", []):
-                        where = ipath + ppath + (key,)
-                        events.losses.append(_loss(self.step, self.d, name, "invented", "metadata", module,
-                                                   json_path(where), ppath + (key,),
-                                                   f"written as {json.dumps(op['value'])}"))
-            return out
-        if kind == "derive":
-            decl = self.step["derivations"][op["derivation"]]
-            fn = DERIVERS[decl["deriver"]]
-            out = []
-            for ppath, parent in _parents(inst, path, create=False):
-                key = path[-1]
-                if key in parent:
-                    continue
-                ctx = Context(module, inst, (state.files or {}).get(module or ""), None, sort_keys)
-                value = fn(ctx, parent)
-                if value is None:
-                    continue
-                parent[key] = value
-                out.append(ppath + (key,))
-                if events is not None:
-                    events.derived.append(Derived(f"{self.step['name']}.{op['derivation']}", self.step["name"],
-                                                  module, json_path(ipath + ppath + (key,)), ppath + (key,), value,
-                                                  f"derived by {decl['deriver']}", decl["doc"]))
-            return out
-        if kind == "drop":
-            out = []
-            for ppath, parent in _parents(inst, path, create=False):
-                if path[-1] in parent:
-                    del parent[path[-1]]
-                    out.append(ppath + (path[-1],))
-            return out
-        if kind == "convert":
-            fn = CONVERTERS[op["converter"]]
-            table = None
-            if "table" in op:
-                from importlib import import_module
-
-                table = import_module(f"mlf_spec.generated.{op['table']}_table").ROWS
-            out = []
-            for ppath, parent in _parents(inst, path, create=False):
-                key = path[-1]
-                if key not in parent:
-                    continue
-                ctx = Context(module, inst, (state.files or {}).get(module or ""), table, sort_keys)
-                new, notes = fn(parent[key], ctx)
-                changed = new != parent[key] or type(new) is not type(parent[key])
-                parent[key] = new
-                if changed:
-                    out.append(ppath + (key,))
-                if events is not None:
-                    self._notes(notes, op, events, module, ipath + ppath + (key,), ppath + (key,), new)
-            return out
-        raise AssertionError(f"unknown metadata operation {kind!r}")  # pragma: no cover
-
-    def _notes(self, notes: list[Note], op: dict[str, Any], events: _Events, module: str | None, where: tuple,
-               rel: tuple, new: Any) -> None:
-        for n in notes:
-            if n.kind == "derived":
-                name = op.get("derivation")
-                if name is None:
-                    raise MigrationError(f"converter {op['converter']} derived a value but the spec names no "
-                                         "derivation for it")
-                decl = self.step["derivations"][name]
-                events.derived.append(Derived(f"{self.step['name']}.{name}", self.step["name"], module,
-                                              json_path(where), rel, n.value, n.detail, decl["doc"]))
-                continue
-            if n.name not in op.get("losses", []):
-                raise MigrationError(f"converter {op['converter']} reports loss {n.name!r}, which "
-                                     f"{self.step['name']} does not declare for it")
-            events.losses.append(_loss(self.step, self.d, n.name, n.kind, "metadata", module, json_path(where), rel,
-                                       n.detail))
-
-    def _move(self, inst: dict[str, Any], op: dict[str, Any], ipath: tuple) -> list[tuple]:
-        src, dst = tuple(op["path"]), tuple(op["to"])
-        try:
-            value = _get(inst, src)
-            present = True
-        except (KeyError, IndexError, TypeError):
-            present = False
-        if not present:
-            if "default" not in op:
-                return []
-            value = copy.deepcopy(op["default"])
-        else:
-            del _get(inst, src[:-1])[src[-1]]
-        parent = inst
-        for p in dst[:-1]:
-            if not isinstance(parent.get(p), dict):
-                if p in parent and parent[p] not in ([], {}):
-                    raise MigrationError(f"cannot move into {p!r}: it holds a value", field=json_path(ipath + dst))
-                parent[p] = {}
-            parent = parent[p]
-        if op.get("omit_empty") and value in ([], {}):
-            return [src]
-        if dst[-1] in parent and parent[dst[-1]] != {}:
-            raise MigrationError(f"cannot move to {'.'.join(map(str, dst))}: it holds a value",
-                                 field=json_path(ipath + dst))
-        parent[dst[-1]] = value
+        value = copy.deepcopy(op.default)
+    else:
+        del _get(inst, src[:-1])[src[-1]]
+    parent = inst
+    for p in dst[:-1]:
+        if not isinstance(parent.get(p), dict):
+            if p in parent and parent[p] not in ([], {}):
+                raise MigrationError(f"cannot move into {p!r}: it holds a value", field=json_path(ipath + dst))
+            parent[p] = {}
+        parent = parent[p]
+    if op.omit_empty and value in ([], {}):
         return [src]
+    if dst[-1] in parent and parent[dst[-1]] != {}:
+        raise MigrationError(f"cannot move to {'.'.join(map(str, dst))}: it holds a value",
+                             field=json_path(ipath + dst))
+    parent[dst[-1]] = value
+    return [src]
 
 
-def _parents(inst: dict[str, Any], path: list[Any], *, create: bool) -> list[tuple[tuple, dict[str, Any]]]:
+def _add(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """A key with a stated value is written where absent (each write of a declared loss is
+    ``invented``); present with another value: an error."""
+    path, op = r.op.path, r.op
+    out = []
+    for ppath, parent in _parents(inst, path, create=True):
+        key = path[-1]
+        if key in parent:
+            if parent[key] != op.value:
+                raise MigrationError(f"{key!r} is present already with another value",
+                                     field=json_path(ipath + ppath + (key,)))
+            continue
+        parent[key] = copy.deepcopy(op.value)
+        out.append(ppath + (key,))
+        if r.events is not None:
+            for name in op.losses:
+                where = ipath + ppath + (key,)
+                r.events.losses.append(_loss(r.step, r.d, name, "invented", "metadata", module, json_path(where),
+                                             ppath + (key,), f"written as {json.dumps(op.value)}"))
+    return out
+
+
+def _derive(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """A key is rebuilt by the derivation's deriver where absent (and where it gives a value)."""
+    path = r.op.path
+    assert r.op.derivation is not None
+    decl = r.step.derivations[r.op.derivation]
+    assert decl.deriver is not None
+    fn = DERIVERS[decl.deriver]
+    out = []
+    for ppath, parent in _parents(inst, path, create=False):
+        key = path[-1]
+        if key in parent:
+            continue
+        ctx = Context(module, inst, (r.state.files or {}).get(module or ""), None, r.sort_keys)
+        value = fn(ctx, parent)
+        if value is None:
+            continue
+        parent[key] = value
+        out.append(ppath + (key,))
+        if r.events is not None:
+            r.events.derived.append(Derived(f"{r.step.name}.{decl.name}", r.step.name, module,
+                                            json_path(ipath + ppath + (key,)), ppath + (key,), value,
+                                            f"derived by {decl.deriver}", decl.doc))
+    return out
+
+
+def _drop(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """A key is removed."""
+    path = r.op.path
+    out = []
+    for ppath, parent in _parents(inst, path, create=False):
+        if path[-1] in parent:
+            del parent[path[-1]]
+            out.append(ppath + (path[-1],))
+    return out
+
+
+def _convert(r: _Run, inst: dict[str, Any], module: str | None, ipath: tuple) -> list[tuple]:
+    """A value is replaced by what the named converter makes of it (with the rows of the
+    named table); the converter's notes become losses and derived values."""
+    path, op = r.op.path, r.op
+    assert op.converter is not None
+    fn = CONVERTERS[op.converter]
+    table = None
+    if op.table is not None:
+        from importlib import import_module
+
+        table = import_module(f"mlf_spec.generated.{op.table}_table").ROWS
+    out = []
+    for ppath, parent in _parents(inst, path, create=False):
+        key = path[-1]
+        if key not in parent:
+            continue
+        ctx = Context(module, inst, (r.state.files or {}).get(module or ""), table, r.sort_keys)
+        new, notes = fn(parent[key], ctx)
+        changed = new != parent[key] or type(new) is not type(parent[key])
+        parent[key] = new
+        if changed:
+            out.append(ppath + (key,))
+        if r.events is not None:
+            _notes(r, r.events, notes, module, ipath + ppath + (key,), ppath + (key,))
+    return out
+
+
+def _notes(r: _Run, events: _Events, notes: list[Note], module: str | None, where: tuple, rel: tuple) -> None:
+    """A converter's notes as derived values and losses (each must be declared for it)."""
+    op = r.op
+    for n in notes:
+        if n.kind == "derived":
+            name = op.derivation
+            if name is None:
+                raise MigrationError(f"converter {op.converter} derived a value but the spec names no "
+                                     "derivation for it")
+            events.derived.append(Derived(f"{r.step.name}.{name}", r.step.name, module, json_path(where), rel,
+                                          n.value, n.detail, r.step.derivations[name].doc))
+            continue
+        if n.name not in op.losses:
+            raise MigrationError(f"converter {op.converter} reports loss {n.name!r}, which "
+                                 f"{r.step.name} does not declare for it")
+        events.losses.append(_loss(r.step, r.d, n.name, n.kind, "metadata", module, json_path(where), rel, n.detail))
+
+
+_RECORD_OPS: dict[str, Callable[[_Run, dict[str, Any], str | None, tuple], list[tuple]]] = {
+    "rename": _rename, "move": _move, "add": _add, "derive": _derive, "drop": _drop, "convert": _convert}
+
+
+def _check_tables(document: Iterable[str], record: Iterable[str], declared: Iterable[str]) -> None:
+    """Every metadata operation kind the spec language declares has exactly one function
+    (raised at import, so that a kind added to the spec cannot be silently skipped)."""
+    document, record, declared = set(document), set(record), set(declared)
+    problems = []
+    if document & record:
+        problems.append(f"in both tables: {sorted(document & record)}")
+    if declared - document - record:
+        problems.append(f"declared by the spec, without a function: {sorted(declared - document - record)}")
+    if (document | record) - declared:
+        problems.append(f"not declared by the spec: {sorted((document | record) - declared)}")
+    if problems:
+        raise RuntimeError("mlf_spec.migrate's operation table does not match the spec's metadata operations: "
+                           + "; ".join(problems))
+
+
+_check_tables(_DOCUMENT_OPS, _RECORD_OPS, _mir.METADATA_OPS)
+
+
+def _run(r: _Run) -> _Acted:
+    """Apply ``r.op``; returns (location, module, path in record) of every place it acted on,
+    in the document as it was before."""
+    whole = _DOCUMENT_OPS.get(r.op.op)
+    if whole is not None:
+        return whole(r)
+    fn = _RECORD_OPS[r.op.op]
+    state = r.state
+    acted: _Acted = []
+    for record in r.item.records:
+        style_roots = {x["style"]: x["record"] for x in _ir.PROJECTIONS[state.shape]["roots"]}
+        if state.style not in style_roots:
+            continue
+        for pattern in _record_paths(state.shape, state.style, record):
+            for ipath, inst in list(_expand(state.doc, pattern)):
+                if not isinstance(inst, dict):
+                    continue
+                module = _module_of(state.doc, ipath)
+                for rel in fn(r, inst, module, ipath):
+                    acted.append((ipath + rel, module, rel))
+    return acted
+
+
+def _parents(inst: dict[str, Any], path: Sequence[Any], *, create: bool) -> list[tuple[tuple, dict[str, Any]]]:
     """(path, object) of every object that holds (or would hold) the last key of ``path``."""
     if len(path) == 1:
         return [((), inst)]
-    head = path[:-1]
+    head = list(path[:-1])
     if create and "*" not in head:
         parent: Any = inst
         for p in head:
@@ -666,30 +750,31 @@ def _parents(inst: dict[str, Any], path: list[Any], *, create: bool) -> list[tup
 
 
 class _Refused(Exception):
-    def __init__(self, step: dict[str, Any], name: str, detail: str) -> None:
+    def __init__(self, step: StepSpec, name: str, detail: str) -> None:
         self.step, self.name, self.detail = step, name, detail
         super().__init__(detail)
 
 
-def _metadata_step(state: _State, step: dict[str, Any], d: str, source: int, target: int, events: _Events,
+def _metadata_step(state: _State, step: StepSpec, d: Direction, source: int, target: int, events: _Events,
                    operations: list[Operation]) -> None:
-    items = step["metadata"] if d == "up" else list(reversed(step["metadata"]))
+    items = step.metadata if d == "up" else tuple(reversed(step.metadata))
     sort_keys = bool(_md.json_options(target, state.style)["sort_keys"])
+    back_sort_keys = bool(_md.json_options(source, state.style)["sort_keys"])
     for item in items:
-        m = _MetadataOp(step, item, d)
+        op, inverse = item.way(d)
         before = copy.deepcopy(state.doc)
         shape_before = state.shape
         first = len(events.losses)
-        acted = m.run(state, m.op, source, target, events, sort_keys)
-        operations.append(Operation(item["id"], "metadata", m.op["op"], _describe(m.op), item["doc"],
-                                    list(item["records"]), [f"{step['name']}.{x}" for x in m.op.get("losses", [])],
-                                    len(acted)))
+        acted = _run(_Run(step, d, item, op, state, events, sort_keys, target))
+        operations.append(Operation(item.id, "metadata", op.op, _describe(op), item.doc, list(item.records),
+                                    [f"{step.name}.{x}" for x in op.losses], len(acted)))
         if not acted:
             continue
         # The inverse on a copy must give back what was there; where it does not, this
         # operation lost something (reported unless a converter already named it).
         trial = state.clone()
-        m.run(trial, m.inverse, target, source, None, bool(_md.json_options(source, state.style)["sort_keys"]))
+        back: Direction = "down" if d == "up" else "up"
+        _run(_Run(step, back, item, inverse, trial, None, back_sort_keys, source))
         trial.shape = shape_before
         lost = _diff(before, trial.doc)
         if not lost:
@@ -702,13 +787,13 @@ def _metadata_step(state: _State, step: dict[str, Any], d: str, source: int, tar
             wj = json_path(where)
             if any(x.where == wj or x.where.startswith(wj) for x in reported):
                 continue
-            declared = m.op.get("losses", [])
+            declared = op.losses
             if len(declared) != 1:
-                raise MigrationError(f"{step['name']}.{item['id']} ({d}) cannot be undone at {wj} and the spec "
+                raise MigrationError(f"{step.name}.{item.id} ({d}) cannot be undone at {wj} and the spec "
                                      f"declares {'no loss' if not declared else 'several losses'} for it: a spec bug")
             was = _get_or(before, where)
             events.losses.append(_loss(step, d, declared[0], "dropped", "metadata", module, wj, rel,
-                                       f"{_short(was)} is not restored by the inverse ({_describe(m.inverse)})"))
+                                       f"{_short(was)} is not restored by the inverse ({_describe(inverse)})"))
 
 
 def _get_or(doc: Any, path: tuple) -> Any:
@@ -723,14 +808,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _describe(op: dict[str, Any]) -> str:
-    return op["summary"]  # written by the generator from the spec, as in the changelog pages
+def _describe(op: MetadataOp | FileOp) -> str:
+    return op.summary  # written by the generator from the spec, as in the changelog pages
 
 
 # ----------------------------------------------------------------- layout operations
 
 
-def _entry_path(entry: dict[str, Any], values: dict[str, str], module: str | None, fixed: dict[str, str]) -> str:
+def _entry_path(entry: dict[str, Any], values: dict[str, str], module: str | None, fixed: Mapping[str, str]) -> str:
     filled: dict[str, str] = {}
     for ph in entry["placeholders"]:
         role = _layout.ROLES.get(ph)
@@ -747,13 +832,22 @@ def _entry_path(entry: dict[str, Any], values: dict[str, str], module: str | Non
     return _layout.template(entry, **filled)
 
 
-def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, target: int, names: list[str],
+#: The layout operation kinds :func:`_layout_step` carries out: on existing members (by
+#: entry), adding a directory, and declared only for the changelog (checked at import).
+_MEMBER_OPS = frozenset({"move", "drop", "keep"})
+_LAYOUT_OPS = _MEMBER_OPS | {"add", "leave_out"}
+if _LAYOUT_OPS != set(_mir.LAYOUT_OPS):
+    raise RuntimeError(f"mlf_spec.migrate carries out the layout operations {sorted(_LAYOUT_OPS)}, the spec "
+                       f"declares {sorted(_mir.LAYOUT_OPS)}")
+
+
+def _layout_step(state: _State, step: StepSpec, d: Direction, source: int, target: int, names: list[str],
                  events: _Events, operations: list[Operation], mtime: float) -> None:
     a = state.archive
     assert a is not None
-    ops = [(it, it[d], it["down" if d == "up" else "up"]) for it in step["files"]]
-    by_entry = {op["entry"]: (it, op, inv) for it, op, inv in ops if op["op"] in ("move", "drop", "keep")}
-    counts: dict[str, int] = {it["id"]: 0 for it in step["files"]}
+    ops = [(it, *it.way(d)) for it in step.files]
+    by_entry = {op.entry: (it, op, inv) for it, op, inv in ops if op.op in _MEMBER_OPS}
+    counts: dict[str, int] = {it.id: 0 for it in step.files}
     moves: dict[str, str | None] = {}
     dropped: dict[tuple[str, str | None], list[str]] = {}
     for m in list(a.members):
@@ -765,46 +859,47 @@ def _layout_step(state: _State, step: dict[str, Any], d: str, source: int, targe
         if hit is None:
             continue
         it, op, inv = hit
-        if op["op"] == "keep":
+        if op.op == "keep":
             continue
-        if op["op"] == "drop" or any(pl.values.get(k) != v for k, v in op.get("only", {}).items()):
+        if op.op == "drop" or any(pl.values.get(k) != v for k, v in op.only.items()):
             moves[m.path] = None
-            counts[it["id"]] += 1
+            counts[it.id] += 1
             if not m.is_dir:
-                dropped.setdefault((pl.kind, pl.module), []).extend(op.get("losses", []))
-                for name in op.get("losses", []):
+                dropped.setdefault((pl.kind, pl.module), []).extend(op.losses)
+                for name in op.losses:
                     events.losses.append(_loss(step, d, name, "dropped", "files", pl.module, m.name, (),
                                                f"{m.size} bytes dropped"))
             continue
-        new = _entry_path(_layout.ENTRIES[op["to"]], pl.values, pl.module, op.get("set", {}))
+        assert op.to is not None
+        new = _entry_path(_layout.ENTRIES[op.to], pl.values, pl.module, op.set)
         if new == m.path:
             continue
         moves[m.path] = new
-        counts[it["id"]] += 1
+        counts[it.id] += 1
         back = _inverse_path(inv, op, new, pl.module)
         if back != m.path:
-            declared = op.get("losses", [])
+            declared = op.losses
             if len(declared) != 1:
-                raise MigrationError(f"{step['name']}.{it['id']} ({d}) cannot be undone for {m.name} and the spec "
+                raise MigrationError(f"{step.name}.{it.id} ({d}) cannot be undone for {m.name} and the spec "
                                      f"declares {'no loss' if not declared else 'several losses'} for it: a spec bug")
             events.losses.append(_loss(step, d, declared[0], "dropped", "files", pl.module, m.name, (),
                                        f"{m.name} becomes ./{new} (the inverse gives ./{back})"))
     a.relocate(moves)
     _renumber(a, target, state.style, names, dropped, step, d, events)
     for it, op, _inv in ops:
-        if op["op"] == "add":
-            path = _layout.ENTRIES[op["entry"]]["path"]
+        if op.op == "add":
+            path = _layout.ENTRIES[op.entry]["path"]
             if path not in a:
                 a.add(path, None, mtime=mtime)
-                counts[it["id"]] += 1
+                counts[it.id] += 1
     for it, op, _inv in ops:
-        operations.append(Operation(it["id"], "files", op["op"], _describe(op), it["doc"], [],
-                                    [f"{step['name']}.{x}" for x in op.get("losses", [])], counts[it["id"]]))
+        operations.append(Operation(it.id, "files", op.op, _describe(op), it.doc, [],
+                                    [f"{step.name}.{x}" for x in op.losses], counts[it.id]))
     a.reorder()
 
 
 def _renumber(a: _archive.Archive, version: int, style: str, names: list[str],
-              dropped: dict[tuple[str, str | None], list[str]], step: dict[str, Any], d: str,
+              dropped: dict[tuple[str, str | None], list[str]], step: StepSpec, d: Direction,
               events: _Events) -> None:
     """Close the gaps that dropped members left in a counter sequence (``lib<n>``: one
     per module and content kind, 0, 1, ... as the writer numbered them), keeping the order;
@@ -824,7 +919,7 @@ def _renumber(a: _archive.Archive, version: int, style: str, names: list[str],
             continue
         losses = dropped.get(key)
         if not losses:
-            raise MigrationError(f"{step['name']} ({d}) left a gap in the {key[0]} counters of module {key[1]!r} "
+            raise MigrationError(f"{step.name} ({d}) left a gap in the {key[0]} counters of module {key[1]!r} "
                                  "without dropping anything: a spec or engine bug")
         for i, (n, path, pl, ph) in enumerate(items):
             if n != i:
@@ -835,20 +930,20 @@ def _renumber(a: _archive.Archive, version: int, style: str, names: list[str],
         a.relocate(moves)
 
 
-def _inverse_path(inv: dict[str, Any], op: dict[str, Any], new: str, module: str | None) -> str | None:
+def _inverse_path(inv: FileOp, op: FileOp, new: str, module: str | None) -> str | None:
     """Where the inverse operation puts a member that ``op`` moved to ``new``."""
-    if inv["op"] == "keep":
+    if inv.op == "keep":
         return new
-    if inv["op"] != "move":
+    if inv.op != "move" or op.to is None or inv.to is None:
         return None
-    entry = _layout.ENTRIES[op["to"]]
+    entry = _layout.ENTRIES[op.to]
     import re
 
     m = re.match(entry["regex"], new)
     if m is None:
         return None
     values = {k: v for k, v in m.groupdict().items() if v is not None}
-    return _entry_path(_layout.ENTRIES[inv["to"]], values, module, inv.get("set", {}))
+    return _entry_path(_layout.ENTRIES[inv.to], values, module, inv.set)
 
 
 # ----------------------------------------------------------------- planning
@@ -875,13 +970,13 @@ def _module_files(a: _archive.Archive) -> dict[str, ModuleFiles]:
     return out
 
 
-def _path_of(steps: Iterable[tuple[int, int]]) -> list[tuple[dict[str, Any], str, int, int]]:
-    out = []
+def _path_of(steps: Iterable[tuple[int, int]]) -> list[tuple[StepSpec, Direction, int, int]]:
+    out: list[tuple[StepSpec, Direction, int, int]] = []
     for a, b in steps:
         key = (min(a, b), max(a, b))
-        if key not in STEPS:
+        if key not in _mir.STEPS:
             raise MigrationError(f"no migration between versions {a} and {b} is declared")
-        out.append((STEPS[key], "up" if b > a else "down", a, b))
+        out.append((_mir.STEPS[key], "up" if b > a else "down", a, b))
     return out
 
 
@@ -908,7 +1003,7 @@ def plan(source: Source, to: int | None = None) -> Plan:
         try:
             _build(p, md, arc, to)
         except MigrationError as exc:
-            exc.source_version, exc.style, exc.kind = md.version, md.style, p.kind  # type: ignore[attr-defined]
+            exc.of_source(md.version, md.style, p.kind)
             raise
         return p
     except BaseException:
@@ -920,7 +1015,7 @@ def plan(source: Source, to: int | None = None) -> Plan:
 def _deviates(name: str, exc: ValidationError) -> MigrationError:
     """A document that is JSON but departs from its version's model: readable (inspect and
     check show it), but there is nothing declared to migrate it by, so it is refused."""
-    issues = getattr(exc, "issues", None) or []
+    issues = exc.issues
     where = f" at {issues[0].path}" if issues and issues[0].path else (f" at {exc.field}" if exc.field else "")
     err = MigrationError(f"the metadata departs from the model of its version{where}: {exc.message}; only "
                          "documents that fit their version are migrated (spec/migrations/ declares no repair for "
@@ -972,14 +1067,15 @@ def _build(p: Plan, md: _md.Metadata, arc: _archive.Archive | None, to: int) -> 
     state = _State(json.loads(md.dumps()), md.style, arc.copy() if arc is not None else None,
                    _module_files(arc) if arc is not None else None)
     state.shape = md.version
-    mtime = arc.member(_archive.METADATA).mtime if arc is not None else 0.0  # type: ignore[union-attr]
+    meta = arc.member(_archive.METADATA) if arc is not None else None
+    mtime = meta.mtime if meta is not None else 0.0  # _source made sure an archive has one
     events = _Events()
     current = md
     for spec, d, a, b in _path_of(chain):
-        for rname, r in spec["refusals"].items():
-            if r["direction"] == d and r["style"] == md.style:
+        for rname, r in spec.refusals.items():
+            if r.direction == d and r.style == md.style:
                 raise _refusal(spec, rname, f"the document is {md.style}")
-        s = Step(spec["name"], a, b, d)
+        s = Step(spec.name, a, b, d)
         key_a = _version_key(a, md.style)
         if key_a is not None:
             state.doc.pop(key_a, None)
@@ -994,7 +1090,7 @@ def _build(p: Plan, md: _md.Metadata, arc: _archive.Archive | None, to: int) -> 
         try:
             nxt = _md.from_document(state.doc, version=b, style=md.style, file=p.source)
         except ValidationError as exc:
-            raise MigrationError(f"step {spec['name']} ({d}) made an invalid version {b} document: {exc}; "
+            raise MigrationError(f"step {spec.name} ({d}) made an invalid version {b} document: {exc}; "
                                  "a spec or engine bug") from None
         if state.archive is not None:
             _layout_step(state, spec, d, a, b, list(current.modules), events, s.operations, mtime)
@@ -1015,11 +1111,9 @@ def _build(p: Plan, md: _md.Metadata, arc: _archive.Archive | None, to: int) -> 
                                  "engine bug")
 
 
-def _refusal(step: dict[str, Any], name: str, detail: str) -> MigrationError:
-    r = step["refusals"][name]
-    err = MigrationError(f"impossible: {step['name']}.{name}: {detail}. {r['doc']}")
-    err.refusal = f"{step['name']}.{name}"  # type: ignore[attr-defined]
-    return err
+def _refusal(step: StepSpec, name: str, detail: str) -> MigrationError:
+    return MigrationError(f"impossible: {step.name}.{name}: {detail}. {step.refusals[name].doc}",
+                          refusal=f"{step.name}.{name}")
 
 
 # ----------------------------------------------------------------- applying
@@ -1043,10 +1137,8 @@ def apply(p: Plan, accept_loss: Iterable[str] = (), *, output: str | os.PathLike
         for name in missing:
             x = next(x for x in p.losses if x.name == name)
             lines.append(f"{name} ({x.kind}, at {x.where}): {x.doc}")
-        err = LossRefusedError(f"migrating to version {p.target_version} loses what is not accepted: "
-                               + "; ".join(lines) + " -- accept each by name to proceed")
-        err.losses = missing  # type: ignore[attr-defined]
-        raise err
+        raise LossRefusedError(f"migrating to version {p.target_version} loses what is not accepted: "
+                               + "; ".join(lines) + " -- accept each by name to proceed", losses=missing)
     assert p.metadata is not None
     md = _md.from_document(json.loads(p.metadata.dumps()), version=p.target_version, style=p.style)
     result = Result(p, md, p.archive, list(p.derived), list(p.losses), p.report)

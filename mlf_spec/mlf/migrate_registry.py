@@ -185,10 +185,10 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     try:
         for name in g.model_input_names(params):
             eid = g.input_entry(name)
-            size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))  # type: ignore[arg-type]
+            size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))  # type: ignore[arg-type]  # entries of model inputs always have a shape and dtype (validated graph)
             if size is None or name in inputs:
                 return None
-            inputs[name] = {"dtype": g.entry_dtype(eid), "size": size}  # type: ignore[arg-type]
+            inputs[name] = {"dtype": g.entry_dtype(eid), "size": size}  # type: ignore[arg-type]  # entries of model inputs always have a shape and dtype (validated graph)
         heads = g.output_entries()
         for i, eid in enumerate(heads):
             size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))

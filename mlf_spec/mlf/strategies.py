@@ -501,7 +501,7 @@ def broken_metadata(draw: Any, name: str = "mlf", kinds: tuple[str, ...] = ()) -
     unknown_value = draw(st.sampled_from([1, "x", None, []]))
     data = break_metadata(kind, doc, v, s, at=at, bad_version=bad_version, unknown_value=unknown_value)
     assume(data is not None)
-    return kind, v, s, data  # type: ignore[return-value]
+    return kind, v, s, data  # type: ignore[return-value]  # assume() above rules out None
 
 
 def break_metadata(kind: str, doc: dict[str, Any], version: int, style: str, *, at: int = 0,
@@ -723,7 +723,7 @@ def broken_archives(draw: Any, kinds: tuple[str, ...] = ()) -> tuple[str, bytes]
     data = break_archive(kind, spec, at=draw(st.integers(0, 2**16)), where=draw(st.integers(0, 2**16)),
                          cut=draw(st.floats(0, 1, exclude_min=True)))
     assume(data is not None)
-    return kind, data  # type: ignore[return-value]
+    return kind, data  # type: ignore[return-value]  # assume() above rules out None
 
 
 #: inputs that are no tar archive at all

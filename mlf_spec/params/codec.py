@@ -96,11 +96,11 @@ class TensorInfo(Record):
 
     __slots__ = ()
     _fields = ("name", "dtype", "shape", "offset", "nbytes")
-    name: str = property(itemgetter(0))  # type: ignore[assignment]
-    dtype: _dt.DType = property(itemgetter(1))  # type: ignore[assignment]
-    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]
-    offset: int = property(itemgetter(3))  # type: ignore[assignment]
-    nbytes: int = property(itemgetter(4))  # type: ignore[assignment]
+    name: str = property(itemgetter(0))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
+    dtype: _dt.DType = property(itemgetter(1))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
+    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
+    offset: int = property(itemgetter(3))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
+    nbytes: int = property(itemgetter(4))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
 
 
 #: A run of records with identical header bytes: (first record, count, stride). The

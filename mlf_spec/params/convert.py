@@ -91,8 +91,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
     """Read a .params, .npz or .safetensors file (a path, or its bytes) into name -> array /
     StoredTensor. ``fmt`` ('params', 'npz' or 'safetensors') defaults to the path's extension."""
     is_path = isinstance(source, (str, os.PathLike))
-    name = os.fspath(source) if is_path else "<bytes>"  # type: ignore[arg-type]
-    fmt = fmt or (format_of(source) if is_path else "params")  # type: ignore[arg-type]
+    name = os.fspath(source) if is_path else "<bytes>"
+    fmt = fmt or (format_of(source) if is_path else "params")
     if fmt == "params":
         p = _params.load(source, dialect=dialect, strict=False)
         if p.choice.ambiguous:
@@ -102,7 +102,7 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
         import io
 
         try:
-            with np.load(source if is_path else io.BytesIO(source), allow_pickle=False) as z:  # type: ignore[arg-type]
+            with np.load(source if is_path else io.BytesIO(source), allow_pickle=False) as z:
                 keys = [k for k in z.files if k != _META_KEY]
                 meta = json.loads(str(z[_META_KEY])) if _META_KEY in z.files else {}
                 arrays = {k: z[k] for k in keys}
@@ -121,8 +121,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
             with safe_open(name, "np") as f:
                 md = f.metadata() or {}
         else:
-            arrays = load(bytes(source))  # type: ignore[arg-type]
-            md = _safetensors_metadata(bytes(source))  # type: ignore[arg-type]
+            arrays = load(bytes(source))
+            md = _safetensors_metadata(bytes(source))
     except Exception as exc:  # safetensors raises its own error types
         raise MlfError(f"not a readable safetensors file: {exc}", file=name) from None
     meta = json.loads(md.get(_META_KEY, "{}"))

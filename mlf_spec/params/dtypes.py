@@ -102,7 +102,7 @@ class DType:
         if self._numpy is False:
             t = _numpy_type(self.numpy_name) if self.numpy_name is not None else None
             self._numpy = t if t is not None and t.itemsize == stored_bytes(self.bits, (1,)) else None
-        return self._numpy  # type: ignore[return-value]
+        return self._numpy  # type: ignore[return-value]  # False is only the not-yet-computed marker, replaced just above
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DType) and self._key() == other._key()

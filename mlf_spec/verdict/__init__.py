@@ -8,7 +8,22 @@ them), so the names below are looked up lazily."""
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below (in __all__), as type checkers should see them
+    from .engine import (  # noqa: F401  # noqa: F401
+        VERDICTS,
+        Evaluator,
+        Part,
+        ReaderVerdict,
+        Reason,
+        Rules,
+        Verdict,
+        reader_version,
+        rules,
+        worst,
+        writer_range,
+    )
 
 __all__ = ["VERDICTS", "Evaluator", "Part", "Reason", "ReaderVerdict", "Rules", "Verdict", "lazy_engine",
            "reader_version", "rules", "worst", "writer_range"]

@@ -3,7 +3,9 @@
     python misbehaving.py MODE (info | decode FORMAT k=v ... | serve)
 
 MODE: good, crash, hang, flood, garbage, wrong, reject, noinfo, badinfo, exit3, stderr-flood,
-serve-crash (the persistent form dies on its 2nd request), serve-garbage, serve-hang.
+serve-crash (the persistent form dies on its 2nd request), serve-garbage, serve-hang,
+internal (a clean `internal` error answer, one-shot), serve-internal (the same, persistent),
+serve-wrong (persistent, the first shape off by one).
 Everything not misbehaving is answered by mlf-spec itself (params only).
 """
 
@@ -39,11 +41,23 @@ def main():
                 sys.stdout.write("garbage\n")
             elif mode == "serve-hang" and n == 2:
                 time.sleep(1000)
+            elif mode == "serve-internal":
+                rid = json.loads(line)["id"]
+                sys.stdout.write(json.dumps({"id": rid, "ok": False, "error": {"class": "internal",
+                                                                             "message": "assertion failed"}}) + "\n")
+            elif mode == "serve-wrong":
+                resp = respond(MlfSpecAdapter(), line)
+                if resp.get("ok") and resp["reading"].get("tensors"):
+                    resp["reading"]["tensors"][0]["shape"].append(1)
+                sys.stdout.write(json.dumps(resp) + "\n")
             else:
                 sys.stdout.write(json.dumps(respond(MlfSpecAdapter(), line)) + "\n")
             sys.stdout.flush()
         return 0
     if args[0] == "decode":
+        if mode == "internal":
+            print(json.dumps({"error": {"class": "internal", "message": "assertion failed"}}))
+            return 1
         if mode == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
         if mode == "hang":

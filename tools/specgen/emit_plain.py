@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .code import Code
 from .common import header
-from .emit_fast import Code
 from .versioned import PField, Projection, TypeNode, project
 
 _INT_KEY = r"0|[1-9][0-9]*"

@@ -615,6 +615,9 @@ def emit_data(model: Any, records: str) -> str:
     c()
     c(f"RECORDS = {records!r}")
     c(f"LAYOUT = {steps[0][0].layout!r}")
+    c("#: The operation kinds the spec language allows (the engine checks its table against them).")
+    c(f"METADATA_OPS = {MIGRATION_METADATA_OPS!r}")
+    c(f"LAYOUT_OPS = {MIGRATION_LAYOUT_OPS!r}")
     data = [step_data(model, s) for s, _ in steps]
     c("#: One step per pair of consecutive versions, oldest first: losses, derivations, refusals and the")
     c("#: operations (metadata by record and key path, files by layout entry), each with `up` and `down`.")

@@ -147,6 +147,12 @@ def _kind_vectors(c: Collector, fmt: str) -> None:
         data = _blob.build(_blob.Module.lib(_mod(kind, fmt, main)), format=fmt, era=main)
         _add(c, f"blob.{fmt}.kind.{kind}", data, fmt, main, f"a _lib root importing one {kind} module ({struct})",
              (_page_of(struct), f"`{struct}`"), {"payload_kind": [kind], "payload_struct": [struct]})
+    if fmt == "ffi":  # a kind that is not UTF-8: written as names are (U+FFFD per maximal subpart, kind_hex)
+        odd = b"\xffnpu\xe2\x82".decode("utf-8", "surrogateescape")
+        data = _blob.build(_blob.Module.lib(_blob.Module(odd, payload("my_npu", fmt, main), ())), format=fmt, era=main)
+        _add(c, f"blob.{fmt}.kind.not-utf8", data, fmt, main, "a _lib root importing a module whose kind is not UTF-8 "
+             "(ff 'npu' e2 82: one invalid byte, then a sequence cut short): kind '\ufffdnpu\ufffd' with kind_hex",
+             ("canonical_blob", "`canonical_module`"), {"payload_kind": ["not-utf8"], "payload_struct": ["opaque_payload"]})
     for era in map(_bst.era_tuple, _bst.BLOB_ERAS[fmt]):
         if era == main:
             continue
