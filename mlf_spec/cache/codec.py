@@ -134,11 +134,11 @@ class LazyCache:
             done = 0
             while done < flat.size:
                 n = min(words.size, flat.size - done)
-                _pread_into(fd, memoryview(words[:n]).cast("B"), t.offset + 2 * done)
+                _pread_into(fd, words[:n].data.cast("B"), t.offset + 2 * done)
                 encodings.bf16_to_f32(words[:n], flat[done:done + n])
                 done += n
         else:
-            _pread_into(fd, memoryview(out.reshape(-1).view(np.uint8)), t.offset)
+            _pread_into(fd, out.reshape(-1).view(np.uint8).data, t.offset)
         return out
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -186,9 +186,13 @@ def _plain_pages() -> Iterator[None]:
     steady. Private NumPy API; skipped where it does not exist."""
     try:
         try:
-            from numpy._core.multiarray import _set_madvise_hugepage
+            from numpy._core.multiarray import (  # type: ignore[attr-defined]  # private, untyped
+                _set_madvise_hugepage,
+            )
         except ImportError:  # NumPy < 2
-            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[no-redef]
+            from numpy.core.multiarray import (  # type: ignore[no-redef]  # the same function before NumPy 2
+                _set_madvise_hugepage,
+            )
     except ImportError:
         yield
         return
@@ -353,7 +357,7 @@ def _shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]
         if encode:
             yield encodings.f32_to_bf16(arr)
         else:
-            yield memoryview(arr.reshape(-1).view(np.uint8))
+            yield arr.reshape(-1).view(np.uint8).data
 
 
 def index_text(metadata: Any, shards: list[dict]) -> str:

@@ -33,6 +33,15 @@ def tar_of(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+def words() -> list[str]:
+    """The index's keys and the values its rules turn on (libFuzzer dictionary tokens)."""
+    from .encodings import ENCODINGS
+    from .index import KEYS
+
+    keys = [k for ks in KEYS.values() for k in ks]
+    return keys + list(ENCODINGS) + ["raw-shard", "float32", "bfloat16", "int4", "float8_e4m3fn", "e4m3_float8"]
+
+
 def cache_seeds() -> list[bytes]:
     """Every case of mlf_spec.cache.cases as a tar of its files."""
     return [tar_of(c.files) for c in cases.all_cases()]

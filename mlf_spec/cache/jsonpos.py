@@ -7,6 +7,12 @@ import json
 import re
 
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    """The index of the first non-whitespace character at or after ``i``."""
+    m = _WS.match(text, i)
+    return m.end() if m is not None else i
 _DECODER = json.JSONDecoder()
 _PART = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
 
@@ -19,7 +25,7 @@ def parts(path: str) -> list[str | int]:
 def char_offset(text: str, path: str) -> int | None:
     """The character offset of the value at ``path`` in ``text`` (the key's value; the
     closest enclosing value when the path does not exist), or None if ``text`` is not JSON."""
-    pos = _WS.match(text, 0).end()
+    pos = _skip(text, 0)
     try:
         for part in parts(path):
             found = _child(text, pos, part)
@@ -34,26 +40,26 @@ def char_offset(text: str, path: str) -> int | None:
 def _child(text: str, pos: int, part: str | int) -> int | None:
     opening = text[pos]
     if opening == "{" and isinstance(part, str):
-        i = _WS.match(text, pos + 1).end()
+        i = _skip(text, pos + 1)
         while text[i] != "}":
-            key, i = json.decoder.scanstring(text, i + 1)
-            i = _WS.match(text, i).end() + 1  # the colon
-            i = _WS.match(text, i).end()
+            key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]  # public in CPython, not in typeshed
+            i = _skip(text, i) + 1  # the colon
+            i = _skip(text, i)
             if key == part:
                 return i
-            i = _WS.match(text, _DECODER.raw_decode(text, i)[1]).end()
+            i = _skip(text, _DECODER.raw_decode(text, i)[1])
             if text[i] == ",":
-                i = _WS.match(text, i + 1).end()
+                i = _skip(text, i + 1)
         return None
     if opening == "[" and isinstance(part, int):
-        i = _WS.match(text, pos + 1).end()
+        i = _skip(text, pos + 1)
         k = 0
         while text[i] != "]":
             if k == part:
                 return i
-            i = _WS.match(text, _DECODER.raw_decode(text, i)[1]).end()
+            i = _skip(text, _DECODER.raw_decode(text, i)[1])
             if text[i] == ",":
-                i = _WS.match(text, i + 1).end()
+                i = _skip(text, i + 1)
             k += 1
     return None
 

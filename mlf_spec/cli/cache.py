@@ -77,7 +77,7 @@ def _sha256(arr: Any) -> str:
 
     import numpy as np
 
-    return hashlib.sha256(memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data).hexdigest()
 
 
 def _stats(arr: Any) -> dict[str, Any]:
@@ -131,8 +131,8 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec import cache
 
     _batch.guard(inp, ACCEPT, WHAT)
-    _require_path(inp)
-    with cache.open(inp.source) as lazy:
+    path = _require_path(inp)
+    with cache.open(path) as lazy:
         doc = {"path": inp.name, **dump_document(lazy, stats=args.stats)}
     if args.json:
         return _batch.Outcome(0, doc=doc)
@@ -140,12 +140,12 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     total = sum(t["nbytes"] for t in doc["tensors"])
     out.write(f"{inp.name}: {doc['index']} (cache version {doc['version']}), {len(doc['tensors'])} tensors in "
               f"{doc['shards']} shards, {total} stored bytes\n")
-    head = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
+    head: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
     if args.stats:
         head += ("min", "max", "mean", "std")
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for t in doc["tensors"]:
-        row = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
+        row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
                printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]), t["sha256"][:16])
         if args.stats:
             s = t.get("stats") or {}
@@ -156,11 +156,12 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     return _batch.Outcome(0, text=out.getvalue())
 
 
-def _require_path(inp: _batch.Input) -> None:
+def _require_path(inp: _batch.Input) -> str:
     from mlf_spec.errors import MlfError
 
     if inp.path is None:
         raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
+    return inp.path
 
 
 def _check(args: argparse.Namespace) -> int:

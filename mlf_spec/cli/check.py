@@ -195,9 +195,10 @@ def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.cache import check as _ccheck
     from mlf_spec.errors import MlfError
 
-    if inp.path is None:
+    path = inp.path
+    if path is None:
         raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
-    return artifact_outcome(_ccheck.check(inp.source, tvm=getattr(args, "tvm", None), name=inp.name), args)
+    return artifact_outcome(_ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name), args)
 
 
 CHECKERS["tensor-cache"] = _check_cache
