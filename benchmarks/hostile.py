@@ -2,6 +2,7 @@
 the limits the README's "Safety and limits" section states.
 
     python benchmarks/hostile.py            # prints a Markdown table
+    python benchmarks/hostile.py --cli      # the command-line cases: time, peak RSS, output size
 
 Each case builds its input, runs the reader once to warm up imports and once measured
 (wall time; peak allocation traced by tracemalloc in a second run, since tracing slows the
@@ -21,6 +22,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -134,6 +136,127 @@ CASES: list[tuple[str, Callable[[], bytes], Callable[[bytes], object]]] = [
 ]
 
 
+# ----------------------------------------------------------------- command-line cases (issue 19)
+
+
+def _lib_chain(n: int) -> bytes:
+    from mlf_spec import blob
+    from mlf_spec.blob.codec import Module
+
+    mods = [Module.lib() for _ in range(n)]
+    for a, b in zip(mods, mods[1:]):
+        a.imports.append(b)
+    return blob.build(mods[0], order=mods)
+
+
+def _lib_dag(n: int, fan: int = 8) -> bytes:
+    from mlf_spec import blob
+    from mlf_spec.blob.codec import Module
+
+    mods = [Module.lib() for _ in range(n)]
+    for i, a in enumerate(mods):
+        a.imports.extend(mods[i + 1:i + 1 + fan])
+    return blob.build(mods[0], order=mods)
+
+
+def _params_many(n: int, distinct: int) -> bytes:
+    import numpy as np
+
+    from mlf_spec.params.codec import ParamsFile, dumps
+
+    zero = np.zeros((), "i1")
+    return dumps(ParamsFile([(f"t{i % distinct}", zero, None) for i in range(n)]))
+
+
+def _npz_bomb(total: int) -> bytes:
+    import zipfile
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "|u1", "fortran_order": False, "shape": (total,)})
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z, z.open("a.npy", "w", force_zip64=True) as f:
+        f.write(head.getvalue())
+        block = bytes(16 * MiB)
+        for _ in range(total // len(block)):
+            f.write(block)
+    return buf.getvalue()
+
+
+def _with_trailer(extra: int) -> tuple[bytes, int]:
+    base = (Path(__file__).resolve().parent.parent / "vectors" / "mlf-archive"
+            / "migration.archive.v7.io.graph.to-v5.tar").read_bytes()
+    return base, extra
+
+
+#: (label, files to make {name: bytes, or (bytes, sparse bytes appended)}, argv, stdin bytes or None)
+CLI_CASES: list[tuple[str, Callable[[], dict[str, Any]], list[str], Callable[[], bytes] | None]] = [
+    ("`blob dump`, chain of 10^5 imports", lambda: {"in.bin": _lib_chain(100_000)}, ["blob", "dump", "in.bin"], None),
+    ("`blob dump`, DAG of 10^5 modules x 8 imports", lambda: {"in.bin": _lib_dag(100_000)},
+     ["blob", "dump", "in.bin"], None),
+    ("`diff` of that DAG and a 3-module blob", lambda: {"a.bin": _lib_dag(100_000), "b.bin": _lib_chain(3)},
+     ["diff", "a.bin", "b.bin"], None),
+    ("`diff` of chains of 10^5 and 10^5 + 1 imports", lambda: {"a.bin": _lib_chain(100_000),
+                                                              "b.bin": _lib_chain(100_001)}, ["diff", "a.bin", "b.bin"],
+     None),
+    ("`check`, MLF tar + 3 GiB of zeros (sparse file)", lambda: {"in.tar": _with_trailer(3 << 30)},
+     ["check", "in.tar"], None),
+    ("`params check`, 2 x 10^5 tensors, 10^5 names twice", lambda: {"in.params": _params_many(200_000, 100_000)},
+     ["params", "check", "in.params"], None),
+    ("`check -`, 1 GiB of zeros on standard input", lambda: {}, ["check", "-"], lambda: bytes(1 << 30)),
+    ("`params convert`, .npz inflating to 1 GiB", lambda: {"in.npz": _npz_bomb(1 << 30)},
+     ["params", "convert", "in.npz", "out.params"], None),
+    ("`params dump`, 10^6 zero-dimensional tensors", lambda: {"in.params": _params_many(1_000_000, 1_000_000)},
+     ["params", "dump", "in.params"], None),
+]
+
+
+def run_cli(files: dict[str, Any], argv: list[str], stdin: bytes | None) -> tuple[float, int, int, int]:
+    """(seconds, peak RSS in bytes, exit status, bytes printed) of one CLI run in a child."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        input_size = 0
+        for name, data in files.items():
+            extra = 0
+            if isinstance(data, tuple):
+                data, extra = data
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+                f.truncate(len(data) + extra)
+            input_size += len(data) + extra
+        out = tempfile.TemporaryFile()
+        stdin_file = tempfile.TemporaryFile()
+        stdin_file.write(stdin or b"")
+        stdin_file.seek(0)
+        t = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "mlf_spec", *argv], cwd=tmp, stdin=stdin_file, stdout=out,
+                             stderr=subprocess.STDOUT,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        printed = out.seek(0, 2)
+        return seconds, usage.ru_maxrss * 1024, p.returncode, printed
+
+
+def main_cli() -> None:
+    """The command-line cases: each in a fresh child (peak RSS is the child's high-water mark)."""
+    print("| command and input | input | time | peak RSS | exit | printed |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, make, argv, stdin in CLI_CASES:
+        files = make()
+        data_in = stdin() if stdin else None
+        size = sum(len(d[0]) + d[1] if isinstance(d, tuple) else len(d) for d in files.values()) + len(data_in or b"")
+        seconds, rss, status, printed = run_cli(files, argv, data_in)
+        show = f"{size / MiB:.1f} MiB" if size >= MiB else f"{size / 1024:.1f} KiB"
+        print(f"| {label} | {show} | {seconds:.1f} s | {rss / MiB:.0f} MiB | {status} | {printed / MiB:.1f} MiB |",
+              flush=True)
+
+
 def run(fn: Callable[[bytes], object], data: bytes) -> str:
     try:
         out = fn(data)
@@ -164,4 +287,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--cli" in sys.argv:
+        main_cli()
+    else:
+        main()

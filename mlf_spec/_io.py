@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import mmap
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -27,7 +28,11 @@ def describe(source: Any) -> str:
 @contextlib.contextmanager
 def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     """Yield (buffer, size, fd or None) for a path (memory-mapped), bytes-like object or
-    binary file object (read from its current position)."""
+    binary file object (read from its current position).
+
+    A mapped file must not shrink while its views are in use: as with ``numpy.memmap``,
+    touching a page that another process truncated away raises SIGBUS, which no Python
+    code can catch. Read a file that may change from a copy, or as bytes."""
     if isinstance(source, (str, os.PathLike)):
         try:
             f = builtins.open(source, "rb")
@@ -62,20 +67,96 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
+#: Every temporary name this package makes holds this tag and the writing process's id
+#: (``.NAME.mlf-spec-PID-XXXXXXXX.tmp``), so that what a killed writer left behind is
+#: recognised and removed by the next write into the same directory.
+TEMP_TAG = "mlf-spec"
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of a temporary file or directory standing for ``name`` in this process."""
+    return f".{name}.{TEMP_TAG}-{os.getpid()}-"
+
+
+def write_error(exc: OSError, path: str | os.PathLike) -> MlfError:
+    """The MlfError for a failed write (no space, read-only file system, file too large...)."""
+    return MlfError(f"cannot write: {exc.strerror or exc}", file=os.fspath(path))
+
+
+_cleared: set[str] = set()
+
+
+def clear_stale(directory: str | os.PathLike) -> int:
+    """Remove the temporary files and directories that writers of this package left in
+    ``directory`` when they were killed (their process no longer exists); once per
+    directory and process. Returns how many were removed."""
+    import shutil
+
+    key = os.path.abspath(os.fspath(directory))
+    if key in _cleared:
+        return 0
+    _cleared.add(key)
+    removed = 0
+    try:
+        entries = list(os.scandir(os.fspath(directory)))
+    except OSError:
+        return 0
+    tag = f".{TEMP_TAG}-"
+    for e in entries:
+        if not e.name.startswith(".") or tag not in e.name or not e.name.endswith((".tmp", ".old")):
+            continue
+        pid_text = e.name.rsplit(tag, 1)[1].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, not ours
+    return True
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) -> Iterator[IO[bytes]]:
     """A binary file object (a temporary file beside ``path``) whose content replaces
     ``path`` by an atomic rename only if the block succeeds; on any failure the old file
     is untouched and the temporary file removed. ``durable`` adds an fsync before the
-    rename (survives power loss, at the cost of waiting for the disk)."""
-    import tempfile
+    rename (survives power loss, at the cost of waiting for the disk). A write that fails
+    (no space left, read-only file system, file too large) is an MlfError naming ``path``.
 
+    A symbolic link at ``path`` is followed: its target is replaced (atomically, by a
+    temporary file beside the target) and the link stays, as ``cp`` and editors do."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if not overwrite and path.exists():
         raise OutputExistsError("output exists; pass overwrite to replace it", file=str(path))
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    clear_stale(directory)
+    # The name is chosen before the file is made, so that a signal raised at any point
+    # (SIGTERM/SIGHUP raise in Python, perhaps just after the file was created) finds the
+    # name in the cleanup below.
+    tmp = directory / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"
     try:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            raise write_error(exc, path) from None
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
@@ -87,19 +168,22 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
         os.replace(tmp, path)
         if held is not None:
             _release_later(held)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            raise write_error(exc, path) from None
         raise
 
 
 @contextlib.contextmanager
-def atomic_directory(path: Path, *, replace: bool = False) -> Iterator[Path]:
+def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | os.PathLike] = ()) -> Iterator[Path]:
     """A new empty directory beside ``path`` to fill; when the block succeeds it is renamed
     to ``path``, so ``path`` never holds a partial result; on any failure it is removed and
     ``path`` is as it was. An existing empty directory at ``path`` is replaced; a non-empty
     one only with ``replace`` (it is moved aside, the new one renamed in, then the old one
-    deleted); a file, or a symbolic link, at ``path`` is refused."""
+    deleted); a file, or a symbolic link, at ``path`` is refused. So is replacing a
+    directory that holds the current directory or one of the paths in ``keep`` (the input)."""
     import shutil
     import tempfile
 
@@ -111,17 +195,27 @@ def atomic_directory(path: Path, *, replace: bool = False) -> Iterator[Path]:
     occupied = path.is_dir() and any(path.iterdir())
     if occupied and not replace:
         raise OutputExistsError("the output directory exists and is not empty", file=str(path))
+    if occupied:
+        here = path.resolve()
+        for inner in (Path.cwd(), *map(Path, keep)):
+            inner = inner.resolve()
+            if inner == here or here in inner.parents:
+                what = "the current directory" if inner == Path.cwd().resolve() else f"the input {os.fspath(inner)}"
+                raise OutputExistsError(f"the output directory holds {what}; replacing it would delete it",
+                                        file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
+    tmp = parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"  # named first: see atomic_writer
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
-    except OSError as exc:
-        raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
-    try:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            clear_stale(parent)
+            os.mkdir(tmp, 0o700)
+        except OSError as exc:
+            raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if occupied:
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
+            old = Path(tempfile.mkdtemp(prefix=temp_prefix(path.name), suffix=".old", dir=parent))
             os.rename(path, old / "dir")
             try:
                 os.rename(tmp, path)
@@ -131,8 +225,39 @@ def atomic_directory(path: Path, *, replace: bool = False) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, path)  # replaces an empty directory
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            raise write_error(exc, path) from None
+        raise
+
+
+@contextlib.contextmanager
+def output_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Create the directory ``path`` (and missing parents) for a writer that fills it file
+    by file; if the block fails, the directories this call created are removed with what
+    was written into them (no empty or partial folder is left), and an OSError becomes an
+    MlfError naming ``path``."""
+    import shutil
+
+    path = Path(path)
+    top = None
+    p = path
+    while not p.exists() and p != p.parent:
+        top, p = p, p.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if top is not None:
+            shutil.rmtree(top, ignore_errors=True)
+        raise MlfError(f"cannot create the output directory: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        yield path
+    except BaseException as exc:
+        if top is not None:
+            shutil.rmtree(top, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            raise write_error(exc, path) from None
         raise
 
 

@@ -136,9 +136,25 @@ class _NotJsonConstant(ValueError):
     pass
 
 
+class _HugeInt(ValueError):
+    pass
+
+
 def _no_constants(name: str) -> Any:
     # Python's json accepts NaN, Infinity and -Infinity; JSON (RFC 8259) and dmlc's reader do not
     raise _NotJsonConstant(name)
+
+
+#: Python's limit on converting decimal text to int (sys.int_max_str_digits' default).
+MAX_INT_DIGITS = 4300
+
+
+def _json_int(text: str) -> int:
+    # beyond the limit int() raises a ValueError of its own; no JSON writer of these formats
+    # writes such an integer (TVM's are 64-bit at most)
+    if len(text) - text.startswith("-") > MAX_INT_DIGITS:
+        raise _HugeInt(f"an integer of {len(text) - text.startswith('-')} digits (more than {MAX_INT_DIGITS})")
+    return int(text)
 
 
 def _finite(text: str) -> float:
@@ -201,7 +217,7 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:
         doc = json.loads(text, strict=False, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants,
-                         parse_float=_finite)
+                         parse_float=_finite, parse_int=_json_int)
         if _SURROGATE_ESCAPE.search(text) or (raw_str and not text.isascii()):
             where = _lone_surrogate(doc)
             if where is not None:
@@ -210,6 +226,9 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
         return doc
     except _NotJsonConstant as exc:
         raise ValidationError(f"{what} is not JSON: {exc.args[0]} is not a JSON value", file=file) from None
+    except _HugeInt as exc:
+        raise ValidationError(f"{what} holds {exc.args[0]}; these formats' readers take 64-bit integers",
+                              file=file) from None
     except _DuplicateKey as exc:
         raise ValidationError(f"{what} has the key {exc.args[0]!r} twice in one object (JSON readers keep only one)",
                               file=file) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Bidirectional overrides and isolates reorder what follows them on a terminal.
 _BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
@@ -25,6 +27,21 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+#: What may not reach a terminal raw: C0 controls but tab and newline, DEL, the C1
+#: controls (0x9b is the 8-bit CSI), bidi overrides, line/paragraph separators, and lone
+#: surrogates (undecodable bytes kept by ``surrogateescape``).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character that a terminal would act on (escape sequences, bell,
+    carriage return, C1 controls, bidi overrides) written as ``\\uNNNN``; tab and newline
+    are kept. The escape is also valid inside a JSON string, so a JSON line stays JSON."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def text_and_hex(name: str | bytes) -> tuple[str, str | None]:
     """How the canonical readings and JSON outputs write a name or a module kind read from
     bytes (a str holds undecodable bytes as surrogate escapes): the text decoded as UTF-8 with
@@ -35,4 +52,4 @@ def text_and_hex(name: str | bytes) -> tuple[str, str | None]:
     return text, (None if text.encode("utf-8") == raw else raw.hex())
 
 
-__all__ = ["printable", "text_and_hex"]
+__all__ = ["printable", "terminal_safe", "text_and_hex"]

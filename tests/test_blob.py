@@ -200,12 +200,23 @@ def test_an_explicit_order_names_every_reachable_module_once_root_first():
     b_ = Module("opencl", opencl_payload("0.27"))
     a = Module("const_loader", const_loader(), [b_])
     root = Module.lib(a)
-    for order, message in (([a, root, b_], "start with the root"), ([root, a], "leaves out 1"),
-                           ([root, a, b_, b_], "listed twice"), ([root, a, b_, Module.lib()], "not reachable")):
-        with pytest.raises(ValueError, match=message):
+    for order, message in (([a, root, b_], "start with the root"), ([root, a], "leaves out opencl"),
+                           ([root, a, b_, b_], "listed twice")):
+        with pytest.raises(ConstraintError, match=message):  # MlfErrors, not ValueError
             blob.build(root, order=order)
-    with pytest.raises(ValueError, match="up to 0.6"):
+    with pytest.raises(UnsupportedError, match="up to 0.6"):
         blob.build(root, format="legacy", era="0.6", order=[root, a, b_])
+    # a module the root does not reach is an entry no import leads to, as blobs may hold
+    lone = Module("opencl", opencl_payload("0.27", source=b"lone"))
+    data = blob.build(root, order=[root, a, b_, lone])
+    nodes = blob.parse(data).modules()
+    assert [m.kind for m in nodes] == ["_lib", "const_loader", "opencl", "opencl"] and not nodes[3].imports
+    assert blob.build(nodes[0], order=nodes) == data
+    # a module importing the same child twice keeps both edges (TVM's loader reads both)
+    twice = Module.lib(b_, b_)
+    data = blob.build(twice, order=[twice, b_])
+    nodes = blob.parse(data).modules()
+    assert len(nodes[0].imports) == 2 and blob.build(nodes[0], order=nodes) == data
     cyc = Module("const_loader", const_loader())
     cyc.imports.append(cyc)  # a cycle TVM's writer cannot make; its loader accepts it
     lib = Module.lib(cyc)

@@ -481,7 +481,7 @@ class Module:
     is one node, and a tree read from a blob may even contain cycles (TVM's loader accepts
     them); every walk here is cycle-safe."""
 
-    __slots__ = ("kind", "payload", "imports")
+    __slots__ = ("kind", "payload", "imports", "_row_reversed")
 
     def __init__(self, kind: str, payload: Payload | None = None, imports: Sequence[Module] | None = None) -> None:
         if kind == LIB and payload is not None:
@@ -493,6 +493,7 @@ class Module:
         self.kind = kind
         self.payload = payload
         self.imports: list[Module] = list(imports or [])
+        self._row_reversed = False  # set by Blob.modules(): imports are its blob row reversed
 
     @classmethod
     def lib(cls, *imports: Module) -> Module:
@@ -570,22 +571,23 @@ def _number(root: Module, era: tuple[int, ...], merge: bool) -> tuple[list[list[
 
 
 def _given(root: Module, order: Sequence[Module]) -> tuple[list[list[Module]], dict[int, int]]:
-    """An explicit numbering: ``order`` lists every module reachable from ``root``, root first."""
-    reachable = {id(m) for m in root.walk()}
+    """An explicit numbering: ``order`` lists modules once each, root first, with every
+    module any of them imports (so every module reachable from the root); modules the root
+    does not reach are kept as entries no import leads to, as a parsed blob may hold them."""
     index: dict[int, int] = {}
     for i, m in enumerate(order):
         if not isinstance(m, Module):
             raise TypeError(f"order[{i}] is a {type(m).__name__}, not a Module")
         if id(m) in index:
-            raise ValueError(f"order[{i}] ({m.kind}) is listed twice")
-        if id(m) not in reachable:
-            raise ValueError(f"order[{i}] ({m.kind}) is not reachable from the root")
+            raise ConstraintError(f"order[{i}] ({m.kind}) is listed twice", field=f"order[{i}]")
         index[id(m)] = i
     if not order or order[0] is not root:
-        raise ValueError("order must start with the root (module 0 is the root)")
-    if len(index) != len(reachable):
-        missing = [m.kind for m in root.walk() if id(m) not in index]
-        raise ValueError(f"order leaves out {len(missing)} reachable module(s): {', '.join(missing[:5])}")
+        raise ConstraintError("order must start with the root (module 0 is the root)", field="order[0]")
+    for i, m in enumerate(order):
+        for c in m.imports:
+            if id(c) not in index:
+                raise ConstraintError(f"order leaves out {c.kind}, imported by order[{i}] ({m.kind})",
+                                      field=f"order[{i}].imports")
     return [[m] for m in order], index
 
 
@@ -596,9 +598,11 @@ def _csr(groups: list[list[Module]], index: dict[int, int], merge: bool,
     numbering keeps a module's import of itself and puts children where the numbering says."""
     row_ptr, children = [0], []
     for parent, group in enumerate(groups):
-        if given:
-            row = sorted({index[id(c)] for m in group for c in m.imports}) if merge else [
-                index[id(c)] for m in group for c in m.imports]
+        if given:  # duplicates kept; a parsed module's row restored exactly, others sorted as TVM does
+            m = group[0]
+            row = [index[id(c)] for c in m.imports]
+            if merge:
+                row = row[::-1] if m._row_reversed else sorted(row)
         elif merge:
             row = sorted({index[id(c)] for m in group for c in m.imports} - {parent})
             if row and row[0] <= parent:
@@ -622,9 +626,10 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     indices and the CSR import tree are computed from the tree, in TVM's order.
 
     ``order`` numbers the modules yourself instead: every module reachable from ``root``,
-    once, root first; each is its own entry (no _lib merging) and each row lists the indices
-    of its imports (sorted and de-duplicated from 0.8 and in the ffi layout, as TVM's writers
-    do). This builds any blob a loader reads, including what TVM's writer refuses from 0.8
+    once, root first (and, if you like, modules the root does not reach); each is its own
+    entry (no _lib merging) and each row lists the indices of its imports, duplicates kept (sorted from 0.8 and in the
+    ffi layout, as TVM's writers do; the modules of a parsed blob's ``modules()`` keep
+    their rows exactly as the blob held them, so they rebuild it byte for byte). This builds any blob a loader reads, including what TVM's writer refuses from 0.8
     (a shared module numbered before one of its importers, several ``_lib``, cycles).
 
     ``format`` "ffi" (0.22+) or "legacy"; ``era`` the TVM version whose writer to follow
@@ -637,15 +642,15 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     e = _era_of(era, format)
     if not isinstance(root, Module):
         raise TypeError(f"expected a Module, got {type(root).__name__}")
-    for m in root.walk():
-        if m.kind != LIB and not isinstance(m.payload, Payload):
+    for m in (*root.walk(), *(order or ())):
+        if isinstance(m, Module) and m.kind != LIB and not isinstance(m.payload, Payload):
             raise TypeError(f"module {m.kind!r} has no Payload")
     mismatch = _module_error(root, format, e, write=False)
     if mismatch is not None:
         raise mismatch
     given = _given(root, order) if order is not None else None
     if given is not None and format == "legacy" and e < (0, 7):
-        raise ValueError("a legacy blob of TVM up to 0.6 has no import tree to number")
+        raise UnsupportedError("a legacy blob of TVM up to 0.6 has no import tree to number", field="order")
     try:
         return _build(root, format, e, given)
     except MlfError as exc:
@@ -655,7 +660,7 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
 def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
            given: tuple[list[list[Module]], dict[int, int]] | None) -> bytes:
     buffers: dict[int, Any] = {}
-    for m in root.walk():
+    for m in ([g[0] for g in given[0]] if given is not None else root.walk()):
         if m.payload is not None:
             for t in m.payload.tensors():
                 buffers[id(t)] = m.payload.buffer
@@ -854,6 +859,7 @@ class Blob:
         for i, node in enumerate(nodes):
             row = self.imports_of(i)
             node.imports = [nodes[c] for c in (reversed(row) if reverse else row)]
+            node._row_reversed = reverse
         return nodes
 
     def to_bytes(self) -> bytes:

@@ -354,6 +354,7 @@ _ELF_FAILURES: tuple[type[BaseException], ...] = (
     ArithmeticError,
     EOFError,
     AssertionError,
+    OSError,  # a file read by path: seeking to a negative offset from a corrupt header (EINVAL)
 )
 
 _SHF_COMPRESSED = 0x800

@@ -12,6 +12,7 @@ the codecs it needs when it runs).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from mlf_spec.errors import MlfError
@@ -19,7 +20,7 @@ from mlf_spec.errors import MlfError
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings here
     import argparse
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     Handler = Callable[[argparse.Namespace], int]
 
@@ -118,23 +119,65 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    parser = _build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
-    handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:  # a listed command whose module did not register it
-        parser.error(f"command {args.command!r} is not available")
-    try:
-        return handler(args)
-    except MlfError as exc:
-        from ._batch import error_line
+    from ._text import safe_output
 
-        print(error_line(exc), file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. piped into head
-        return _pipe_closed()
-    except KeyboardInterrupt:
-        print("mlf-spec: interrupted", file=sys.stderr)
-        return 130
+    with safe_output(), _cleanup_on_signals():
+        parser = _build_parser(_command_of(argv))
+        args = parser.parse_args(argv)
+        handler: Handler | None = getattr(args, "handler", None)
+        if handler is None:  # a listed command whose module did not register it
+            parser.error(f"command {args.command!r} is not available")
+        try:
+            return handler(args)
+        except MlfError as exc:
+            from ._batch import error_line
+
+            print(error_line(exc), file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # e.g. piped into head
+            return _pipe_closed()
+        except KeyboardInterrupt:
+            print("mlf-spec: interrupted", file=sys.stderr)
+            return 130
+        except Signalled as exc:  # temporary files were removed on the way out, as for ^C
+            with contextlib.suppress(OSError):  # a hung-up terminal may refuse the line
+                print(f"mlf-spec: stopped by {exc.name}", file=sys.stderr)
+            return 128 + exc.signum
+
+
+class Signalled(BaseException):
+    """Raised in the main thread by SIGTERM or SIGHUP, so that the writers' cleanup runs
+    (temporary files removed, the old output untouched) as it does for SIGINT."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+def _raise_signalled(signum: int, frame: object) -> None:
+    raise Signalled(signum)
+
+
+@contextlib.contextmanager
+def _cleanup_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Signalled` inside the block (where they were not
+    ignored); the old handlers come back after it."""
+    import signal
+    import threading
+
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                saved[sig] = signal.signal(sig, _raise_signalled)
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
 
 
 def _pipe_closed() -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlf_spec import sniff as _sniff
+from mlf_spec._text import terminal_safe
 from mlf_spec.errors import MlfError
 
 STDIN = "-"
@@ -37,7 +38,64 @@ class Input:
     @property
     def path(self) -> str | None:
         """The path, or None for standard input."""
-        return self.source if isinstance(self.source, str) else None
+        return self.source if isinstance(self.source, str) and not self.is_stdin else None
+
+    @property
+    def is_stdin(self) -> bool:
+        """Whether this input is standard input (its source may be a spooled file)."""
+        return self.name == "<stdin>"
+
+
+#: The most standard input may hold: the limit on anything read whole (``max_size``).
+MAX_STDIN = 8 << 30
+#: Standard input up to this size is kept in memory; more is spooled to a temporary file.
+STDIN_IN_MEMORY = 16 << 20
+
+
+def read_stdin(limit: int = MAX_STDIN) -> bytes | str:
+    """Standard input: its bytes when small, else the path of a temporary file it was
+    spooled into a MiB at a time (``.stdin.mlf-spec-PID-*.tmp``, removed at exit, and by a
+    later run if this one is killed), so that a large input costs what a file costs: a
+    mapping, not heap. More than ``limit`` bytes is a LengthError."""
+    import atexit
+    import tempfile
+
+    from mlf_spec._io import clear_stale, temp_prefix
+    from mlf_spec.errors import LengthError
+
+    src = sys.stdin.buffer
+    head = src.read(STDIN_IN_MEMORY)
+    more = src.read(1 << 20) if len(head) == STDIN_IN_MEMORY else b""
+    if not more:
+        return head
+    clear_stale(tempfile.gettempdir())
+    fd, path = tempfile.mkstemp(prefix=temp_prefix("stdin"), suffix=".tmp")
+    atexit.register(_remove, path)
+    total = len(head)
+    try:
+        with os.fdopen(fd, "wb") as spool:
+            chunk = head
+            while chunk:
+                spool.write(chunk)
+                chunk, more = more, src.read(1 << 20)
+                total += len(chunk)
+                if total > limit:
+                    raise LengthError(f"standard input holds more than {limit} bytes; give a file", file="<stdin>")
+    except OSError as exc:
+        _remove(path)
+        raise MlfError(f"cannot spool standard input to a temporary file: {exc.strerror or exc}",
+                       file="<stdin>") from None
+    except BaseException:
+        _remove(path)
+        raise
+    return path
+
+
+def _remove(path: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 @dataclass
@@ -102,8 +160,8 @@ def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | No
     skipped = [] if skipped is None else skipped
     for raw in paths:
         if raw == STDIN:
-            data = sys.stdin.buffer.read()
-            yield Input("<stdin>", data, _sniff.sniff_bytes(data))
+            data = read_stdin()
+            yield Input("<stdin>", data, _sniff.sniff_bytes(data) if isinstance(data, bytes) else _sniff.sniff_path(data))
             continue
         if not os.path.exists(raw) and glob.has_magic(raw):
             matches = sorted(glob.glob(raw, recursive=True))
@@ -145,11 +203,24 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
             p = os.path.join(root, f)
             if f.startswith(".") or os.path.islink(p):
                 continue
+            if not _regular(p):  # a FIFO would block the first read; devices, sockets: never opened
+                skipped.append(p)
+                continue
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
                 yield Input(p, p, kind)
             else:
                 skipped.append(p)
+
+
+def _regular(path: str) -> bool:
+    """Whether ``path`` is a regular file (stat only: the file is not opened)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # gone or unreadable: the reader says so
 
 
 def guard(inp: Input, accept: frozenset[str], what: str) -> None:
@@ -170,6 +241,8 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
     try:
         return work(inp, args)
     except MlfError as exc:
+        if inp.is_stdin and exc.file == inp.source:
+            exc.file = None  # the spooled file stands for standard input
         exc.with_file(inp.name)
         return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
 
@@ -210,7 +283,9 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
                 f"{counts[2]} unreadable")
         if skipped:
-            line += f"; {len(skipped)} other file(s) skipped (not {what})"
+            special = sum(1 for p in skipped if not _regular(p))
+            line += f"; {len(skipped) - special} other file(s) skipped (not {what})" if len(skipped) > special else ""
+            line += f"; {special} not a regular file (FIFO, socket, device) skipped" if special else ""
         print(line, file=sys.stderr if as_json else sys.stdout)
     return worst
 
@@ -233,6 +308,9 @@ def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: i
         yield from pool.map(_pool_call, [(work, inp, args) for inp in inputs], chunksize=chunk)
 
 
+_SLICE = 1 << 20
+
+
 def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
     for note in outcome.notes:
         print(note, file=sys.stderr)
@@ -247,7 +325,9 @@ def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
                 line = json.dumps(outcome.doc, ensure_ascii=True, separators=(",", ":"))
             sys.stdout.write(line + "\n")
     elif outcome.text:
-        sys.stdout.write(outcome.text if outcome.text.endswith("\n") else outcome.text + "\n")
+        text = outcome.text if outcome.text.endswith("\n") else outcome.text + "\n"
+        for start in range(0, len(text), _SLICE):  # no single write of gigabytes (a write may be cut short)
+            sys.stdout.write(text[start:start + _SLICE])
     sys.stdout.flush()
 
 
@@ -268,12 +348,14 @@ class _Progress:
         except OSError:
             pass
         text = f"[{done}/{self.total}] {name}"
-        sys.stderr.write("\r" + text[: max(10, width - 1)])
-        sys.stderr.flush()
+        out = getattr(sys.stderr, "unescaped", sys.stderr)  # this line's own \r; the name escaped
+        out.write("\r" + terminal_safe(text[: max(10, width - 1)]))
+        out.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            out = getattr(sys.stderr, "unescaped", sys.stderr)
+            out.write("\r\x1b[K")
+            out.flush()
             self.shown = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,39 +113,54 @@ def _check(args: argparse.Namespace) -> int:
     return run_kind(args, "blob", ACCEPT, "a file holding a module blob")
 
 
-def _tree_lines(b: Blob) -> list[str]:
-    """The import tree drawn from the root; a module met again is named, not expanded."""
+#: Import depth drawn by indentation; deeper modules are drawn at this depth with their
+#: depth as a number, so a line is at most ``2 * MAX_INDENT`` spaces plus its label.
+MAX_INDENT = 32
+
+
+def _tree_lines(b: Blob) -> Iterator[str]:
+    """The import tree drawn from the root, one line per module and one per further edge
+    to it: a module met again is referred to by its index, not expanded nor named again.
+    The text is bounded by the input: each line is at most ``2 * MAX_INDENT`` spaces, a
+    reference of a few dozen bytes or a module's label (its kind and at most six function
+    names, once per module)."""
     if not b.entries:
-        return ["  (no modules)"]
+        yield "  (no modules)"
+        return
 
     def label(i: int) -> str:
         e = b.entries[i]
         if e.payload is None:
-            return f"[{i}] {e.kind}"
+            return f"[{i}] {printable(e.kind)}"
         fn = e.functions
         names = ", ".join(fn[:6]) + (f", ... ({len(fn)} in all)" if len(fn) > 6 else "")
         return f"[{i}] {printable(e.kind)}  {e.payload_size} bytes" + (f"  functions: {printable(names)}" if fn else "")
 
-    lines: list[str] = []
+    def indent(depth: int) -> str:
+        if depth <= MAX_INDENT:
+            return "  " * depth
+        return "  " * MAX_INDENT + f"(depth {depth}) "
+
     if b.row_ptr is None:
-        lines.append("  (new library root: no import tree)")
-        lines.extend(f"    {label(i)}" for i in range(len(b.entries)))
-        return lines
+        yield "  (new library root: no import tree)"
+        for i in range(len(b.entries)):
+            yield f"    {label(i)}"
+        return
     shown: set[int] = set()
     stack: list[tuple[int, int]] = [(0, 1)]
     while stack:
         i, depth = stack.pop()
         if i in shown:
-            lines.append("  " * depth + f"[{i}] {b.entries[i].kind} (shown above)")
+            yield indent(depth) + f"[{i}] (shown above)"
             continue
         shown.add(i)
-        lines.append("  " * depth + label(i))
+        yield indent(depth) + label(i)
         stack.extend((c, depth + 1) for c in reversed(b.imports_of(i)))
     rest = [i for i in range(len(b.entries)) if i not in shown]
     if rest:
-        lines.append("  not reachable from the root:")
-        lines.extend(f"    {label(i)}" for i in rest)
-    return lines
+        yield "  not reachable from the root:"
+        for i in rest:
+            yield f"    {label(i)}"
 
 
 def _extract(args: argparse.Namespace) -> int:

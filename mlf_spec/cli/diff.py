@@ -38,7 +38,9 @@ def register(sub: Any) -> None:
 
 
 def _source(name: str) -> Any:
-    return sys.stdin.buffer.read() if name == "-" else name
+    from ._batch import read_stdin
+
+    return read_stdin() if name == "-" else name
 
 
 def _diff(args: argparse.Namespace) -> int:

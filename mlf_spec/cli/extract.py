@@ -51,7 +51,7 @@ def _extract(args: argparse.Namespace) -> int:
         dest = Path(args.output)
         replaced = dest.is_dir() and any(dest.iterdir())
         with _archive.open(inp.source, **member_limit(args)) as a, \
-                atomic_directory(dest, replace=args.force) as tmp:
+                atomic_directory(dest, replace=args.force, keep=[inp.path] if inp.path else []) as tmp:
             a.extract(tmp, overwrite=True)
             files = [m for m in a.members if not m.is_dir]
             doc = {"input": inp.name, "output": args.output, "members": sum(m.path != "." for m in a.members),

@@ -112,6 +112,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    import contextlib
     import os
     import sys
 
@@ -141,6 +142,7 @@ def _convert(args: argparse.Namespace) -> int:
             return 2
         seen[out] = inp.name
         args.targets[inp.name] = out
+    created = bool(inputs) and not os.path.isdir(args.output)
     if inputs:
         try:
             os.makedirs(args.output, exist_ok=True)
@@ -149,7 +151,12 @@ def _convert(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     args.quiet_text = False
-    return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+    try:
+        return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
+    finally:
+        if created:  # nothing converted (errors, or stopped): leave no empty folder behind
+            with contextlib.suppress(OSError):
+                os.rmdir(args.output)
 
 
 def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:

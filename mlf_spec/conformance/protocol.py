@@ -156,7 +156,7 @@ def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
 def _request_id(line: bytes) -> int:
     try:
         rid = json.loads(line).get("id")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return -1
     return rid if isinstance(rid, int) else -1
 
@@ -169,6 +169,8 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
         rid = req["id"] if isinstance(req.get("id"), int) else -1
         op, fmt, options = req["op"], req["format"], dict(req.get("options") or {})
         payload = req["reading"] if op == "encode" else base64.b64decode(req["input"], validate=True)
+    except RecursionError:  # json nests one call per bracket
+        return {"id": rid, "ok": False, "error": {"class": "protocol", "message": "bad request: nested too deeply"}}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return {"id": rid, "ok": False, "error": {"class": "protocol", "message": f"bad request: {exc!r}"}}
     try:

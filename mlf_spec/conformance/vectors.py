@@ -358,15 +358,18 @@ def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
                 source: str | os.PathLike | None = None) -> int:
     """Copy the installed suite (or ``source``), or the cases of ``formats``, to ``out``;
     return the number of cases. Files are written atomically."""
+    from mlf_spec._io import output_directory
+
     out_dir = Path(out)
     n = 0
-    for case in load_suite(source, formats=formats):
-        rel = case.path.parent.relative_to(Path(source) if source is not None else default_suite())
-        dest = out_dir / rel
-        dest.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(dest / case.path.name, case.path.read_bytes())
-        atomic_write_bytes(dest / case.input_path.name, case.input())
-        n += 1
+    with output_directory(out_dir):  # a failed write leaves no folder behind that this call made
+        for case in load_suite(source, formats=formats):
+            rel = case.path.parent.relative_to(Path(source) if source is not None else default_suite())
+            dest = out_dir / rel
+            dest.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(dest / case.path.name, case.path.read_bytes())
+            atomic_write_bytes(dest / case.input_path.name, case.input())
+            n += 1
     return n
 
 

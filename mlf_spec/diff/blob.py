@@ -4,7 +4,8 @@ payload of every module present on both sides field by field (tensor data by dig
 
 A module's place is its path from the root: ``root``, ``root.imports[0]``,
 ``root.imports[0].imports[2]``... A module met twice (shared imports, cycles) is compared
-once, at the first path it is reached by.
+once, at the first path it is reached by; the walk is iterative and visits at most as
+many pairs as the two blobs have modules together.
 """
 
 from __future__ import annotations
@@ -36,29 +37,41 @@ def compare_blob(a: Blob, b: Blob, *, prefix: str = "") -> list[Change]:
         if x != y:
             name = {"full_symbol": "symbol", "era_label": "era"}.get(field, field)
             out.append(Change("file", "changed", prefix + name, x, y, f"{name} {x or 'none'} -> {y or 'none'}"))
-    seen: set[tuple[int, int]] = set()
+    # A pair is expanded only when both its modules are new; a module met again on one
+    # side only is reported, not expanded again: the walk visits at most one pair per
+    # module and one per import edge, and every kind shown is cut to a bounded length.
+    seen_a: set[int] = set()
+    seen_b: set[int] = set()
     stack: list[tuple[Module, Module, str]] = [(a.root(), b.root(), prefix + "root")]
     while stack:
         x, y, path = stack.pop()
-        if (id(x), id(y)) in seen:
+        old_a, old_b = id(x) in seen_a, id(y) in seen_b
+        if old_a and old_b:
             continue
-        seen.add((id(x), id(y)))
+        if old_a or old_b:
+            side = "A" if old_a else "B"
+            out.append(Change("module", "changed", path, old_a, old_b,
+                              f"the module here was met earlier in {side} only (shared there)", module=path))
+            continue
+        seen_a.add(id(x))
+        seen_b.add(id(y))
         if x.kind != y.kind:
-            out.append(Change("module", "kind", path, x.kind, y.kind, f"module kind {x.kind} -> {y.kind}",
+            out.append(Change("module", "kind", path, _kind(x), _kind(y), f"module kind {_kind(x)} -> {_kind(y)}",
                               module=path))
             continue
         out.extend(_payload(x.payload, y.payload, path))
         n = min(len(x.imports), len(y.imports))
         for i in range(len(y.imports) - 1, n - 1, -1):
             m = y.imports[i]
-            out.append(Change("module", "added", f"{path}.imports[{i}]", None, _tree(m), f"module {m.kind} added",
+            out.append(Change("module", "added", f"{path}.imports[{i}]", None, _tree(m), f"module {_kind(m)} added",
                               module=f"{path}.imports[{i}]"))
         for i in range(len(x.imports) - 1, n - 1, -1):
             m = x.imports[i]
             out.append(Change("module", "removed", f"{path}.imports[{i}]", _tree(m), None,
-                              f"module {m.kind} removed", module=f"{path}.imports[{i}]"))
+                              f"module {_kind(m)} removed", module=f"{path}.imports[{i}]"))
+        deep = path.count(".imports[") >= MAX_PATH_DEPTH
         for i in range(n - 1, -1, -1):
-            stack.append((x.imports[i], y.imports[i], f"{path}.imports[{i}]"))
+            stack.append((x.imports[i], y.imports[i], _deeper(path, i) if deep else f"{path}.imports[{i}]"))
     if not out and a.data != b.data:
         out.append(Change("file", "changed", prefix + "encoding", len(a.data), len(b.data),
                           "same modules and payloads; the blobs differ in their bytes (trailing bytes, "
@@ -66,17 +79,28 @@ def compare_blob(a: Blob, b: Blob, *, prefix: str = "") -> list[Change]:
     return out
 
 
+#: A module's path is spelled out to this depth; deeper paths are shortened to the first
+#: steps, the depth and the last step (a chain of 10^5 imports would otherwise make paths
+#: of megabytes, one per module).
+MAX_PATH_DEPTH = 32
+
+
+def _deeper(path: str, i: int) -> str:
+    head, sep, depth = path.partition(".imports...[depth ")
+    if not sep:
+        return f"{path.rsplit('.imports[', 1)[0]}.imports...[depth {MAX_PATH_DEPTH + 1}].imports[{i}]"
+    d = int(depth.split("]", 1)[0]) + 1
+    return f"{head}.imports...[depth {d}].imports[{i}]"
+
+
+def _kind(m: Module) -> str:
+    """The module's kind, cut to 200 characters (a kind is as long as its input says)."""
+    return m.kind if len(m.kind) <= 200 else m.kind[:200] + "..."
+
+
 def _tree(m: Module) -> dict[str, Any]:
-    """A module and what it imports, as kinds (each module once)."""
-    seen: set[int] = set()
-
-    def walk(x: Module) -> dict[str, Any]:
-        if id(x) in seen:
-            return {"kind": x.kind, "seen": True}
-        seen.add(id(x))
-        return {"kind": x.kind, "imports": [walk(i) for i in x.imports]}
-
-    return walk(m)
+    """A module added or removed: its kind and how many modules it imports directly."""
+    return {"kind": _kind(m), "imports": len(m.imports)}
 
 
 def _payload(x: Payload | None, y: Payload | None, path: str) -> list[Change]:

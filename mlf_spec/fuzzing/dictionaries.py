@@ -38,6 +38,10 @@ def words(seed_set: str) -> list[bytes]:
 
         out += [s.encode() for s in BLOB_SYMBOLS] + [b"\x7fELF", b"unsigned char", b"ustar\x0000", b"BZh91AY&SY",
                                                      b"\x1f\x8b\x08", b"\xfd7zXZ\x00", b".symtab", b".rodata"]
+    if seed_set == "npz":
+        out += [b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06", b"\x93NUMPY\x01\x00", b"\x93NUMPY\x02\x00", b".npy",
+                b"'descr': ", b"'fortran_order': ", b"'shape': ", b"<f4", b"|u1", b"__mlf_spec__", b'"stored"',
+                b'"order"', b'"shapes"', b'"numpy"', b'"code"', b'"bits"', b'"lanes"']
     if seed_set == "graph":
         out += _quoted(targets._graph_words())
     if seed_set in ("metadata", "archive", "migration"):

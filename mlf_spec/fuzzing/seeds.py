@@ -79,6 +79,34 @@ def params_seeds() -> list[bytes]:
     return _unique(made + valid + broken + vector_inputs(["params"]))
 
 
+def npz_seeds() -> list[bytes]:
+    """NumPy .npz files as ``params convert`` writes them (with the ``__mlf_spec__`` entry
+    for tensors NumPy cannot hold) and as NumPy alone does, stored and deflated."""
+    import tempfile
+
+    import numpy as np
+
+    from mlf_spec import params
+    from mlf_spec.params import convert
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, data in enumerate(params_seeds()[:24]):
+            try:
+                tensors = convert.read_any(data, fmt="params")
+                convert.write_any(tensors, f"{tmp}/{i}.npz", fmt="npz")
+            except Exception:  # broken seeds, names an .npz cannot hold
+                continue
+            with open(f"{tmp}/{i}.npz", "rb") as f:
+                out.append(f.read())
+    for save in (np.savez, np.savez_compressed):
+        buf = io.BytesIO()
+        save(buf, w=np.arange(6, dtype="f4").reshape(2, 3), b=np.zeros((), "i8"), e=np.zeros((0, 3), "u1"))
+        out.append(buf.getvalue())
+    del params
+    return _unique(out)
+
+
 def blob_seeds() -> list[bytes]:
     """Valid blobs of both layouts and every era, and broken ones of every named kind."""
     from mlf_spec import strategies as ms
@@ -244,7 +272,7 @@ def cache_seeds() -> list[bytes]:
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "params": params_seeds, "blob": blob_seeds, "payload": payload_seeds, "container": container_seeds,
     "graph": graph_seeds, "metadata": metadata_seeds, "archive": archive_seeds, "migration": migration_seeds,
-    "cache": cache_seeds,
+    "npz": npz_seeds, "cache": cache_seeds,
 }
 
 
@@ -271,5 +299,5 @@ def iter_corpus(*paths: str | Path) -> Iterator[tuple[Path, bytes]]:
 
 
 __all__ = ["SEEDS", "archive_seeds", "blob_seeds", "container_seeds", "draw", "elf_with_blob", "graph_seeds",
-           "iter_corpus", "metadata_seeds", "migration_seeds", "params_seeds", "payload_seeds", "tar_of",
+           "iter_corpus", "metadata_seeds", "migration_seeds", "npz_seeds", "params_seeds", "payload_seeds", "tar_of",
            "vector_inputs", "write_corpus"]

@@ -716,6 +716,103 @@ def cli(data: bytes) -> None:
             _json_output(what, out.getvalue())
 
 
+# ----------------------------------------------------------------- paths, .npz, rendered text
+
+
+def _as_file(data: bytes, name: str) -> Any:
+    """A temporary directory holding ``data`` as ``name`` (a context manager giving the path)."""
+
+    @contextlib.contextmanager
+    def made() -> Any:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            yield path
+
+    return made()
+
+
+@target("blob_path", "blob", seeds="container", mutator=container_mutator, memory=MemoryBudget(64),
+        modules=("mlf_spec.blob.locate", "mlf_spec.blob.codec"), max_len=1 << 17)
+def blob_path(data: bytes) -> None:
+    """blob.read and locate_blobs of the input as a file (read through its path: pyelftools
+    seeks in a real file, where bytes go through BytesIO): a result or an MlfError, and the
+    same blobs as from the bytes."""
+    from mlf_spec import blob
+    from mlf_spec.blob import locate
+
+    for name in ("input.so", "input.c", "input.bin"):
+        with _as_file(data, name) as path:
+            found = attempt(locate.locate_blobs, path, max_size=FUZZ_LIMITS["max_member_size"],
+                            max_members=FUZZ_LIMITS["max_members"])
+            read = attempt(blob.read, path, max_size=FUZZ_LIMITS["max_member_size"])
+        if name == "input.so":
+            from_bytes = attempt(locate.locate_blobs, data, max_size=FUZZ_LIMITS["max_member_size"],
+                                 max_members=FUZZ_LIMITS["max_members"])
+            agree("locate_blobs(path) and locate_blobs(bytes)", [x.data for x in found or []],
+                  [x.data for x in from_bytes or []])
+        del read
+
+
+@target("params_npz", "params", seeds="npz", memory=MemoryBudget(136, 136 << 20),
+        modules=("mlf_spec.params.convert",), imports=("numpy.lib.format", "zipfile"), max_len=1 << 16)
+def params_npz(data: bytes) -> None:
+    """params convert's .npz reader (as a path and as bytes): a result or an MlfError within
+    the inflation limit (the budget: twice what it allows); what it reads converts to
+    .params and reads back with the same names."""
+    from mlf_spec.params import convert
+
+    with _as_file(data, "input.npz") as path:
+        tensors = attempt(convert.read_any, path, fmt="npz")
+        again = attempt(convert.read_any, data, fmt="npz")
+        agree("read_any(path) and read_any(bytes) names", sorted(tensors or {}), sorted(again or {}))
+        if tensors:
+            out = os.path.join(os.path.dirname(path), "out.params")
+            attempt(convert.write_any, tensors, out, fmt="params")
+            back = attempt(convert.read_any, out, fmt="params") if os.path.exists(out) else None
+            if back is not None:
+                agree("names after .npz -> .params", list(back), list(tensors))
+
+
+#: What a rendering may print per input byte (plus RENDER_BASE): ``blob dump`` draws a
+#: bounded line per module and per import edge (8 input bytes each), ``inspect`` and
+#: ``diff`` a line per member, tensor or change.
+RENDER_FACTOR = 64
+RENDER_BASE = 64 << 10
+
+
+@target("text_render", "cli", seeds="container", mutator=container_mutator, memory=MemoryBudget(512),
+        modules=("mlf_spec.cli.blob", "mlf_spec.cli.archive", "mlf_spec.diff.blob", "mlf_spec.cli._text"),
+        imports=READERS, max_len=1 << 17)
+def text_render(data: bytes) -> None:
+    """The text output of ``blob dump``, ``inspect``, ``params dump`` and ``diff`` (the input
+    against itself and against an empty blob): exit status 0, 1 or 2; at most
+    RENDER_FACTOR bytes of text per input byte (plus RENDER_BASE); no character a terminal
+    would act on (escape, bell, C1 controls); the memory budget of the target."""
+    from mlf_spec._text import _UNSAFE
+    from mlf_spec.cli import main
+
+    with _as_file(data, "input") as path:
+        empty = os.path.join(os.path.dirname(path), "empty.bin")
+        with open(empty, "wb") as f:
+            f.write(b"\0" * 8)
+        for argv in (["blob", "dump", path], ["inspect", path], ["params", "dump", path], ["diff", path, path],
+                     ["diff", path, empty]):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = attempt(main, argv)
+            what = " ".join(a if a not in (path, empty) else os.path.basename(a) for a in argv)
+            if status not in (0, 1, 2):
+                raise InvariantBreak("exception", f"{what}: exit status {status!r}")
+            text = out.getvalue() + err.getvalue()
+            if len(text) > RENDER_FACTOR * len(data) + RENDER_BASE:
+                raise InvariantBreak("memory", f"{what}: {len(text)} characters of text for {len(data)} input bytes")
+            bad = _UNSAFE.search(text.replace("\r\x1b[K", ""))
+            if bad is not None:
+                raise InvariantBreak("consistency", f"{what}: printed the control character {bad.group()!r}")
+
+
 __all__ = ["FUZZ_LIMITS", "TARGETS", "Target", "archive_mutator", "blob_mutator", "container_mutator",
            "decompressed_size", "graph_mutator", "metadata_mutator", "params_mutator", "payload_mutator",
            "reader_target", "register", "run", "target"]

@@ -32,7 +32,7 @@ def ksy_files() -> dict[str, bytes]:
 def export(out_dir: str | os.PathLike[str], force: bool = False) -> list[Path]:
     """Write every .ksy file into ``out_dir`` (created if needed), each atomically; an existing
     file is an OutputExistsError (before anything is written) unless ``force``."""
-    from mlf_spec._io import atomic_write_bytes
+    from mlf_spec._io import atomic_write_bytes, output_directory
 
     out = Path(out_dir)
     files = ksy_files()
@@ -40,11 +40,11 @@ def export(out_dir: str | os.PathLike[str], force: bool = False) -> list[Path]:
         existing = [name for name in files if (out / name).exists()]
         if existing:
             raise OutputExistsError(f"{len(existing)} file(s) exist: {', '.join(existing)}", file=str(out))
-    out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, data in files.items():
-        atomic_write_bytes(out / name, data)
-        written.append(out / name)
+    with output_directory(out):
+        for name, data in files.items():
+            atomic_write_bytes(out / name, data)
+            written.append(out / name)
     return written
 
 

@@ -112,6 +112,16 @@ def check_extended_header(f: IO[bytes], offset: int, size: int, file: str | None
     raise MalformedError(f"more than {MAX_EXTENDED_CHAIN} extended headers in a row", file=file, offset=offset)
 
 
+def _header_failure(exc: BaseException) -> str:
+    """What tarfile's own exception (not a TarError) says about a header, in our words."""
+    if isinstance(exc, ValueError) and "invalid literal for int()" in str(exc):
+        # tarfile reads a PAX sparse 1.0 map (decimal lines at the start of the data) with int()
+        return "a PAX sparse map (GNU sparse 1.0) that is not decimal numbers; sparse members are not allowed"
+    if isinstance(exc, RecursionError):
+        return "extended headers nested too deeply"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member_size: int = DEFAULT_MAX_MEMBER,
                  max_members: int = DEFAULT_MAX_MEMBERS) -> Iterator[TarEntry]:
     """Yield the members of an uncompressed tar in ``f`` (seekable, ``size`` bytes), one at a
@@ -124,7 +134,7 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
     except tarfile.TarError as exc:
         raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
     except (EOFError, OSError, ValueError, UnicodeError, OverflowError, RecursionError) as exc:
-        raise MalformedError(f"not a tar archive: {exc}", file=file, offset=0) from None
+        raise MalformedError(f"not a tar archive: {_header_failure(exc)}", file=file, offset=0) from None
     seen: dict[str, str] = {}
     count = 0
     # tarfile read the first header while opening; rewind so that every member goes through
@@ -141,7 +151,7 @@ def read_entries(f: IO[bytes], size: int, *, file: str | None = None, max_member
         except tarfile.TarError as exc:
             raise MalformedError(f"bad tar header: {exc}", file=file, offset=here) from None
         except Exception as exc:  # tarfile raises many kinds on hostile headers
-            raise MalformedError(f"bad tar header: {type(exc).__name__}: {exc}", file=file, offset=here) from None
+            raise MalformedError(f"bad tar header: {_header_failure(exc)}", file=file, offset=here) from None
         if info is None:
             tar.members = []
             return here

@@ -314,12 +314,26 @@ def _padding_check(a: _archive.Archive, c: _findings.Collector) -> None:
     trailer, size = a.trailer, a.size
     if trailer is None or size is None:
         return
-    tail = bytes(trailer)
     record = _layout.TAR["record_size"]
-    if tail.strip(b"\0") or len(tail) < 2 * _tar.BLOCK or size % record:
-        c.add("layout.padding", "", f"the archive is {size} bytes with {len(tail)} bytes after the last member"
-              + (" (not all zero)" if tail.strip(b"\0") else "")
-              + f"; tarfile ends with two zero blocks padded to a multiple of {record}")
+    length = len(trailer)
+    nonzero = _first_nonzero(trailer)
+    if nonzero is not None or length < 2 * _tar.BLOCK or size % record or length > record + 2 * _tar.BLOCK:
+        what = f" (not all zero from byte {nonzero} of it)" if nonzero is not None else ""
+        if length > record + 2 * _tar.BLOCK:
+            what += f"; more than the {record + 2 * _tar.BLOCK} bytes a tar writer leaves (data appended to the archive)"
+        c.add("layout.padding", "", f"the archive is {size} bytes with {length} bytes after the last member{what}"
+              f"; tarfile ends with two zero blocks padded to a multiple of {record}")
+
+
+def _first_nonzero(view: bytes | memoryview, chunk: int = 1 << 20) -> int | None:
+    """The offset of the first non-zero byte of ``view`` or None, read a MiB at a time (a
+    trailer can be gigabytes of a mapped file: it is never copied whole)."""
+    view = memoryview(view).cast("B")
+    for start in range(0, len(view), chunk):
+        part = bytes(view[start:start + chunk])
+        if part.count(0) != len(part):
+            return start + len(part) - len(part.lstrip(b"\0"))
+    return None
 
 
 # ----------------------------------------------------------------- metadata

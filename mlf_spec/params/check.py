@@ -299,9 +299,10 @@ def _file_findings(pf: _File, c: Collector) -> None:
               f"data bytes of {r.name!r}", offset=r.data_offset + r.present)
     if pf.trailing:
         c.add("params.trailing-bytes", "", f"{pf.trailing} bytes after the last record; TVM's loader ignores them")
-    seen: Counter[str] = Counter(pf.names)
+    later: Counter[str] = Counter(pf.names)  # occurrences at or after index i
     for i, n in enumerate(pf.names):
-        if seen[n] > 1 and i < len(pf.names) - 1 and n in pf.names[i + 1:]:
+        later[n] -= 1
+        if later[n] > 0:
             c.add("params.duplicate-name", f"names[{i}]", f"{_show(n)} appears again later; TVM keeps the later tensor")
         if not _utf8(n):
             c.add("params.name-not-utf8", f"names[{i}]", f"name bytes {_codec.name_bytes(n).hex()} are not UTF-8")

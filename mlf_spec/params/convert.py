@@ -23,6 +23,10 @@ from . import dtypes as _dt
 _META_KEY = "__mlf_spec__"
 FORMATS = {".params": "params", ".npz": "npz", ".safetensors": "safetensors"}
 
+#: An .npz may inflate to this many times its size, plus 64 MiB (NumPy's savez stores
+#: members uncompressed; savez_compressed of real weights stays far below it).
+MAX_EXPANSION = 64
+
 
 def format_of(path: str | os.PathLike) -> str:
     """'params', 'npz' or 'safetensors' from the file extension (anything else: params)."""
@@ -87,9 +91,14 @@ def _dt_numpy(name: str) -> np.dtype:
     return np.dtype(getattr(ml_dtypes, name))
 
 
-def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt: str | None = None) -> dict[str, Any]:
+def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt: str | None = None, *,
+             max_expansion: int = MAX_EXPANSION) -> dict[str, Any]:
     """Read a .params, .npz or .safetensors file (a path, or its bytes) into name -> array /
-    StoredTensor. ``fmt`` ('params', 'npz' or 'safetensors') defaults to the path's extension."""
+    StoredTensor. ``fmt`` ('params', 'npz' or 'safetensors') defaults to the path's extension.
+    Every defect of the input is an MlfError: a damaged zip, an .npy header that is not one
+    or whose shape the member cannot hold, metadata of the wrong shape; an .npz whose
+    members inflate to more than ``max_expansion`` times its size (plus 64 MiB) is an
+    UnsafeArchiveError before anything is inflated."""
     is_path = isinstance(source, (str, os.PathLike))
     name = os.fspath(source) if is_path else "<bytes>"
     fmt = fmt or (format_of(source) if is_path else "params")
@@ -99,17 +108,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
             raise AmbiguousDialectError(ambiguity_message(p), [c.id for c in p.choice.candidates], file=name)
         return dict(p.items())
     if fmt == "npz":
-        import io
-
-        try:
-            with np.load(source if is_path else io.BytesIO(source), allow_pickle=False) as z:
-                keys = [k for k in z.files if k != _META_KEY]
-                meta = json.loads(str(z[_META_KEY])) if _META_KEY in z.files else {}
-                arrays = {k: z[k] for k in keys}
-        except (OSError, ValueError, EOFError) as exc:
-            raise MlfError(f"not a readable .npz: {exc}", file=name) from None
-        order = meta.get("order", keys)
-        return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
+        arrays, meta, keys = _read_npz(source, name, max_expansion)
+        return _join_checked(arrays, meta, keys, dialect, name)
     try:
         from safetensors import safe_open
         from safetensors.numpy import load, load_file
@@ -124,10 +124,8 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
             arrays = load(bytes(source))
             md = _safetensors_metadata(bytes(source))
     except Exception as exc:  # safetensors raises its own error types
-        raise MlfError(f"not a readable safetensors file: {exc}", file=name) from None
-    meta = json.loads(md.get(_META_KEY, "{}"))
-    order = meta.get("order", list(arrays))
-    return _join(arrays, meta.get("stored", {}), order, meta.get("dialect", dialect), meta.get("shapes"))
+        raise MlfError(f"not a readable safetensors file: {_short(exc)}", file=name) from None
+    return _join_checked(arrays, _meta_document(md.get(_META_KEY), name), list(arrays), dialect, name)
 
 
 def ambiguity_message(p: _params.ParamsFile) -> str:
@@ -152,7 +150,127 @@ def ambiguity_message(p: _params.ParamsFile) -> str:
 def _safetensors_metadata(data: bytes) -> dict[str, str]:
     """The ``__metadata__`` of safetensors bytes (the JSON header after its u64 length)."""
     n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8 : 8 + n]).get("__metadata__") or {}
+    md = json.loads(data[8 : 8 + n]).get("__metadata__") or {}
+    return md if isinstance(md, dict) else {}
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _read_npz(source: Any, name: str, max_expansion: int) -> tuple[dict[str, np.ndarray], Any, list[str]]:
+    """The arrays of an .npz, its mlf-spec metadata document and member order; every .npy
+    header is read and checked against its member's size before its data is read."""
+    import io
+    import zipfile
+
+    from mlf_spec.errors import UnsafeArchiveError
+
+    is_path = isinstance(source, (str, os.PathLike))
+    try:
+        size = os.path.getsize(source) if is_path else len(source)
+        with zipfile.ZipFile(source if is_path else io.BytesIO(source)) as z:
+            infos = [i for i in z.infolist() if not i.is_dir()]
+            inflated = sum(i.file_size for i in infos)
+            if inflated > max_expansion * size + (64 << 20):
+                raise UnsafeArchiveError(f"the members inflate to {inflated} bytes, more than {max_expansion} times "
+                                         "the file's size (a zip bomb?)", file=name)
+            arrays: dict[str, np.ndarray] = {}
+            meta: Any = None
+            for info in infos:
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                with z.open(info) as f:
+                    arrays[key] = _read_npy(f, info.file_size, name, key)
+            if _META_KEY in arrays:
+                meta_array = arrays.pop(_META_KEY)
+                if meta_array.dtype.kind != "U" or meta_array.shape != ():
+                    raise MlfError(f"{_META_KEY} is not one string", file=name, field=_META_KEY)
+                meta = str(meta_array)
+    except MlfError:
+        raise
+    except MemoryError:
+        raise MlfError("not enough memory for the .npz's arrays", file=name) from None
+    except Exception as exc:  # zipfile, zlib and numpy raise many kinds on damaged input
+        raise MlfError(f"not a readable .npz: {type(exc).__name__}: {_short(exc)}", file=name) from None
+    return arrays, _meta_document(meta, name), list(arrays)
+
+
+def _read_npy(f: Any, member_size: int, name: str, key: str) -> np.ndarray:
+    from numpy.lib import format as npf
+
+    version = npf.read_magic(f)
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise MlfError(f"unknown .npy version {version}", file=name, field=key)
+    reader = npf.read_array_header_1_0 if version == (1, 0) else npf.read_array_header_2_0
+    shape, fortran, dtype = reader(f)
+    if dtype.hasobject:
+        raise MlfError("an array of Python objects (pickled) is not read", file=name, field=key)
+    count = 1
+    for n in shape:
+        count *= n
+    header = f.tell()
+    if count * dtype.itemsize != member_size - header:
+        raise MlfError(f"the header says {shape} of {dtype} ({count * dtype.itemsize} bytes) but the member holds "
+                       f"{member_size - header} bytes of data", file=name, field=key)
+    data = f.read(member_size - header)
+    if len(data) != member_size - header:
+        raise MlfError("the member ends early", file=name, field=key)
+    array = np.frombuffer(data, dtype=dtype)
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _meta_document(text: Any, name: str) -> dict[str, Any]:
+    """The ``__mlf_spec__`` metadata as a checked document ({} when absent)."""
+    if text is None:
+        return {}
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise MlfError(f"{_META_KEY} is not JSON: {_short(exc)}", file=name, field=_META_KEY) from None
+    if not isinstance(doc, dict):
+        raise MlfError(f"{_META_KEY} is not a JSON object", file=name, field=_META_KEY)
+    return doc
+
+
+def _join_checked(arrays: dict[str, np.ndarray], meta: dict[str, Any], keys: list[str], dialect: str | None,
+                  name: str) -> dict[str, Any]:
+    """``_join`` of what a file holds, its metadata checked first: an order naming the
+    arrays, stored entries with integer fields, shapes of non-negative integers."""
+    order = meta.get("order", keys)
+    stored = meta.get("stored", {})
+    shapes = meta.get("shapes") or {}
+
+    def bad(what: str) -> MlfError:
+        return MlfError(f"{_META_KEY}: {what}", file=name, field=_META_KEY)
+
+    def is_shape(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in v)
+
+    if not isinstance(order, list) or not all(isinstance(k, str) and k in arrays for k in order):
+        raise bad("'order' is not a list of the file's array names")
+    if not isinstance(stored, dict) or not isinstance(shapes, dict):
+        raise bad("'stored' and 'shapes' must be objects")
+    for k, s in stored.items():
+        if not isinstance(s, dict) or not is_shape(s.get("shape")):
+            raise bad(f"stored entry {k!r} has no shape")
+        if "numpy" in s:
+            if not isinstance(s["numpy"], str):
+                raise bad(f"stored entry {k!r}: 'numpy' is not a type name")
+        elif not all(isinstance(s.get(f), int) and not isinstance(s.get(f), bool) for f in ("code", "bits", "lanes")):
+            raise bad(f"stored entry {k!r} needs integer code, bits and lanes")
+    for k, v in shapes.items():
+        if not is_shape(v):
+            raise bad(f"shape of {k!r} is not a list of sizes")
+    dialect = meta.get("dialect", dialect)
+    if dialect is not None and not isinstance(dialect, str):
+        raise bad("'dialect' is not a string")
+    try:
+        return _join(arrays, stored, order, dialect, shapes)
+    except MlfError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:  # a shape or size that does not fit the data
+        raise bad(f"does not fit the arrays: {_short(exc)}") from None
 
 
 def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | None = None,
@@ -169,6 +287,7 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
     meta = {"order": list(arrays), "stored": stored, "dialect": dialect,
             "shapes": {k: list(np.shape(v)) for k, v in arrays.items() if k not in stored}}
     if fmt == "npz":
+        _npz_names(arrays)
         with atomic_writer(Path(path)) as f:
             np.savez(f, **arrays, **{_META_KEY: np.array(json.dumps(meta))})
         return
@@ -184,6 +303,20 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
         raise UnsupportedError(f"safetensors cannot hold these tensors: {exc}") from None
     with atomic_writer(Path(path)) as f:
         f.write(data)
+
+
+def _npz_names(arrays: dict[str, Any]) -> None:
+    """Refuse names an .npz cannot hold: zip member names are UTF-8 text of at most 65,535
+    bytes (with ``.npy`` added), and NumPy's ``savez`` takes ``file`` and ``allow_pickle``
+    as its own arguments."""
+    for n in arrays:
+        try:
+            size = len(n.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise UnsupportedError(f"the name {_params.name_bytes(n)[:60]!r} is not UTF-8 text, which .npz member "
+                                   "names must be; convert to .params or .safetensors") from None
+        if size + 4 > 0xFFFF:
+            raise UnsupportedError(f"a name of {size} bytes: .npz member names hold at most 65,531 bytes")
 
 
 def convert(src: str | os.PathLike | bytes, dst: str | os.PathLike, dialect: str | None = None, *,
