@@ -96,6 +96,44 @@ def register(sub: Any) -> None:
                      help="compare two reports: newly failing, newly passing, changed reasons")
     rep.set_defaults(handler=_report)
 
+    mut = csub.add_parser("mutate", help="mutation analysis: how many mutants of a C reader the suite kills",
+                          description="Instrument a C reader once as a mutant schema (relational, arithmetic and "
+                          "constant operators, dropped checks, narrowed reads; MLF_MUTANT=<id> selects one), build it "
+                          "once (ASan + UBSan by default) in a temporary folder, refuse it if it fails the suite "
+                          "unmutated, then run every mutant through the kit in persistent mode. Exit 1 below "
+                          "--fail-under. See docs/conformance/mutation.md.")
+    mut.add_argument("source", help="the reader's C source (mutated between /* MUTATE BEGIN */ and /* MUTATE END */)")
+    mut.add_argument("--build", default=None, metavar="CMD",
+                     help="build command with {src}, {out} and {dir} (the source's folder), default: gcc with "
+                     "-fsanitize=address,undefined")
+    mut.add_argument("--testee", default="{bin}", metavar="CMD", help="testee command with {bin} (default: {bin})")
+    mut.add_argument("--equivalent", metavar="FILE", help="equivalent mutants: 'signature :: reason' per line")
+    mut.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    mut.add_argument("--known-failures", metavar="FILE", help="cases the reader is known to fail: left out")
+    mut.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
+    mut.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    mut.add_argument("--generate", type=int, default=0, metavar="N",
+                     help="also draw N generated cases against each survivor")
+    mut.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
+    mut.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
+                     help="exit 1 when fewer than PCT %% of the non-equivalent mutants are killed by the vectors")
+    mut.add_argument("--json", action="store_true", help="print the report as JSON")
+    mut.set_defaults(handler=_mutate)
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    import json
+
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, mutate
+    from mlf_spec.conformance.vectors import load_suite
+
+    cases = load_suite(args.vectors, formats=args.format)
+    report = mutate(args.source, cases, build_cmd=args.build or DEFAULT_BUILD, testee_cmd=args.testee,
+                    equivalents=args.equivalent, jobs=args.jobs, generate=args.generate, seed=args.seed,
+                    formats=args.format, known_failures=args.known_failures)
+    print(json.dumps(report.as_dict(), indent=1) if args.json else "\n".join(report.lines()))
+    return 1 if 100 * report.score() < args.fail_under else 0
+
 
 def _vectors(args: argparse.Namespace) -> int:
     from mlf_spec.conformance.vectors import write_suite
