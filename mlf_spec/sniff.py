@@ -51,6 +51,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("c-source", "C source holding a TVM module blob (devc.c)", "mlf-spec blob dump"),
     Kind("export-tar", "a tar written by export_library", "mlf-spec blob dump"),
     Kind("blob", "a raw TVM module blob", "mlf-spec blob dump"),
+    Kind("tensor-cache", "a tensor cache (tensor-cache.json / ndarray-cache.json and shards)", "mlf-spec cache dump"),
     Kind("npz", "a NumPy .npz archive", "mlf-spec params convert"),
     Kind("safetensors", "a safetensors file", "mlf-spec params convert"),
     Kind("tar", "a tar archive that is neither an MLF archive nor an export_library tar"),
@@ -65,14 +66,21 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 #: Kinds that mlf-spec reads (the others are only named in messages).
 ARTIFACT_KINDS = frozenset({"params", "mlf-archive", "mlf-metadata", "graph-json", "library", "c-source",
-                            "export-tar", "blob", "npz", "safetensors"})
+                            "export-tar", "blob", "npz", "safetensors", "tensor-cache"})
+
+#: The index names of a tensor cache folder (spec/tables/cache_layouts.yaml), newest first.
+CACHE_INDEX_NAMES = ("tensor-cache.json", "ndarray-cache.json")
 
 
 def sniff_path(path: str | os.PathLike[str]) -> Kind:
     """The kind of the file or directory at ``path`` (``unknown`` if it cannot be read)."""
     p = Path(path)
     if p.is_dir():
-        return KINDS["mlf-archive"] if (p / "metadata.json").is_file() else KINDS["directory"]
+        if (p / "metadata.json").is_file():
+            return KINDS["mlf-archive"]
+        if any((p / n).is_file() for n in CACHE_INDEX_NAMES):
+            return KINDS["tensor-cache"]
+        return KINDS["directory"]
     try:
         with open(p, "rb") as f:
             head = f.read(PEEK)
@@ -187,6 +195,8 @@ def _member_names(head: bytes) -> list[str]:
 
 
 def _json_kind(head: bytes, size: int | None = None) -> Kind:
+    if b'"records"' in head and b'"dataPath"' in head:
+        return KINDS["tensor-cache"]
     if size is not None and size <= len(head):  # the whole document: decide on its top-level keys
         import json
 

@@ -131,7 +131,9 @@ def blob_facts(b: _blob.Blob, other_symbols: int) -> dict[str, Any]:
     symbol = b.symbol or _blob.symbol_for(b.format, b.era)
     return {"symbol": symbol, "raw": int(not b.symbol), "layout": b.format,
             "libs": sum(1 for e in b.entries if e.kind == _blob.LIB),
-            "cycle": int(any(f.code == "tree.cycle" for f in b.findings)), "other_symbols": other_symbols}
+            "cycle": int(any(f.code == "tree.cycle" for f in b.findings)), "other_symbols": other_symbols,
+            "imports": (sum(1 for e in b.entries if e.kind != _blob.LIB) if b.row_ptr is None
+                        else len(b.reachable() - {0}))}
 
 
 def module_facts(b: _blob.Blob, e: _blob.Entry, reachable: set[int], reader: tuple[int, ...]) -> dict[str, Any]:

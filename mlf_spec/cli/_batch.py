@@ -198,6 +198,9 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
             if "mlf-archive" in accept and os.path.isfile(os.path.join(sub, "metadata.json")):
                 yield Input(sub, sub, _sniff.KINDS["mlf-archive"])
                 continue
+            if "tensor-cache" in accept and any(os.path.isfile(os.path.join(sub, n)) for n in _sniff.CACHE_INDEX_NAMES):
+                yield Input(sub, sub, _sniff.KINDS["tensor-cache"])
+                continue
             keep.append(d)
         dirs[:] = keep
         for f in files:

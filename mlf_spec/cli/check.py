@@ -3,7 +3,8 @@
 ``check PATH... [--json] [--version N] [--tvm VERSION [--from VERSION]]`` recognises each
 input by its content and runs the check of its kind: MLF archives (tars or extracted
 directories) against the metadata version they declare (or ``--version N``), .params files,
-module blobs (libraries, devc.c, export tars, raw .bin) and GraphExecutor JSON. ``--tvm``
+module blobs (libraries, devc.c, export tars, raw .bin), GraphExecutor JSON and tensor caches
+(a folder with tensor-cache.json or ndarray-cache.json, or that index). ``--tvm``
 adds, for .params files and blobs, the verdict of that TVM version's reader. Exit status:
 0 conformant, 1 an error-severity finding, 2 an input that cannot be read; with several
 inputs, the worst. JSON form (one object per input): generated/schemas/mlf_check_output
@@ -162,3 +163,16 @@ for _kind in ("library", "c-source", "export-tar", "blob"):
     CHECKERS[_kind] = _check_blob
 CHECKERS["graph-json"] = _check_graph
 CHECKERS["mlf-metadata"] = _check_metadata
+
+
+def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.cache import check as _ccheck
+    from mlf_spec.errors import MlfError
+
+    path = inp.path
+    if path is None:
+        raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
+    return artifact_outcome(_ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name), args)
+
+
+CHECKERS["tensor-cache"] = _check_cache
