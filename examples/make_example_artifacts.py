@@ -11,6 +11,11 @@
                                truncated archive, and a text file that is skipped
     demo/aot/add.tar           an AOT build with the standalone CRT and its templates (what
                                a downgrade below version 7 loses)
+
+    python examples/make_example_artifacts.py --docs DIR
+
+writes the files the Python examples of README.md and docs/ name (model.params, model.tar,
+metadata.json, deploy.so) into DIR; the test suite runs every example there.
 """
 
 from __future__ import annotations
@@ -61,6 +66,32 @@ def small_archive(name: str = "add", seed: int = 0) -> bytes:
     return small_archive_object(name, seed).to_bytes()
 
 
+def aot_archive_object() -> Archive:
+    """An AOT v7 archive with the standalone CRT and its templates."""
+    aot = ModuleSpec("add", "aot", TARGET, "2021-05-07 10:00:00Z",
+                     inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
+                     outputs=[Tensor("output", "float32", [1, 2])], sources=2, header=True, crt=True,
+                     op_functions=[("tvmgen_add_fused_cast_add_multiply", 0)])
+    return build_archive(ArchiveSpec(7, "v7.templates", "full-model", [aot], 1.7e9))
+
+
+def doc_files(out: Path) -> None:
+    """The files README.md's and docs/'s Python examples read: model.params, model.tar (a v7
+    graph archive of one module called ``default``), its metadata.json and deploy.so (a
+    shared object whose tvm-ffi blob holds a _lib root importing a const_loader module)."""
+    from mlf_spec import blob
+    from mlf_spec.fuzzing.seeds import elf_with_blob
+
+    out.mkdir(parents=True, exist_ok=True)
+    params.save({"w": np.ones((2, 3), "float32")}, out / "model.params")
+    a = small_archive_object("default")
+    a.write(out / "model.tar")
+    (out / "metadata.json").write_bytes(a.read("metadata.json"))
+    lib = blob.Module.lib(blob.Module.of("const_loader", variables=["c"], arrays=[np.ones(3, "f4")],
+                                         symbols=["f"], const_vars=[["c"]]))
+    (out / "deploy.so").write_bytes(elf_with_blob(blob.build(lib), "__tvm_ffi__library_bin", shared=True))
+
+
 def main(out: Path) -> None:
     """Write the example folder (see the module doc)."""
     for n, (seed, p0) in enumerate([(0, [[0.5, 1.5]]), (75, [[0.5, 1.25]])], start=1):
@@ -82,14 +113,13 @@ def main(out: Path) -> None:
     bad.write(ci / "model6.tar")
     (ci / "model7.tar").write_bytes(small_archive("net7", seed=7)[:3000])
     (ci / "README.txt").write_text("build outputs\n")
-    aot = ModuleSpec("add", "aot", TARGET, "2021-05-07 10:00:00Z",
-                     inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
-                     outputs=[Tensor("output", "float32", [1, 2])], sources=2, header=True, crt=True,
-                     op_functions=[("tvmgen_add_fused_cast_add_multiply", 0)])
     (out / "aot").mkdir(parents=True, exist_ok=True)
-    build_archive(ArchiveSpec(7, "v7.templates", "full-model", [aot], 1.7e9)).write(out / "aot" / "add.tar")
+    aot_archive_object().write(out / "aot" / "add.tar")
     print(f"wrote {out}/build-1, {out}/build-2, {out}/ci and {out}/aot", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "demo"))
+    if sys.argv[1:2] == ["--docs"]:
+        doc_files(Path(sys.argv[2] if len(sys.argv) > 2 else "."))
+    else:
+        main(Path(sys.argv[1] if len(sys.argv) > 1 else "demo"))

@@ -67,6 +67,35 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
+def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:
+    """Raise MlfError (one line: the path and what is wrong) when ``path`` cannot be the
+    output of a command, before anything is written: its folder does not exist or is no
+    folder (mlf-spec creates the output, never the folders above it), a file output names a
+    directory, a ``directory`` output names a file, or the output is one of ``inputs``
+    (mlf-spec never modifies its input)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if directory:
+        if p.exists() and not p.is_dir():
+            raise MlfError("the output exists and is not a directory", file=str(p))
+    elif p.is_dir():
+        raise MlfError("the output is a directory; name a file", file=str(p))
+    if not p.exists():
+        if not parent.exists():
+            raise MlfError(f"the folder {parent} does not exist (mlf-spec does not create it)", file=str(p))
+        if not parent.is_dir():
+            raise MlfError(f"{parent} is not a folder", file=str(p))
+    for src in inputs:
+        if not isinstance(src, (str, os.PathLike)):
+            continue
+        try:
+            same = os.path.samefile(src, p)
+        except OSError:
+            same = False
+        if same:
+            raise MlfError("the output is the input; mlf-spec never modifies its input", file=str(p))
+
+
 #: Every temporary name this package makes holds this tag and the writing process's id
 #: (``.NAME.mlf-spec-PID-XXXXXXXX.tmp``), so that what a killed writer left behind is
 #: recognised and removed by the next write into the same directory.
@@ -156,6 +185,7 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
+            check_output(path)  # a path mistake (no such folder, not a folder) named as such
             raise write_error(exc, path) from None
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -204,6 +234,7 @@ def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | 
                 raise OutputExistsError(f"the output directory holds {what}; replacing it would delete it",
                                         file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
+    check_output(path, directory=True)
     tmp = parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"  # named first: see atomic_writer
     try:
         try:

@@ -170,3 +170,8 @@ class LossRefusedError(MigrationError):
 
 class OutputExistsError(MlfError):
     """The output path exists and the caller did not ask to replace it."""
+
+
+class NotAnArtifactError(MlfError):
+    """The input is none of the artifacts mlf-spec reads (e.g. an ELF program that neither
+    carries a module blob nor shows any sign of TVM's code generator)."""

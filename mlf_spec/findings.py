@@ -31,11 +31,18 @@ class Finding:
     path: str
     message: str
     offset: int | None = None
+    #: more of the why, for ``--json`` and ``-v`` (the JSON message carries it after the message)
+    detail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (spec/records/finding.yaml)."""
         return {"code": self.code, "severity": self.severity, "member": self.member, "path": self.path,
-                "offset": self.offset, "message": self.message}
+                "offset": self.offset, "message": self.full_message}
+
+    @property
+    def full_message(self) -> str:
+        """The message with its detail."""
+        return f"{self.message}: {self.detail}" if self.detail else self.message
 
 
 def left_out(code: str, severity: str) -> Finding:
@@ -116,19 +123,22 @@ class Collector:
         self.findings: list[Finding] = []
         self._counts: Counter[str] = Counter()
 
-    def add(self, code: str, path: str, message: str, *, offset: int | None = None, member: str | None = None) -> None:
-        """Add a finding (KeyError for a code the spec does not declare: a bug)."""
+    def add(self, code: str, path: str, message: str, *, offset: int | None = None, member: str | None = None,
+            detail: str | None = None) -> None:
+        """Add a finding (KeyError for a code the spec does not declare: a bug); ``detail``
+        is shown with ``--json`` and ``-v`` only."""
         severity = self.spec[code]["severity"]
         self._counts[code] += 1
         n = self._counts[code]
         if self.limit is None or n <= self.limit:
-            self.findings.append(Finding(code, severity, member, path, message, offset))
+            self.findings.append(Finding(code, severity, member, path, message, offset, detail))
         elif n == self.limit + 1:
             self.findings.append(left_out(code, severity))
 
 
-def text(report: Report) -> str:
-    """The text form: a verdict line, one line per finding, then the TVM verdict and its reasons."""
+def text(report: Report, verbose: bool = False) -> str:
+    """The text form: a verdict line, one line per finding (with its detail when
+    ``verbose``), then the TVM verdict and its reasons."""
     from mlf_spec.cli._text import printable
 
     errors = sum(f.severity == "error" for f in report.findings)
@@ -138,7 +148,8 @@ def text(report: Report) -> str:
     for f in report.findings:
         loc = ":".join(printable(x) for x in (f.member or "", f.path) if x)
         at = f" (offset {f.offset})" if f.offset is not None else ""
-        lines.append(f"  {f.severity}: {f.code}: {loc + at + ': ' if loc else ''}{printable(f.message)}")
+        message = f.full_message if verbose else f.message
+        lines.append(f"  {f.severity}: {f.code}: {loc + at + ': ' if loc else ''}{printable(message)}")
     if report.tvm is not None:
         lines += report.tvm.text()
     return "\n".join(lines) + "\n"

@@ -51,6 +51,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("c-source", "C source holding a TVM module blob (devc.c)", "mlf-spec blob dump"),
     Kind("export-tar", "a tar written by export_library", "mlf-spec blob dump"),
     Kind("blob", "a raw TVM module blob", "mlf-spec blob dump"),
+    Kind("tensor-cache", "a tensor cache (tensor-cache.json / ndarray-cache.json and shards)", "mlf-spec cache dump"),
     Kind("npz", "a NumPy .npz archive", "mlf-spec params convert"),
     Kind("safetensors", "a safetensors file", "mlf-spec params convert"),
     Kind("tar", "a tar archive that is neither an MLF archive nor an export_library tar"),
@@ -65,14 +66,21 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 #: Kinds that mlf-spec reads (the others are only named in messages).
 ARTIFACT_KINDS = frozenset({"params", "mlf-archive", "mlf-metadata", "graph-json", "library", "c-source",
-                            "export-tar", "blob", "npz", "safetensors"})
+                            "export-tar", "blob", "npz", "safetensors", "tensor-cache"})
+
+#: The index names of a tensor cache folder (spec/tables/cache_layouts.yaml), newest first.
+CACHE_INDEX_NAMES = ("tensor-cache.json", "ndarray-cache.json")
 
 
 def sniff_path(path: str | os.PathLike[str]) -> Kind:
     """The kind of the file or directory at ``path`` (``unknown`` if it cannot be read)."""
     p = Path(path)
     if p.is_dir():
-        return KINDS["mlf-archive"] if (p / "metadata.json").is_file() else KINDS["directory"]
+        if (p / "metadata.json").is_file():
+            return KINDS["mlf-archive"]
+        if any((p / n).is_file() for n in CACHE_INDEX_NAMES):
+            return KINDS["tensor-cache"]
+        return KINDS["directory"]
     try:
         with open(p, "rb") as f:
             head = f.read(PEEK)
@@ -107,7 +115,7 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
         return KINDS["blob"]
     text = head.lstrip()
     if text[:1] == b"{":
-        return _json_kind(head)
+        return _json_kind(head, size)
     if any(s in head for s in _BLOB_SYMBOLS):
         return KINDS["c-source"]
     if _looks_like_text(head):
@@ -151,17 +159,21 @@ def _is_tar(head: bytes) -> bool:
 
 
 def _tar_kind(head: bytes) -> Kind:
-    """MLF archive or export_library tar, from the member names in the first headers."""
-    names = _member_names(head)
-    base = [n.rstrip("/").rsplit("/", 1)[-1] for n in names]
-    if any(n.removeprefix("./") == "metadata.json" for n in names):
+    """MLF archive or export_library tar, from the member names in the first headers: a root
+    metadata.json or an MLF folder (codegen/, parameters/, ...) makes an MLF archive, even when
+    a ``codegen/host/src/lib0.c`` comes first; export_library writes its files (``lib0.o``,
+    ``devc.c``, ...) at the root, never in folders."""
+    names = [n.removeprefix("./").rstrip("/") for n in _member_names(head)]
+    names = [n.removeprefix("./") for n in names if n not in ("", ".")]
+    if "metadata.json" in names or any(n.split("/")[0] in _MLF_FOLDERS for n in names if "/" in n):
         return KINDS["mlf-archive"]
-    if any(b.startswith("devc.") or b.startswith("lib") and b.endswith((".o", ".c", ".cc")) for b in base):
-        return KINDS["export-tar"]
-    if any(n.removeprefix("./").split("/")[0] in ("codegen", "parameters", "executor-config", "runtime-config", "src")
+    if any("/" not in n and (n.startswith("devc.") or n.startswith("lib") and n.endswith((".o", ".c", ".cc")))
            for n in names):
-        return KINDS["mlf-archive"]  # metadata.json comes later in the member order
+        return KINDS["export-tar"]
     return KINDS["tar"]
+
+
+_MLF_FOLDERS = frozenset({"codegen", "parameters", "executor-config", "runtime-config", "src", "templates", "runtime"})
 
 
 def _member_names(head: bytes) -> list[str]:
@@ -182,15 +194,33 @@ def _member_names(head: bytes) -> list[str]:
     return names
 
 
-def _json_kind(head: bytes) -> Kind:
+def _json_kind(head: bytes, size: int | None = None) -> Kind:
+    if b'"records"' in head and b'"dataPath"' in head:
+        return KINDS["tensor-cache"]
+    if size is not None and size <= len(head):  # the whole document: decide on its top-level keys
+        import json
+
+        try:
+            doc = json.loads(head)
+        except (ValueError, RecursionError):
+            return KINDS["json"]
+        if not isinstance(doc, dict):
+            return KINDS["json"]
+        if "arg_nodes" in doc or "node_row_ptr" in doc or "nodes" in doc and "heads" in doc:
+            return KINDS["graph-json"]
+        if "version" in doc and any(k in doc for k in _METADATA_KEYS):
+            return KINDS["mlf-metadata"]
+        return KINDS["json"]
     if b'"arg_nodes"' in head or b'"node_row_ptr"' in head:
         return KINDS["graph-json"]
-    if b'"version"' in head and any(k in head for k in (b'"modules"', b'"memory"', b'"model_name"', b'"style"',
-                                                         b'"export_datetime"', b'"target"')):
+    if b'"version"' in head and any(b'"%s"' % k.encode() in head for k in _METADATA_KEYS):
         return KINDS["mlf-metadata"]
     if b'"nodes"' in head and b'"heads"' in head:
         return KINDS["graph-json"]
     return KINDS["json"]
+
+
+_METADATA_KEYS = ("modules", "memory", "model_name", "style", "export_datetime", "target")
 
 
 def _looks_like_text(head: bytes) -> bool:

@@ -226,7 +226,8 @@ class Tracer:
         if type_name == "str":
             n = self._scalar("u64", path + ("#count",), f, "length")
             if n > self.end - self.pos:
-                raise LengthError(f"string claims {n} bytes", field=path_str(path), offset=self.pos - 8)
+                raise LengthError(f"string claims {n} bytes but {self.end - self.pos} remain", field=path_str(path),
+                                  offset=self.pos - 8)
             start = self.pos
             raw = self._take(n, path)
             self.spans.append(Span(path, start, n, f, "payload"))

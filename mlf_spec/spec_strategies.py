@@ -281,11 +281,20 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
     overrides: dict[tuple, Any] = {}
     if what == "bad_const":
         lo, hi = _INT_RANGE.get(f["type"], (0, 255))
-        overrides[path] = draw(st.integers(lo, hi).filter(lambda v: v != f["const"]))
+        overrides[path] = draw(edge_integers(lo, hi, f["const"]).filter(lambda v: v != f["const"]))
+    elif what == "bad_derived" and "derive" in f and draw(st.booleans()):
+        # the fields the size is derived from, changed so that the true size wraps around 2^64 to the
+        # stored one (a [2^32, 2^32] shape with 0 bytes): only a reader that checks overflow refuses
+        wrapped = _wrapping_overrides(structs, name, tree, era, path, f)
+        assume(bool(wrapped))
+        overrides.update(draw(st.sampled_from(wrapped)))
     elif what in ("count_mismatch", "bad_derived"):
         current = _value_at(structs, name, tree, era, path)
         lo, hi = _INT_RANGE[f["type"]]
-        overrides[path] = draw(st.integers(max(lo, current - 3), min(hi, current + 3)).filter(lambda v: v != current))
+        near = st.integers(max(lo, current - 3), min(hi, current + 3))
+        far = st.sampled_from(sorted({v for v in (current + 2**32, current + 2**16, current * 2 + 1, 2**63 - 1, hi, lo, 0)
+                                      if lo <= v <= hi}))
+        overrides[path] = draw((near | far).filter(lambda v: v != current))
     elif what == "lying_length":
         overrides[path + ("#count",)] = draw(st.sampled_from([2**64 - 1, 2**62, 2**40]) | st.integers(10**6, 2**63))
     elif what == "constraint":
@@ -303,7 +312,10 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
         if hi is not None and hi < type_hi:
             outside.append(st.integers(hi + 1, type_hi))
         assume(bool(outside))
-        bad = draw(st.one_of(outside))
+        edges = [v for v in (lo - 1 if lo is not None else None, hi + 1 if hi is not None else None, type_lo, type_hi,
+                             -(2**31), 2**31, 2**32, 2**63, 0x101, 1 + 2**24)
+                 if v is not None and type_lo <= v <= type_hi and ((lo is not None and v < lo) or (hi is not None and v > hi))]
+        bad = draw(st.sampled_from(edges) | st.one_of(outside)) if edges else draw(st.one_of(outside))
         if "count" in f:  # an element constraint: break one element
             n = len(_value_at(structs, name, tree, era, path))
             assume(n > 0)
@@ -319,6 +331,49 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
     return kind, build(structs, name, tree, era, overrides)
 
 
+def edge_integers(lo: int, hi: int, near: int = 0) -> st.SearchStrategy[int]:
+    """Integers in [lo, hi], half of them at the places readers get wrong: the bounds, 0, 1,
+    the sign bits and powers 2^31, 2^32, 2^63, and ``near`` differing in its lowest or only
+    its highest byte."""
+    width = max(8, (max(abs(lo), abs(hi)).bit_length() + 7) // 8 * 8)
+    cands = {lo, lo + 1, hi, hi - 1, 0, 1, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**31), -(2**63),
+             near ^ 1, near ^ (0xFF << (width - 8)), near + (1 << (width - 8))}
+    edges = sorted(v for v in cands if lo <= v <= hi)
+    return st.sampled_from(edges) | st.integers(lo, hi)
+
+
+def _wrapping_overrides(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: tuple,
+                        f: dict) -> list[dict[tuple, int]]:
+    """Overrides of one integer element of a list beside the derived field ``path`` (the
+    extents a size is derived from) that leave the derived value unchanged modulo 2^64 but
+    not in truth: the size a 64-bit reader computes wraps around to the stored one."""
+    from .spec_engine import trace
+
+    node: Any = trace(structs, name, build(structs, name, tree, era), era)[0]
+    for p in path[:-1]:
+        node = node[p]
+    current = node[f["name"]]
+    out = []
+    for key, values in node.items():
+        if key == f["name"] or not isinstance(values, list) or not all(isinstance(v, int) for v in values):
+            continue
+        for i, v in enumerate(values):
+            for j in range(62, 31, -1):
+                nv = v + 2**j
+                if nv >= 2**63:
+                    continue
+                ns = dict(node)
+                ns[key] = values[:i] + [nv] + values[i + 1:]
+                try:
+                    new = f["derive"][1](ns)
+                except Exception:  # noqa: BLE001 - a formula that cannot take this value: not a candidate
+                    continue
+                if new != current and new % 2**64 == current % 2**64:
+                    out.append({path[:-1] + (key, i): nv})
+                    break
+    return out
+
+
 def _value_at(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: tuple) -> Any:
     from .spec_engine import trace
 
@@ -328,4 +383,4 @@ def _value_at(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: 
     return node
 
 
-__all__ = ["ERAS", "Choices", "Drawn", "bounds", "broken_bytes", "valid_bytes", "valid_tree", "value_tree"]
+__all__ = ["ERAS", "Choices", "Drawn", "bounds", "broken_bytes", "edge_integers", "valid_bytes", "valid_tree", "value_tree"]

@@ -59,7 +59,7 @@ def test_params_tensors_added_removed_dtype_shape_data_and_order(tmp_path, capsy
     assert code == 1
     assert "~ tensor w: data differs in 5 of 6 elements, max abs diff 2.5, max rel diff 0.333333" in out
     assert "- tensor gone: int64 2" in out and "+ tensor new: int64 2" in out
-    assert out.strip().endswith("6 difference(s): 1 added, 1 removed, 4 changed")
+    assert out.strip().endswith("6 difference(s): 1 added, 1 removed, 1 data, 1 dtype, 1 order, 1 shape")
     code, out, _ = run(["diff", "--json", str(tmp_path / "a.params"), str(tmp_path / "b.params")], capsys)
     doc = json.loads(out)
     DiffReport.model_validate(doc)

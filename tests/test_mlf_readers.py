@@ -144,8 +144,11 @@ def test_cli_json_and_text(tmp_path, capsys):
     assert [r.reader for r in report.tvm.readers][:2] == ["tvmc", "zephyr"]
     assert main(["check", str(path), "--tvm", "0.12"]) == 0
     out = capsys.readouterr().out
-    assert "TVM 0.12, written by v7.templates (detected): loads" in out and "tvmc: loads" in out
-    assert main(["check", str(path), "--tvm", "twelve"]) == 2
+    assert "TVM 0.12, written by TVM 0.12 or later, metadata revision v7.templates (detected): loads" in out
+    assert "tvmc: loads" in out
+    with pytest.raises(SystemExit) as exc:  # one validation of versions for every option (issue 18)
+        main(["check", str(path), "--tvm", "twelve"])
+    assert exc.value.code == 2
     assert "not a TVM version" in capsys.readouterr().err
     assert main(["check", str(path), "--json"]) == 0
     assert "tvm" not in json.loads(capsys.readouterr().out)

@@ -54,8 +54,12 @@ def _tensor(t) -> dict:
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     libc = ctypes.CDLL(None)
     libc.malloc_usable_size.restype, libc.malloc_usable_size.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
-    cap = t._to_dlpack()
-    dl = _DLManaged.from_address(get(cap, b"dltensor")).dl_tensor
+    if hasattr(t, "_to_dlpack"):
+        cap = t._to_dlpack()
+        dl = _DLManaged.from_address(get(cap, b"dltensor")).dl_tensor
+    else:  # TVM before tvm-ffi (0.16): the NDArray's handle is its DLTensor
+        cap = None
+        dl = _DLTensor.from_address(ctypes.addressof(t.handle.contents))
     code, bits, lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
     shape = [dl.shape[i] for i in range(dl.ndim)]
     numel = 1
@@ -106,11 +110,12 @@ def _params(path: str, w: int) -> dict:
 
 def _tree(m, depth: int = 0) -> list:
     """[kind, sorted imports]: the library itself as _lib (as a blob names it)."""
-    kind = str(m.kind)
+    kind = str(m.kind if hasattr(m, "kind") else m.type_key)  # type_key before tvm-ffi (0.16)
     kind = "_lib" if kind == "library" else kind
     if depth > 8:  # TVM accepts import cycles
         return [kind, "..."]
-    return [kind, sorted((_tree(i, depth + 1) for i in m.imports), key=json.dumps)]
+    imports = m.imports if hasattr(m, "imports") else m.imported_modules
+    return [kind, sorted((_tree(i, depth + 1) for i in imports), key=json.dumps)]
 
 
 def _library(path: str) -> dict:

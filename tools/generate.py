@@ -187,9 +187,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _vector_files() -> dict[str, bytes]:
+    from mlf_spec.cache.cases import vector_files as cache_vector_files
     from mlf_spec.conformance.suite import build_all, render
 
-    return render(build_all())
+    files = render(build_all())
+    # the tensor cache's vectors are folders (vectors/tensor-cache/<id>/ + <id>.vector.json)
+    files.update({f"tensor-cache/{rel}": data for rel, data in cache_vector_files().items()})
+    return files
 
 
 def _existing_vectors() -> set[str]:

@@ -67,7 +67,7 @@ function decodeParams(buf) {
     for (let d = 0; d < ndim; d++) {
       const s = i64("shape");
       if (s < 0n) throw new Rejected(`tensor ${k}: negative extent`, "constraint");
-      shape.push(Number(s));
+      shape.push(s);  // a BigInt: written exactly by toJson (2^63 - 1 is not a double)
       numel *= s;
     }
     const nbytes = i64("data_byte_size");

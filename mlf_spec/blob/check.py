@@ -44,7 +44,8 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     blobs = [_blob._parse_located(loc, label, era, None) for loc in located]
     c = Collector(FINDINGS)
     if not blobs:
-        c.add("library.no-blob", "", "no module blob: export_library embeds one only when the root module has imports")
+        c.add("library.no-blob", "", f"no module blob ({tvm_library_evidence(source, label)}): export_library "
+              "embeds one only when the root module has imports")
     symbols = sorted({b.symbol for b in blobs if b.symbol})
     if len(symbols) > 1:
         c.add("library.several-blobs", "", f"blobs under {', '.join(symbols)}; a TVM version reads only one of them")
@@ -60,6 +61,22 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     if reader is not None:
         report.tvm = _tvm_verdict(blobs, located, reader, tvm or "", wrange, writer)
     return report
+
+
+def tvm_library_evidence(source: Any, label: str) -> str:
+    """Why ``source``, which holds no module blob, is still a TVM library (see
+    :mod:`mlf_spec.blob.evidence`); NotAnArtifactError when nothing shows it."""
+    from mlf_spec.errors import NotAnArtifactError
+
+    from .evidence import evidence
+
+    if hasattr(source, "read"):
+        return "read from a stream: not examined further"
+    found = evidence(source)
+    if found is None:
+        raise NotAnArtifactError("not a TVM artifact: it holds no module blob and nothing in it shows that TVM "
+                                 "wrote it", file=label)
+    return found
 
 
 def _member(b: _blob.Blob, loc: _locate.LocatedBlob) -> str | None:
@@ -78,8 +95,8 @@ def _raw_layout(b: _blob.Blob, member: str | None, c: Collector) -> None:
         _blob.parse(b.data, format=other)
     except MlfError as exc:
         where = f"{exc.field}: offset {exc.offset}: " if exc.field else ""
-        c.add("blob.raw-layout", "", f"read as a {b.format} blob; as a {other} blob it breaks at {where}{exc.message}",
-              member=member)
+        c.add("blob.raw-layout", "", f"read as a {b.format} blob; the {other} layout does not read it", member=member,
+              detail=f"as a {other} blob it breaks at {where}{exc.message}")
         return
     c.add("blob.raw-layout", "", f"read as a {b.format} blob; it also reads as a {other} blob", member=member)
 
@@ -114,7 +131,9 @@ def blob_facts(b: _blob.Blob, other_symbols: int) -> dict[str, Any]:
     symbol = b.symbol or _blob.symbol_for(b.format, b.era)
     return {"symbol": symbol, "raw": int(not b.symbol), "layout": b.format,
             "libs": sum(1 for e in b.entries if e.kind == _blob.LIB),
-            "cycle": int(any(f.code == "tree.cycle" for f in b.findings)), "other_symbols": other_symbols}
+            "cycle": int(any(f.code == "tree.cycle" for f in b.findings)), "other_symbols": other_symbols,
+            "imports": (sum(1 for e in b.entries if e.kind != _blob.LIB) if b.row_ptr is None
+                        else len(b.reachable() - {0}))}
 
 
 def module_facts(b: _blob.Blob, e: _blob.Entry, reachable: set[int], reader: tuple[int, ...]) -> dict[str, Any]:

@@ -27,12 +27,13 @@ if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings 
 #: The command modules of this package (each has ``register(subparsers)``), in the order
 #: their commands are listed. A module whose commands are not in :data:`COMMANDS` is
 #: imported on every start (correct, only slower).
-COMMAND_MODULES = ("params", "blob", "archive", "check", "diff", "extract", "migrate", "export",
+COMMAND_MODULES = ("params", "cache", "blob", "archive", "check", "diff", "extract", "migrate", "export",
                    "conformance")
 
 #: command name -> (command module, one-line help): what ``--help`` lists without imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "params": ("params", "inspect and convert .params tensor files"),
+    "cache": ("cache", "inspect, check, migrate, compare and convert tensor caches (tensor-cache.json + shards)"),
     "blob": ("blob", "inspect the module blob of exported TVM libraries"),
     "inspect": ("archive", "show what MLF archives (tars or directories) hold"),
     "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON) for conformance"),
@@ -45,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts\n"
-               "(MLF archives, .params files, module blobs, GraphExecutor JSON).")
+               "(MLF archives, .params files, module blobs, GraphExecutor JSON, tensor caches).")
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, **kw: object) -> argparse.ArgumentParser:
@@ -135,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         except BrokenPipeError:  # e.g. piped into head
             return _pipe_closed()
+        except OSError as exc:  # a path the checks before writing did not foresee: one line, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"mlf-spec: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2
         except KeyboardInterrupt:
             print("mlf-spec: interrupted", file=sys.stderr)
             return 130

@@ -34,6 +34,7 @@ class Input:
     name: str
     source: str | bytes
     kind: _sniff.Kind
+    explicit: bool = True  #: named on the command line (False: found by walking a directory)
 
     @property
     def path(self) -> str | None:
@@ -107,6 +108,9 @@ class Outcome:
     text: str = ""
     doc: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: not counted as an input: a file a directory walk found that is no TVM artifact (nothing
+    #: shown), or an input passed over with the reason in ``notes`` (e.g. already past a migration's target)
+    skipped: bool = False
 
 
 Work = Callable[[Input, argparse.Namespace], Outcome]
@@ -194,6 +198,9 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
             if "mlf-archive" in accept and os.path.isfile(os.path.join(sub, "metadata.json")):
                 yield Input(sub, sub, _sniff.KINDS["mlf-archive"])
                 continue
+            if "tensor-cache" in accept and any(os.path.isfile(os.path.join(sub, n)) for n in _sniff.CACHE_INDEX_NAMES):
+                yield Input(sub, sub, _sniff.KINDS["tensor-cache"])
+                continue
             keep.append(d)
         dirs[:] = keep
         for f in files:
@@ -205,7 +212,7 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
                 continue
             kind = _sniff.sniff_path(p)
             if kind.name in accept:
-                yield Input(p, p, kind)
+                yield Input(p, p, kind, explicit=False)
             else:
                 skipped.append(p)
 
@@ -235,8 +242,15 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
 
 
 def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
+    from mlf_spec.errors import NotAnArtifactError
+
     try:
         return work(inp, args)
+    except NotAnArtifactError as exc:
+        if not inp.explicit:
+            return Outcome(0, skipped=True)
+        exc.with_file(inp.name)
+        return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
     except MlfError as exc:
         if inp.is_stdin and exc.file == inp.source:
             exc.file = None  # the spooled file stands for standard input
@@ -264,10 +278,18 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
+    passed_over = 0
     worst = 0
     for i, (inp, outcome) in enumerate(zip(inputs, _outcomes(work, inputs, args, jobs))):
         if progress:
             progress.clear()
+        if outcome.skipped:
+            if outcome.notes or outcome.doc:
+                _emit(outcome, as_json, inp)
+                passed_over += 1
+            else:
+                skipped.append(inp.name)
+            continue
         _emit(outcome, as_json, inp)
         status = min(max(outcome.status, 0), 2)
         counts[status] += 1
@@ -276,9 +298,12 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.show(i + 1, inp.name)
     if progress:
         progress.clear()
-    if len(inputs) > 1 or skipped:
-        line = (f"{len(inputs)} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
-                f"{counts[2]} unreadable")
+    if not sum(counts) and not passed_over:
+        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        return 2
+    if len(inputs) > 1 or skipped or passed_over:
+        line = (f"{sum(counts) + passed_over} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
+                f"{counts[2]} unreadable" + (f", {passed_over} skipped" if passed_over else ""))
         if skipped:
             special = sum(1 for p in skipped if not _regular(p))
             line += f"; {len(skipped) - special} other file(s) skipped (not {what})" if len(skipped) > special else ""

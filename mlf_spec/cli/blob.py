@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError
 
 from . import _batch, add_command
+from ._options import tvm_version
 from ._text import printable
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def register(sub: Any) -> None:
                            "or raw .bin blobs.")
     _batch.add_arguments(dump, what="files holding module blobs")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    dump.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
+    dump.add_argument("--era", type=tvm_version, help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     dump.set_defaults(handler=_dump)
 
     from .check import add_kind_check
@@ -39,15 +40,28 @@ def register(sub: Any) -> None:
     chk = add_kind_check(bsub, help="check module blobs: findings and, with --tvm, a TVM version's verdict",
                          findings="blob_check.md", question="whether that TVM version's loader reads the blob as meant",
                          what="files holding module blobs")
-    chk.add_argument("--era", help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
+    chk.add_argument("--era", type=tvm_version, help="TVM version whose payload grammar to use, e.g. 0.16 (default: from the symbol)")
     chk.set_defaults(handler=_check)
 
-    ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c)")
-    ext.add_argument("file")
-    ext.add_argument("-o", "--output", required=True, help="OUT.bin, or OUT.c / OUT.cc for a C array like devc.c")
+    ext = bsub.add_parser("extract", help="write the blob of FILE as a raw .bin (or as C source: -o X.c), or one "
+                          "module's payload (--module)", description=(
+                              "Write the module blob of FILE (an ELF .so/.o, devc.c, an export tar or a raw .bin) "
+                              "to OUT: a raw .bin (size prefix + body), or with -o OUT.c / OUT.cc a C array as TVM's "
+                              "devc.c holds it. With --module N|KIND, write that one module's payload in the form "
+                              "its kind stores it: device code (PTX, cubin, OpenCL C, ...) as one file; Metal/WebGPU "
+                              "kernels, or a GraphExecutorFactory's graph.json and <name>.params, as files in the "
+                              "new directory OUT; other kinds (VM executables, ...) as their payload bytes. "
+                              "Exit status: 0 written, 1 OUT exists (pass --force), 2 unreadable input or a path "
+                              "mistake."))
+    ext.add_argument("file", metavar="FILE")
+    ext.add_argument("-o", "--output", required=True, metavar="OUT",
+                     help="OUT.bin, or OUT.c / OUT.cc for a C array like devc.c; with --module the payload file "
+                     "(or directory)")
+    ext.add_argument("--module", metavar="N|KIND", help="write only this module's payload (blob index or kind)")
     ext.add_argument("--index", type=int, help="which blob, if FILE holds several (0-based)")
     ext.add_argument("--symbol", help="symbol for C output (default: the one it was found under)")
     ext.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    ext.add_argument("--era", type=tvm_version, help="with --module: TVM version whose payload grammar to use")
     ext.set_defaults(handler=_extract)
 
 
@@ -72,17 +86,14 @@ def dump_document(b: Blob) -> dict[str, Any]:
 
 
 def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
-    """Every blob of one input; MlfError if the input holds none."""
+    """Every blob of one input (none for a TVM library without one; NotAnArtifactError for a
+    file without a blob that nothing shows TVM wrote)."""
     from mlf_spec.blob import codec as _blob
 
     _batch.guard(inp, ACCEPT, "a file holding a module blob")
     if inp.path is not None and not Path(inp.path).is_file():
         raise MlfError("no such file", file=inp.name)
-    blobs = _blob.read(inp.source, era=era, name=inp.name)
-    if not blobs:
-        raise MlfError("no module blob found (export_library embeds one only when the root module has imports)",
-                       file=inp.name)
-    return blobs
+    return _blob.read(inp.source, era=era, name=inp.name)
 
 
 def _dump(args: argparse.Namespace) -> int:
@@ -91,6 +102,14 @@ def _dump(args: argparse.Namespace) -> int:
 
 def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     blobs = read_blobs(inp, args.era)
+    if not blobs:
+        from mlf_spec.blob.check import tvm_library_evidence
+
+        why = tvm_library_evidence(inp.source, inp.name)
+        if args.json:
+            return _batch.Outcome(0, doc={"path": inp.name, "blobs": []})
+        return _batch.Outcome(0, text=f"{inp.name}: no module blob ({why}): export_library embeds one only when "
+                              "the root module has imports")
     if args.json:
         return _batch.Outcome(0, doc={"path": inp.name, "blobs": [dump_document(b) for b in blobs]})
     out = io.StringIO()
@@ -163,6 +182,30 @@ def _tree_lines(b: Blob) -> Iterator[str]:
             yield f"    {label(i)}"
 
 
+def _extract_module(args: argparse.Namespace, loc: Any, out: Path) -> int:
+    from mlf_spec._io import atomic_directory, atomic_write_bytes, check_output
+    from mlf_spec.blob import codec as _blob
+    from mlf_spec.blob.extract import find_module, payload_files
+
+    b = _blob._parse_located(loc, args.file, args.era, None)
+    e = find_module(b, args.module, file=args.file)
+    try:
+        files = payload_files(b, e)
+    except MlfError as exc:
+        raise exc.with_file(args.file) from None
+    if isinstance(files, dict):
+        check_output(out, directory=True)
+        with atomic_directory(out, replace=args.force) as tmp:
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+        what = f"{len(files)} file(s): {', '.join(sorted(files))}"
+    else:
+        atomic_write_bytes(out, files)
+        what = f"{len(files)} bytes"
+    print(f"{args.file} -> {out}: module [{e.index}] {printable(e.kind)}, {what}", file=sys.stderr)
+    return 0
+
+
 def _extract(args: argparse.Namespace) -> int:
     from mlf_spec.blob import locate as _locate
 
@@ -173,7 +216,10 @@ def _extract(args: argparse.Namespace) -> int:
     _batch.guard(_batch.Input(args.file, args.file, sniff.sniff_path(args.file)), ACCEPT, "a file holding a module blob")
     located = _locate.locate_blobs(args.file)
     if not located:
-        raise MlfError("no module blob found", file=args.file)
+        from mlf_spec.blob.check import tvm_library_evidence
+
+        why = tvm_library_evidence(args.file, args.file)
+        raise MlfError(f"no module blob to extract ({why})", file=args.file)
     if args.index is None and len(located) > 1:
         raise MlfError(f"{len(located)} blobs found; choose one with --index", file=args.file)
     index = args.index or 0
@@ -181,8 +227,13 @@ def _extract(args: argparse.Namespace) -> int:
         raise MlfError(f"--index {index}: only {len(located)} blob(s)", file=args.file)
     loc = located[index]
     out = Path(args.output)
+    from mlf_spec._io import check_output
+
+    check_output(out, inputs=[args.file])
     if out.exists() and not args.force:
         raise OutputExistsError("output exists; pass --force to replace it", file=str(out))
+    if args.module is not None:
+        return _extract_module(args, loc, out)
     if out.suffix in (".c", ".cc"):
         symbol = args.symbol or loc.symbol or _locate.SYMBOL_FFI
         prefix = loc.prefix or None

@@ -3,7 +3,8 @@
 ``check PATH... [--json] [--version N] [--tvm VERSION [--from VERSION]]`` recognises each
 input by its content and runs the check of its kind: MLF archives (tars or extracted
 directories) against the metadata version they declare (or ``--version N``), .params files,
-module blobs (libraries, devc.c, export tars, raw .bin) and GraphExecutor JSON. ``--tvm``
+module blobs (libraries, devc.c, export tars, raw .bin), GraphExecutor JSON and tensor caches
+(a folder with tensor-cache.json or ndarray-cache.json, or that index). ``--tvm``
 adds, for .params files and blobs, the verdict of that TVM version's reader. Exit status:
 0 conformant, 1 an error-severity finding, 2 an input that cannot be read; with several
 inputs, the worst. JSON form (one object per input): generated/schemas/mlf_check_output
@@ -13,11 +14,11 @@ inputs, the worst. JSON form (one object per input): generated/schemas/mlf_check
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from . import _batch, add_command
+from ._options import add_fail_on, dialect, tvm_version, verdict_fails
 from .archive import VERSIONS, add_member_size, member_limit
 
 #: kind name -> the function that checks one input of that kind.
@@ -30,11 +31,12 @@ def register(sub: Any) -> None:
                        "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(c, what="artifacts to check")
     c.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    c.add_argument("-v", "--verbose", action="store_true", help="the details of informational findings too")
     c.add_argument("--version", type=int, choices=VERSIONS, dest="check_version",
                    help="check MLF archives against this metadata version instead of the declared one")
     add_member_size(c)
     add_tvm_arguments(c)
-    c.add_argument("--dialect", type=dialect_type, help=".params: the TVM version whose dtype codes apply "
+    c.add_argument("--dialect", type=dialect, help=".params: the TVM version whose dtype codes apply "
                    "(default: detected)")
     c.set_defaults(handler=_check)
 
@@ -48,44 +50,19 @@ def add_kind_check(sub: Any, *, help: str, findings: str, question: str,  # noqa
                          "Exit status: 0 conformant, 1 an error finding, 2 unreadable input (the worst over all inputs).")
     _batch.add_arguments(chk, what=what)
     chk.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    chk.add_argument("-v", "--verbose", action="store_true", help="the details of informational findings too")
     add_tvm_arguments(chk)
     return chk
 
 
 def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
     """--tvm VERSION and --from VERSION (the verdict of a TVM version's reader)."""
-    parser.add_argument("--tvm", metavar="VERSION",
+    parser.add_argument("--tvm", metavar="VERSION", type=tvm_version,
                         help="also say whether TVM VERSION's readers take each input as it was meant: loads, misreads, "
                         "rejects (or crashes: .params and blobs), with the reasons (e.g. 0.12, 0.27)")
-    parser.add_argument("--from", dest="writer", type=_version_type, metavar="VERSION",
+    parser.add_argument("--from", dest="writer", type=tvm_version, metavar="VERSION",
                         help="the TVM version that wrote the artifact (default: detected from it)")
-
-
-def _version_type(text: str) -> str:
-    from mlf_spec import versions
-    from mlf_spec.errors import UnsupportedError
-
-    try:
-        versions.known(text)
-    except UnsupportedError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-    return text
-
-
-def tvm_version_error(args: argparse.Namespace) -> int | None:
-    """For the .params and blob checks: 2 (after a one-line error) when --tvm names no TVM
-    version the verdict rules describe, else None."""
-    if args.tvm is None:
-        return None
-    from mlf_spec import versions
-    from mlf_spec.errors import UnsupportedError
-
-    try:
-        versions.known(args.tvm)
-    except UnsupportedError as exc:
-        print(f"mlf-spec: error: --tvm: {exc.message}", file=sys.stderr)
-        return 2
-    return None
+    add_fail_on(parser)
 
 
 def run_kind(args: argparse.Namespace, kind: str, accept: frozenset[str], what: str) -> int:
@@ -94,9 +71,6 @@ def run_kind(args: argparse.Namespace, kind: str, accept: frozenset[str], what: 
     names no version the rules describe."""
     import functools
 
-    bad = tvm_version_error(args)
-    if bad is not None:
-        return bad
     one = functools.partial(_check_kind, kind=kind, accept=accept, what=what)  # picklable for -j N
     return _batch.run(args, one, accept=accept, what=what)
 
@@ -107,27 +81,16 @@ def _check_kind(inp: _batch.Input, args: argparse.Namespace, *, kind: str, accep
     return CHECKERS[kind](inp, args)
 
 
-def dialect_type(text: str) -> str:
-    """argparse type of --dialect: a known dialect id or TVM version, else a usage error
-    that lists the valid ones."""
-    from mlf_spec.errors import UnsupportedError
-    from mlf_spec.params import dtypes as _dt
-
-    try:
-        _dt.dialect(text)
-    except UnsupportedError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-    return text
-
-
 def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:
     """The outcome of a check report of any kind (status 1 on an error finding)."""
     from mlf_spec.findings import text
 
     status = 0 if report.conformant else 1
+    if verdict_fails(args, getattr(report.tvm, "verdict", None)):
+        status = 1
     if getattr(args, "json", False):
         return _batch.Outcome(status, doc=report.to_dict())
-    return _batch.Outcome(status, text=text(report))
+    return _batch.Outcome(status, text=text(report, verbose=getattr(args, "verbose", False)))
 
 
 def _check_params(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
@@ -152,16 +115,19 @@ def _check_blob(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 def _check_graph(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec import graph_check
 
-    return artifact_outcome(graph_check.check(inp.source, name=inp.name), args)
+    out = artifact_outcome(graph_check.check(inp.source, name=inp.name), args)
+    return _no_verdict(out, args, "the verdict rules cover MLF archives, .params files and module blobs; a "
+                       "GraphExecutor JSON is judged inside its MLF archive or library (check that)")
+
+
+def _no_verdict(out: _batch.Outcome, args: argparse.Namespace, why: str) -> _batch.Outcome:
+    """Say why --tvm gives no verdict for this kind (text: a line; JSON: ``tvm`` stays null)."""
+    if args.tvm is not None and not args.json:
+        out.text = out.text.rstrip("\n") + f"\n  TVM {args.tvm}: no verdict: {why}\n"
+    return out
 
 
 def _check(args: argparse.Namespace) -> int:
-    if args.tvm is not None:
-        from mlf_spec import versions
-
-        if versions.parse(args.tvm) is None:
-            print(f"mlf-spec: error: --tvm {args.tvm!r} is not a TVM version (e.g. 0.12, 0.16.dev0)", file=sys.stderr)
-            return 2
     return _batch.run(args, _check_one, accept=frozenset(CHECKERS), what="an artifact mlf-spec checks")
 
 
@@ -173,6 +139,14 @@ def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         _batch.guard(inp, frozenset(CHECKERS), "an artifact mlf-spec checks")
         checker = _check_archive  # unrecognised content: the archive reader says what is wrong
     return checker(inp, args)
+
+
+def _check_metadata(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.mlf import check as _mlf_check
+
+    report = _mlf_check.check_metadata(inp.source, version=args.check_version, name=inp.name)
+    return _no_verdict(artifact_outcome(report, args), args, "TVM's readers take the whole MLF archive, not a bare "
+                       "metadata.json (check the archive)")
 
 
 def _check_archive(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
@@ -188,3 +162,17 @@ CHECKERS["params"] = _check_params
 for _kind in ("library", "c-source", "export-tar", "blob"):
     CHECKERS[_kind] = _check_blob
 CHECKERS["graph-json"] = _check_graph
+CHECKERS["mlf-metadata"] = _check_metadata
+
+
+def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec.cache import check as _ccheck
+    from mlf_spec.errors import MlfError
+
+    path = inp.path
+    if path is None:
+        raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
+    return artifact_outcome(_ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name), args)
+
+
+CHECKERS["tensor-cache"] = _check_cache

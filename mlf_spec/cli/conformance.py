@@ -38,8 +38,10 @@ def register(sub: Any) -> None:
                           "be started or an input cannot be read.")
     who = run.add_mutually_exclusive_group(required=True)
     who.add_argument("--testee", metavar="CMD", help="the testee command (shell words), e.g. \"./my-reader\"")
-    who.add_argument("--adapter", metavar="NAME", help="a built-in or registered adapter (mlf-spec, tvm) or "
-                     "module:Class")
+    from mlf_spec.conformance.adapters import BUILTIN
+
+    who.add_argument("--adapter", metavar="NAME", help=f"a built-in adapter ({', '.join(BUILTIN)}), one registered "
+                     "under the entry-point group mlf_spec.conformance.adapters, or module:Class")
     run.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
     run.add_argument("--role", action="append", choices=("decode", "encode", "migrate"), help="only these roles")
     run.add_argument("--id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")
@@ -96,10 +98,50 @@ def register(sub: Any) -> None:
                      help="compare two reports: newly failing, newly passing, changed reasons")
     rep.set_defaults(handler=_report)
 
+    mut = csub.add_parser("mutate", help="mutation analysis: how many mutants of a C reader the suite kills",
+                          description="Instrument a C reader once as a mutant schema (relational, arithmetic and "
+                          "constant operators, dropped checks, narrowed reads; MLF_MUTANT=<id> selects one), build it "
+                          "once (ASan + UBSan by default) in a temporary folder, refuse it if it fails the suite "
+                          "unmutated, then run every mutant through the kit in persistent mode. Exit 1 below "
+                          "--fail-under. See docs/conformance/mutation.md.")
+    mut.add_argument("source", help="the reader's C source (mutated between /* MUTATE BEGIN */ and /* MUTATE END */)")
+    mut.add_argument("--build", default=None, metavar="CMD",
+                     help="build command with {src}, {out} and {dir} (the source's folder), default: gcc with "
+                     "-fsanitize=address,undefined")
+    mut.add_argument("--testee", default="{bin}", metavar="CMD", help="testee command with {bin} (default: {bin})")
+    mut.add_argument("--equivalent", metavar="FILE", help="equivalent mutants: 'signature :: reason' per line")
+    mut.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    mut.add_argument("--known-failures", metavar="FILE", help="cases the reader is known to fail: left out")
+    mut.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
+    mut.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    mut.add_argument("--generate", type=int, default=0, metavar="N",
+                     help="also draw N generated cases against each survivor")
+    mut.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
+    mut.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
+                     help="exit 1 when fewer than PCT %% of the non-equivalent mutants are killed by the vectors")
+    mut.add_argument("--json", action="store_true", help="print the report as JSON")
+    mut.set_defaults(handler=_mutate)
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    import json
+
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, mutate
+    from mlf_spec.conformance.vectors import load_suite
+
+    cases = load_suite(args.vectors, formats=args.format)
+    report = mutate(args.source, cases, build_cmd=args.build or DEFAULT_BUILD, testee_cmd=args.testee,
+                    equivalents=args.equivalent, jobs=args.jobs, generate=args.generate, seed=args.seed,
+                    formats=args.format, known_failures=args.known_failures)
+    print(json.dumps(report.as_dict(), indent=1) if args.json else "\n".join(report.lines()))
+    return 1 if 100 * report.score() < args.fail_under else 0
+
 
 def _vectors(args: argparse.Namespace) -> int:
+    from mlf_spec._io import check_output
     from mlf_spec.conformance.vectors import write_suite
 
+    check_output(args.out_dir, directory=True)
     n = write_suite(args.out_dir, args.format)
     print(f"wrote {n} cases to {args.out_dir}", file=sys.stderr)
     return 0
@@ -156,6 +198,10 @@ def _report(args: argparse.Namespace) -> int:
     if (args.html or args.badge or args.index) and not args.out:
         return 0
     out = Path(args.out) if args.out else None
+    if out is not None and not out.is_dir():
+        from mlf_spec._io import check_output
+
+        check_output(out, inputs=args.reports)
     if out is not None and len(runs) > 1 and not out.is_dir():
         raise MlfError("several reports need a directory for their pages", file=str(out))
     for records in runs:
@@ -206,10 +252,16 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from mlf_spec._io import check_output
     from mlf_spec.conformance import report as _report
     from mlf_spec.conformance.runner import TesteeStartError, run, unused_lines
     from mlf_spec.conformance.vectors import load_suite, select
 
+    for out in (args.report_json, args.junit):
+        if out:
+            check_output(out)
+    if args.generate:
+        check_output(args.save_dir, directory=True)
     suite = load_suite(args.vectors)
     cases = select(suite, formats=args.format, roles=args.role, ids=args.id)
     if not cases and not args.allow_empty:

@@ -35,8 +35,10 @@ def register(sub: Any) -> None:
 
 def _ksy(args: argparse.Namespace) -> int:
     from mlf_spec import kaitai
+    from mlf_spec._io import check_output
     from mlf_spec.errors import MlfError, OutputExistsError
 
+    check_output(args.out_dir, directory=True)
     try:
         written = kaitai.export(args.out_dir, force=args.force)
     except OutputExistsError as exc:

@@ -43,7 +43,9 @@ def _extract(args: argparse.Namespace) -> int:
     from mlf_spec._io import atomic_directory
     from mlf_spec.mlf import archive as _archive
 
-    inp = next(iter(_batch.expand([args.archive], ACCEPT)))
+    inp = next(iter(_batch.expand([args.archive], ACCEPT)), None)
+    if inp is None:
+        raise MlfError("no MLF archive found in this directory", file=args.archive)
     try:
         _batch.guard(inp, ACCEPT, "an MLF archive")
         if inp.path is not None and not Path(inp.path).exists():
@@ -54,7 +56,7 @@ def _extract(args: argparse.Namespace) -> int:
                 atomic_directory(dest, replace=args.force, keep=[inp.path] if inp.path else []) as tmp:
             a.extract(tmp, overwrite=True)
             files = [m for m in a.members if not m.is_dir]
-            doc = {"input": inp.name, "output": args.output, "members": sum(m.path != "." for m in a.members),
+            doc = {"input": inp.name, "output": args.output, "members": len(a.members),
                    "files": len(files), "bytes": sum(m.size for m in files), "replaced": replaced}
     except OSError as exc:
         print(f"mlf-spec: error: {args.output}: cannot write: {exc.strerror or exc}", file=sys.stderr)

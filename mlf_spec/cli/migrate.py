@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError
+from mlf_spec.errors import LossRefusedError, MigrationError, OutputExistsError
 
 from . import _batch, add_command
 from .archive import VERSIONS
@@ -94,6 +94,9 @@ def _run(args: argparse.Namespace) -> int:
                 names[out] = inp.name
                 args.outputs[inp.name] = out
             if not args.dry_run:
+                from mlf_spec._io import check_output
+
+                check_output(args.output, directory=True)
                 try:
                     os.makedirs(args.output, exist_ok=True)
                 except OSError as exc:
@@ -124,6 +127,10 @@ def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     to: int = args.to_version
     output: str | None = args.outputs.get(inp.name)
     r = _Reporter(args, inp.name, to, output)
+    if output and not args.dry_run:
+        from mlf_spec._io import check_output
+
+        check_output(output, inputs=[inp.path] if inp.path else [])
     if output and not args.dry_run and Path(output).exists() and not args.force:
         return r.outcome(None, "refused", f"{output} exists; pass --force to replace it", 1)
     try:
@@ -136,8 +143,13 @@ def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
                 (command == "downgrade" and to > plan.source_version)
         if wrong:
             other = "downgrade" if command == "upgrade" else "upgrade"
-            raise MlfError(f"this is version {plan.source_version}; {command} --to {to} goes the other way "
-                           f"(use `mlf-spec {other}`)", file=inp.name)
+            why = (f"this is version {plan.source_version}, already {'below' if command == 'downgrade' else 'above'}"
+                   f" {to}; {command} --to {to} goes the other way (use `mlf-spec {other}`)")
+            if len(args.outputs) > 1 or not inp.explicit:
+                out = r.outcome(plan, "skipped", why, 0)
+                out.skipped = True
+                return out
+            return r.outcome(plan, "refused", why, 1)
         missing = plan.unaccepted(args.accept_loss)
         if args.dry_run:
             exists = bool(output) and Path(output).exists() and not args.force
@@ -168,7 +180,7 @@ def _refused_text(plan: _migrate.Plan, missing: list[str]) -> str:
 def document(args: argparse.Namespace, name: str, to: int, plan: _migrate.Plan | None, status: str,
              reason: str | None, exc: Exception | None = None, output: str | None = None) -> dict[str, Any]:
     """The JSON report of one input (schema: mlf_migrate_output)."""
-    d = plan.to_dict() if plan is not None else {}
+    d = plan.to_dict() if plan is not None and status != "skipped" else {}
     err = exc if isinstance(exc, MigrationError) else None
     source_version = plan.source_version if plan is not None else err.source_version if err else None
     direction = "none" if source_version is None or source_version == to else (
@@ -194,6 +206,10 @@ class _Reporter:
                 exc: Exception | None = None, output: str | None = None) -> _batch.Outcome:
         args = self.args
         notes = []
+        if status == "skipped":
+            notes.append(f"mlf-spec: skipped: {self.name}: {reason}")
+            return _batch.Outcome(code, doc=document(args, self.name, self.to, plan, status, reason, exc)
+                                  if args.json else None, notes=notes)
         if status == "refused":
             text = reason or ""
             if args.json:

@@ -7,8 +7,8 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from . import _batch, add_command
+from ._options import dialect
 from ._text import printable, table
-from .check import dialect_type
 
 if TYPE_CHECKING:
     from mlf_spec.params.codec import LazyParams
@@ -25,10 +25,16 @@ def register(sub: Any) -> None:
     psub = p.add_subparsers(dest="params_command", metavar="ACTION")
     psub.required = True
 
-    dump = psub.add_parser("dump", help="list the tensors of .params files")
+    dump = psub.add_parser("dump", help="list the tensors of .params files", description=(
+        "List the tensors of .params files: name, dtype (in the dtype dialect detected, or --dialect), shape, "
+        "offset, size and SHA-256, with how the dialect was chosen; --stats adds min, max, mean, std, NaN/Inf and "
+        "zero counts per tensor, --values N its first N elements. Exit status: 0 read, 2 unreadable input."))
     _batch.add_arguments(dump, what=".params files")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
-    dump.add_argument("--dialect", type=dialect_type,
+    dump.add_argument("--stats", action="store_true",
+                      help="min, max, mean, std (finite values), NaN, Inf and zero counts of each tensor")
+    dump.add_argument("--values", type=_batch.positive, metavar="N", help="the first N elements of each tensor")
+    dump.add_argument("--dialect", type=dialect,
                       help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     dump.set_defaults(handler=_dump)
 
@@ -36,7 +42,7 @@ def register(sub: Any) -> None:
 
     chk = add_kind_check(psub, help="check .params files: findings and, with --tvm, a TVM version's verdict",
                          findings="params_check.md", question="whether that TVM version loads the file as meant", what=".params files")
-    chk.add_argument("--dialect", type=dialect_type,
+    chk.add_argument("--dialect", type=dialect,
                      help="TVM version whose dtype codes apply (e.g. 0.16, v0.21); default: detect")
     chk.set_defaults(handler=_check)
 
@@ -49,7 +55,7 @@ def register(sub: Any) -> None:
     conv.add_argument("paths", nargs="+", metavar="PATH", help="IN OUT, or with -o: the inputs")
     conv.add_argument("-o", "--output", metavar="DIR", help="write one converted file per input into DIR")
     conv.add_argument("--to", choices=sorted(set(CONVERT_EXT)), help="output format (required with -o)")
-    conv.add_argument("--dialect", type=dialect_type,
+    conv.add_argument("--dialect", type=dialect,
                       help="dtype dialect for reading/writing .params (default: detect, and refuse an ambiguous "
                       "file; newest for writing)")
     conv.add_argument("--force", action="store_true", help="replace outputs that exist")
@@ -58,17 +64,26 @@ def register(sub: Any) -> None:
     conv.set_defaults(handler=_convert)
 
 
-def dump_document(lazy: LazyParams) -> dict[str, Any]:
-    """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump)."""
+def dump_document(lazy: LazyParams, *, stats: bool = False, values: int | None = None) -> dict[str, Any]:
+    """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump);
+    ``stats`` and ``values`` add each tensor's numbers and first elements."""
     import hashlib
 
+    from mlf_spec.params import stats as _stats
     from mlf_spec.params.codec import json_name
 
     tensors = []
     for info in lazy.index:
         digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
-        tensors.append({**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
-                        "offset": info.offset, "nbytes": info.nbytes, "sha256": digest})
+        entry = {**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
+                 "offset": info.offset, "nbytes": info.nbytes, "sha256": digest}
+        if stats or values:
+            flat = _stats.values_of(lazy.tensor(info), lazy.dialect)
+            if stats:
+                entry["stats"] = _stats.tensor_stats(flat)
+            if values:
+                entry["values"] = _stats.first_values(flat, values)
+        tensors.append(entry)
     return {"format": "tvm-params", "dialect": lazy.dialect.id, "dialect_choice": lazy.choice.to_dict(),
             "trailing_bytes": lazy.trailing_bytes, "tensors": tensors}
 
@@ -82,14 +97,14 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
     _batch.guard(inp, ACCEPT, "a .params file")
     with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
-        doc = dump_document(lazy)
+        doc = dump_document(lazy, stats=args.stats, values=args.values)
         doc = {"path": inp.name, **doc}
         if args.json:
             return _batch.Outcome(0, doc=doc)
         out = io.StringIO()
         total = sum(t["nbytes"] for t in doc["tensors"])
         out.write(f"{inp.name}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
-        out.write(f"dialect: {lazy.dialect.id} ({lazy.dialect.label}); {lazy.choice.note}\n")
+        out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
         rows = [("name", "dtype", "shape", "offset", "nbytes", "sha256")]
@@ -98,11 +113,45 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
                          str(t["offset"]), str(t["nbytes"]), t["sha256"][:16]))
         for line in table(rows, right=3):
             out.write(line + "\n")
+        if args.stats:
+            out.write(_stats_table(doc["tensors"]))
+        if args.values:
+            for t in doc["tensors"]:
+                shown = "(no numeric values)" if t["values"] is None else ", ".join(map(_num, t["values"]))
+                more = ", ..." if t["values"] is not None and len(t["values"]) < _numel(t["shape"]) else ""
+                out.write(f"{printable(t['name'])}: [{shown}{more}]\n")
         unknown = [printable(i.name) for i in lazy.index if not i.dtype.known]
         if unknown:
             out.write(f"warning: {len(unknown)} tensor(s) with dtype codes unknown in {lazy.dialect.id}: "
                       f"{', '.join(unknown[:5])}\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return f"({_num(v[0])}{'+' if not str(v[1]).startswith('-') else ''}{_num(v[1])}j)"
+    return str(v)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _stats_table(tensors: list[dict[str, Any]]) -> str:
+    rows = [("name", "min", "max", "mean", "std", "nan", "inf", "zeros")]
+    for t in tensors:
+        s = t["stats"]
+        if s is None:
+            rows.append((printable(t["name"]), "-", "-", "-", "-", "-", "-", "-"))
+            continue
+        rows.append((printable(t["name"]), *("-" if s[k] is None else _num(s[k]) for k in ("min", "max", "mean", "std")),
+                     str(s["nan"]), str(s["inf"]), str(s["zeros"])))
+    return "".join(line + "\n" for line in table(rows, right=1))
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -115,6 +164,7 @@ def _convert(args: argparse.Namespace) -> int:
     import contextlib
     import os
     import sys
+    from pathlib import Path
 
     if args.output is None:
         if len(args.paths) != 2:
@@ -122,7 +172,23 @@ def _convert(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         src, dst = args.paths
+        from mlf_spec._io import check_output
+
+        check_output(dst, inputs=[src])
+        if args.to is None:
+            from mlf_spec.params.convert import FORMATS
+
+            if Path(dst).suffix.lower() not in FORMATS:
+                from mlf_spec.errors import MlfError
+
+                raise MlfError(f"cannot tell the output format from {Path(dst).suffix or 'no extension'}: name the "
+                               f"file .params, .npz or .safetensors, or pass --to", file=dst)
         inputs = list(_batch.expand([src], frozenset(CONVERT_KINDS)))
+        if len(inputs) != 1:
+            from mlf_spec.errors import MlfError
+
+            raise MlfError(f"IN OUT takes one input file; found {len(inputs)} tensor files here (convert several "
+                           "with -o DIR --to FORMAT)", file=src)
         args.targets = {inputs[0].name: dst}
         args.quiet_text = True
         return _batch.run(args, _convert_one, accept=frozenset(CONVERT_KINDS), what="a tensor file", inputs=inputs)
@@ -144,6 +210,9 @@ def _convert(args: argparse.Namespace) -> int:
         args.targets[inp.name] = out
     created = bool(inputs) and not os.path.isdir(args.output)
     if inputs:
+        from mlf_spec._io import check_output
+
+        check_output(args.output, directory=True)
         try:
             os.makedirs(args.output, exist_ok=True)
         except OSError as exc:
@@ -168,6 +237,9 @@ def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     accept = frozenset(CONVERT_KINDS)
     _batch.guard(inp, accept, "a .params, .npz or .safetensors file")
     out = args.targets[inp.name]
+    from mlf_spec._io import check_output
+
+    check_output(out, inputs=[inp.path] if inp.path else [])
     if Path(out).exists() and not args.force:
         return _batch.Outcome(1, notes=[f"mlf-spec: refused: {out}: output exists; pass --force to replace it"])
     src_format = CONVERT_KINDS.get(inp.kind.name) or (format_of(inp.path) if inp.path else "params")

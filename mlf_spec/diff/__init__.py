@@ -85,10 +85,32 @@ def _archives(a: Any, b: Any, na: str, nb: str, ignore_times: bool) -> list[Chan
 
 def _blobs(a: Any, b: Any, na: str, nb: str, ignore_times: bool) -> list[Change]:
     from mlf_spec.blob import codec
+    from mlf_spec.blob.check import tvm_library_evidence
 
     from . import blob
 
-    return blob.compare(codec.read(a, name=na), codec.read(b, name=nb))
+    blobs_a, blobs_b = codec.read(a, name=na), codec.read(b, name=nb)
+    for source, blobs, name in ((a, blobs_a, na), (b, blobs_b, nb)):
+        if not blobs:
+            tvm_library_evidence(source, name)  # NotAnArtifactError unless a TVM library without a blob
+    changes = blob.compare(blobs_a, blobs_b)
+    if not blobs_a and not blobs_b and _content(a) != _content(b):
+        from ._model import Change
+
+        changes.append(Change("file", "content", "", None, None, "neither holds a module blob; the files differ"))
+    return changes
+
+
+def _content(source: Any) -> bytes:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(source, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.digest()
 
 
 def _json(kind: str) -> Any:

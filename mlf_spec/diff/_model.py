@@ -61,12 +61,17 @@ class Diff:
         """True when no difference was found."""
         return not self.changes
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form of ``mlf-spec diff --json`` (generated/schemas/diff_output.schema.json)."""
+    def counts(self) -> dict[str, int]:
+        """How many changes of each ``change`` kind, in the order first found (the text and
+        the JSON form count alike)."""
         counts: dict[str, int] = {}
         for c in self.changes:
             counts[c.change] = counts.get(c.change, 0) + 1
-        return {"a": self.a, "b": self.b, "kind": self.kind, "same": self.same, "counts": counts,
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of ``mlf-spec diff --json`` (generated/schemas/diff_output.schema.json)."""
+        return {"a": self.a, "b": self.b, "kind": self.kind, "same": self.same, "counts": self.counts(),
                 "changes": [c.to_dict() for c in self.changes]}
 
     def __str__(self) -> str:
@@ -100,11 +105,9 @@ def diff_text(d: Diff) -> str:
     if d.same:
         lines.append(f"same: the {_KINDS.get(d.kind, d.kind)} do not differ")
     else:
-        counts: dict[str, int] = {}
-        for c in d.changes:
-            key = c.change if c.change in ("added", "removed") else "changed"
-            counts[key] = counts.get(key, 0) + 1
-        parts = ", ".join(f"{counts[k]} {k}" for k in ("added", "removed", "changed") if k in counts)
+        counts = d.counts()  # the JSON form's counts: added, removed, then the kinds of change by name
+        order = [k for k in ("added", "removed") if k in counts] + sorted(set(counts) - {"added", "removed"})
+        parts = ", ".join(f"{counts[k]} {k}" for k in order)
         lines.append(f"{len(d.changes)} difference(s): {parts}")
     return "\n".join(lines)
 

@@ -104,8 +104,11 @@ def _tensor(a: LazyParams, b: LazyParams, ta: TensorInfo, tb: TensorInfo, ia: in
     nth = _nth(a.index, ia)
     if (ta.dtype.code, ta.dtype.bits, ta.dtype.lanes) != (tb.dtype.code, tb.dtype.bits, tb.dtype.lanes) or \
             ta.dtype.name != tb.dtype.name:
-        yield Change("tensor", "dtype", ta.name, ta.dtype.name, tb.dtype.name,
-                     f"{nth}dtype {ta.dtype.name} -> {tb.dtype.name}", **where)
+        x, y = ta.dtype.name, tb.dtype.name
+        if x == y:  # spelled alike, stored as other codes (bool as (1,1,1) and as (6,8,1)): show the codes
+            x, y = (f"{t.dtype.name} (code {t.dtype.code}, {t.dtype.bits} bits, {t.dtype.lanes} lanes)"
+                    for t in (ta, tb))
+        yield Change("tensor", "dtype", ta.name, x, y, f"{nth}dtype {x} -> {y}", **where)
         if ta.shape != tb.shape:
             yield Change("tensor", "shape", ta.name, list(ta.shape), list(tb.shape),
                          f"{nth}shape {_shape(ta.shape)} -> {_shape(tb.shape)}", **where)

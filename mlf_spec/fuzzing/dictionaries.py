@@ -50,6 +50,10 @@ def words(seed_set: str) -> list[bytes]:
         out += [p.encode() for p in targets._layout_paths()] + [b"ustar\x0000", b"ustar  \x00", b"././@PaxHeader",
                                                                b"././@LongLink", b"path=", b"size=", b"mtime="]
         out += magic + _quoted(targets._graph_words())
+    if seed_set == "cache":
+        from mlf_spec.cache.fuzz_target import words as cache_words
+
+        out += _quoted(cache_words()) + [b"ustar  \x00", b"params_shard_0.bin", b"tensor-cache.json"]
     return list(dict.fromkeys(out))
 
 

@@ -262,10 +262,17 @@ def elf_with_blob(blob: bytes, symbol: str, *, is64: bool = True, big_endian: bo
     return header + bytes(body) + shdrs
 
 
+def cache_seeds() -> list[bytes]:
+    """Tensor cache folders (the cases of mlf_spec.cache.cases) as tars of their files."""
+    from mlf_spec.cache.fuzz_target import cache_seeds as seeds_of_cases
+
+    return seeds_of_cases()
+
+
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "params": params_seeds, "blob": blob_seeds, "payload": payload_seeds, "container": container_seeds,
     "graph": graph_seeds, "metadata": metadata_seeds, "archive": archive_seeds, "migration": migration_seeds,
-    "npz": npz_seeds,
+    "npz": npz_seeds, "cache": cache_seeds,
 }
 
 

@@ -816,3 +816,16 @@ def text_render(data: bytes) -> None:
 __all__ = ["FUZZ_LIMITS", "TARGETS", "Target", "archive_mutator", "blob_mutator", "container_mutator",
            "decompressed_size", "graph_mutator", "metadata_mutator", "params_mutator", "payload_mutator",
            "reader_target", "register", "run", "target"]
+
+
+# ----------------------------------------------------------------- tensor caches
+
+@target("cache_check", "cache", seeds="cache", memory=MemoryBudget(64), max_len=1 << 16,
+        modules=("mlf_spec.cache.codec", "mlf_spec.cache.index", "mlf_spec.cache.rules", "mlf_spec.cache.folder",
+                 "mlf_spec.cache.jsonpos", "mlf_spec.cache.check", "mlf_spec.cache.verdict"))
+def cache_check(data: bytes) -> None:
+    """A tar of a tensor cache folder (or an index alone): cache check and the strict open
+    agree on what is fatal, and every tensor of an accepted cache loads with its shape."""
+    from mlf_spec.cache.fuzz_target import check_input
+
+    check_input(data)

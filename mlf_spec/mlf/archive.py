@@ -470,7 +470,9 @@ class Archive:
     def extract(self, dest: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Extract into the directory ``dest`` (created if needed; must be empty unless
         ``overwrite``). Nothing is written outside it: member paths were checked when read,
-        and no symbolic link inside ``dest`` is followed. Returns the resolved directory."""
+        and no symbolic link inside ``dest`` is followed. Member modes (permission bits) and
+        mtimes are restored, those of the root member ``.`` on ``dest`` itself, so that an
+        extracted directory compares clean with its archive. Returns the resolved directory."""
         root = Path(dest)
         root.mkdir(parents=True, exist_ok=True)
         if root.is_symlink():
@@ -485,6 +487,14 @@ class Archive:
                 self._extract_member(m, root)
             except OSError as exc:  # e.g. a name component longer than the file system allows
                 raise MlfError(f"cannot extract: {exc.strerror or exc}", file=os.fspath(root), field=m.name) from None
+        # directories last and deepest first: writing into a directory changes its mtime, and a
+        # mode without write permission would stop the writes below it
+        for m in sorted(self.members, key=lambda m: (m.is_dir, -m.path.count("/"), m.path != "."), reverse=False):
+            target = root if m.path == "." else root.joinpath(*m.path.split("/"))
+            with contextlib.suppress(OSError):
+                if m.is_dir:
+                    os.chmod(target, (m.mode & 0o7777) or 0o755)
+                os.utime(target, (m.mtime, m.mtime), follow_symlinks=False)
         return root
 
     def _extract_member(self, m: Member, root: Path) -> None:

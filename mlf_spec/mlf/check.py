@@ -112,13 +112,53 @@ def read_metadata(a: _archive.Archive, *, version: int | None = None) -> Metadat
     """Read an archive's metadata.json as far as it goes (see :class:`MetadataReading`);
     ``version`` reads it as that version (a different declared version is a finding). Never
     raises for what the document holds; MlfError only for an unknown ``version`` argument."""
-    c = _collector()
-    reading = MetadataReading(None, None, None, None, None, {}, c.findings)
     meta = a.member(_archive.METADATA)
     if meta is None or meta.is_dir:
+        c = _collector()
         c.add("metadata.missing", "", "the archive has no metadata.json at its root")
-        return reading
-    mname = reading.member = meta.name
+        return MetadataReading(None, None, None, None, None, {}, c.findings)
+    return _read_metadata_member(meta, meta.name, version)
+
+
+class _BareMember:
+    """A bare metadata.json document as the one member read_metadata looks at."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def view(self) -> memoryview:
+        return memoryview(self.data)
+
+    def read(self) -> bytes:
+        return self.data
+
+
+def check_metadata(source: Any, *, version: int | None = None, name: str | None = None) -> Report:
+    """Check a bare metadata.json document (a path, bytes or binary file object) against
+    the model of the version it declares (or ``version``): the metadata.* findings of an
+    archive's check, without the layout and the members it describes."""
+    from mlf_spec._io import describe, read_source
+
+    label = name or describe(source)
+    with read_source(source) as (buf, _size, _fd):
+        data = bytes(buf)
+    reading = _read_metadata_member(_BareMember(data), None, version)
+    return MetadataReport(label, reading.findings, version=reading.version, style=reading.style)
+
+
+@dataclass(kw_only=True)
+class MetadataReport(Report):
+    """The check of a bare metadata.json document."""
+
+    @property
+    def heading(self) -> str:
+        """``metadata.json of version 7, full-model``."""
+        return "metadata.json of " + super().heading
+
+
+def _read_metadata_member(meta: Any, mname: str | None, version: int | None) -> MetadataReading:
+    c = _collector()
+    reading = MetadataReading(mname, None, None, None, None, {}, c.findings)
     try:
         doc = load_json(meta.view(), None, "metadata.json")
     except MlfError as exc:

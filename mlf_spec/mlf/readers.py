@@ -212,7 +212,37 @@ def verdict(a: _archive.Archive, version: str) -> _verdict.Verdict:
     except MlfError:  # a deviating document has no revision; the verdict still stands
         revision = None
     ev = _verdict.Evaluator(reader, None, _verdict.rules(_verdict.MLF_READ_RULES), REQUIREMENTS, version)
-    return ev.read([_verdict.Part("archive", Facts.of(a))], revision, "detected" if revision else "unknown")
+    v = ev.read([_verdict.Part("archive", Facts.of(a))], revision, "detected" if revision else "unknown")
+    if revision:
+        v.writer_text = writer_label(revision)  # the text names TVM versions; the JSON keeps the revision id
+    return v
+
+
+def writer_label(revision: str) -> str:
+    """The TVM versions that write metadata revision ``revision`` (spec/mlf revisions), as a
+    user names them: 'TVM 0.12 or later, metadata revision v7.templates', or for a revision
+    no release wrote, 'a TVM development build after 0.11, metadata revision v7.null_binding'."""
+    revs = _md.revisions()
+    ids = [r["id"] for r in revs]
+    if revision not in ids:
+        return f"metadata revision {revision}"
+    i = ids.index(revision)
+    rel = revs[i]["release"]
+    if rel:
+        later = [r["release"] for r in revs[i + 1:] if r["release"]]
+        start = _versions.label(rel)
+        if later:
+            nxt = _versions.required(later[0])
+            end = _versions.label((nxt[0], nxt[1] - 1))
+            span = f"TVM {start}" if end == start else f"TVM {start} to {end}"
+        else:
+            span = f"TVM {start} or later"
+        return f"{span}, metadata revision {revision}"
+    before = [r["release"] for r in revs[:i] if r["release"]]
+    later = [r["release"] for r in revs[i + 1:] if r["release"]]
+    when = f" after {_versions.label(before[-1])}" if before else (f" before {_versions.label(later[0])}" if later
+                                                                   else "")
+    return f"a TVM development build{when}, metadata revision {revision}"
 
 
 __all__ = ["REQUIREMENTS", "Facts", "verdict"]

@@ -270,13 +270,52 @@ class DialectChoice:
     ``data_conflict``: no dialect's writers could have stored these bytes (the header
     candidates were kept)."""
 
-    __slots__ = ("dialect", "ambiguous", "candidates", "detected", "header_candidates", "data_conflict")
+    __slots__ = ("dialect", "ambiguous", "candidates", "detected", "header_candidates", "data_conflict", "dtypes")
 
     def __init__(self, dialect: Dialect, ambiguous: bool, candidates: tuple[Dialect, ...], detected: bool,
-                 header_candidates: tuple[Dialect, ...] | None = None, data_conflict: bool = False) -> None:
+                 header_candidates: tuple[Dialect, ...] | None = None, data_conflict: bool = False,
+                 dtypes: tuple[tuple[int, int, int], ...] = ()) -> None:
         self.dialect, self.ambiguous, self.candidates, self.detected = dialect, ambiguous, candidates, detected
         self.header_candidates = candidates if header_candidates is None else header_candidates
         self.data_conflict = data_conflict
+        self.dtypes = dtypes  # the distinct stored (code, bits, lanes) of the file
+
+    def _reading(self, d: Dialect) -> tuple[Any, ...]:
+        return tuple(meaning(d, *t) for t in self.dtypes)
+
+    @property
+    def same_reading(self) -> tuple[Dialect, ...]:
+        """The candidates that read every tensor as the chosen dialect does (itself included)."""
+        mine = self._reading(self.dialect)
+        return tuple(d for d in self.candidates if d is self.dialect or self._reading(d) == mine) or (self.dialect,)
+
+    @property
+    def range_label(self) -> str:
+        """The TVM versions whose dialects read the file as chosen, e.g. 'TVM 0.7 to 0.22'."""
+        group = self.same_reading
+        lo = min(d.since for d in group)
+        untils = [d.until for d in group if d.until is not None]
+        hi = max(untils) if len(untils) == len(group) else None  # None: open to the newest
+        return Dialect("", lo, hi, ()).label
+
+    def differing(self) -> list[tuple[list[str], list[str]]]:
+        """The candidates that read some tensor otherwise, grouped by their reading: (dialect
+        ids, what they read: '(1,1,1) as uint1 (packed), not bool')."""
+        groups: dict[tuple[Any, ...], list[Dialect]] = {}
+        same = self.same_reading
+        for d in self.candidates:
+            if d not in same:
+                groups.setdefault(self._reading(d), []).append(d)
+        out = []
+        for ds in groups.values():
+            what = []
+            for t in self.dtypes:
+                if meaning(ds[0], *t) != meaning(self.dialect, *t):
+                    theirs = lookup(ds[0], *t).name + (", packed" if layout(ds[0], t[0], t[1]) == "packed" else "")
+                    mine = lookup(self.dialect, *t).name
+                    what.append(f"({t[0]},{t[1]},{t[2]}) as {theirs}, not {mine}")
+            out.append(([d.id for d in ds], what))
+        return out
 
     def __repr__(self) -> str:
         return f"DialectChoice({self.dialect.id}, ambiguous={self.ambiguous})"
@@ -300,9 +339,11 @@ class DialectChoice:
         elif self.data_conflict:
             data = "; no dialect's writers store these bytes"
         if self.ambiguous:
-            others = ", ".join(c.id for c in self.candidates if c != self.dialect)
-            return (f"ambiguous: read as {self.dialect.id} ({self.dialect.label}); {others} would read some dtypes "
-                    f"differently{data}")
+            alike = [d.id for d in self.same_reading if d is not self.dialect]
+            head = f"ambiguous: read as {self.dialect.id}" + (f" (as {', '.join(alike)} read it too: "
+                                                             f"{self.range_label})" if alike else "")
+            others = "; ".join(f"{', '.join(ids)} would read {', '.join(what)}" for ids, what in self.differing())
+            return f"{head}; {others}{data}"
         return f"read as {self.dialect.id}; every candidate dialect reads it the same way{data}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -310,6 +351,7 @@ class DialectChoice:
         return {"chosen": self.dialect.id, "detected": self.detected, "ambiguous": self.ambiguous,
                 "candidates": [c.id for c in self.candidates],
                 "header_candidates": [c.id for c in self.header_candidates],
+                "same_reading": [d.id for d in self.same_reading],
                 "by_data": self.by_data, "data_conflict": self.data_conflict, "note": self.note}
 
 
@@ -354,7 +396,7 @@ def _detect(distinct: tuple[tuple[int, int, int], ...], tops: tuple[int | None, 
 
     best = max(candidates, key=score)
     readings = {tuple(meaning(d, *t) for t in distinct) for d in candidates}
-    return DialectChoice(best, len(readings) > 1, candidates, True, header, conflict)
+    return DialectChoice(best, len(readings) > 1, candidates, True, header, conflict, tuple(distinct))
 
 
 def readings(choice: DialectChoice, dtype: tuple[int, int, int]) -> dict[str, list[str]]:
@@ -387,7 +429,7 @@ def is_spelling(text: str) -> bool:
 
 def given(d: Dialect) -> DialectChoice:
     """The choice record for a dialect the caller named."""
-    return DialectChoice(d, False, (d,), False)
+    return DialectChoice(d, False, (d,), False)  # no dtypes: same_reading is (d,)
 
 
 @lru_cache(maxsize=256)

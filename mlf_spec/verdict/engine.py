@@ -157,6 +157,8 @@ class Verdict:
     reasons: list[Reason] = field(default_factory=list)
     notes: list[Reason] = field(default_factory=list)
     readers: list[ReaderVerdict] | None = None
+    #: how the text names the writer, when ``writer`` is an id a user would not read as a version
+    writer_text: str | None = None
 
     @classmethod
     def of(cls, version: str, writer: str | None, writer_source: str, reasons: list[Reason],
@@ -193,7 +195,7 @@ class Verdict:
         reasons (or the reasons and notes), one line each."""
         from mlf_spec.cli._text import printable
 
-        by = f", written by {self.writer} ({self.writer_source})" if self.writer else ""
+        by = f", written by {self.writer_text or self.writer} ({self.writer_source})" if self.writer else ""
         lines = [f"  TVM {self.version}{by}: {self.verdict}"]
 
         def reason(r: Reason, indent: str) -> str:

@@ -14,7 +14,8 @@ from mlf_spec.generated import payloads_ir as _payloads_ir
 from mlf_spec.spec_engine import build, trace
 from mlf_spec.spec_strategies import Choices, bounds, value_tree
 
-from .common import Collector, doc_ref, holding, pattern_bytes
+from . import rules as _rules
+from .common import Collector, doc_ref, holding, outcome, pattern_bytes
 
 LIB = _blob.LIB
 _MAIN_ERA = {"ffi": _blob.LATEST, "legacy": (0, 20)}
@@ -134,6 +135,7 @@ def build_blob(c: Collector) -> None:
     for fmt in _blob.FORMATS:
         _kind_vectors(c, fmt)
         _tree_vectors(c, fmt)
+        _boundary_vectors(c, fmt)
     _broken_vectors(c)
 
 
@@ -236,6 +238,63 @@ def broken_variants(kind: str, fmt: str, era: tuple[int, ...]) -> list[tuple[str
         if broken is not None and all(broken != b for _, b in out):
             out.append((label, broken))
     return out
+
+
+def _boundary_vectors(c: Collector, fmt: str) -> None:
+    """Every field of the base blob (with its payloads) at and past its bounds: each count and
+    length lying, each constant and ranged integer at its edges, the blob cut at every field
+    boundary; the whole blob names every rule it meets at its exact value."""
+    era = _MAIN_ERA[fmt]
+    data = _base(fmt, era)
+    structs, root = _bst._ROOTS[fmt]
+    _, spans = trace(structs, root, data, era)
+    owner = _rules.owners(structs)
+    page = ("blob_ffi", "What a reader checks") if fmt == "ffi" else ("blob_legacy", "What a reader checks")
+
+    def probe(vid: str, b: bytes, rids: list[str], what: str) -> None:
+        want = outcome("blob", "decode", b, {"layout": fmt, "era": era_text(era)})["outcome"]
+        _add(c, vid, b, fmt, era, f"{what}: " + ("accepted" if want == "accept" else "must be rejected"), page,
+             {"rule": rids}, expect=want)
+
+    # the dtype codes in function signatures are not checked by any blob reader: not a blob rule
+    probe(f"blob.{fmt}.bound.whole", data, sorted(r for r in _rules.spans_rules(spans, owner, root)
+                                                  if not r.endswith(".table")),
+          "the base blob, every field at its exact value")
+    for rids, label, b in _rules.span_variants(data, spans, owner, root):
+        probe(f"blob.{fmt}.bound.{rids[0]}.{label}", b, rids, f"{rids[0]} probed at {label}")
+    probe(f"blob.{fmt}.bound.bytes-after-the-end", data + b"\x00tail", [f"{root}.body.length"],
+          "5 bytes after the blob's size-prefixed body (not part of the blob)")
+    if fmt == "ffi":
+        tree, _ = trace(structs, root, data, era)
+        body = tree["body"]
+        for label, edit, rid, what in (
+                ("no-module", {"row_ptr": [0], "child_indices": [], "modules": []}, "ffi_body.row_ptr.range",
+                 "row_ptr [0]: no module at all"),
+                ("empty-kind", {"modules": [body["modules"][0], {"kind": "", "payload": {"data": b"\x01"}}, *body["modules"][2:]]},
+                 "ffi_module.kind.range", "a module whose kind is the empty string"),
+                ("one-letter-kind", {"modules": [body["modules"][0], {"kind": "b", "payload": {"data": b"\x01\x02"}},
+                                                 *body["modules"][2:]]},
+                 "ffi_module.kind.range", "a module of the one-letter kind b (no grammar: opaque bytes)"),
+                ("children-not-covered", {"child_indices": [*body["child_indices"], 1]}, "ffi_body.child_indices.range",
+                 "a child index after the last row pointer (never read)")):
+            b = build(structs, root, {"body": {**body, **edit}}, era)
+            probe(f"blob.ffi.bound.{label}", b, [rid], what)
+        # counts whose elements fill their payload: many small elements, a vector that ends the payload
+        many = value_tree(Sampler(), _payloads_ir.STRUCTS, "device_binary", era)
+        info = many["fmap"][0][1]
+        info["arg_types"] = info["arg_types"] * 40
+        info["arg_extra_tags"] = [0] * 40
+        info["launch_param_tags"] = [""] * 12
+        empty = value_tree(Sampler(), _payloads_ir.STRUCTS, "c_source_payload", era)
+        empty["const_vars"], empty["func_names"] = ["", "", ""], [""] * 6
+        for label, kind, struct, tree, rid, what in (
+                ("many-small-elements", "opencl", "device_binary", many, "function_info.arg_types.length",
+                 "a function with 40 argument types, 40 extra tags and 12 empty launch tags"),
+                ("empty-strings-end-the-payload", "c", "c_source_payload", empty, "c_source_payload.const_vars.length",
+                 "a c payload whose names are empty strings, the last of them ending the payload")):
+            pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
+            b = _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
+            probe(f"blob.ffi.bound.{label}", b, [rid], what)
 
 
 def _set_u64(data: bytes, offset: int, value: int) -> bytes:

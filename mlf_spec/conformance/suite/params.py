@@ -15,7 +15,8 @@ from mlf_spec.spec_engine import Builder, build, trace
 from mlf_spec.spec_strategies import _INT_RANGE, _find_field, _value_at
 
 from .. import canonical
-from .common import Collector, doc_ref, holding, pattern_bytes
+from . import rules as _rules
+from .common import Collector, doc_ref, holding, outcome, pattern_bytes
 
 _STRUCTS = _ir.STRUCTS
 _ROOT = "params_file"
@@ -85,6 +86,15 @@ def _add_decode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description
           broken_kind=broken_kind, expect=expect)
 
 
+def _add_probe(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str, rules: list[str],
+               features: dict[str, list[str]] | None = None, page: tuple[str, str | None] = ("tensor", "What a reader checks")) -> None:
+    """A boundary vector: its expected side is mlf-spec's outcome; it names the rules it probes."""
+    want = outcome("params", "decode", data, {"dialect": d.id})["outcome"]
+    side = "accepted" if want == "accept" else "must be rejected"
+    _add_decode(c, vid, data, d, f"{description}: {side}", page, {"rule": rules, **(features or {})},
+                broken_kind=None, expect=want)
+
+
 def _add_encode(c: Collector, vid: str, data: bytes, d: _dt.Dialect, description: str,
                 features: dict[str, list[str]]) -> None:
     reading = canonical.decode_params(data, {"dialect": d.id}, with_data=True)
@@ -99,6 +109,7 @@ def build_params(c: Collector) -> None:
     _dtype_vectors(c)
     _shape_and_field_vectors(c)
     _broken_vectors(c)
+    _boundary_vectors(c)
 
 
 def _dtype_vectors(c: Collector) -> None:
@@ -109,7 +120,7 @@ def _dtype_vectors(c: Collector) -> None:
             feats = {"dtype": [name], "dtype_kind": [row["kind"]]}
             _add_decode(c, f"params.dtype.{d.id}.{name}.{code}-{bits}", data, d,
                         f"one {name} tensor (code {code}, bits {bits}) [2, 3] read in dialect {d.id}",
-                        ("dtype_codes", None), feats)
+                        ("dtype_codes", None), {**feats, "rule": [_TABLE_RULE]})
             if d is LATEST:
                 _add_encode(c, f"params.encode.dtype.{name}.{code}-{bits}", data, d,
                             f"write one {name} tensor [2, 3] as TVM {d.label[4:]} does", feats)
@@ -154,6 +165,11 @@ def _shape_and_field_vectors(c: Collector) -> None:
          "a record's reserved word is 7 (never checked)", tensor, {"field": ["reserved"]}, False),
         ("device-id-3", _file(["w"], [_record(f32, [2], device_id=3)]),
          "a record's device_id is 3 (written 0, never checked)", tensor, {"field": ["device_id"]}, False),
+        ("device-id-high", _file(["w"], [_record(f32, [2], device_id=0x10003)]),
+         "a record's device_id is 0x10003 (high bytes set: a 16-bit read sees 3)", tensor, {"field": ["device_id"]},
+         False),
+        ("record-reserved-high", _file(["w"], [_record(f32, [2], reserved=0x100000007)]),
+         "a record's reserved word is 2^32 + 7 (a 32-bit read sees 7)", tensor, {"field": ["reserved"]}, False),
         ("lanes-float32x4", _file(["v"], [_record((2, 32, 4), [2])]),
          "float32x4 [2]: only numel x 4 bytes are stored, lanes are ignored", tensor, {"dtype": ["float32x4"]}, True),
         ("lanes-int8x2", _file(["v"], [_record((0, 8, 2), [3])]), "int8x2 [3]", tensor, {"dtype": ["int8x2"]}, True),
@@ -247,6 +263,153 @@ def _broken_vectors(c: Collector) -> None:
                 "code 6 (bool or float8 in later TVM) read in dialect v0.7, where it is not defined",
                 ("dtype_codes", None), {"broken_kind": ["unknown_code:dl_datatype.code"]},
                 broken_kind="unknown_code:dl_datatype.code")
+
+
+_TABLE_RULE = _rules.rule_id("dl_datatype", "code", "table")
+_NDIM = _rules.rule_id("tensor_record", "ndim", "range")
+_SHAPE = _rules.rule_id("tensor_record", "shape", "each")
+_DBS = _rules.rule_id("tensor_record", "data_byte_size", "derive")
+_DEVICE = _rules.rule_id("tensor_record", "device", "range")
+
+
+def _tensor_file(dtype: tuple[int, int, int], shape: list[int], *, ndim: int | None = None, dbs: int | None = None,
+                 data: bytes = b"", device_type: int = 1, name: Any = "t") -> bytes:
+    """One record with exactly these field values (written in their widths, two's complement),
+    the rest of the file consistent: the shape entries are the list, the data the bytes."""
+    rec = {"reserved": 0, "device": {"device_type": 1, "device_id": 0},
+           "dtype": {"code": dtype[0], "bits": dtype[1], "lanes": dtype[2]}, "shape": [0] * len(shape),
+           "data_byte_size": 0, "data": data}
+    at = ("arrays", 0)
+    over: dict[tuple, Any] = {at + ("shape", i): _rules.raw("i64", v) for i, v in enumerate(shape)}
+    over[at + ("data_byte_size",)] = _rules.raw("i64", len(data) if dbs is None else dbs)
+    if ndim is not None:
+        over[at + ("ndim",)] = _rules.raw("i32", ndim)
+    over[at + ("device", "device_type")] = _rules.raw("i32", device_type)
+    return build(_STRUCTS, _ROOT, {"reserved": 0, "names": [name], "arrays": [rec]}, LATEST.since, over)
+
+
+#: (label, dtype, shape, data_byte_size or None for the data's length, data bytes, ndim override, rules, what)
+_F32, _I8, _I4 = (2, 32, 1), (0, 8, 1), (0, 4, 1)
+_P62, _P63 = 1 << 62, (1 << 63) - 1
+_BOUNDARY: list[tuple[str, tuple[int, int, int], list[int], int | None, bytes, int | None, list[str], str]] = [
+    ("ndim-0", _F32, [], None, pattern_bytes(4), None, [_NDIM], "ndim 0 (the lower bound): one element"),
+    ("ndim-1", _F32, [3], None, pattern_bytes(12), None, [_NDIM], "ndim 1"),
+    ("ndim-64", _F32, [1] * 64, None, pattern_bytes(4), None, [_NDIM], "ndim 64 (the upper bound), extents 1"),
+    ("ndim-65", _F32, [1] * 65, None, pattern_bytes(4), None, [_NDIM], "ndim 65 (the upper bound + 1), extents 1"),
+    ("ndim-minus-1", _F32, [], None, pattern_bytes(4), -1, [_NDIM], "ndim -1 with no extents and 4 data bytes"),
+    ("ndim-sign-bit", _F32, [], None, pattern_bytes(4), -(1 << 31), [_NDIM], "ndim -2^31 (the sign bit)"),
+    ("ndim-high-byte", _F32, [4], None, pattern_bytes(16), 0x01000001, [_NDIM],
+     "ndim 0x01000001: one extent follows; a reader of the low byte only sees ndim 1"),
+    ("ndim-0x101", _F32, [4], None, pattern_bytes(16), 0x101, [_NDIM],
+     "ndim 257: one extent follows; a reader of an 8-bit ndim sees 1"),
+    ("shape-zero", _F32, [0], None, b"", None, [_SHAPE], "an extent of 0 (the lower bound): no data"),
+    ("shape-minus-1", _F32, [-1], 4, pattern_bytes(4), None, [_SHAPE], "extent -1 with 4 data bytes"),
+    ("shape-two-negatives", _F32, [-2, -3], 24, pattern_bytes(24), None, [_SHAPE],
+     "extents [-2, -3]: a positive product (6 elements) from two negative extents"),
+    ("shape-zero-and-negative", _F32, [0, -5], 0, b"", None, [_SHAPE], "extents [0, -5]: product 0, one negative"),
+    ("shape-sign-bit", _I8, [-(1 << 63)], 0, b"", None, [_SHAPE], "extent -2^63 (the sign bit) with 0 data bytes"),
+    ("shape-zero-beside-max", _I8, [0, _P63], 0, b"", None, [_SHAPE, _DBS],
+     "extents [0, 2^63 - 1]: no element beside the largest extent"),
+    ("shape-max-beside-zero", _I8, [_P63, 0], 0, b"", None, [_SHAPE, _DBS],
+     "extents [2^63 - 1, 0]: the largest extent first, then 0"),
+    ("shape-overflow-then-zero", _I8, [1 << 32, 1 << 32, 0], 0, b"", None, [_SHAPE, _DBS],
+     "extents [2^32, 2^32, 0]: the partial product overflows 64 bits, the element count is 0"),
+    ("numel-wraps-to-0", _F32, [1 << 32, 1 << 32], 0, b"", None, [_DBS],
+     "extents [2^32, 2^32] (2^64 elements, 0 in 64 bits) with data_byte_size 0"),
+    ("numel-wraps-to-0-int8", _I8, [1 << 32, 1 << 32], 0, b"", None, [_DBS],
+     "int8 extents [2^32, 2^32] with data_byte_size 0"),
+    ("numel-wraps-to-4", _I8, [_P62 + 1, 4], 4, pattern_bytes(4), None, [_DBS],
+     "int8 extents [2^62 + 1, 4]: 2^64 + 4 elements, 4 in 64 bits, 4 data bytes"),
+    ("bytes-wrap-to-0", _F32, [_P62], 0, b"", None, [_DBS],
+     "float32 [2^62]: 2^64 bytes, 0 in 64 bits, data_byte_size 0"),
+    ("bytes-wrap-to-4", _F32, [_P62 + 1], 4, pattern_bytes(4), None, [_DBS],
+     "float32 [2^62 + 1]: 2^64 + 4 bytes, 4 in 64 bits, 4 data bytes"),
+    ("bytes-sign-bit", _F32, [1 << 61], -(1 << 63), b"", None, [_DBS],
+     "float32 [2^61]: 2^63 bytes, data_byte_size the sign bit"),
+    ("dbs-zero-for-elements", _F32, [3], 0, b"", None, [_DBS], "float32 [3] with data_byte_size 0 and no data"),
+    ("dbs-minus-1", _F32, [3], -1, pattern_bytes(12), None, [_DBS], "data_byte_size -1 (all bits set)"),
+    ("dbs-high-half", _F32, [3], 12 + (1 << 32), pattern_bytes(12), None, [_DBS],
+     "data_byte_size 12 + 2^32: right in its low 32 bits"),
+    ("dbs-double", _F32, [3], 24, pattern_bytes(24), None, [_DBS], "float32 [3] with 24 data bytes (2 x numel x 4)"),
+    ("dbs-half", _F32, [4], 8, pattern_bytes(8), None, [_DBS], "float32 [4] with 8 data bytes (numel x 4 / 2)"),
+    ("dbs-lanes-counted", (2, 32, 4), [2], 32, pattern_bytes(32), None, [_DBS],
+     "float32x4 [2] with 32 data bytes (lanes counted, which TVM never does)"),
+    ("dbs-subbyte-floor", _I4, [3], 0, b"", None, [_DBS], "int4 [3] with 0 bytes (floor(bits / 8), TVM 0.6's rule)"),
+    ("dbs-subbyte-packed", _I4, [4], 2, pattern_bytes(2), None, [_DBS], "int4 [4] with 2 bytes (packed bits)"),
+    ("dbs-subbyte-ceil", _I4, [4], 4, pattern_bytes(4), None, [_DBS], "int4 [4] with 4 bytes (ceil(bits / 8))"),
+    ("bits-0", (2, 0, 1), [3], 0, b"", None, [_DBS, _TABLE_RULE], "float with 0 bits, [3], no data"),
+]
+
+
+def _boundary_vectors(c: Collector) -> None:
+    """Both sides of every rule of the records: at the bounds, past them, overflowing 64 bits,
+    lying counts, confusable dtypes, names that are not UTF-8, truncation at every field."""
+    d = LATEST
+    for label, dtype, shape, dbs, data, ndim, rules, what in _BOUNDARY:
+        _add_probe(c, f"params.bound.{label}", _tensor_file(dtype, shape, ndim=ndim, dbs=dbs, data=data), d, what, rules)
+    for label, value in (("1", 1), ("0", 0), ("2", 2), ("minus-1", -1), ("0x101", 0x101), ("sign-bit", -(1 << 31)),
+                         ("high-byte", 1 + (1 << 24))):
+        _add_probe(c, f"params.bound.device-type-{label}", _tensor_file(_F32, [1], data=pattern_bytes(4),
+                                                                         device_type=value), d,
+                   f"device_type {value}", [_DEVICE])
+    _dtype_edges(c)
+    _name_bytes(c)
+    # every field of the spec's example: lying counts and lengths, constants and counts at their edges, every cut
+    good = build(_STRUCTS, _ROOT, _example_tree())
+    _, spans = trace(_STRUCTS, _ROOT, good)
+    owner = _rules.owners(_STRUCTS)
+    _add_probe(c, "params.bound.whole", good, d, "the spec's example, every field at its exact value",
+               sorted(_rules.spans_rules(spans, owner, _ROOT)), page=("params", "`params_file`"))
+    for rids, label, data in _rules.span_variants(good, spans, owner, _ROOT):
+        _add_probe(c, f"params.bound.{rids[0]}.{label}", data, d, f"{rids[0]} probed at {label}", rids,
+                   page=("params", "What a reader checks"))
+
+
+def _dtype_edges(c: Collector) -> None:
+    """Codes with the bit widths and lanes a reader could confuse, per dialect: each is read as
+    mlf-spec's dtype table says (known, unknown, or a spelling of its own)."""
+    probes: list[tuple[str, tuple[int, int, int]]] = []
+    for row in _table.ROWS:
+        code = row["code"]
+        if row["bits"] is not None:  # a fixed-width family read with the width of another
+            for bits in sorted({8 if row["bits"] != 8 else 16, row["bits"] * 2, row["bits"] // 2} - {row["bits"], 0}):
+                probes.append((f"{row['kind']}-{code}-bits-{bits}", (code, bits, 1)))
+    probes += [("lanes-0", (2, 32, 0)), ("lanes-65535", (2, 32, 65535)), ("lanes-32768", (2, 32, 32768)),
+               ("int-bits-0", (0, 0, 1)), ("code-255", (255, 8, 1)),
+               ("code-128", (128, 8, 1)), ("code-129", (129, 8, 1)), ("code-18", (18, 8, 1))]
+    seen = set()
+    for d in (_dt.dialect("0.13"), LATEST):
+        for label, dt in probes:
+            if (d.id, dt) in seen:
+                continue
+            seen.add((d.id, dt))
+            numel, per = 2, -(-dt[1] // 8)
+            data = _file(["t"], [_record(dt, [2], pattern_bytes(numel * per))])
+            _add_probe(c, f"params.bound.dtype.{d.id}.{label}", data, d,
+                       f"code {dt[0]}, bits {dt[1]}, lanes {dt[2]} in dialect {d.id}", [_TABLE_RULE],
+                       {"dtype_probe": [label]}, page=("dtype_codes", None))
+
+
+#: names whose bytes are not UTF-8 (or are, with a NUL): the canonical reading substitutes each
+#: maximal subpart of an ill-formed sequence with one U+FFFD (Python's decode with "replace")
+_NAMES = [
+    ("partial-3-byte", b"a\xe2\x82b", "a 3-byte sequence cut after 2 bytes: one U+FFFD (maximal subpart), not two"),
+    ("partial-4-byte", b"x\xf0\x9f\x99", "an emoji cut after 3 bytes, at the end: one U+FFFD, not three"),
+    ("overlong-slash", b"\xc0\xaf", "an overlong '/' (C0 AF): two U+FFFD"),
+    ("overlong-3-byte", b"\xe0\x80\xaf", "an overlong 3-byte '/': three U+FFFD"),
+    ("surrogate", b"\xed\xa0\x80", "an encoded surrogate U+D800: three U+FFFD"),
+    ("lone-continuation", b"\x80\x80z", "two continuation bytes: two U+FFFD"),
+    ("above-max", b"\xf4\x90\x80\x80", "a code point above U+10FFFF: four U+FFFD"),
+    ("nul", b"a\x00b", "a NUL inside the name (valid UTF-8, kept)"),
+]
+
+
+def _name_bytes(c: Collector) -> None:
+    for label, raw_name, what in _NAMES:
+        data = _file([raw_name], [_record((2, 32, 1), [1])])
+        name = raw_name.decode("utf-8", "replace")
+        _add_decode(c, f"params.name.{label}", data, LATEST, f"a name {what}: read as {name!r}",
+                    ("canonical_params", "`canonical_tensor`"), {"name": [label]})
 
 
 __all__ = ["broken_variants", "build_params"]

@@ -1,0 +1,437 @@
+"""Reading and writing tensor caches: :func:`open` reads the index and checks it against the
+shard sizes (no shard byte is read; shards are mapped on first use), arrays are loaded the
+way TVM's loader returns them; :func:`write` writes TVM's layout byte for byte
+(``tvm.contrib.tvmjs.dump_tensor_cache``) into a new folder, atomically."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
+
+from . import dtypes, encodings, rules
+from .folder import Folder, UnsafePathError, locate
+from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
+
+_MAX_INDEX = 1 << 30  # an index larger than this is refused before it is read
+
+
+class LazyCache:
+    """An opened cache: the index, the tensors by name (the last of a repeated name, as the
+    loaders keep it), shard sizes; data is read only when an array or raw bytes are asked for."""
+
+    def __init__(self, folder: Path, index_name: str, index: CacheIndex, handle: Folder) -> None:
+        self.folder, self.index_name, self.index = folder, index_name, index
+        self._folder = handle
+        self._fds: dict[int, int | None] = {}
+        self._maps: dict[int, mmap.mmap | None] = {}
+        self.tensors: list[TensorEntry] = index.tensors
+        self.by_name: dict[str, TensorEntry] = {t.name: t for t in self.tensors}
+
+    # -- shards -------------------------------------------------------------------------
+    def _fd(self, i: int) -> int | None:
+        if i not in self._fds:
+            shard = self.index.shards[i]
+            try:
+                self._fds[i] = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
+            except UnsafePathError as exc:  # name the index, the JSON path and its offset
+                raise self.index.error(f"{exc.message}: {shard.data_path!r}", f"{shard.path}.dataPath",
+                                       UnsafePathError) from None
+        return self._fds[i]
+
+    def shard_size(self, i: int) -> int | None:
+        """The size of shard ``i``'s file (None: it does not exist)."""
+        fd = self._fd(i)
+        return None if fd is None else os.fstat(fd).st_size
+
+    def _map(self, i: int) -> mmap.mmap | None:
+        if i not in self._maps:
+            fd = self._fd(i)
+            size = 0 if fd is None else os.fstat(fd).st_size
+            self._maps[i] = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if fd is not None and size else None
+        return self._maps[i]
+
+    def shard_blocks(self, i: int, block: int = 1 << 22) -> Iterator[memoryview]:
+        """The bytes of shard ``i`` in blocks (views of its mapping)."""
+        m = self._map(i)
+        if m is None:
+            return
+        view = memoryview(m)
+        try:
+            for start in range(0, len(view), block):
+                yield view[start:start + block]
+        finally:
+            view.release()
+
+    def raw(self, t: TensorEntry | str) -> memoryview:
+        """The stored bytes of a tensor, as a view of its shard's mapping (no copy)."""
+        t = self._entry(t)
+        self._require_in_shard(t)
+        m = self._map(t.shard)
+        if m is None:
+            return memoryview(b"")
+        return memoryview(m)[t.offset:t.offset + t.nbytes]
+
+    # -- arrays -------------------------------------------------------------------------
+    def _entry(self, t: TensorEntry | str) -> TensorEntry:
+        if isinstance(t, str):
+            try:
+                return self.by_name[t]
+            except KeyError:
+                raise KeyError(f"no tensor named {t!r} in the cache") from None
+        return t
+
+    def _require_in_shard(self, t: TensorEntry) -> None:
+        size = self.shard_size(t.shard)
+        shard = self.index.shards[t.shard]
+        if size is None:
+            raise self.index.error(f"shard file {shard.data_path!r} does not exist", f"{shard.path}.dataPath")
+        if t.offset < 0 or t.nbytes < 0 or t.offset + t.nbytes > size:
+            raise MlfError(f"bytes {t.offset}..{t.offset + t.nbytes} go past the shard's {size} bytes",
+                           file=str(self.folder / shard.data_path), field=f"{t.path}.byteOffset", offset=t.offset)
+
+    def decoded_dtype(self, t: TensorEntry | str) -> np.dtype:
+        """The NumPy type of the array TVM's loader returns for the tensor."""
+        t = self._entry(t)
+        dt = dtypes.parse(t.dtype)
+        if dt is None:
+            raise self.index.error(f"dtype {t.dtype!r} is not a TVM dtype", f"{t.path}.dtype", UnsupportedError)
+        if dt.numpy is None:
+            raise self.index.error(f"dtype {t.dtype!r} has no NumPy type (TVM's Python loader cannot read it either); "
+                                   "use raw() for its bytes", f"{t.path}.dtype", UnsupportedError)
+        return dt.numpy
+
+    def array(self, t: TensorEntry | str) -> np.ndarray:
+        """The tensor as TVM's loader returns it (``.numpy()``): a new C-contiguous array,
+        f32-to-bf16 data decoded to float32, bfloat16 and float8 as ml_dtypes types."""
+        t = self._entry(t)
+        np_type = self.decoded_dtype(t)
+        dt = dtypes.parse(t.dtype)
+        assert dt is not None
+        want = rules.expected_nbytes(dt, t.format, t.shape)
+        if want != t.nbytes or any(d < 0 for d in t.shape):
+            raise self.index.error(f"nbytes {t.nbytes} does not match shape {list(t.shape)} of {t.dtype} "
+                                   f"under {t.format} ({want} bytes)", f"{t.path}.nbytes", ValidationError)
+        self._require_in_shard(t)
+        out = np.empty(t.shape, dtype=np_type)
+        if t.nbytes == 0:
+            return out
+        fd = self._fd(t.shard)
+        assert fd is not None
+        if encodings.applies(t.format, t.dtype):
+            words = np.empty(min(rules.numel(t.shape), 1 << 20), dtype="<u2")
+            flat = out.reshape(-1)
+            done = 0
+            while done < flat.size:
+                n = min(words.size, flat.size - done)
+                _pread_into(fd, words[:n].data.cast("B"), t.offset + 2 * done)
+                encodings.bf16_to_f32(words[:n], flat[done:done + n])
+                done += n
+        else:
+            _pread_into(fd, out.reshape(-1).view(np.uint8).data, t.offset)
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every tensor by name (a repeated name: the last one, as the loaders do)."""
+        with _plain_pages():
+            return {name: self.array(t) for name, t in self.by_name.items()}
+
+    @property
+    def metadata(self) -> Any:
+        """The index's metadata (None when the key is missing)."""
+        return self.index.metadata
+
+    def problems(self, *, md5: bool = False) -> list[rules.Problem]:
+        """Every broken rule (``md5``: also compare each shard's MD5, which reads all data)."""
+        found = list(rules.structural(self))
+        if md5:
+            found += list(rules.md5_problems(self))
+        return found
+
+    def close(self) -> None:
+        """Unmap the shards and close the files."""
+        for m in self._maps.values():
+            if m is not None:
+                m.close()
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._maps.clear()
+        self._fds.clear()
+        self._folder.close()
+
+    def __enter__(self) -> LazyCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _plain_pages() -> Iterator[None]:
+    """NumPy asks for transparent huge pages on large arrays (madvise); on a machine whose
+    memory is fragmented each first touch may then wait for the kernel to compact memory
+    (measured: 0.9 to 6.5 s for 512 MiB with the advice, 1.5 to 1.9 s without, on a loaded
+    machine). Loading a whole cache touches every page once: without the advice its time is
+    steady. Private NumPy API; skipped where it does not exist."""
+    try:
+        try:
+            from numpy._core.multiarray import (  # type: ignore[attr-defined]  # private, untyped
+                _set_madvise_hugepage,
+            )
+        except ImportError:  # NumPy < 2
+            from numpy.core.multiarray import (  # type: ignore[no-redef]  # the same function before NumPy 2
+                _set_madvise_hugepage,
+            )
+    except ImportError:
+        yield
+        return
+    was = _set_madvise_hugepage(False)
+    try:
+        yield
+    finally:
+        _set_madvise_hugepage(was)
+
+
+def _pread_into(fd: int, buf: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(buf):
+        n = os.preadv(fd, [buf[done:]], offset + done)
+        if n <= 0:
+            raise MlfError("the shard ended while it was read (it changed on disk)", offset=offset + done)
+        done += n
+
+
+def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # noqa: A001
+    """Open a cache folder or its index file. ``strict``: raise the first problem that stops
+    TVM's loaders (a shard missing, shorter or longer; a record out of its shard; nbytes
+    that disagree with shape and dtype; ...) as an :class:`MlfError` with file, JSON path
+    and byte offset. Nothing is read from the shards and nothing outside the folder is opened."""
+    folder, name = locate(path)
+    handle = Folder(folder)
+    try:
+        fd = handle.open(name)
+        if fd is None:
+            raise MlfError("no such file", file=str(folder / name))
+        try:
+            size = os.fstat(fd).st_size
+            if size > _MAX_INDEX:
+                raise MlfError(f"the index is {size} bytes, more than the {_MAX_INDEX} mlf-spec reads",
+                               file=str(folder / name))
+            with builtins.open(fd, "rb", closefd=False) as f:
+                raw = f.read()
+        finally:
+            os.close(fd)
+        import gc
+
+        paused = gc.isenabled()
+        gc.disable()  # many small objects, no cycles: collections would make the open O(n^2)-ish
+        try:
+            index = parse(raw, str(folder / name), name=name)
+        finally:
+            if paused:
+                gc.enable()
+        lazy = LazyCache(folder, name, index, handle)
+    except BaseException:
+        handle.close()
+        raise
+    if strict:
+        try:
+            for p in lazy.problems():
+                if p.code in rules.FATAL:
+                    if p.file is not None:
+                        raise MlfError(p.message, file=p.file, field=p.path, offset=p.offset)
+                    raise index.error(p.message, p.path, ValidationError)
+        except BaseException:
+            lazy.close()
+            raise
+    return lazy
+
+
+def load(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], Any]:
+    """``(arrays by name, metadata)`` as ``load_tensor_cache`` gives them (``.numpy()`` of each)."""
+    with open(path) as lazy:
+        return lazy.arrays(), lazy.metadata
+
+
+# -- writing -----------------------------------------------------------------------------
+
+def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
+    """The array and the dtype spelling dump_tensor_cache records for it."""
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        arr = np.asarray(value)
+        spelling = None
+    elif hasattr(value, "numpy"):  # a tvm.runtime.Tensor: TVM records its own dtype
+        spelling = str(value.dtype)
+        arr = value.numpy()
+    else:
+        arr = np.asarray(value)
+        spelling = None
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if spelling is None:
+        spelling = dtypes.spelling_of(arr.dtype)
+    dt = dtypes.parse(spelling)
+    if dt is None or dt.numpy is None or dt.numpy.itemsize != arr.dtype.itemsize:
+        raise UnsupportedError(f"NumPy dtype {arr.dtype} has no TVM dtype a tensor cache can hold", field=name)
+    return (arr if arr.flags.c_contiguous else arr.copy(order="C")), spelling
+
+
+def _format_of(encode_format: str | Mapping[str, str]) -> Any:
+    """name -> encode format, as dump_tensor_cache resolves its argument: a string for every
+    tensor, or (0.27) a mapping by name with ``"*"`` for the names it does not list."""
+    if isinstance(encode_format, str):
+        formats: Mapping[str, str] = {"*": encode_format}
+    elif isinstance(encode_format, Mapping):
+        formats = encode_format
+    else:
+        raise UnsupportedError("encode_format is a string or a mapping of names to formats")
+    for name, fmt in formats.items():
+        if fmt not in encodings.WRITABLE:
+            raise UnsupportedError(f"encode_format {fmt!r} (for {name!r}): dump_tensor_cache takes "
+                                   f"{' or '.join(encodings.WRITABLE)}")
+
+    def resolve(name: str) -> str:
+        fmt = formats.get(name, formats.get("*"))
+        if fmt is None:
+            raise UnsupportedError(f"no encode_format for {name!r} (and no '*')", field=name)
+        return fmt
+    return resolve
+
+
+def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str, str] = "f32-to-bf16",
+         shard_cap_mb: float = 32, keep_empty: bool = True) -> tuple[list[list[tuple[dict, np.ndarray, bool]]], bool]:
+    """The shards dump_tensor_cache makes: per shard the records (in the writer's key order)
+    with their arrays and whether to encode them; and whether f32-to-bf16 applied to some
+    tensor. A tensor of at least half the cap that does not fit goes to a shard of its own at
+    once (the shard being filled stays open); records of no bytes left in an unwritten shard
+    at the end are dropped by TVM, and kept in a shard of 0 bytes when ``keep_empty``."""
+    resolve = _format_of(encode_format)
+    cap = shard_cap_mb * (1 << 20)
+    shards: list[list[tuple[dict, np.ndarray, bool]]] = []
+    pending: list[tuple[dict, np.ndarray, bool]] = []
+    pending_n = 0
+    names: set[str] = set()
+    for name, value in params:
+        if not isinstance(name, str):
+            raise UnsupportedError(f"tensor names are strings, not {type(name).__name__}", field=repr(name))
+        if name in names:
+            raise ValidationError(f"duplicate name {name!r} (dump_tensor_cache refuses it too)", field=name)
+        names.add(name)
+        arr, spelling = _as_numpy(value, name)
+        fmt = resolve(name)
+        encode = encodings.applies(fmt, spelling)
+        n = arr.size * 2 if encode else arr.nbytes
+        rec = {"name": name, "shape": [int(d) for d in arr.shape], "dtype": spelling, "format": fmt, "nbytes": n}
+        if pending_n + n >= cap:
+            if n * 2 >= cap:
+                rec["byteOffset"] = 0
+                shards.append([(rec, arr, encode)])
+                continue
+            if pending_n:
+                shards.append(pending)
+                pending, pending_n = [], 0
+        rec["byteOffset"] = pending_n
+        pending.append((rec, arr, encode))
+        pending_n += n
+    if pending and (pending_n or keep_empty):
+        shards.append(pending)
+    triggered = any(encode for s in shards for _, _, encode in s)
+    return shards, triggered
+
+
+def _shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]:
+    for _rec, arr, encode in entries:
+        if arr.nbytes == 0:
+            continue
+        if encode:
+            yield encodings.f32_to_bf16(arr)
+        else:
+            yield arr.reshape(-1).view(np.uint8).data
+
+
+def index_text(metadata: Any, shards: list[dict]) -> str:
+    """The index as ``json.dump(..., indent=4)`` writes it."""
+    return json.dumps({"metadata": metadata, "records": shards}, indent=4)
+
+
+def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
+          encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
+          version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False) -> CacheIndex:
+    """Write a cache folder at ``path`` as dump_tensor_cache does (shards params_shard_<n>.bin
+    of at most ``shard_cap_mb`` MiB, md5sum, the index ``tensor-cache.json`` for version 2 or
+    ``ndarray-cache.json`` for 1, and the bf16 copy of the index when f32-to-bf16 applied).
+    The folder is filled beside ``path`` and renamed in when complete; an existing non-empty
+    folder is replaced only with ``replace``. Returns the index written."""
+    from mlf_spec._io import atomic_directory
+
+    if version not in INDEX_NAMES:
+        raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
+    items = params.items() if isinstance(params, Mapping) else params
+    shards, triggered = plan(items, encode_format=encode_format, shard_cap_mb=shard_cap_mb, keep_empty=keep_empty)
+    metadata = {} if metadata is None else metadata() if callable(metadata) else metadata
+    records = []
+    with atomic_directory(Path(path), replace=replace) as tmp:
+        for i, entries in enumerate(shards):
+            data_path = f"params_shard_{i}.bin"
+            md5 = hashlib.md5(usedforsecurity=False)
+            total = 0
+            with builtins.open(tmp / data_path, "wb") as f:
+                for chunk in _shard_chunks(entries):
+                    md5.update(chunk)
+                    f.write(chunk)
+                    total += chunk.nbytes if hasattr(chunk, "nbytes") else len(chunk)
+            records.append({"dataPath": data_path, "format": "raw-shard", "nbytes": total,
+                            "records": [rec for rec, _, _ in entries], "md5sum": md5.hexdigest()})
+        text = index_text(metadata, records)
+        (tmp / INDEX_NAMES[version]).write_text(text, encoding="utf-8")
+        if triggered and b16:
+            (tmp / B16_NAMES[version]).write_text(index_text(metadata, _b16_records(records)), encoding="utf-8")
+    return parse(text.encode(), str(Path(path) / INDEX_NAMES[version]), name=INDEX_NAMES[version])
+
+
+def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
+           encode_format: str | Mapping[str, str] = "f32-to-bf16",
+           shard_cap_mb: float = 32, metadata: Any = None, version: int = LATEST, keep_empty: bool = True,
+           b16: bool = True) -> dict[str, bytes]:
+    """The files :func:`write` writes, in memory (file name -> bytes), for small caches
+    (test vectors, strategies)."""
+    if version not in INDEX_NAMES:
+        raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
+    items = params.items() if isinstance(params, Mapping) else params
+    shards, triggered = plan(items, encode_format=encode_format, shard_cap_mb=shard_cap_mb, keep_empty=keep_empty)
+    metadata = {} if metadata is None else metadata
+    files: dict[str, bytes] = {}
+    records = []
+    for i, entries in enumerate(shards):
+        data = b"".join(bytes(c) for c in _shard_chunks(entries))
+        files[f"params_shard_{i}.bin"] = data
+        records.append({"dataPath": f"params_shard_{i}.bin", "format": "raw-shard", "nbytes": len(data),
+                        "records": [rec for rec, _, _ in entries],
+                        "md5sum": hashlib.md5(data, usedforsecurity=False).hexdigest()})
+    files[INDEX_NAMES[version]] = index_text(metadata, records).encode()
+    if triggered and b16:
+        files[B16_NAMES[version]] = index_text(metadata, _b16_records(records)).encode()
+    return files
+
+
+def _b16_records(records: list[dict]) -> list[dict]:
+    """The records of the bf16 index: the f32-to-bf16 float32 tensors relabelled bfloat16 / raw
+    (0.27; earlier writers relabelled every float32 tensor, and wrote the file whenever the
+    encoding applied to a tensor, even one the index then dropped)."""
+    out = []
+    for shard in records:
+        recs = [{**r, "format": "raw", "dtype": "bfloat16"} if r["dtype"] == "float32" and r["format"] == "f32-to-bf16"
+                else r for r in shard["records"]]
+        out.append({**shard, "records": recs})
+    return out

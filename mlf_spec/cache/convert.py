@@ -1,0 +1,50 @@
+"""Converting between a tensor cache and .params, .npz or .safetensors files (through
+mlf_spec.params.convert for the files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mlf_spec.errors import OutputExistsError
+
+from . import codec
+from .folder import locate
+
+
+def is_cache(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a cache folder or a cache index (by content)."""
+    from mlf_spec import sniff
+
+    return sniff.sniff_path(path).name == "tensor-cache"
+
+
+def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_format: str = "raw",
+            shard_cap_mb: float = 32, version: int = 2, replace: bool = False,
+            losses: list[str] | None = None) -> int:
+    """Convert ``src`` to ``dst`` (a cache when ``dst`` has no .params/.npz/.safetensors
+    extension); returns the number of tensors. What the output cannot hold is appended to
+    ``losses`` (the cache's metadata in a file; f32-to-bf16 precision)."""
+    losses = [] if losses is None else losses
+    from mlf_spec.params.convert import read_any, write_any
+
+    if is_cache(src):
+        locate(src)
+        arrays, _meta = codec.load(src)
+        tensors: dict = arrays
+        metadata = _meta
+    else:
+        tensors = read_any(os.fspath(src))
+        metadata = None
+    if Path(dst).suffix in (".params", ".npz", ".safetensors"):
+        if Path(dst).exists() and not replace:
+            raise OutputExistsError("the output exists", file=os.fspath(dst))
+        if metadata not in (None, {}):
+            losses.append("the cache's metadata (a .params, .npz or .safetensors file does not carry it)")
+        write_any(tensors, dst)
+    else:
+        if encode_format == "f32-to-bf16" and any(getattr(v, "dtype", None) == "float32" for v in tensors.values()):
+            losses.append("float32 precision: f32-to-bf16 keeps the upper 16 bits (rounded)")
+        codec.write(dst, tensors, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
+                    version=version, replace=replace)
+    return len(tensors)

@@ -1,0 +1,207 @@
+"""The index JSON of a tensor cache, read into plain records (spec/records/tensor_cache.yaml):
+structure and JSON types are checked here, with the JSON path and byte offset of the first
+problem; sizes against the shards are checked by :mod:`mlf_spec.cache.rules`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlf_spec.errors import MalformedError, MlfError
+from mlf_spec.generated import cache_layouts_table as _layouts
+
+from . import jsonpos
+
+#: Index file names by cache version (spec/tables/cache_layouts.yaml).
+INDEX_NAMES: dict[int, str] = {r["version"]: r["index_file"] for r in _layouts.ROWS if r["version"]}
+B16_NAMES: dict[int, str] = {r["version"]: r["b16_file"] for r in _layouts.ROWS if r["version"]}
+VERSION_OF_NAME: dict[str, int] = {name: v for v, name in INDEX_NAMES.items()}
+LATEST = max(INDEX_NAMES)
+INT64_MAX = (1 << 63) - 1
+
+
+def _keys() -> dict[str, list[str]]:
+    """The keys the writer writes, by record, in its order (from the generated JSON Schema,
+    so that reading needs no pydantic)."""
+    import importlib.resources
+
+    schema = json.loads(importlib.resources.files("mlf_spec.generated").joinpath(
+        "schemas/tensor_cache.schema.json").read_text("utf-8"))
+    defs = schema["$defs"]
+    return {"cache_index": list(schema["properties"]), "shard_record": list(defs["ShardRecord"]["properties"]),
+            "tensor_record": list(defs["TensorRecord"]["properties"])}
+
+
+#: Keys the writer writes, by record (spec/records/tensor_cache.yaml), in its order.
+KEYS = _keys()
+
+
+@dataclass(slots=True)
+class TensorEntry:
+    """One tensor record: where its bytes are and how they are encoded (``shard`` and
+    ``position`` index the index's lists)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    format: str
+    nbytes: int
+    offset: int
+    shard: int
+    position: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """The record's JSON path in the index."""
+        return f"records[{self.shard}].records[{self.position}]"
+
+
+@dataclass(slots=True)
+class ShardEntry:
+    """One shard record."""
+
+    data_path: str
+    format: str
+    nbytes: int
+    md5sum: str | None
+    tensors: list[TensorEntry]
+    path: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CacheIndex:
+    """A whole index: ``version`` comes from the file name (1 ndarray-cache.json, 2
+    tensor-cache.json, None for another name), ``layout`` is the layout id."""
+
+    metadata: Any
+    has_metadata: bool
+    shards: list[ShardEntry]
+    file: str
+    raw: bytes
+    version: int | None
+    layout: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tensors(self) -> list[TensorEntry]:
+        """Every tensor record, shard by shard, in stored order."""
+        return [t for s in self.shards for t in s.tensors]
+
+    def error(self, message: str, path: str, cls: type[MlfError] = MalformedError) -> MlfError:
+        """An error at JSON ``path`` of this index, with its byte offset."""
+        return cls(message, file=self.file, field=path or None, offset=jsonpos.byte_offset(self.raw, path))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class _Reader:
+    def __init__(self, raw: bytes, file: str) -> None:
+        self.raw, self.file = raw, file
+
+    def fail(self, message: str, path: str) -> MlfError:
+        return MalformedError(message, file=self.file, field=path or None, offset=jsonpos.byte_offset(self.raw, path))
+
+    def get(self, obj: dict, key: str, path: str, kind: str) -> Any:
+        where = f"{path}.{key}" if path else key
+        if key not in obj:
+            raise self.fail(f"the key {key!r} is missing (every loader needs it)", path)
+        v = obj[key]
+        ok = {"str": isinstance(v, str), "int": _is_int(v), "list": isinstance(v, list)}[kind]
+        if not ok:
+            raise self.fail(f"{key} must be a JSON {'integer' if kind == 'int' else 'string' if kind == 'str' else 'array'}, "
+                            f"not {type(v).__name__}", where)
+        if kind == "int" and not -INT64_MAX - 1 <= v <= INT64_MAX:
+            raise self.fail(f"{key} does not fit in a signed 64-bit integer (the loaders' int64_t)", where)
+        return v
+
+    def extra(self, obj: dict, record: str) -> dict[str, Any]:
+        known = KEYS.get(record, [])
+        return {k: v for k, v in obj.items() if k not in known}
+
+
+_TENSOR_KEYS = frozenset(KEYS["tensor_record"])
+_LO, _HI = -INT64_MAX - 1, INT64_MAX
+
+
+def _fast_tensor(t: Any, i: int, j: int) -> TensorEntry | None:
+    """The record as the writer writes it (its six keys, the right JSON types, int64
+    values), or None to take the path that reports what is wrong (a few attribute checks
+    per record: opening stays O(records) with a small constant)."""
+    if type(t) is not dict or t.keys() != _TENSOR_KEYS:
+        return None
+    name, shape, dtype, fmt, nb, off = t["name"], t["shape"], t["dtype"], t["format"], t["nbytes"], t["byteOffset"]
+    if not (type(name) is str and type(dtype) is str and type(fmt) is str and type(nb) is int
+            and type(off) is int and type(shape) is list and _LO <= nb <= _HI and _LO <= off <= _HI):
+        return None
+    for d in shape:
+        if type(d) is not int or not _LO <= d <= _HI:
+            return None
+    return TensorEntry(name, tuple(shape), dtype, fmt, nb, off, i, j, {})
+
+
+def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
+    """Read index bytes ``raw`` (``file`` names them in errors, ``name`` is the index's file
+    name, which gives the version). Raises :class:`MlfError` if it is not JSON or not a
+    cache index, with the JSON path and byte offset."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedError(f"the index is not UTF-8 text ({exc.reason})", file=file, offset=exc.start) from None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        pos = getattr(exc, "pos", None)
+        msg = getattr(exc, "msg", "nested too deeply")
+        offset = None if pos is None else len(text[:pos].encode("utf-8"))
+        raise MalformedError(f"the index is not JSON: {msg}", file=file, offset=offset) from None
+    r = _Reader(raw, file)
+    version = VERSION_OF_NAME.get(name) if name is not None else None
+    if isinstance(doc, list):
+        raise r.fail("a JSON list of per-tensor records: the pre-release layout of c1f304497e (one file per "
+                     "tensor), which no released loader reads", "")
+    if not isinstance(doc, dict) or "records" not in doc:
+        raise r.fail("not a tensor cache index (a JSON object with 'records' is expected)", "")
+    records = r.get(doc, "records", "", "list")
+    shards: list[ShardEntry] = []
+    layout = "tensor-shards" if version == 2 else "ndarray-shards"
+    for i, s in enumerate(records):
+        sp = f"records[{i}]"
+        if not isinstance(s, dict):
+            raise r.fail("a shard record must be a JSON object", sp)
+        if "records" not in s and "name" in s:
+            raise r.fail("a per-tensor record (name, dataPath, no shard): the pre-release layout of 279317d4cd, "
+                         "which no released loader reads", sp)
+        data_path = r.get(s, "dataPath", sp, "str")
+        fmt = r.get(s, "format", sp, "str")
+        nbytes = r.get(s, "nbytes", sp, "int")
+        md5 = s.get("md5sum")
+        if md5 is not None and not isinstance(md5, str):
+            raise r.fail("md5sum must be a JSON string", f"{sp}.md5sum")
+        tensors = []
+        for j, t in enumerate(r.get(s, "records", sp, "list")):
+            fast = _fast_tensor(t, i, j)
+            if fast is not None:
+                tensors.append(fast)
+                continue
+            tp = f"{sp}.records[{j}]"
+            if not isinstance(t, dict):
+                raise r.fail("a tensor record must be a JSON object", tp)
+            shape = r.get(t, "shape", tp, "list")
+            for k, d in enumerate(shape):
+                if not _is_int(d):
+                    raise r.fail("an extent must be a JSON integer", f"{tp}.shape[{k}]")
+                if not -INT64_MAX - 1 <= d <= INT64_MAX:
+                    raise r.fail("an extent does not fit in a signed 64-bit integer", f"{tp}.shape[{k}]")
+            tensors.append(TensorEntry(
+                r.get(t, "name", tp, "str"), tuple(shape), r.get(t, "dtype", tp, "str"), r.get(t, "format", tp, "str"),
+                r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"), i, j, r.extra(t, "tensor_record")))
+        if "md5sum" not in s:
+            layout = "ndarray-shards-nomd5" if version != 2 else layout
+        shards.append(ShardEntry(data_path, fmt, nbytes, md5, tensors, sp, r.extra(s, "shard_record")))
+    return CacheIndex(doc.get("metadata"), "metadata" in doc, shards, file, raw, version, layout,
+                      r.extra(doc, "cache_index"))

@@ -1,0 +1,95 @@
+"""Moving a cache between its versions (spec/tables/cache_layouts.yaml): 1 is
+``ndarray-cache.json`` (TVM 0.16 to 0.21), 2 is ``tensor-cache.json`` (0.22 on). The index's
+content is the same in both; a step renames the index and its bf16 copy, spells float8
+dtypes as the target's loaders parse them, and adds the md5sum that a pre-release cache
+lacks. All or nothing: the new folder is written beside the output and renamed in; a cache
+that the loaders cannot read is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlf_spec.errors import MigrationError
+
+from . import codec, dtypes
+from .index import B16_NAMES, INDEX_NAMES
+
+#: float8 spellings before 0.20 (775e05064b) and after.
+_OLD_FLOAT8 = {"e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2"}
+_NEW_FLOAT8 = {v: k for k, v in _OLD_FLOAT8.items()}
+
+
+@dataclass
+class Plan:
+    """What a migration did: ``source``/``target`` versions, the changes made, and
+    ``notes`` on what the target's loaders of some versions still cannot read."""
+
+    source: int
+    target: int
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The JSON form."""
+        return {"from": self.source, "to": self.target, "changes": self.changes, "notes": self.notes}
+
+
+def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: int, *, replace: bool = False,
+            old_float8: bool = False) -> Plan:
+    """Write the cache at ``src`` as version ``target`` into the new folder ``out``.
+    ``old_float8`` (downgrades) spells float8 dtypes as TVM before 0.20 does."""
+    from mlf_spec._io import atomic_directory
+
+    if target not in INDEX_NAMES:
+        raise MigrationError(f"cache version {target}: the versions are {sorted(INDEX_NAMES)}")
+    with codec.open(src) as lazy:
+        source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
+        plan = Plan(source, target)
+        doc = json.loads(lazy.index.raw)
+        if lazy.index_name != INDEX_NAMES[target]:
+            plan.changes.append(f"index {lazy.index_name} -> {INDEX_NAMES[target]}")
+        rename = _NEW_FLOAT8 if old_float8 else _OLD_FLOAT8
+        for s, shard in zip(doc["records"], lazy.index.shards):
+            for rec in s["records"]:
+                if rec["dtype"] in rename:
+                    plan.changes.append(f"{rec['name']}: dtype {rec['dtype']} -> {rename[rec['dtype']]}")
+                    rec["dtype"] = rename[rec["dtype"]]
+            if "md5sum" not in s:
+                import hashlib
+
+                h = hashlib.md5(usedforsecurity=False)
+                for block in lazy.shard_blocks(lazy.index.shards.index(shard)):
+                    h.update(block)
+                s["md5sum"] = h.hexdigest()
+                plan.changes.append(f"{shard.data_path}: md5sum added")
+        if target == 1:
+            if any((dtypes.parse(t["dtype"]) or _none).since == (0, 20) for s in doc["records"] for t in s["records"]):
+                plan.notes.append("float8 dtypes spelled for TVM 0.20 and 0.21; TVM 0.16 to 0.19 need "
+                                  "--old-float8 (e4m3_float8 / e5m2_float8)")
+        b16_src = lazy.folder / B16_NAMES[source] if source in B16_NAMES else None
+        with atomic_directory(Path(out), replace=replace) as tmp:
+            for shard in lazy.index.shards:
+                dst = tmp / shard.data_path
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                fd = lazy._fd(lazy.index.shards.index(shard))
+                assert fd is not None
+                with os.fdopen(os.dup(fd), "rb") as fin, open(dst, "wb") as fout:
+                    fin.seek(0)
+                    shutil.copyfileobj(fin, fout, 1 << 22)
+            (tmp / INDEX_NAMES[target]).write_text(json.dumps(doc, indent=4), encoding="utf-8")
+            if b16_src is not None and b16_src.is_file() and not b16_src.is_symlink():
+                shutil.copyfile(b16_src, tmp / B16_NAMES[target])
+                if B16_NAMES[source] != B16_NAMES[target]:
+                    plan.changes.append(f"bf16 index {B16_NAMES[source]} -> {B16_NAMES[target]}")
+    return plan
+
+
+class _None:
+    since = None
+
+
+_none = _None()

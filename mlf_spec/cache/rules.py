@@ -1,0 +1,195 @@
+"""The rules a tensor cache must follow for TVM's loaders, evaluated over an opened cache:
+each broken rule is a finding (spec/findings/cache_check.yaml). The codec's strict open
+raises the first error-severity finding; ``check`` reports them all."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from mlf_spec.generated import cache_check_findings as _findings
+
+from . import dtypes, encodings
+from .index import INT64_MAX
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Protocol
+
+    from .index import CacheIndex
+
+    class LazyCache(Protocol):
+        """What the rules read of an opened cache (mlf_spec.cache.codec.LazyCache)."""
+
+        index: CacheIndex
+        folder: Path
+        index_name: str
+
+        def shard_size(self, i: int) -> int | None: ...
+
+        def shard_blocks(self, i: int) -> Iterable[memoryview]: ...
+
+FINDINGS = _findings.FINDINGS
+_SHARD_NAME = re.compile(r"params_shard_([0-9]+)\.bin")
+
+
+class Problem:
+    """A broken rule: finding ``code``, JSON ``path`` in the index, ``message``, and the
+    file and byte offset where the bytes concerned are (the index's when None)."""
+
+    __slots__ = ("code", "path", "message", "file", "offset")
+
+    def __init__(self, code: str, path: str, message: str, file: str | None = None, offset: int | None = None) -> None:
+        self.code, self.path, self.message, self.file, self.offset = code, path, message, file, offset
+
+    @property
+    def severity(self) -> str:
+        """The finding's severity from the spec."""
+        return FINDINGS[self.code]["severity"]
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    """The number of elements (1 for a scalar)."""
+    return math.prod(shape)
+
+
+def expected_nbytes(dtype: dtypes.CacheDType, fmt: str, shape: tuple[int, ...]) -> int:
+    """Bytes a record stores: numel x the stored width under ``fmt`` (bits x lanes, rounded up)."""
+    bits = encodings.stored_bits(fmt, dtype.text, dtype.bits)
+    return (numel(shape) * bits * dtype.lanes + 7) // 8
+
+
+def structural(lazy: LazyCache) -> Iterator[Problem]:
+    """The rules that decide whether the loaders can read the tensors at all, plus the
+    observations that need no data (no shard byte is read)."""
+    idx = lazy.index
+    if not idx.has_metadata:
+        yield Problem("cache.metadata-missing", "", "no 'metadata' key: TVM's Python loader raises KeyError")
+    if idx.version is None:
+        yield Problem("cache.index-name", "", f"the index is named {lazy.index_name!r}; TVM's C++ loader opens only "
+                      "tensor-cache.json (0.22 on) or ndarray-cache.json (0.16 to 0.21) in a folder")
+    for key in idx.extra:
+        yield Problem("cache.unknown-key", key, f"key {key!r} is not written by dump_tensor_cache; loaders ignore it")
+    seen: dict[str, Any] = {}
+    for i, shard in enumerate(idx.shards):
+        sp = shard.path
+        for key in shard.extra:
+            yield Problem("cache.unknown-key", f"{sp}.{key}", f"key {key!r} is not written by dump_tensor_cache")
+        if shard.format != "raw-shard":
+            yield Problem("shard.format", f"{sp}.format", f"shard format {shard.format!r}: only raw-shard is loaded")
+        m = _SHARD_NAME.fullmatch(shard.data_path)
+        if m is None or int(m.group(1)) != i or m.group(1) != str(i):
+            yield Problem("shard.data-path", f"{sp}.dataPath",
+                          f"dataPath {shard.data_path!r} is not the writer's params_shard_{i}.bin")
+        if shard.md5sum is None:
+            yield Problem("shard.md5-missing", sp, "no md5sum (written before v0.16, or by another tool)")
+        if not shard.tensors:
+            yield Problem("shard.empty", f"{sp}.records", "a shard without tensor records")
+        size = lazy.shard_size(i)
+        shard_file = str(lazy.folder / shard.data_path)
+        if size is None:
+            yield Problem("shard.missing", f"{sp}.dataPath", f"shard file {shard.data_path!r} does not exist")
+        elif size != shard.nbytes:
+            yield Problem("shard.size", f"{sp}.nbytes", f"the shard holds {size} bytes, its record says {shard.nbytes} "
+                          f"({'shorter' if size < shard.nbytes else 'longer'}): the loaders refuse it", shard_file, min(size, shard.nbytes))
+        limit = shard.nbytes if size is None else min(size, shard.nbytes)
+        spans = []
+        for t in shard.tensors:
+            if t.extra:
+                for key in t.extra:
+                    yield Problem("cache.unknown-key", f"{t.path}.{key}", f"key {key!r} is not written by dump_tensor_cache")
+            if t.name in seen:
+                yield Problem("tensor.duplicate-name", f"{t.path}.name",
+                              f"name {t.name!r} also at {seen[t.name].path}: the loaders keep the last one")
+            seen[t.name] = t
+            kind = _kinds.get((t.dtype, t.format))
+            if kind is None:
+                kind = _kinds[(t.dtype, t.format)] = _kind(t.dtype, t.format)
+            dt, bits, fast = kind
+            n = math.prod(t.shape)
+            if fast and t.nbytes == (n * bits + 7) // 8 and 0 <= t.offset and t.offset + t.nbytes <= limit \
+                    and min(t.shape, default=0) >= 0 and (n or t.format == "raw"):
+                spans.append((t.offset, t.offset + t.nbytes, t))
+                continue
+            tp = t.path
+            if dt is None:
+                yield Problem("tensor.dtype", f"{tp}.dtype", f"dtype {t.dtype!r} is not a TVM dtype")
+            elif dt.numpy is None:
+                yield Problem("tensor.dtype-numpy", f"{tp}.dtype", f"dtype {t.dtype!r} has no NumPy type: TVM's Python "
+                              "loader fails in np.frombuffer (the C++ loader copies the bytes)")
+            if t.format not in encodings.ENCODINGS:
+                yield Problem("tensor.format-unknown", f"{tp}.format", f"format {t.format!r} is known to no loader: "
+                              "the bytes are read raw")
+            elif dt is not None and t.format != "raw" and not encodings.applies(t.format, t.dtype):
+                yield Problem("tensor.format-ignored", f"{tp}.format",
+                              f"format {t.format!r} does not apply to {t.dtype}: the bytes are read raw")
+            if any(d < 0 for d in t.shape):
+                yield Problem("tensor.negative-extent", f"{tp}.shape", f"negative extent in {list(t.shape)}")
+                continue
+            if dt is None:
+                continue
+            want = expected_nbytes(dt, t.format, t.shape)
+            if want > INT64_MAX:
+                yield Problem("tensor.nbytes", f"{tp}.shape", f"the shape's byte size {want} overflows int64")
+                continue
+            if want != t.nbytes:
+                yield Problem("tensor.nbytes", f"{tp}.nbytes", f"nbytes {t.nbytes} but shape {list(t.shape)} of {t.dtype} "
+                              f"under {t.format if encodings.applies(t.format, t.dtype) else 'raw'} stores {want}")
+            if t.format != "raw" and encodings.applies(t.format, t.dtype) and numel(t.shape) == 0:
+                yield Problem("tensor.empty-encoded", tp, "an empty tensor under an encoding")
+            if t.offset < 0 or t.offset + t.nbytes > limit:
+                yield Problem("tensor.out-of-shard", f"{tp}.byteOffset",
+                              f"bytes {t.offset}..{t.offset + t.nbytes} are not inside the shard's {limit} bytes",
+                              shard_file, max(t.offset, 0))
+                continue
+            spans.append((t.offset, t.offset + t.nbytes, t))
+        spans.sort(key=lambda x: (x[0], x[1]))
+        covered = 0
+        for start, end, te in spans:
+            if start < covered and end > start:
+                tp = te.path
+                yield Problem("tensor.overlap", f"{tp}.byteOffset", f"bytes {start}..{end} overlap another tensor",
+                              shard_file, start)
+            elif start > covered:
+                yield Problem("shard.gap", sp, f"bytes {covered}..{start} belong to no tensor", shard_file, covered)
+            covered = max(covered, end)
+        if size is not None and size == shard.nbytes and covered < size and spans:
+            yield Problem("shard.gap", sp, f"bytes {covered}..{size} belong to no tensor", shard_file, covered)
+
+
+#: (dtype, format) -> (parsed dtype, stored bits per element, whether a record of it may take
+#: the fast path: a known dtype with a NumPy type, a known format that is raw or applies)
+_kinds: dict[tuple[str, str], tuple[dtypes.CacheDType | None, int, bool]] = {}
+
+
+def _kind(dtype: str, fmt: str) -> tuple[dtypes.CacheDType | None, int, bool]:
+    dt = dtypes.parse(dtype)
+    if dt is None:
+        return None, 0, False
+    bits = encodings.stored_bits(fmt, dtype, dt.bits) * dt.lanes
+    applies = encodings.applies(fmt, dtype)
+    fast = dt.numpy is not None and (fmt == "raw" or applies)
+    return dt, bits, fast
+
+
+def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
+    """md5sum against the shard bytes (reads every shard)."""
+    for i, shard in enumerate(lazy.index.shards):
+        if shard.md5sum is None or lazy.shard_size(i) is None:
+            continue
+        h = hashlib.md5(usedforsecurity=False)
+        for block in lazy.shard_blocks(i):
+            h.update(block)
+        if h.hexdigest() != shard.md5sum.lower():
+            yield Problem("shard.md5", f"{shard.path}.md5sum",
+                          f"the shard's MD5 is {h.hexdigest()}, its record says {shard.md5sum}",
+                          str(lazy.folder / shard.data_path), 0)
+
+
+#: Problems that stop the codec from reading (strict open): the loaders refuse or misread.
+FATAL = frozenset({"shard.format", "shard.missing", "shard.size", "tensor.dtype", "tensor.negative-extent",
+                   "tensor.nbytes", "tensor.out-of-shard"})

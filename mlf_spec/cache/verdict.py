@@ -1,0 +1,79 @@
+"""``--tvm VERSION`` for tensor caches: the facts of each part of an opened cache for the
+rules of spec/verdicts/cache_read_rules.yaml (the engine, mlf_spec.verdict, knows no rule)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from . import dtypes, encodings, rules
+
+if TYPE_CHECKING:
+    from mlf_spec.verdict.engine import Verdict
+
+    from .codec import LazyCache
+
+RULES = "cache_read_rules"
+_PY_FLOAT8 = {"float8_e4m3fn", "float8_e5m2", "e4m3_float8", "e5m2_float8"}
+
+
+def _python_numpy(text: str, dt: dtypes.CacheDType) -> int:
+    """Whether the Python loader's np.frombuffer reads ``text`` as TVM means it."""
+    import numpy as np
+
+    if text == "bfloat16" or text in _PY_FLOAT8:
+        return 1
+    try:
+        t = np.dtype(text)
+    except TypeError:
+        return 0
+    return int(t.itemsize * 8 == dt.bits and dt.lanes == 1 and t.kind in "biuf")
+
+
+def parts(lazy: LazyCache) -> list[Any]:
+    """The parts of the cache in the loaders' order (index, then each shard and its tensors)."""
+    from mlf_spec.verdict.engine import Part
+
+    idx = lazy.index
+    out = [Part("index", {"named": idx.version or 0, "has_metadata": int(idx.has_metadata)}, lazy.index_name)]
+    last = {t.name: t for t in lazy.tensors}
+    for i, shard in enumerate(idx.shards):
+        size = lazy.shard_size(i)
+        md5_bad = 0
+        if shard.md5sum is not None and size is not None:
+            h = hashlib.md5(usedforsecurity=False)
+            for block in lazy.shard_blocks(i):
+                h.update(block)
+            md5_bad = int(h.hexdigest() != shard.md5sum.lower())
+        out.append(Part("shard", {"exists": int(size is not None), "format_ok": int(shard.format == "raw-shard"),
+                                  "size_ok": int(size == shard.nbytes), "md5_bad": md5_bad}, shard.path, shard.data_path))
+        for t in shard.tensors:
+            dt = dtypes.parse(t.dtype)
+            nbytes_ok = bytewise_ok = 0
+            if dt is not None and all(d >= 0 for d in t.shape):
+                nbytes_ok = int(rules.expected_nbytes(dt, t.format, t.shape) == t.nbytes)
+                bits = encodings.stored_bits(t.format, t.dtype, dt.bits) * dt.lanes
+                bytewise_ok = int(rules.numel(t.shape) * ((bits + 7) // 8) == t.nbytes)
+            out.append(Part("tensor", {
+                "parsed": int(dt is not None),
+                "since_minor": dt.since[1] if dt is not None and dt.since else 0,
+                "until_minor": dt.until[1] if dt is not None and dt.until else 0,
+                "python_numpy": _python_numpy(t.dtype, dt) if dt is not None else 0,
+                "nbytes_ok": nbytes_ok,
+                "nbytes_ok_bytewise": bytewise_ok,
+                "past_end": int(t.offset + t.nbytes > shard.nbytes),
+                "negative_offset": int(t.offset < 0),
+                "dropped": int(last[t.name] is not t),
+                "format_known": int(t.format in encodings.ENCODINGS),
+                "empty_encoded": int(encodings.applies(t.format, t.dtype) and rules.numel(t.shape) == 0),
+            }, t.path, t.name))
+    return out
+
+
+def verdict(lazy: LazyCache, version: str) -> Verdict:
+    """What TVM ``version``'s Python and C++ loaders do with the cache (worst first)."""
+    from mlf_spec.verdict import engine
+
+    spec = engine.rules(RULES)
+    ev = engine.Evaluator(engine.reader_version(version), None, spec=spec)
+    return ev.read(parts(lazy), None, "not needed: the cache layout has no writer-dependent meaning")

@@ -1,0 +1,225 @@
+"""``mlf-spec cache ...``: dump, check, upgrade, downgrade, diff and convert tensor caches
+(``tensor-cache.json`` / ``ndarray-cache.json`` folders with their shards)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from typing import Any
+
+from . import _batch, add_command
+from ._text import printable, table
+
+ACCEPT = frozenset({"tensor-cache"})
+WHAT = "a tensor cache (a folder with tensor-cache.json or ndarray-cache.json, or that index)"
+
+
+def register(sub: Any) -> None:
+    """Add the ``cache`` command group to the CLI."""
+    p = add_command(sub, "cache")
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    csub.required = True
+
+    dump = csub.add_parser("dump", help="list the tensors of tensor caches",
+                           description="Per tensor: name, dtype, shape, format, shard, byte offset, nbytes and the "
+                           "SHA-256 of the array TVM's loader returns (decoded, C order). Exit status: 0, or 2 for "
+                           "unreadable input.")
+    _batch.add_arguments(dump, what="tensor caches (folders or index files)")
+    dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    dump.add_argument("--stats", action="store_true", help="add min, max, mean, std and NaN/Inf counts per tensor")
+    dump.set_defaults(handler=_dump)
+
+    from .check import add_kind_check
+
+    chk = add_kind_check(csub, help="check tensor caches: findings and, with --tvm, the verdict of that version's loaders",
+                         findings="cache_check.md", question="what that TVM version's Python and C++ loaders do",
+                         what="tensor caches")
+    chk.set_defaults(handler=_check)
+
+    for name, verb in (("upgrade", "to a later"), ("downgrade", "to an earlier")):
+        m = csub.add_parser(name, help=f"write a tensor cache {verb} cache version (1 ndarray-cache.json, "
+                            "2 tensor-cache.json)",
+                            description="All or nothing: OUT is written beside itself and renamed in; a cache the "
+                            "loaders cannot read is refused. Exit status: 0 done, 1 refused, 2 unreadable input.")
+        m.add_argument("path", metavar="PATH", help="the cache folder or its index")
+        m.add_argument("-o", "--output", required=True, metavar="OUT", help="the new cache folder")
+        m.add_argument("--to", type=int, choices=(1, 2), help="target version (default: 2 up, 1 down)")
+        m.add_argument("--old-float8", action="store_true",
+                       help="spell float8 dtypes as TVM 0.16-0.19 does (e4m3_float8, e5m2_float8)")
+        m.add_argument("--force", action="store_true", help="replace OUT if it exists")
+        m.add_argument("--json", action="store_true", help="print what was done as JSON")
+        m.set_defaults(handler=_migrate, direction=name)
+
+    d = csub.add_parser("diff", help="compare two tensor caches (names, dtypes, shapes, values, metadata)",
+                        description="Exit status: 0 the same tensors and metadata, 1 differences, 2 unreadable input.")
+    d.add_argument("a", metavar="A")
+    d.add_argument("b", metavar="B")
+    d.add_argument("--json", action="store_true", help="the differences as one JSON object")
+    d.set_defaults(handler=_diff)
+
+    c = csub.add_parser("convert", help="convert between a tensor cache and .params, .npz or .safetensors",
+                        description="IN and OUT: a cache folder (or index) or a .params/.npz/.safetensors file; a "
+                        "cache output is a new folder (written atomically). Exit status: 0 done, 1 OUT exists "
+                        "(pass --force), 2 unreadable input.")
+    c.add_argument("src", metavar="IN")
+    c.add_argument("dst", metavar="OUT")
+    c.add_argument("--encode-format", choices=("raw", "f32-to-bf16"), default="raw",
+                   help="encoding of float32 tensors in a cache output (default raw: lossless)")
+    c.add_argument("--shard-cap-mb", type=float, default=32, help="shard size cap of a cache output (default 32)")
+    c.add_argument("--cache-version", type=int, choices=(1, 2), default=2, help="cache version of a cache output")
+    c.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    c.set_defaults(handler=_convert)
+
+
+def _sha256(arr: Any) -> str:
+    import hashlib
+
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data).hexdigest()
+
+
+def _stats(arr: Any) -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {"min": None, "max": None, "mean": None, "std": None, "nan": 0, "inf": 0}
+    if arr.size == 0:
+        return out
+    try:
+        f = arr.astype(np.float64)
+    except (TypeError, ValueError):
+        return out
+    finite = np.isfinite(f)
+    out["nan"], out["inf"] = int(np.isnan(f).sum()), int(np.isinf(f).sum())
+    if finite.any():
+        v = f[finite]
+        out.update(min=float(v.min()), max=float(v.max()), mean=float(v.mean()), std=float(v.std()))
+    return out
+
+
+def dump_document(lazy: Any, *, stats: bool = False) -> dict[str, Any]:
+    """The JSON document of ``cache dump --json`` (schema: generated/schemas/cache_dump)."""
+    import hashlib
+
+    from mlf_spec.errors import UnsupportedError
+
+    tensors = []
+    for t in lazy.tensors:
+        entry: dict[str, Any] = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
+                                 "shard": lazy.index.shards[t.shard].data_path, "offset": t.offset, "nbytes": t.nbytes}
+        try:
+            arr = lazy.array(t)
+        except UnsupportedError:  # no NumPy type (int4, vectors): the stored bytes, as the C++ loader copies them
+            entry["sha256"] = hashlib.sha256(lazy.raw(t)).hexdigest()
+            entry["sha256_of"] = "stored"
+        else:
+            entry["sha256"] = _sha256(arr)
+            entry["sha256_of"] = "decoded"
+            if stats:
+                entry["stats"] = _stats(arr)
+        tensors.append(entry)
+    return {"format": "tensor-cache", "index": lazy.index_name, "version": lazy.index.version,
+            "shards": len(lazy.index.shards), "metadata": lazy.metadata, "tensors": tensors}
+
+
+def _dump(args: argparse.Namespace) -> int:
+    return _batch.run(args, _dump_one, accept=ACCEPT, what=WHAT)
+
+
+def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec import cache
+
+    _batch.guard(inp, ACCEPT, WHAT)
+    path = _require_path(inp)
+    with cache.open(path) as lazy:
+        doc = {"path": inp.name, **dump_document(lazy, stats=args.stats)}
+    if args.json:
+        return _batch.Outcome(0, doc=doc)
+    out = io.StringIO()
+    total = sum(t["nbytes"] for t in doc["tensors"])
+    out.write(f"{inp.name}: {doc['index']} (cache version {doc['version']}), {len(doc['tensors'])} tensors in "
+              f"{doc['shards']} shards, {total} stored bytes\n")
+    head: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
+    if args.stats:
+        head += ("min", "max", "mean", "std")
+    rows: list[tuple[str, ...]] = [head]
+    for t in doc["tensors"]:
+        row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
+               printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]), t["sha256"][:16])
+        if args.stats:
+            s = t.get("stats") or {}
+            row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
+        rows.append(row)
+    for line in table(rows, right=5):
+        out.write(line + "\n")
+    return _batch.Outcome(0, text=out.getvalue())
+
+
+def _require_path(inp: _batch.Input) -> str:
+    from mlf_spec.errors import MlfError
+
+    if inp.path is None:
+        raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
+    return inp.path
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .check import run_kind
+
+    return run_kind(args, "tensor-cache", ACCEPT, WHAT)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    import json
+
+    from mlf_spec.cache import migrate
+    from mlf_spec.errors import OutputExistsError
+
+    target = args.to if args.to is not None else (2 if args.direction == "upgrade" else 1)
+    try:
+        plan = migrate.migrate(args.path, args.output, target, replace=args.force, old_float8=args.old_float8)
+    except OutputExistsError as exc:
+        print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict()}))
+    else:
+        print(f"{args.path} -> {args.output}: cache version {plan.source} -> {plan.target}")
+        for c in plan.changes:
+            print(f"  {printable(c)}")
+        for n in plan.notes:
+            print(f"  note: {n}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    import json
+
+    from mlf_spec.cache import diff as _cdiff
+
+    changes = _cdiff.compare(args.a, args.b)
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b, "same": not changes, "changes": changes}))
+    else:
+        for c in changes:
+            print(printable(c["message"]))
+        print(f"{len(changes)} difference(s)" if changes else "the same tensors and metadata")
+    return 1 if changes else 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from mlf_spec.cache import convert as _cconv
+    from mlf_spec.errors import OutputExistsError
+
+    losses: list[str] = []
+    try:
+        n = _cconv.convert(args.src, args.dst, encode_format=args.encode_format, shard_cap_mb=args.shard_cap_mb,
+                           version=args.cache_version, replace=args.force, losses=losses)
+    except OutputExistsError as exc:
+        print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
+        return 1
+    for loss in losses:
+        print(f"mlf-spec: note: not carried: {loss}", file=sys.stderr)
+    print(f"{args.src} -> {args.dst}: {n} tensors")
+    return 0

@@ -1,0 +1,246 @@
+"""Mutation analysis of a reader through the conformance kit: how strong the suite is.
+
+The reader's C source is instrumented once as a mutant schema (:mod:`.mutator`), built once
+with the given command (AddressSanitizer and UBSan by default) in a temporary folder, checked
+unmutated against the suite (a reader that fails it is refused: the score would mean
+nothing), then run once per mutant (``MLF_MUTANT=<id>``) in persistent mode until a case
+fails or errs (killed) or every case passed (survived). Survivors may then meet ``--generate``
+cases. Mutants listed in an equivalents file (one ``signature :: reason`` per line) are
+reported apart with their reason and left out of the score.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlf_spec.errors import MlfError
+
+from ..known_failures import KnownFailures
+from ..runner import run_case
+from ..testee import Limits, Persistent
+from ..vectors import Case
+from .mutator import Mutant, instrument
+
+DEFAULT_BUILD = ("gcc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer "
+                 "-I{dir} -o {out} {src}")
+_SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
+_KILLING = ("fail", "error", "xpass")
+
+
+@dataclass
+class MutationReport:
+    """The outcome of a mutation run over one reader."""
+
+    source: str
+    mutants: list[Mutant]
+    killed: dict[int, str] = field(default_factory=dict)  # mutant id -> the case that killed it
+    killed_by_generate: dict[int, str] = field(default_factory=dict)  # survivor id -> the signature found
+    equivalent: dict[int, str] = field(default_factory=dict)  # mutant id -> reason
+    baseline_cases: int = 0
+    seconds: float = 0.0
+
+    @property
+    def scored(self) -> list[Mutant]:
+        """The non-equivalent mutants."""
+        return [m for m in self.mutants if m.id not in self.equivalent]
+
+    @property
+    def survivors(self) -> list[Mutant]:
+        """Non-equivalent mutants no vector killed."""
+        return [m for m in self.scored if m.id not in self.killed]
+
+    def score(self, with_generate: bool = False) -> float:
+        """Killed / non-equivalent (1.0 when there is nothing to kill)."""
+        n = len(self.scored)
+        k = len([m for m in self.scored if m.id in self.killed or (with_generate and m.id in self.killed_by_generate)])
+        return k / n if n else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (figures, survivors and equivalents by signature)."""
+        return {"source": self.source, "mutants": len(self.mutants), "equivalent": len(self.equivalent),
+                "killed": len(self.killed), "killed_by_generate": len(self.killed_by_generate),
+                "score": round(self.score(), 4), "score_with_generate": round(self.score(True), 4),
+                "baseline_cases": self.baseline_cases, "seconds": round(self.seconds, 2),
+                "survivors": [m.signature for m in self.survivors if m.id not in self.killed_by_generate],
+                "survivors_killed_by_generate": {self.mutants[i].signature: s
+                                                 for i, s in sorted(self.killed_by_generate.items())},
+                "equivalents": {self.mutants[i].signature: r for i, r in sorted(self.equivalent.items())}}
+
+    def lines(self) -> list[str]:
+        """The report for a terminal."""
+        s = len(self.scored)
+        out = [f"{self.source}: {len(self.mutants)} mutants, {len(self.equivalent)} equivalent; "
+               f"killed by the vectors {len(self.killed)}/{s} ({100 * self.score():.1f} %)"
+               + (f", with --generate {len(self.killed) + len(self.killed_by_generate)}/{s} "
+                  f"({100 * self.score(True):.1f} %)" if self.killed_by_generate else "")]
+        for m in self.survivors:
+            how = f"  (killed by --generate: {self.killed_by_generate[m.id]})" if m.id in self.killed_by_generate else ""
+            out.append(f"  survivor {m.signature}{how}")
+        for i, r in sorted(self.equivalent.items()):
+            out.append(f"  equivalent {self.mutants[i].signature}  ({r})")
+        return out
+
+
+def load_equivalents(path: str | Path | None) -> dict[str, str]:
+    """``signature :: reason`` per line ('#' starts a comment); MlfError with the path and
+    line for a malformed one."""
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MlfError(f"cannot read the equivalents file: {exc}", file=str(p)) from None
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        sig, sep, reason = line.partition(" :: ")
+        if not sep or not sig.strip() or not reason.strip():
+            raise MlfError("an equivalent mutant is 'signature :: reason'", file=str(p), field=f"line {n}")
+        out[sig.strip()] = reason.strip()
+    return out
+
+
+def _command(template: str, **values: str) -> list[str]:
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise MlfError(f"cannot split the command {template!r}: {exc}") from None
+    try:
+        return [w.format(**values) for w in words]
+    except (KeyError, IndexError, ValueError) as exc:
+        raise MlfError(f"unknown placeholder {exc} in {template!r} (use {{src}}, {{out}}, {{dir}}, {{bin}})") from None
+
+
+def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]:
+    """Instrument ``source`` and build it in ``work``: (the binary, the mutants)."""
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MlfError(f"cannot read the reader's source: {exc}", file=str(source)) from None
+    schema, mutants = instrument(text)
+    src = work / source.name
+    src.write_text(schema, encoding="utf-8")
+    out = work / "reader-under-mutation"
+    argv = _command(build_cmd, src=str(src), out=str(out), dir=str(source.resolve().parent))
+    try:
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MlfError(f"the build command failed to run: {exc}", file=str(source)) from None
+    if done.returncode != 0 or not out.exists():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise MlfError("the instrumented reader does not build: " + " | ".join(tail), file=str(source))
+    return out, mutants
+
+
+def testee_for(command: list[str], mutant: int | None, timeout: float = 10.0) -> Persistent:
+    """The persistent testee running ``command`` as mutant ``mutant`` (None: unmutated), with
+    the sanitizers set to stop at the first report."""
+    env = [f"{k}={v}" for k, v in _SANITIZER_ENV.items()]
+    if mutant is not None:
+        env.append(f"MLF_MUTANT={mutant}")
+    return Persistent(["env", *env, *command], Limits(timeout=timeout), label=f"mutant {mutant}")
+
+
+def _first_kill(t: Persistent, cases: list[Case], info: dict[str, Any]) -> str | None:
+    known = KnownFailures()
+    try:
+        for c in cases:
+            rec = run_case(t, c, info, known)
+            if rec["outcome"] in _KILLING:
+                return c.id
+        return None
+    finally:
+        t.close()
+
+
+def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BUILD, testee_cmd: str = "{bin}",
+           equivalents: str | Path | None = None, jobs: int = 2, generate: int = 0, seed: int = 0,
+           generate_budget: float = 30.0, timeout: float = 10.0,
+           formats: list[str] | None = None, known_failures: str | Path | None = None) -> MutationReport:
+    """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc);
+    the cases a ``known_failures`` file lists are left out (what the reader does not do)."""
+    from ..generated_cases import explore
+
+    started = time.perf_counter()
+    src = Path(source)
+    equiv = load_equivalents(equivalents)
+    with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
+        binary, mutants = build(src, build_cmd, Path(tmp))
+        by_sig = {m.signature: m.id for m in mutants}
+        stale = [s for s in equiv if s not in by_sig]
+        if stale:
+            raise MlfError(f"{len(stale)} equivalent mutant(s) match no mutant of the source (first: {stale[0]}): "
+                           "the equivalents file is out of date", file=str(equivalents))
+        command = _command(testee_cmd, bin=str(binary))
+        base = testee_for(command, None, timeout)
+        try:
+            info = base.info()
+        except MlfError as exc:
+            raise MlfError(f"the reader does not answer its handshake: {exc.message}", file=str(src)) from None
+        finally:
+            base.close()
+        from ..runner import skip_reason
+
+        listed = KnownFailures.load(known_failures) if known_failures is not None else KnownFailures()
+        mine = [c for c in cases if (formats is None or c.format in formats) and skip_reason(c, info) is None
+                and listed.match(c.id) is None]
+        if not mine:
+            raise MlfError("no case of the suite applies to the reader (check its handshake)", file=str(src))
+        base = testee_for(command, None, timeout)
+        bad = []
+        try:
+            known = KnownFailures()
+            for c in mine:
+                rec = run_case(base, c, info, known)
+                if rec["outcome"] in _KILLING:
+                    bad.append(f"{c.id}: {rec.get('message', rec['outcome'])}")
+        finally:
+            base.close()
+        if bad:
+            raise MlfError(f"the unmutated reader fails {len(bad)} of {len(mine)} cases (first: {bad[0][:300]}); "
+                           "a mutation score means nothing until it passes", file=str(src))
+        report = MutationReport(src.name, mutants, baseline_cases=len(mine))
+        report.equivalent = {by_sig[s]: r for s, r in equiv.items()}
+
+        def one(m: Mutant) -> tuple[int, str | None]:
+            return m.id, _first_kill(testee_for(command, m.id, timeout), mine, info)
+
+        todo = [m for m in mutants if m.id not in report.equivalent]
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            for mid, case_id in pool.map(one, todo):
+                if case_id is not None:
+                    report.killed[mid] = case_id
+        if generate:
+            for m in report.survivors:
+                t = testee_for(command, m.id, timeout)
+                try:
+                    found = explore(t, generate, seed_value=seed, formats=formats, info=info,
+                                    budget=generate_budget)
+                finally:
+                    t.close()
+                hits = [r["id"] for r in found.results if r["outcome"] in _KILLING]
+                if hits:
+                    report.killed_by_generate[m.id] = hits[0]
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def environment_ok() -> bool:
+    """Whether a C compiler with the sanitizers is here (``gcc`` on PATH)."""
+    from shutil import which
+
+    return which("gcc") is not None and os.name == "posix"
+
+
+__all__ = ["DEFAULT_BUILD", "MutationReport", "build", "environment_ok", "load_equivalents", "mutate", "testee_for"]

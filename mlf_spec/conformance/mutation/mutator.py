@@ -1,0 +1,297 @@
+"""A small source-to-source mutator for C readers, as a mutant schema: one instrumented source
+holds every mutant, each guarded by a runtime switch (``MLF_MUTANT=<id>`` in the
+environment selects the active one; unset, the program is the original). One sanitizer build
+then serves all mutants.
+
+Operators, applied between the lines ``/* MUTATE BEGIN */`` and ``/* MUTATE END */`` (the whole
+file if it has none), outside comments, strings and preprocessor lines:
+
+* ``rel``: a comparison ``a OP b`` becomes the neighbouring operators (``<`` -> ``<=``, ``!=``;
+  ``==`` -> ``!=``, ``<=``; ...), and a literal operand its value +/- 1;
+* ``check``: the condition of an ``if`` whose statement returns or fails is dropped (never true);
+* ``read``: a call of a fixed-width read (``rd_u64(...)``, ``read_i32(...)``) is narrowed to
+  half its width (the value truncated, then widened again);
+* ``arith``: ``a + b`` <-> ``a - b``, ``a * b`` -> ``a + b``, ``a / b`` -> ``a * b`` in an
+  assignment or initializer;
+* ``const``: an integer literal becomes its value + 1, - 1 and 0.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mlf_spec.errors import MlfError
+
+PRELUDE = """#include <stdlib.h>
+static long mlf_mutant_id(void) {
+  static long v = -2;
+  if (v == -2) { const char *e = getenv("MLF_MUTANT"); v = e ? atol(e) : -1; }
+  return v;
+}
+#define MLF_M(i) (mlf_mutant_id() == (i))
+#line 1
+"""
+
+_REL_SWAPS = {"<": ["<=", "!="], "<=": ["<", "=="], ">": [">=", "!="], ">=": [">", "=="], "==": ["!=", "<="],
+              "!=": ["==", ">"]}
+_ARITH_SWAPS = {"+": "-", "-": "+", "*": "+", "/": "*"}
+_NARROW = {"u64": ("uint64_t", "uint32_t"), "i64": ("int64_t", "int32_t"), "u32": ("uint32_t", "uint16_t"),
+           "i32": ("int32_t", "int16_t"), "u16": ("uint16_t", "uint8_t"), "i16": ("int16_t", "int8_t")}
+READ_CALL = re.compile(r"\b(?:rd|read|get|load)_([ui](?:64|32|16))\s*\(")
+_INT = re.compile(r"(?<![\w.])(0[xX][0-9a-fA-F]+|\d+)([uUlL]*)(?![\w.])")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant of the schema: its id (the MLF_MUTANT value), operator, line and change."""
+
+    id: int
+    operator: str
+    line: int
+    original: str
+    replacement: str
+    nth: int = 1
+
+    @property
+    def signature(self) -> str:
+        """A stable name: ``rel@L45: ndim < 0 -> ndim <= 0`` (what an equivalents file lists;
+        the same change twice on a line: ``rel@L45#2: ...``)."""
+        at = f"L{self.line}" + (f"#{self.nth}" if self.nth > 1 else "")
+        return f"{self.operator}@{at}: {self.original} -> {self.replacement}"
+
+
+def _mask(src: str) -> str:
+    """``src`` with comments, string and char literals and preprocessor lines blanked (same
+    length, newlines kept), so that operators are found in code only."""
+    out = list(src)
+    i, n = 0, len(src)
+    line_start = True
+    while i < n:
+        c = src[i]
+        if line_start and c == "#" or (line_start and src[i:].lstrip(" \t").startswith("#") and c in " \t"):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            while j > 0 and src[j - 1] == "\\" and j < n:
+                j = src.find("\n", j + 1)
+                j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+            continue
+        if src.startswith("/*", i):
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif src.startswith("//", i):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and src[j] != c:
+                j += 2 if src[j] == "\\" else 1
+            j = min(n, j + 1)
+        else:
+            line_start = c == "\n" or (line_start and c in " \t")
+            i += 1
+            continue
+        for k in range(i, j):
+            if out[k] != "\n":
+                out[k] = " "
+        i = j
+    return "".join(out)
+
+
+def _close(m: str, i: int) -> int:
+    """Index of the parenthesis closing the one at ``i``."""
+    depth = 0
+    for j in range(i, len(m)):
+        if m[j] == "(":
+            depth += 1
+        elif m[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise MlfError("unbalanced parentheses", offset=i)
+
+
+def _top_level(m: str, s: int, e: int) -> list[int]:
+    """Indices in [s, e) at parenthesis/bracket depth 0."""
+    out, depth = [], 0
+    for j in range(s, e):
+        c = m[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            out.append(j)
+    return out
+
+
+def _pieces(m: str, s: int, e: int) -> list[tuple[int, int]]:
+    """[s, e) split at top-level ``&&``, ``||``, ``,``, ``?``, ``:`` and ``;``."""
+    cuts = [s]
+    top = _top_level(m, s, e)
+    skip = -1
+    for j in top:
+        if j <= skip:
+            continue
+        two = m[j:j + 2]
+        if two in ("&&", "||"):
+            cuts += [j, j + 2]
+            skip = j + 1
+        elif m[j] in ",?:;":
+            cuts += [j, j + 1]
+    cuts.append(e)
+    return [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts), 2) if cuts[k] < cuts[k + 1]]
+
+
+def _rel_op(m: str, s: int, e: int) -> tuple[int, str] | None:
+    """The single top-level comparison operator of [s, e), if there is exactly one."""
+    found = []
+    top = set(_top_level(m, s, e))
+    j = s
+    while j < e:
+        if j in top:
+            two = m[j:j + 2]
+            if two in ("<=", ">=", "==", "!="):
+                found.append((j, two))
+                j += 2
+                continue
+            if m[j] in "<>" and m[j + 1:j + 2] not in "<>=" and m[j - 1] not in "<>-":
+                found.append((j, m[j]))
+        j += 1
+    return found[0] if len(found) == 1 else None
+
+
+def _arith_op(m: str, s: int, e: int) -> tuple[int, str] | None:
+    """The last top-level binary + or - of [s, e), else the last * or / (the operator that
+    binds last)."""
+    top = _top_level(m, s, e)
+    for ops in ("+-", "*/"):
+        for j in reversed(top):
+            c = m[j]
+            if c in ops and m[j + 1:j + 2] not in "=+-" and m[j - 1] not in "+-=":
+                prev = m[s:j].rstrip()
+                if prev and (prev[-1].isalnum() or prev[-1] in "_)]") and not re.search(r"\bsizeof$", prev):
+                    return j, c
+    return None
+
+
+def instrument(src: str) -> tuple[str, list[Mutant]]:
+    """The mutant schema of C source ``src``: (instrumented source, mutants)."""
+    m = _mask(src)
+    begin, end = src.find("/* MUTATE BEGIN */"), src.find("/* MUTATE END */")
+    lo = 0 if begin < 0 else src.find("\n", begin) + 1
+    hi = len(src) if end < 0 else src.rfind("\n", 0, end)
+    line_of = [0] * (len(src) + 1)
+    ln = 1
+    for i, c in enumerate(src):
+        line_of[i] = ln
+        ln += c == "\n"
+    line_of[len(src)] = ln
+
+    leaves: list[tuple[int, int, int, str, list[tuple[str, str]], str]] = []  # (prio, s, e, op, variants, tmpl)
+    wrappers: list[tuple[int, int]] = []  # condition spans (inside the parentheses) of checks
+
+    # groups: every parenthesised expression and every return / assignment expression
+    depth_at = [0] * (len(m) + 1)
+    d = 0
+    for i, c in enumerate(m):
+        d += (c == "{") - (c == "}")
+        depth_at[i] = d
+    groups: list[tuple[int, int]] = []
+    for i in range(lo, hi):
+        if m[i] == "(" and depth_at[i] > 0:  # inside a function body: not a parameter list
+            j = _close(m, i)
+            if j < hi:
+                groups.append((i + 1, j))
+    for mt in re.finditer(r"\breturn\b([^;]*);", m[lo:hi]):
+        groups.append((lo + mt.start(1), lo + mt.end(1)))
+    for mt in re.finditer(r"(?<![=!<>+\-*/&|^%])=(?!=)([^;]*);", m[lo:hi]):
+        groups.append((lo + mt.start(1), lo + mt.end(1)))
+    for mt in re.finditer(r"\bif\s*\(", m[lo:hi]):
+        open_at = lo + mt.end() - 1
+        cl = _close(m, open_at)
+        after = m[cl + 1:cl + 200].lstrip()
+        stmt = after[:after.find(";") + 1] if ";" in after else after
+        if after.startswith("return") or "fail(" in stmt or after.startswith("{"):
+            wrappers.append((open_at + 1, cl))
+
+    for gs, ge in groups:
+        for ps, pe in _pieces(m, gs, ge):
+            rel = _rel_op(m, ps, pe)
+            if rel:
+                j, op = rel
+                lhs, rhs = src[ps:j].strip(), src[j + len(op):pe].strip()
+                variants = [(f"{lhs} {o} {rhs}", f"({lhs} {o} {rhs})") for o in _REL_SWAPS[op]]
+                lit = _INT.fullmatch(rhs)
+                if lit:
+                    v = int(lit.group(1), 0)
+                    for w in (v + 1, v - 1):
+                        if w >= 0:
+                            variants.append((f"{lhs} {op} {w}", f"({lhs} {op} {w}{lit.group(2)})"))
+                leaves.append((0, ps, pe, "rel", variants, f"{lhs} {op} {rhs}"))
+                continue
+            ar = _arith_op(m, ps, pe)
+            if ar and not re.search(r"[<>]=?|==|!=", m[ps:pe]):
+                j, op = ar
+                lhs, rhs = src[ps:j].strip(), src[j + 1:pe].strip()
+                alt = _ARITH_SWAPS[op]
+                leaves.append((2, ps, pe, "arith", [(f"{lhs} {alt} {rhs}", f"({lhs} {alt} {rhs})")],
+                               f"{lhs} {op} {rhs}"))
+    for mt in READ_CALL.finditer(m, lo, hi):
+        s = mt.start()
+        e = _close(m, mt.end() - 1) + 1
+        wide, narrow = _NARROW[mt.group(1)]
+        call = src[s:e]
+        leaves.append((1, s, e, "read", [(f"({narrow}){call}", f"(({wide})({narrow}){call})")], call))
+    for mt in _INT.finditer(m, lo, hi):
+        s, e = mt.start(), mt.end()
+        before = m[:s].rstrip()
+        if before.endswith("[") or re.search(r"\bcase\s*$", before):
+            continue
+        v = int(mt.group(1), 0)
+        variants = [(str(w), f"({w}{mt.group(2)})") for w in (v + 1, v - 1, 0) if w >= 0 and w != v]
+        if v == 1:
+            variants = [x for x in variants if x[0] != "0"] + [("0", f"(0{mt.group(2)})")]
+        variants = list(dict(variants).items())
+        leaves.append((3, s, e, "const", variants, src[s:e]))
+
+    chosen: list[tuple[int, int, int, str, list[tuple[str, str]], str]] = []
+    taken: list[tuple[int, int]] = []
+    for leaf in sorted(leaves, key=lambda x: (x[0], x[2] - x[1], x[1])):
+        s, e = leaf[1], leaf[2]
+        if any(s < te and ts < e for ts, te in taken):
+            continue
+        taken.append((s, e))
+        chosen.append(leaf)
+
+    mutants: list[Mutant] = []
+    events: list[tuple[int, int, int, str]] = []  # (position, order, end, text): replacements and insertions
+    for _, s, e, op, variants, original in sorted(chosen, key=lambda x: x[1]):
+        text = src[s:e]
+        chain = ""
+        for shown, code in variants:
+            mutants.append(Mutant(len(mutants), op, line_of[s], " ".join(original.split()), " ".join(shown.split())))
+            chain += f"MLF_M({mutants[-1].id}) ? {code} : "
+        events.append((s, 1, e, f"({chain}({text}))"))
+    for s, e in wrappers:
+        if any(ts < s < te or ts < e < te for ts, te in taken):
+            continue
+        cond = " ".join(src[s:e].split())
+        mutants.append(Mutant(len(mutants), "check", line_of[s], f"if ({cond})", "if (0)"))
+        events.append((s, 0, s, f"MLF_M({mutants[-1].id}) ? 0 : ("))
+        events.append((e, 2, e, ")"))
+    seen: dict[str, int] = {}
+    for i, mu in enumerate(mutants):
+        seen[mu.signature] = seen.get(mu.signature, 0) + 1
+        if seen[mu.signature] > 1:
+            mutants[i] = Mutant(mu.id, mu.operator, mu.line, mu.original, mu.replacement, seen[mu.signature])
+    out = src
+    for pos, _, end, text in sorted(events, key=lambda x: (x[0], x[1]), reverse=True):
+        out = out[:pos] + text + out[end:]
+    return PRELUDE + out, mutants
+
+
+__all__ = ["Mutant", "PRELUDE", "READ_CALL", "instrument"]

@@ -1,0 +1,219 @@
+"""Rule ids and boundary variants made from the binary spec, for every field of every record.
+
+A *rule* is one thing the spec states about one field of one struct, named
+``<struct>.<field>.<aspect>``: its constant (``const``), its range (``range``, or ``each``
+for every element of a counted field), a relation to other fields (``equals``, ``derive``),
+its length or count prefix against what the input holds (``length``), its table
+(``table``); plus, per root record, ``<root>.truncation`` (the input ends at a field
+boundary) and ``<root>.trailing`` (bytes after the end). A vector names the rules it probes
+in ``features.rule``; its expected outcome says which side of the rule it stands on
+(accept: the value at the bound or the exact length; reject: past it). :func:`sides` is the
+rule-coverage table the suite's test requires to be full.
+
+:func:`span_variants` makes the boundary variants of a valid input from the spans of its
+trace: every count and length prefix lying by one, by powers of two, in its high half only
+(a reader that narrows a u64 read to 32 bits sees the right value), at 2^40 (a count that
+would allocate terabytes), at the sign bit and at 2^64 - 1; every constant differing in its
+lowest or only its highest byte; every ranged integer at 0, 1, the bounds and the bounds +/- 1,
+the sign bit, 2^31, 2^32, 2^63, 2^64 - 1 of its width; and the input cut at every field
+boundary and every byte string one byte short.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from mlf_spec.spec_engine import Span
+
+_FMT = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
+_WIDTH = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+#: the aspects a field's entry in the spec gives it, in the order of the rule ids
+ASPECTS = ("const", "range", "each", "equals", "derive", "table", "length")
+
+
+def rule_id(struct: str, field: str, aspect: str) -> str:
+    """``tensor_record.ndim.range``."""
+    return f"{struct}.{field}.{aspect}"
+
+
+def field_aspects(f: dict) -> list[str]:
+    """The rule aspects the spec states for field ``f`` (an IR field entry)."""
+    out = []
+    if "const" in f:
+        out.append("const")
+    if "constraint" in f and f["kind"] not in ("vec", "map", "str"):
+        out.append("each" if "count" in f else "range")
+    if "equals" in f:
+        out.append("equals")
+    if "derive" in f:
+        out.append("derive")
+    if "table" in f:
+        out.append("table")
+    if f["kind"] in ("vec", "map", "str") or f.get("sized") or (f["kind"] == "bytes" and "size" in f
+                                                                 and "remaining" not in f["size"][0]):
+        out.append("length")
+    if f["kind"] in ("vec", "map", "str") and "constraint" in f:
+        out.append("range")
+    return out
+
+
+def rules_of(structs: dict, names: Iterable[str]) -> list[str]:
+    """Every rule id the spec states for the structs ``names``."""
+    out = []
+    for s in names:
+        for f in structs[s]["fields"]:
+            out += [rule_id(s, f["name"], a) for a in field_aspects(f)]
+    return out
+
+
+def owners(*struct_maps: dict) -> dict[int, str]:
+    """The struct name of each IR field entry, by identity (a span carries its field entry)."""
+    out: dict[int, str] = {}
+    for structs in struct_maps:
+        for name, spec in structs.items():
+            for f in spec["fields"]:
+                out.setdefault(id(f), name)
+    return out
+
+
+def reached(occurrences: Iterable[tuple[str, Any]], structs: dict) -> set[str]:
+    """The rule ids of the structs that occur (a Builder's ``occurrences``)."""
+    return set(rules_of(structs, {s for s, _ in occurrences}))
+
+
+def sides(cases: Iterable[tuple[list[str], str]]) -> dict[str, dict[str, int]]:
+    """Rule-coverage table: per rule id, how many vectors probe it on each side
+    (``accept`` / ``reject``), from (rules, expected outcome) pairs."""
+    table: dict[str, dict[str, int]] = defaultdict(lambda: {"accept": 0, "reject": 0})
+    for rules, outcome in cases:
+        for r in rules:
+            table[r][outcome] += 1
+    return dict(sorted(table.items()))
+
+
+def raw(type_name: str, value: int) -> bytes:
+    """``value`` as the little-endian bytes of an integer of ``type_name``'s width, two's
+    complement, reduced modulo 2^bits (so 2^64 - 1 in an i64 is -1)."""
+    w = _WIDTH[type_name]
+    return (value % (1 << (8 * w))).to_bytes(w, "little")
+
+
+def edge_values(type_name: str, good: int, lo: int | None = None, hi: int | None = None) -> list[int]:
+    """The integers a reader gets wrong, for a field of ``type_name`` whose valid value here
+    is ``good`` (bounds ``lo``/``hi`` if the spec states them): 0, 1, the bounds and the
+    bounds +/- 1, the sign bit, 2^31, 2^32, 2^63, 2^64 - 1 (each reduced to the width), and
+    ``good`` differing in its highest byte only."""
+    w = _WIDTH[type_name]
+    bits = 8 * w
+    cands = [0, 1, 1 << (bits - 1), (1 << bits) - 1, good + (1 << (bits - 8)), good | 0x10000 if w >= 4 else good]
+    cands += [1 << k for k in (31, 32, 63) if k < bits] + [(1 << 31) - 1] * (w >= 4)
+    for b in (lo, hi):
+        if b is not None:
+            cands += [b - 1, b, b + 1]
+    seen, out = set(), []
+    for v in cands:
+        v %= 1 << bits
+        if v not in seen and v != good % (1 << bits):
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def length_lies(n: int) -> list[int]:
+    """Values a count or length ``n`` is replaced by: off by one, 2n + 1, ``n`` plus 2^32 (right
+    in its low half), 2^40 (terabytes), 2^63 (the sign bit) and 2^64 - 1."""
+    vals = [n + 1, n - 1, n * 2 + 1, n + (1 << 32), 1 << 40, 1 << 63, (1 << 64) - 1]
+    seen, out = set(), []
+    for v in vals:
+        if 0 <= v < 1 << 64 and v != n and v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def span_rule(span: Span, owner: dict[int, str], aspect: str) -> str:
+    """The rule id of ``aspect`` of the field a span belongs to."""
+    return rule_id(owner.get(id(span.field), "?"), span.field["name"], aspect)
+
+
+def spans_rules(spans: list[Span], owner: dict[int, str], root: str) -> set[str]:
+    """The rule ids of the fields that occur in a valid input's spans (each at its exact
+    value there: the accepting side), its root's truncation rule among them."""
+    return {span_rule(s, owner, a) for s in spans for a in field_aspects(s.field)} | {f"{root}.truncation"}
+
+
+def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: str, *,
+                  per_rule: int = 1) -> Iterator[tuple[list[str], str, bytes]]:
+    """(rule ids, label, bytes) of every boundary variant of the valid input ``data``: lying
+    counts and lengths, constants and ranged integers at their edges (the first ``per_rule``
+    places of each rule), and the input cut at every field boundary."""
+    done: dict[tuple[str, str], int] = defaultdict(int)
+    seen: set[bytes] = {data}
+
+    def fresh(b: bytes) -> bool:
+        if b in seen:
+            return False
+        seen.add(b)
+        return True
+
+    # sized regions (a size prefix and what it counts): a claim is measured against the innermost one
+    regions = [(s.path[:-1], s.offset + 8, s.offset + 8 + int.from_bytes(data[s.offset:s.offset + 8], "little"))
+               for s in spans if s.role == "length" and s.field.get("sized")]
+
+    def room(s: Span) -> int:
+        inner = [end for path, start, end in regions if s.path[:len(path)] == path and start <= s.offset]
+        return (min(inner) if inner else len(data)) - s.offset - 8
+
+    for s in spans:
+        f = s.field
+        where = ".".join(str(p) for p in s.path).replace("#count", "n")
+        element = f["kind"] == "vec" and f.get("elem") in _WIDTH and s.path[-1] != "#count"
+        if s.role in ("count", "length"):
+            rid = span_rule(s, owner, "length")
+            if done[rid, s.role] >= per_rule:
+                continue
+            done[rid, s.role] += 1
+            # a vec or str whose length the spec bounds: the lying count probes that bound too
+            also = [span_rule(s, owner, "range")] if "range" in field_aspects(f) and "each" not in f["constraint"][0] \
+                else []
+            n = int.from_bytes(data[s.offset:s.offset + 8], "little")
+            rem = room(s)  # a claim just past what its region holds, in bytes and in elements
+            for v in length_lies(n) + [x for x in (rem + 1, rem // 4 + 1, rem // 8 + 1) if x not in length_lies(n)
+                                       and x != n]:
+                b = data[:s.offset] + v.to_bytes(8, "little") + data[s.offset + 8:]
+                if fresh(b):
+                    yield [rid, *also], f"{where}.{v:#x}", b
+        elif s.role == "value" and ((f.get("type") in _WIDTH and set(f) & {"const", "constraint", "equals", "derive"})
+                                    or (element and "constraint" in f and "each" in f["constraint"][0])):
+            type_name = f["elem"] if element else f["type"]
+            aspect = "range" if element else \
+                next(a for a in field_aspects(f) if a in ("const", "range", "each", "equals", "derive"))
+            rid = span_rule(s, owner, aspect)
+            if done[rid, s.role] >= per_rule:
+                continue
+            done[rid, s.role] += 1
+            (good,) = _struct.unpack("<" + _FMT[type_name], data[s.offset:s.offset + s.size])
+            lo, hi = f.get("bounds", (None, None)) if aspect in ("range", "each") else (None, None)
+            values = length_lies(good) if aspect in ("equals", "derive") and good >= 0 else \
+                edge_values(type_name, good, lo, hi)
+            if element:  # a bound that depends on other fields (an index below a count): small values around it
+                values += [v for v in range(2, 9) if v != good and v not in values]
+            for v in values:
+                b = data[:s.offset] + raw(type_name, v) + data[s.offset + s.size:]
+                if fresh(b):
+                    yield [rid], f"{where}.{v:#x}", b
+    # every field boundary, and every byte string one byte short
+    cuts = sorted({s.offset for s in spans} | {s.offset + s.size for s in spans}
+                  | {s.offset + s.size - 1 for s in spans if s.role == "payload" and s.size > 1})
+    for n in cuts:
+        if n < len(data) and fresh(data[:n]):
+            inside = [span_rule(s, owner, "length") for s in spans
+                      if s.role == "payload" and s.offset < n < s.offset + s.size and "length" in field_aspects(s.field)]
+            yield [f"{root}.truncation", *sorted(set(inside))], f"cut-{n}", data[:n]
+
+
+__all__ = ["ASPECTS", "edge_values", "field_aspects", "length_lies", "owners", "raw", "reached", "rule_id", "rules_of",
+           "sides", "span_rule", "span_variants", "spans_rules"]

@@ -1,0 +1,120 @@
+"""The suite measures its own strength: rule coverage on both sides, and the mutation score
+of an independent C reader (tests/independent/, written from the published docs) under the
+mutation harness, built with ASan and UBSan."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mlf_spec.conformance import vectors
+from mlf_spec.conformance.mutation import harness
+from mlf_spec.conformance.mutation.mutator import instrument
+from mlf_spec.conformance.suite import rules
+from mlf_spec.errors import MlfError
+
+HERE = Path(__file__).resolve().parent / "independent"
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is needed to build the C readers")
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return vectors.load_suite()
+
+
+def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
+    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in suite if "rule" in c.features)
+    one_sided = {r: s for r, s in table.items() if not (s["accept"] and s["reject"])}
+    assert not one_sided, one_sided
+    # every record of .params and both blob layouts (their payloads included) has its rules in the table
+    for must in ("tensor_record.ndim.range", "tensor_record.shape.each", "tensor_record.data_byte_size.derive",
+                 "tensor_record.device.range", "params_file.count.equals", "params_file.names.length",
+                 "dl_datatype.code.table", "params_file.truncation", "ffi_body.row_ptr.range",
+                 "ffi_body.child_indices.range", "ffi_module.kind.range", "import_tree.child_indices.range",
+                 "ffi_blob.truncation", "legacy_blob.truncation", "device_binary.fmap.length"):
+        assert must in table, must
+
+
+def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):
+    by_id = {c.id: c for c in suite}
+    for vid in ("numel-wraps-to-0", "numel-wraps-to-4", "bytes-wrap-to-0", "bytes-wrap-to-4", "ndim-0x101"):
+        assert by_id[f"params.bound.{vid}"].expected["outcome"] == "reject"
+    for vid in ("shape-zero-beside-max", "shape-max-beside-zero", "shape-overflow-then-zero", "ndim-64"):
+        assert by_id[f"params.bound.{vid}"].expected["outcome"] == "accept"
+    # the canonical reading substitutes each maximal subpart with one U+FFFD (not one per byte)
+    t = by_id["params.name.partial-3-byte"].expected["reading"]["tensors"][0]
+    assert t["name"] == "a\ufffdb" and t["name_hex"] == "61e28262"
+
+
+def test_the_mutator_makes_a_schema_of_every_operator():
+    schema, mutants = instrument((HERE / "params_reader.c").read_text())
+    assert {m.operator for m in mutants} == {"rel", "check", "read", "arith", "const"}
+    assert schema.count("MLF_M(") == len(mutants) + 1  # each mutant guarded once, plus the macro
+    assert len({m.signature for m in mutants}) == len(mutants)
+
+
+@needs_gcc
+def test_the_vectors_kill_the_mutants_of_the_independent_params_reader(suite):
+    report = harness.mutate(HERE / "params_reader.c", suite, formats=["params"],
+                            equivalents=HERE / "params_reader.equivalent")
+    print("\n".join(report.lines()))
+    assert len(report.equivalent) == len(harness.load_equivalents(HERE / "params_reader.equivalent"))
+    assert report.score() >= 0.90, report.lines()
+    assert report.baseline_cases > 400
+
+
+@needs_gcc
+def test_the_vectors_kill_the_mutants_of_the_independent_ffi_blob_reader(suite):
+    report = harness.mutate(HERE / "blob_reader.c", suite, formats=["blob"],
+                            equivalents=HERE / "blob_reader.equivalent",
+                            known_failures=HERE / "blob_reader.known-failures")
+    print("\n".join(report.lines()))
+    assert report.score() >= 0.90, report.lines()
+    assert report.baseline_cases > 300
+
+
+@needs_gcc
+def test_a_reader_that_fails_unmutated_is_refused_and_leaves_nothing_behind(suite, tmp_path):
+    src = (HERE / "params_reader.c").read_text().replace("ndim > 64", "ndim > 63")
+    (tmp_path / "params_reader.c").write_text(src)
+    shutil.copy(HERE / "testee_common.h", tmp_path)
+    before = set(tmp_path.iterdir())
+    with pytest.raises(MlfError, match="unmutated reader fails"):
+        harness.mutate(tmp_path / "params_reader.c", suite, formats=["params"])
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_a_malformed_equivalents_file_is_an_error_with_its_path(tmp_path):
+    bad = tmp_path / "eq"
+    bad.write_text("rel@L1: a -> b without a reason\n")
+    with pytest.raises(MlfError) as info:
+        harness.load_equivalents(bad)
+    assert str(bad) in str(info.value) and "line 1" in str(info.value)
+
+
+@needs_gcc
+def test_a_stale_equivalents_file_is_an_error_with_its_path(suite, tmp_path):
+    eq = tmp_path / "eq"
+    eq.write_text("rel@L999: a < b -> a <= b :: no such line\n")
+    with pytest.raises(MlfError, match="out of date") as info:
+        harness.mutate(HERE / "params_reader.c", suite, formats=["params"], equivalents=eq)
+    assert str(eq) in str(info.value)
+
+
+@needs_gcc
+def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
+    """The strategies draw extents that wrap the element count around 2^64: --generate alone
+    finds the mutant whose extent-product overflow check never fires."""
+    from mlf_spec.conformance.generated_cases import explore
+
+    binary, mutants = harness.build(HERE / "params_reader.c", harness.DEFAULT_BUILD, tmp_path)
+    bug = next(m for m in mutants if m.signature == "const@L73: 1 -> 0")  # `overflow = 1` -> `overflow = 0`
+    t = harness.testee_for([str(binary)], bug.id)
+    try:
+        found = explore(t, 400, seed_value=1, formats=["params"], budget=120)
+    finally:
+        t.close()
+    sigs = [r["id"] for r in found.results]
+    assert any("bad_derived" in s and s.endswith("accepted") for s in sigs), sigs
