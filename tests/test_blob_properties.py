@@ -182,7 +182,8 @@ def test_any_payload_bytes_give_a_result_or_mlf_error(format_kind, draw):
 
 def test_parsed_blobs_rebuild_from_their_modules_vectors_and_strategies():
     """README: ``blob.build(m[0], order=m)`` rebuilds a parsed blob exactly, for every blob
-    ``blob.read`` accepts that has an import tree read as written (rows in order): the
+    ``blob.read`` accepts that has an import tree read as written (rows in order, no child
+    index left unread: those bytes are not part of the tree the modules hold): the
     conformance vectors (valid and broken) and 60 strategy blobs of every layout and era;
     for the others the rebuild is bytes or an MlfError, never another exception."""
     from mlf_spec.fuzzing.seeds import draw, vector_inputs
@@ -200,7 +201,8 @@ def test_parsed_blobs_rebuild_from_their_modules_vectors_and_strategies():
                 built = blob.build(nodes[0], order=nodes, format=b.format, era=b.era) if nodes else None
             except MlfError:
                 built = None
-            if rows is not None and b.unread_root is None and list(rows) == sorted(rows):
+            unread = any(f.code == "tree.unused-children" for f in b.findings)
+            if rows is not None and b.unread_root is None and list(rows) == sorted(rows) and not unread:
                 assert built == b.data, (b.name, b.findings)
                 exact += 1
     assert exact >= 80
