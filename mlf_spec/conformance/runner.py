@@ -9,6 +9,7 @@ check its answers, apply the known failures, and report.
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -215,8 +216,9 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
 
 
 def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
-    """``source:line pattern`` of each unused known-failure entry."""
-    return [f"{e.source or known.source}:{e.line} {e.pattern}" for e in unused]
+    """``file:line pattern`` of each unused known-failure entry (the file's name only, so a
+    report or page written from another checkout says the same)."""
+    return [f"{os.path.basename(str(e.source or known.source))}:{e.line} {e.pattern}" for e in unused]
 
 
 __all__ = ["RunResult", "TesteeStartError", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
