@@ -112,7 +112,7 @@ def test_python_block_runs_as_written(doc_dir: Path, path: Path, line: int, code
         _run_atheris_block(doc_dir, code)
         return
     if "from tvm_params import" in code:
-        _with_kaitai_parser(code)
+        _with_kaitai_parser(monkeypatch)
     ns = _namespace(code)
     registers = re.search(r"^reader_target\(", code, re.M) is not None
     if registers:  # a registration in mlf_spec/fuzzing/targets.py: run there, on a copy of the registry
@@ -132,11 +132,19 @@ def test_python_block_runs_as_written(doc_dir: Path, path: Path, line: int, code
         assert _call_conformance_tests(ns) > 0
 
 
-def _with_kaitai_parser(code: str) -> None:
+def _with_kaitai_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled Python parsers first on the path, and none of their module names taken
+    from ``sys.modules``: another test of this worker may have imported a parser of the same
+    name from another compile (the debug build's constructors do not read), and the block
+    must meet the build it documents. Both are undone after the test."""
     import kaitai_support
 
     out, _ = kaitai_support.compiled(("python",))
-    sys.path.insert(0, str(out / "python"))
+    here = out / "python"
+    for name in sorted(f.stem for f in here.glob("*.py")):
+        monkeypatch.setitem(sys.modules, name, None)  # recorded, so the undo restores or removes it
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(here))
 
 
 def _run_atheris_block(doc_dir: Path, code: str) -> None:
