@@ -7,8 +7,9 @@ byte offset at which the problem was found. Callers can catch ``MlfError`` alone
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # every command imports this module: no typing or dataclasses at start-up
+    from collections.abc import Iterable
 
 
 class MlfError(Exception):
@@ -115,13 +116,35 @@ class UnsafeArchiveError(MlfError):
     or exceeds the member size limit."""
 
 
-@dataclass(frozen=True)
 class Issue:
-    """One problem of a document: ``kind`` is ``schema`` or ``unknown-key``."""
+    """One problem of a document: ``kind`` is ``schema`` or ``unknown-key``. Immutable,
+    compared and hashed by value (a plain class: ``dataclasses`` costs every command ~9 ms of
+    start-up, and this module is imported by all of them)."""
 
+    __slots__ = ("path", "message", "kind")
     path: str
     message: str
-    kind: str = "schema"
+    kind: str
+
+    def __init__(self, path: str, message: str, kind: str = "schema") -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "kind", kind)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Issue is immutable: cannot set {name!r}")
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.path, self.message, self.kind)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Issue) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Issue(path={self.path!r}, message={self.message!r}, kind={self.kind!r})"
 
 
 class ValidationError(MlfError):
