@@ -28,6 +28,7 @@ import tarfile
 from typing import Any
 
 from mlf_spec.errors import MlfError
+from mlf_spec.sniff import compression
 
 #: The symbols whose definition shows TVM's host code generator wrote an ELF file.
 CONTEXT_SYMBOLS: tuple[bytes, ...] = (b"__tvm_ffi__library_ctx", b"__tvm_ffi_library_ctx", b"__tvm_module_ctx",
@@ -51,8 +52,7 @@ def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
         f.seek(0)
         if head[:4] == b"\x7fELF":
             return _elf_evidence(f)
-        if len(head) >= 262 and head[257:262] == b"ustar" or head[:2] in (b"\x1f\x8b", b"BZ") or head[:6] == \
-                b"\xfd7zXZ\x00":
+        if len(head) >= 262 and head[257:262] == b"ustar" or compression(head) is not None:
             return _tar_evidence(f)
     return None
 
