@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive")
+FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
 
 
 def register(sub: Any) -> None:

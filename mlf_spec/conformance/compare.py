@@ -27,9 +27,10 @@ from mlf_spec.errors import MlfError
 ROOT_RECORD: dict[str, str] = {
     "params": "canonical_params", "blob": "canonical_blob", "graph-json": "canonical_graph",
     "mlf-metadata": "canonical_metadata", "mlf-archive": "canonical_archive", "migration": "canonical_migration",
+    "tensor-cache": "canonical_tensor_cache",
 }
 _SPECS = ("canonical_params", "canonical_blob", "canonical_graph", "canonical_metadata", "canonical_archive",
-          "canonical_migration")
+          "canonical_migration", "canonical_tensor_cache")
 MAX_DIFFS = 8
 
 

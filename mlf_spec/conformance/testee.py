@@ -25,11 +25,13 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from mlf_spec.errors import MlfError
 
 from .adapters.base import Adapter, Crashed, Rejected
+from .folders import INPUT_DIR, is_folder_format, private_copy
 from .protocol import carry_out
 from .vectors import Answer, Case
 
@@ -246,7 +248,11 @@ class InProcess(Testee):
         return self.adapter.info()
 
     def ask(self, case: Case) -> Answer:
-        """Call the adapter with the case's request."""
+        """Call the adapter with the case's request (a folder-shaped input as the path of a
+        private copy of its folder)."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self.ask_raw(case.role, case.format, case.options, folder)
         payload = case.reading_input() if case.role == "encode" else case.input()
         return self.ask_raw(case.role, case.format, case.options, payload)
 
@@ -311,17 +317,25 @@ class OneShot(Testee):
         return check_info(doc, self.describe())
 
     def ask(self, case: Case) -> Answer:
-        """Run ``CMD ROLE FORMAT k=v ...`` with the input on stdin."""
+        """Run ``CMD ROLE FORMAT k=v ...`` with the input on stdin; a folder-shaped input
+        as ``input_dir=PATH`` (a private copy of its folder), stdin empty."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self._ask(case.role, case.format, case.options, b"", {INPUT_DIR: str(folder)})
         payload = case.input()
         return self._ask(case.role, case.format, case.options, payload)
 
     def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
-        """Run one request."""
+        """Run one request (a folder-shaped input: ``payload`` is the folder's path)."""
+        if is_folder_format(fmt) and op != "encode":
+            return self._ask(op, fmt, options, b"", {INPUT_DIR: str(Path(payload).resolve())})
         data = (json.dumps(payload) + "\n").encode() if op == "encode" else bytes(payload)
         return self._ask(op, fmt, options, data)
 
-    def _ask(self, op: str, fmt: str, options: dict[str, str], data: bytes) -> Answer:
-        argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())]
+    def _ask(self, op: str, fmt: str, options: dict[str, str], data: bytes,
+             folder_args: dict[str, str] | None = None) -> Answer:
+        argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())] + \
+            [f"{k}={v}" for k, v in (folder_args or {}).items()]
         try:
             run = run_capped(argv, data, self.limits)
         except OSError as exc:
@@ -350,8 +364,12 @@ class OneShot(Testee):
             return Answer.failed("protocol", f"stdout is not JSON: {run.stdout[:80]!r}")
 
     def reproduce(self, case: Case) -> str:
-        """``CMD decode FORMAT k=v < INPUT``."""
+        """``CMD decode FORMAT k=v < INPUT``; a folder-shaped input: ``... input_dir=FOLDER``
+        (the vector's own folder; the run used a private copy of it)."""
         args = [case.role, case.format] + [f"{k}={v}" for k, v in sorted(case.options.items())]
+        if case.is_folder and case.role != "encode":
+            args.append(f"{INPUT_DIR}={case.input_path.resolve()}")
+            return f"{shlex.join(self.command + args)} < /dev/null"
         return f"{shlex.join(self.command + args)} < {shlex.quote(str(case.input_path))}"
 
 
@@ -517,13 +535,19 @@ class Persistent(Testee):
         self._local.server = None
 
     def ask(self, case: Case) -> Answer:
-        """One request line for the case."""
+        """One request line for the case (a folder-shaped input: ``input_dir``, the path of a
+        private copy of its folder)."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self._ask(case.request(folder))
         return self._ask(case.request())
 
     def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
-        """One request line."""
+        """One request line (a folder-shaped input: ``payload`` is the folder's path)."""
         req: dict[str, Any] = {"op": op, "format": fmt, "options": dict(options)}
-        if op == "encode":
+        if is_folder_format(fmt) and op != "encode":
+            req[INPUT_DIR] = str(Path(payload).resolve())
+        elif op == "encode":
             req["reading"] = payload
         else:
             req["input"] = base64.b64encode(bytes(payload)).decode("ascii")

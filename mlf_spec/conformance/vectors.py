@@ -119,9 +119,17 @@ class Case:
     input_sha256: str
     path: Path
     data: bytes | None = None  # the input, for a case made in memory (generated cases)
+    files: dict[str, bytes] | None = None  # a folder-shaped input made in memory
 
     def __str__(self) -> str:
         return self.id
+
+    @property
+    def is_folder(self) -> bool:
+        """Whether the input is a folder (a folder-shaped format: tensor-cache)."""
+        from .folders import is_folder_format
+
+        return is_folder_format(self.format)
 
     @property
     def kind(self) -> str:
@@ -170,8 +178,23 @@ class Case:
         case ran with (a case retargeted to v0.26 counts for v0.26)."""
         return {k: ([options[k]] if options and k in options else v) for k, v in self.features.items()}
 
+    def input_files(self) -> dict[str, bytes]:
+        """A folder-shaped case's input: relative path -> bytes (checked against
+        ``input_sha256``, the SHA-256 of the folder's manifest: :mod:`.folders`)."""
+        from .folders import folder_sha256, read_files
+
+        if self.files is not None:
+            return dict(self.files)
+        files = read_files(self.input_path)
+        if folder_sha256(files) != self.input_sha256:
+            raise MlfError(f"input folder of case {self.id} does not match its input_sha256 (the manifest's "
+                           "SHA-256)", file=str(self.input_path))
+        return files
+
     def input(self) -> bytes:
         """The input file's bytes (checked against ``input_sha256``)."""
+        if self.is_folder:
+            raise MlfError(f"case {self.id} has a folder as its input (input_files)", file=str(self.input_path))
         if self.data is not None:
             return self.data
         try:
@@ -190,10 +213,13 @@ class Case:
         except ValueError as exc:
             raise MlfError(f"not JSON: {exc}", file=str(self.input_path)) from None
 
-    def request(self) -> dict[str, Any]:
-        """The request of the persistent protocol (without its id)."""
+    def request(self, folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The request of the persistent protocol (without its id). A folder-shaped input is
+        sent as ``input_dir``: ``folder`` (a private copy), else the vector's own folder."""
         req: dict[str, Any] = {"op": self.role, "format": self.format, "options": dict(self.options)}
-        if self.role == "encode":
+        if self.is_folder and self.role != "encode":
+            req["input_dir"] = str(Path(folder if folder is not None else self.input_path).resolve())
+        elif self.role == "encode":
             req["reading"] = self.reading_input()
         else:
             req["input"] = base64.b64encode(self.input()).decode("ascii")
@@ -265,7 +291,18 @@ def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (E
     canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
     bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
     class)."""
-    payload = case.reading_input() if case.role == "encode" else case.input()
+    if case.is_folder and case.role != "encode":
+        from .folders import private_copy
+
+        with private_copy(case.input_files(), case.input_path.name) as folder:
+            _verify_with(case, fn, folder, rejects, error_class, strict_errors)
+        return
+    _verify_with(case, fn, case.reading_input() if case.role == "encode" else case.input(), rejects, error_class,
+                 strict_errors)
+
+
+def _verify_with(case: Case, fn: Any, payload: Any, rejects: tuple[type[BaseException], ...], error_class: Any,
+                 strict_errors: bool) -> None:
     try:
         result = fn(payload, dict(case.options))
     except rejects as exc:
@@ -313,8 +350,15 @@ def load_case(path: Path) -> Case:
     if doc["expected"]["outcome"] == "accept" and "reading" not in doc["expected"]:
         raise MlfError("an accepted case needs expected.reading", file=str(path), field="expected.reading")
     input_path = path.parent / doc["input"]
-    if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"]:
+    if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"] \
+            or doc["input"] in ("", ".", ".."):
         raise MlfError("input must be a file next to the case file", file=str(path), field="input")
+    from .folders import is_folder_format
+
+    if is_folder_format(doc["format"]) and doc["role"] != "encode" and \
+            (input_path.is_symlink() or not input_path.is_dir()):
+        raise MlfError(f"the input of a {doc['format']} case must be a folder next to the case file", file=str(path),
+                       field="input")
     return case_of_document(doc, path)
 
 
@@ -368,7 +412,13 @@ def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
             dest = out_dir / rel
             dest.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(dest / case.path.name, case.path.read_bytes())
-            atomic_write_bytes(dest / case.input_path.name, case.input())
+            if case.is_folder and case.role != "encode":
+                from .folders import write_files
+
+                (dest / case.input_path.name).mkdir(exist_ok=True)
+                write_files(dest / case.input_path.name, case.input_files())
+            else:
+                atomic_write_bytes(dest / case.input_path.name, case.input())
             n += 1
     return n
 

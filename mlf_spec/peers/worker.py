@@ -18,6 +18,13 @@ Requests (``data`` and ``record`` are base64):
   ``{"output": ...}``: ``save_param_dict`` of tensors allocated with that DLDataType and filled
   with those bytes
 * ``{"op": "load_module", "path": ...}`` -> ``{"tree": [kind, [imports...]]}``
+* ``{"op": "cache_load", "path": FOLDER}`` -> ``{"metadata": ..., "tensors": [{"name", "dtype",
+  "shape", "sha256"}]}``: ``tvm.contrib.tvmjs.load_tensor_cache`` (``load_ndarray_cache`` before
+  0.22) of the folder, the arrays in the order of the dict it returns, each hashed over the
+  C-contiguous bytes of ``.numpy()`` (``sha256`` null and ``numpy_error`` where that fails)
+* ``{"op": "cache_load_cpp", "path": FOLDER}`` -> ``{"tensors": [...]}``: the C++ loader
+  ``vm.builtin.tensor_cache.load`` (``ndarray_cache`` before 0.22) of the folder, then ``.get``
+  of every name its index lists, in index order (a repeated name once)
 
 A refusal is ``{"error": "the exception's last line", "type": "TVMError"}``.
 """
@@ -130,13 +137,59 @@ def _load_module(req: dict) -> dict:
     return {"tree": _tree(tvm.runtime.load_module(req["path"]))}
 
 
+def _cache_tensor(name: str, arr: Any) -> dict:
+    """One array a cache loader returned: dtype, shape, SHA-256 of ``.numpy()``'s bytes."""
+    import hashlib
+
+    import numpy as np
+
+    entry: dict[str, Any] = {"name": name, "dtype": str(arr.dtype), "shape": [int(d) for d in arr.shape]}
+    try:
+        a = np.ascontiguousarray(arr.numpy())
+    except Exception as exc:  # noqa: BLE001 - e.g. int4 has no NumPy type
+        entry.update(sha256=None, numpy_error=_last_line(exc))
+    else:
+        entry["sha256"] = hashlib.sha256(a.reshape(-1).view(np.uint8).data).hexdigest()
+    return entry
+
+
+def _cache_load(req: dict) -> dict:
+    import tvm
+    from tvm.contrib import tvmjs
+
+    load = getattr(tvmjs, "load_tensor_cache", None) or tvmjs.load_ndarray_cache
+    arrays, metadata = load(req["path"], tvm.cpu())
+    return {"metadata": metadata, "tensors": [_cache_tensor(n, a) for n, a in arrays.items()]}
+
+
+def _cache_load_cpp(req: dict) -> dict:
+    import tvm
+
+    folder = req["path"]
+    prefix = "vm.builtin.tensor_cache" if tvm.get_global_func("vm.builtin.tensor_cache.load", True) \
+        else "vm.builtin.ndarray_cache"
+    tvm.get_global_func(prefix + ".clear")()
+    tvm.get_global_func(prefix + ".load")(folder, 1, 0)  # kDLCPU, device 0
+    get = tvm.get_global_func(prefix + ".get")
+    index = "tensor-cache.json" if prefix.startswith("vm.builtin.tensor") else "ndarray-cache.json"
+    with open(os.path.join(folder, index), "rb") as f:  # the names: the loader has no listing
+        names = [r["name"] for s in json.load(f)["records"] for r in s["records"]]
+    out = []
+    for name in dict.fromkeys(names):
+        arr = get(name)
+        if arr is not None:
+            out.append(_cache_tensor(name, arr))
+    return {"tensors": out}
+
+
 def _version(req: dict) -> dict:
     import tvm
 
     return {"tvm": tvm.__version__, "python": ".".join(map(str, sys.version_info[:3]))}
 
 
-OPS = {"version": _version, "params_load": _params_load, "params_save": _params_save, "load_module": _load_module}
+OPS = {"version": _version, "params_load": _params_load, "params_save": _params_save, "load_module": _load_module,
+       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp}
 
 
 def _answer(req: dict) -> dict:

@@ -34,6 +34,8 @@ class PeerTvmAdapter(Adapter):
     implementation = ""
     #: sub-byte tensors are bit-packed in this release's memory (0.21 on)
     packed = True
+    #: the release's Python tensor cache loader is under test too (:mod:`.tvm_cache`)
+    cache_loader = False
     isolated = True
 
     def __init__(self) -> None:
@@ -75,9 +77,14 @@ class PeerTvmAdapter(Adapter):
         from mlf_spec.params import dtypes
 
         version = self.version()
+        formats: list[dict[str, Any]] = [{"format": "params", "roles": ["decode", "encode"],
+                                          "scope": {"dialect": [dtypes.dialect(version).id]}}]
+        if self.cache_loader:
+            from .tvm_cache import cache_support, index_versions
+
+            formats.append(cache_support(index_versions(version)))
         return {"protocol": "mlf-conformance/1", "name": self.implementation, "version": version, "serve": True,
-                "formats": [{"format": "params", "roles": ["decode", "encode"],
-                             "scope": {"dialect": [dtypes.dialect(version).id]}}]}
+                "formats": formats}
 
     def _call(self, op: str, **fields: Any) -> dict[str, Any]:
         from mlf_spec.peers import PeerCrashed, PeerRefused
@@ -90,7 +97,12 @@ class PeerTvmAdapter(Adapter):
             raise Crashed(f"{self.implementation} {exc}", exc.signal) from None
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
-        """load_param_dict in the peer, then each tensor as TVM holds it."""
+        """load_param_dict in the peer, then each tensor as TVM holds it (a tensor cache
+        folder: the release's Python cache loader, :mod:`.tvm_cache`)."""
+        if format == "tensor-cache" and self.cache_loader:
+            from .tvm_cache import cache_reading
+
+            return cache_reading(self._call("cache_load", path=str(data)))
         if format != "params":
             raise Rejected(f"{self.name} adapter: no {format}")
         reply = self._call("params_load", data=base64.b64encode(bytes(data)).decode("ascii"))
@@ -113,6 +125,7 @@ class HhbTvmAdapter(PeerTvmAdapter):
     peer_key = "hhb"
     implementation = "hhb-tvm"
     packed = False
+    cache_loader = True  # load_ndarray_cache (TVM 0.16)
 
 
 class _ApacheTvmAdapter(PeerTvmAdapter):

@@ -25,6 +25,7 @@ class Built:
 
     case: dict[str, Any]
     data: bytes
+    files: dict[str, bytes] | None = None  # a folder-shaped input: relative path -> bytes
 
     @property
     def id(self) -> str:
