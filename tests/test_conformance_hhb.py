@@ -35,7 +35,12 @@ def test_hhb_tvm_passes_or_is_listed_on_the_whole_suite_and_generated_cases(tmp_
     assert by_id["params.dtype.v0.23.bool.6-8"]["outcome"] == "skip"  # 0.23's bool is 0.16's float8 code
     assert by_id["params.encode.w-and-b"]["outcome"] == "pass"
     assert by_id["params.encode.dtype.int1.0-1"]["outcome"] == "pass"  # one byte per element in 0.16's memory
-    for known in ("params.valid.many-tensors", "params.valid.zero-size-3x0", "params.dtype.v0.13.int1.0-1"):
+    # the tensor cache through load_ndarray_cache (folder-shaped cases of index version 1)
+    assert by_id["tensor-cache.v1.valid.sharded"]["outcome"] == "pass"
+    assert by_id["tensor-cache.v1.valid.empty-encoded"]["outcome"] == "pass"
+    assert by_id["tensor-cache.valid.base"]["outcome"] == "skip"  # 0.16 opens ndarray-cache.json only
+    for known in ("params.valid.many-tensors", "params.valid.zero-size-3x0", "params.dtype.v0.13.int1.0-1",
+                  "tensor-cache.v1.broken.metadata-missing", "tensor-cache.v1.warning.duplicate-name"):
         assert by_id[known]["outcome"] == "xfail", by_id[known]
     committed = (compat_pages.PAGES / "hhb-tvm.md").read_text(encoding="utf-8")
     assert compat.stable_part(page) == compat.stable_part(committed), \

@@ -367,13 +367,23 @@ def index_text(metadata: Any, shards: list[dict]) -> str:
 
 def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
           encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
-          version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False) -> CacheIndex:
+          version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False,
+          update_if_exists: bool = False) -> CacheIndex:
     """Write a cache folder at ``path`` as dump_tensor_cache does (shards params_shard_<n>.bin
     of at most ``shard_cap_mb`` MiB, md5sum, the index ``tensor-cache.json`` for version 2 or
     ``ndarray-cache.json`` for 1, and the bf16 copy of the index when f32-to-bf16 applied).
     The folder is filled beside ``path`` and renamed in when complete; an existing non-empty
-    folder is replaced only with ``replace``. Returns the index written."""
+    folder is replaced only with ``replace``. With ``update_if_exists``, an existing cache is
+    updated as ``dump_tensor_cache(..., update_if_exists=True)`` updates it (new tensors in new
+    shards, known names overwritten in place, other files kept: :mod:`.update`), atomically
+    too. Returns the index written."""
     from mlf_spec._io import atomic_directory
+
+    if update_if_exists:
+        from .update import update
+
+        return update(path, params, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
+                      version=version, keep_empty=keep_empty, b16=b16)
 
     if version not in INDEX_NAMES:
         raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
