@@ -195,3 +195,52 @@ def test_folder_helpers_refuse_paths_that_leave(tmp_path):
     for bad in ("../x", "/etc/x", "a/../../x", ""):
         with pytest.raises(MlfError):
             folders.write_files(tmp_path, {bad: b""})
+
+
+class LinkWriter(Adapter):
+    """A cache writer that leaves a symbolic link in the folder it writes, or a shard of
+    other bytes."""
+
+    name = "link-writer"
+
+    def __init__(self, how: str = "link") -> None:
+        self.how = how
+
+    def info(self) -> dict[str, Any]:
+        return {"protocol": "mlf-conformance/1", "name": "w", "version": "1",
+                "formats": [{"format": "tensor-cache", "roles": ["encode"]}]}
+
+    def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
+        from mlf_spec.conformance.canonical_cache import encode_cache
+
+        out = Path(options["output_dir"])
+        encode_cache(reading, {k: v for k, v in options.items() if k != "output_dir"}, out)
+        if self.how == "link":
+            os.symlink("/etc/hostname", out / "extra")
+        else:
+            shard = out / "params_shard_0.bin"
+            shard.write_bytes(bytes(len(shard.read_bytes())))
+        return b""
+
+
+def test_encode_cases_read_back_what_the_testee_wrote(cache_cases):
+    encode = [c for c in cache_cases if c.role == "encode"]
+    assert len(encode) >= 5 and {c.options.get("shard_cap_mb") for c in encode} > {None}
+    assert all("data" in t for c in encode for t in c.reading_input()["tensors"])
+    result = runner.run(testee.InProcess(adapters.load("mlf-spec")), encode, progress=False)
+    assert result.counts["pass"] == len(encode)
+    links = runner.run(testee.InProcess(LinkWriter("link")), encode[:1], progress=False).results[0]
+    assert links["outcome"] == "error" and "not plain files" in links["message"]
+    zeros = runner.run(testee.InProcess(LinkWriter("zeros")), encode[:1], progress=False).results[0]
+    assert zeros["outcome"] == "fail" and any(".sha256" in d for d in zeros["diff"]), zeros
+    t = testee.OneShot(CLI)
+    out = subprocess.run(["bash", "-c", t.reproduce(encode[0])], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    folder = Path(out.stdout.split("written to ")[-1].strip())
+    try:
+        from mlf_spec.conformance.canonical_cache import decode_cache
+        from mlf_spec.conformance.compare import compare
+
+        assert not compare("tensor-cache", encode[0].expected["reading"], decode_cache(folder), role="encode")
+    finally:
+        shutil.rmtree(folder)

@@ -358,5 +358,8 @@ def _request(args: argparse.Namespace) -> int:
             raise MlfError(f"the case has no option {key!r} (its options: {', '.join(case.options) or 'none'})",
                            file=args.case)
         case = case.with_option(key, value)
-    sys.stdout.write(json.dumps({"id": args.request_id, **case.request()}, ensure_ascii=False) + "\n")
+    request = case.request()
+    if "output_dir" in request:  # a folder-shaped encode: a new empty folder the testee writes into
+        print(f"the testee writes into {request['output_dir']}", file=sys.stderr)
+    sys.stdout.write(json.dumps({"id": args.request_id, **request}, ensure_ascii=False) + "\n")
     return 0

@@ -32,7 +32,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "graph-json": ("decode", "encode"),
     "mlf-metadata": ("decode", "encode", "migrate"),
     "mlf-archive": ("decode", "migrate"),
-    "tensor-cache": ("decode",),
+    "tensor-cache": ("decode", "encode"),
 }
 #: error class -> the mlf_spec.errors class name standing for it (most specific first)
 ERROR_CLASSES: dict[str, str] = {row["error_class"]: row["mlf_error"] for row in _errors.ROWS}

@@ -31,7 +31,7 @@ from typing import IO, Any
 from mlf_spec.errors import MlfError
 
 from .adapters.base import Adapter, Crashed, Rejected
-from .folders import INPUT_DIR, is_folder_format, private_copy
+from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format, private_copy, read_output, scratch
 from .protocol import carry_out
 from .vectors import Answer, Case
 
@@ -202,6 +202,17 @@ def _tail(stderr: str) -> str:
     return f": {lines[-1][:300]}" if lines else ""
 
 
+def _with_written(answer: Answer, out: Path) -> Answer:
+    """An ok answer to a folder-shaped encode, with the files the testee wrote into ``out``
+    (a folder holding a link or a special file is a protocol error)."""
+    if answer.status != "ok":
+        return answer
+    try:
+        return Answer.ok(files=read_output(out))
+    except MlfError as exc:
+        return Answer.failed("protocol", f"the folder written is not plain files: {exc}")
+
+
 class Testee:
     """A testee the runner can ask: ``info()`` once, then ``ask(case)`` per case."""
 
@@ -253,6 +264,13 @@ class InProcess(Testee):
         if case.is_folder and case.role != "encode":
             with private_copy(case.input_files(), case.input_path.name) as folder:
                 return self.ask_raw(case.role, case.format, case.options, folder)
+        if case.is_folder:  # encode: the adapter writes into options["output_dir"]
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                answer = self.ask_raw(case.role, case.format, {**case.options, OUTPUT_DIR: str(out)},
+                                      case.reading_input())
+                return _with_written(answer, out)
         payload = case.reading_input() if case.role == "encode" else case.input()
         return self.ask_raw(case.role, case.format, case.options, payload)
 
@@ -267,6 +285,8 @@ class InProcess(Testee):
         except Exception as exc:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return Answer.failed("internal", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+        if op == "encode" and is_folder_format(fmt):
+            return Answer.ok()  # the files are in options["output_dir"]: _with_written reads them
         if op == "encode":
             if not isinstance(result, (bytes, bytearray)):
                 return Answer.failed("protocol", f"encode returned {type(result).__name__}, not bytes")
@@ -322,6 +342,12 @@ class OneShot(Testee):
         if case.is_folder and case.role != "encode":
             with private_copy(case.input_files(), case.input_path.name) as folder:
                 return self._ask(case.role, case.format, case.options, b"", {INPUT_DIR: str(folder)})
+        if case.is_folder:  # encode: the testee writes into output_dir
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                return _with_written(self._ask(case.role, case.format, case.options, case.input(),
+                                               {OUTPUT_DIR: str(out)}), out)
         payload = case.input()
         return self._ask(case.role, case.format, case.options, payload)
 
@@ -356,6 +382,8 @@ class OneShot(Testee):
             if cls == "internal":
                 return Answer.failed(internal_kind(sig), str(message), signal=sig)
             return Answer.rejected(message, cls)
+        if op == "encode" and is_folder_format(fmt):
+            return Answer.ok()
         if op == "encode":
             return Answer.ok(output=run.stdout)
         try:
@@ -370,6 +398,9 @@ class OneShot(Testee):
         if case.is_folder and case.role != "encode":
             args.append(f"{INPUT_DIR}={case.input_path.resolve()}")
             return f"{shlex.join(self.command + args)} < /dev/null"
+        if case.is_folder:  # the folder written is left for inspection
+            return (f"OUT=$(mktemp -d) && {shlex.join(self.command + args)} {OUTPUT_DIR}=\"$OUT\" < "
+                    f"{shlex.quote(str(case.input_path))} && echo \"written to $OUT\"")
         return f"{shlex.join(self.command + args)} < {shlex.quote(str(case.input_path))}"
 
 
@@ -540,6 +571,11 @@ class Persistent(Testee):
         if case.is_folder and case.role != "encode":
             with private_copy(case.input_files(), case.input_path.name) as folder:
                 return self._ask(case.request(folder))
+        if case.is_folder:  # encode: the server writes into output_dir
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                return _with_written(self._ask(case.request(out)), out)
         return self._ask(case.request())
 
     def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
@@ -563,6 +599,8 @@ class Persistent(Testee):
             self._drop(s)
             return Answer.failed(status, resp, signal=sig)
         if resp["ok"]:
+            if request["op"] == "encode" and is_folder_format(request["format"]):
+                return Answer.ok()
             if request["op"] == "encode":
                 try:
                     return Answer.ok(output=base64.b64decode(resp["output"], validate=True))
@@ -580,7 +618,13 @@ class Persistent(Testee):
         return Answer.rejected(str(err.get("message", "")), cls)
 
     def request_line(self, case: Case) -> str:
-        """The request line the case is sent as (id 1)."""
+        """The request line the case is sent as (id 1; a folder-shaped encode names the output
+        folder ``<temp>/mlf-conf-out``, which the reader of the report makes)."""
+        if case.is_folder and case.role == "encode":
+            import tempfile
+
+            return json.dumps({"id": 1, **case.request(Path(tempfile.gettempdir()) / "mlf-conf-out")},
+                              ensure_ascii=False)
         return json.dumps({"id": 1, **case.request()}, ensure_ascii=False)
 
     def reproduce(self, case: Case) -> str:

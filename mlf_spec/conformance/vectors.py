@@ -45,11 +45,12 @@ class Answer:
     message: str = ""
     error_kind: str | None = None
     signal: str | None = None
+    files: dict[str, bytes] | None = None  # encode of a folder-shaped format: what was written
 
     @classmethod
-    def ok(cls, reading: Any = None, output: bytes | None = None) -> Answer:
+    def ok(cls, reading: Any = None, output: bytes | None = None, files: dict[str, bytes] | None = None) -> Answer:
         """A successful answer."""
-        return cls("ok", reading=reading, output=output)
+        return cls("ok", reading=reading, output=output, files=files)
 
     @classmethod
     def rejected(cls, message: str, error_class: str | None = None) -> Answer:
@@ -193,7 +194,7 @@ class Case:
 
     def input(self) -> bytes:
         """The input file's bytes (checked against ``input_sha256``)."""
-        if self.is_folder:
+        if self.is_folder and self.role != "encode":
             raise MlfError(f"case {self.id} has a folder as its input (input_files)", file=str(self.input_path))
         if self.data is not None:
             return self.data
@@ -215,13 +216,19 @@ class Case:
 
     def request(self, folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The request of the persistent protocol (without its id). A folder-shaped input is
-        sent as ``input_dir``: ``folder`` (a private copy), else the vector's own folder."""
+        sent as ``input_dir``: ``folder`` (a private copy), else the vector's own folder; a
+        folder-shaped encode names ``output_dir``: ``folder``, else a new empty temporary one."""
         req: dict[str, Any] = {"op": self.role, "format": self.format, "options": dict(self.options)}
         if self.is_folder and self.role != "encode":
             req["input_dir"] = str(Path(folder if folder is not None else self.input_path).resolve())
-        elif self.role == "encode":
+        if self.is_folder and self.role == "encode":
+            import tempfile
+
+            req["output_dir"] = str(Path(folder if folder is not None else tempfile.mkdtemp(prefix="mlf-conf-out-"))
+                                    .resolve())
+        if self.role == "encode":
             req["reading"] = self.reading_input()
-        else:
+        elif not self.is_folder:
             req["input"] = base64.b64encode(self.input()).decode("ascii")
         return req
 
@@ -252,7 +259,14 @@ class Case:
             cls = f" [{answer.error_class}]" if answer.error_class else ""
             return Verdict("fail", f"rejected a valid input{cls}: {_one_line(answer.message)}")
         got = answer.reading
-        if self.role == "encode":
+        if self.role == "encode" and self.is_folder:
+            if answer.files is None:
+                return Verdict("error", "no files written", error_kind="protocol")
+            try:
+                got = _decode_written(self.format, answer.files, self.options)
+            except MlfError as exc:
+                return Verdict("fail", f"the folder written does not read: {_one_line(str(exc))}")
+        elif self.role == "encode":
             if answer.output is None:
                 return Verdict("error", "no output bytes", error_kind="protocol")
             try:
@@ -297,22 +311,43 @@ def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (E
         with private_copy(case.input_files(), case.input_path.name) as folder:
             _verify_with(case, fn, folder, rejects, error_class, strict_errors)
         return
+    if case.is_folder:  # encode: fn(reading, options) writes into options["output_dir"]
+        from .folders import read_output, scratch
+
+        with scratch() as base:
+            out = base / "out"
+            out.mkdir()
+            opts = {**case.options, "output_dir": str(out)}
+            _verify_with(case, lambda reading, _o: fn(reading, opts), case.reading_input(), rejects, error_class,
+                         strict_errors, written=lambda: read_output(out))
+        return
     _verify_with(case, fn, case.reading_input() if case.role == "encode" else case.input(), rejects, error_class,
                  strict_errors)
 
 
 def _verify_with(case: Case, fn: Any, payload: Any, rejects: tuple[type[BaseException], ...], error_class: Any,
-                 strict_errors: bool) -> None:
+                 strict_errors: bool, written: Any = None) -> None:
     try:
         result = fn(payload, dict(case.options))
     except rejects as exc:
         answer = Answer.rejected(f"{type(exc).__name__}: {exc}", error_class(exc) if error_class else None)
     else:
-        answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
+        if written is not None:
+            answer = Answer.ok(files=written())
+        else:
+            answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
     v = case.check(answer, strict_errors=strict_errors)
     if v.outcome != "pass":
         lines = [f"{case.id} ({case.description}): {v.message}", *[f"  {d}" for d in v.diff]]
         raise AssertionError("\n".join(lines))
+
+
+def _decode_written(fmt: str, files: dict[str, bytes], options: dict[str, str]) -> Any:
+    """mlf-spec's reading of the folder a testee wrote (the files, in a private copy)."""
+    from .folders import private_copy
+
+    with private_copy(files, "written") as folder:
+        return canonical.decode(fmt, folder, options)  # type: ignore[arg-type]  # a folder format takes a path
 
 
 def _one_line(text: str) -> str:

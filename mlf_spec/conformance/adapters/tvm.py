@@ -97,7 +97,7 @@ class TvmAdapter(Adapter):
 
         return {"protocol": "mlf-conformance/1", "name": "apache-tvm", "version": tvm.__version__, "serve": True,
                 "formats": [{"format": "params", "roles": ["decode", "encode"], "scope": {"dialect": [dialect]}},
-                            cache_support(index_versions(tvm.__version__))]}
+                            cache_support(index_versions(tvm.__version__), ("decode", "encode"))]}
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
         """load_param_dict, then each tensor as TVM holds it; a tensor cache folder through
@@ -130,7 +130,13 @@ class TvmAdapter(Adapter):
         return params_reading(records)
 
     def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
-        """save_param_dict of TVM tensors made from the reading."""
+        """save_param_dict of TVM tensors made from the reading; a tensor cache folder through
+        dump_tensor_cache into ``options["output_dir"]`` (:mod:`.tvm_cache`)."""
+        if format == "tensor-cache":
+            from .tvm_cache import dump_here
+
+            dump_here(reading, options)
+            return b""
         if format != "params":
             raise Rejected(f"tvm adapter: no {format}")
         import ctypes

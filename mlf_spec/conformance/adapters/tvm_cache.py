@@ -1,7 +1,8 @@
 """TVM's tensor cache loaders under test (folder-shaped cases, docs/conformance/protocol.md):
 
 * ``tvm`` (apache-tvm 0.27, in the test venv): the Python loader
-  ``tvm.contrib.tvmjs.load_tensor_cache`` (through :class:`~.tvm.TvmAdapter`);
+  ``tvm.contrib.tvmjs.load_tensor_cache`` and writer ``dump_tensor_cache`` (through
+  :class:`~.tvm.TvmAdapter`);
 * ``tvm-cpp`` (the same apache-tvm): the C++ runtime's loader ``vm.builtin.tensor_cache.load``,
   which the relax VM and MLC-LLM use, then ``vm.builtin.tensor_cache.get`` of each name the
   index lists;
@@ -51,9 +52,38 @@ def load_here(folder: Path, loader: str) -> dict[str, Any]:
     return cache_reading(reply)
 
 
-def cache_support(versions: list[str]) -> dict[str, Any]:
-    """The handshake entry: tensor-cache decode of the index versions this TVM opens."""
-    return {"format": "tensor-cache", "roles": ["decode"], "scope": {"version": versions}}
+def cache_support(versions: list[str], roles: tuple[str, ...] = ("decode",)) -> dict[str, Any]:
+    """The handshake entry: tensor-cache ``roles`` in the index versions this TVM opens."""
+    return {"format": "tensor-cache", "roles": list(roles), "scope": {"version": versions}}
+
+
+def dump_here(reading: Any, options: dict[str, str]) -> None:
+    """``tvm.contrib.tvmjs.dump_tensor_cache`` of the arrays a reading with data describes
+    into ``options["output_dir"]``: each tensor under its ``format`` (0.27's per-name
+    encode_format), the reading's metadata, the shard cap of option ``shard_cap_mb``. What it
+    prints goes to standard error (standard output carries the protocol)."""
+    import contextlib
+    import sys
+
+    from mlf_spec.errors import MlfError
+
+    from ..canonical_cache import arrays_of
+
+    try:
+        arrays, formats = arrays_of(reading)
+    except MlfError as exc:
+        raise Rejected(str(exc)) from None
+    from tvm.contrib import tvmjs
+
+    from mlf_spec.peers import worker
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            tvmjs.dump_tensor_cache(iter(arrays), options["output_dir"], encode_format=formats or "raw",
+                                    meta_data=reading.get("metadata"),
+                                    shard_cap_mb=float(options.get("shard_cap_mb", "32")), show_progress=False)
+    except Exception as exc:  # TVM refused the arrays (its own error types)
+        raise Rejected(f"{type(exc).__name__}: {worker._last_line(exc)}") from None
 
 
 def index_versions(tvm_version: str) -> list[str]:
@@ -88,4 +118,4 @@ class TvmCppCacheAdapter(Adapter):
         return load_here(Path(data), "cpp")
 
 
-__all__ = ["TvmCppCacheAdapter", "cache_reading", "cache_support", "index_versions", "load_here"]
+__all__ = ["TvmCppCacheAdapter", "cache_reading", "cache_support", "dump_here", "index_versions", "load_here"]

@@ -13,7 +13,7 @@ from collections import Counter
 
 from ..vectors import case_text
 from .blob import build_blob
-from .cache import build_cache
+from .cache import build_cache, build_cache_encode
 from .common import Built, Collector
 from .mlf import build_mlf
 from .params import build_params
@@ -29,6 +29,7 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_blob(c)
     build_mlf(c)
     build_cache(c)
+    build_cache_encode(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
     return sorted(items, key=lambda b: b.id)
 

@@ -70,4 +70,73 @@ def build_cache(c: Collector) -> None:
             c.ids.add(vid)
 
 
-__all__ = ["V1_NAMES", "build_cache", "folder_outcome"]
+#: the vector caches whose readings (with data) are encode cases, and the writer options they need
+ENCODE_CASES: dict[str, dict[str, str]] = {
+    "valid.base": {}, "valid.raw": {}, "valid.sharded": {"shard_cap_mb": "0.0009765625"}, "valid.dtypes": {},
+    "valid.empty-encoded": {}, "valid.version1": {"version": "1"},
+}
+
+
+def reading_with_data(name: str, files: dict[str, bytes]) -> dict[str, Any]:
+    """A cache's canonical reading with, per tensor, ``data``: the base64 of the C-contiguous
+    bytes of the array the loader returns (what an encoder is given)."""
+    import base64
+
+    import numpy as np
+
+    from mlf_spec import cache
+
+    from ..canonical_cache import decode_cache
+
+    with private_copy(files, name) as folder:
+        reading = decode_cache(folder)
+        with cache.open(folder) as lazy:
+            data = [base64.b64encode(np.ascontiguousarray(lazy.array(t)).tobytes()).decode("ascii")
+                    for t in lazy.tensors]
+    for t, d in zip(reading["tensors"], data):
+        t["data"] = d
+    return reading
+
+
+def encode_outcome(reading: dict[str, Any], options: dict[str, str]) -> dict[str, Any]:
+    """mlf-spec's outcome for an encode case: the reading of what its writer writes."""
+    from ..canonical_cache import decode_cache, encode_cache
+    from ..folders import scratch
+
+    with scratch() as base:
+        out = base / "out"
+        out.mkdir()
+        try:
+            encode_cache(reading, options, out)
+            return {"outcome": "accept", "reading": decode_cache(out)}
+        except MlfError as exc:
+            return {"outcome": "reject", "error_class": canonical.error_class(exc)}
+
+
+def build_cache_encode(c: Collector) -> None:
+    """Add an encode case per cache of :data:`ENCODE_CASES`: its reading with data in, the
+    same reading (dump_tensor_cache's layout) expected from what the testee writes."""
+    import json
+
+    by_id = {vc.id: vc for vc in cases.all_cases()}
+    for cid, options in ENCODE_CASES.items():
+        vc = by_id[cid]
+        vid = f"tensor-cache.encode.{cid}"
+        reading = reading_with_data(cid, vc.files)
+        expected = encode_outcome(reading, options)
+        without = {**reading, "tensors": [{k: v for k, v in t.items() if k != "data"} for t in reading["tensors"]]}
+        if expected != {"outcome": "accept", "reading": without}:
+            raise AssertionError(f"vector {vid}: mlf-spec does not write back what it read: {expected}")
+        version = str(reading["version"])
+        data = (json.dumps(reading, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+        case = {"id": vid, "format": "tensor-cache", "role": "encode", "input": vid + ".reading.json",
+                "input_sha256": canonical.sha256(data), "options": dict(options), "scope": {"version": [version]},
+                "tvm": TVM_OF_VERSION[version], "features": {"version": [version], "rule": ["writer"]},
+                "description": f"write {vc.doc}", "spec_ref": doc_ref("cache_layouts"), "broken_kind": None,
+                "expected": expected}
+        c.items.append(Built(case, data))
+        c.ids.add(vid)
+
+
+__all__ = ["ENCODE_CASES", "V1_NAMES", "build_cache", "build_cache_encode", "encode_outcome", "folder_outcome",
+           "reading_with_data"]
