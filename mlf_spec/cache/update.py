@@ -35,6 +35,7 @@ from mlf_spec.errors import MlfError, ValidationError
 from . import encodings
 from .folder import UnsafePathError, data_path_problem
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, parse
+from .planning import _as_numpy, _b16_records, _format_of, _shard_chunks, index_text, plan
 
 
 def _stored_bytes(arr: np.ndarray, encode: bool) -> bytes:
@@ -56,7 +57,7 @@ def _old_index(folder: Path, name: str) -> dict[str, Any]:
     return doc
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
     try:
         os.link(src, dst)
     except OSError:
@@ -89,7 +90,6 @@ def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tu
     differs from the record it would overwrite."""
     from mlf_spec._io import atomic_directory
 
-    from .codec import _as_numpy, _b16_records, _format_of, _shard_chunks, index_text, plan
 
     if version not in INDEX_NAMES:
         raise MlfError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
@@ -134,15 +134,15 @@ def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tu
             src = folder / shard["dataPath"]
             if src.is_symlink() or not src.is_file():
                 raise MlfError("the shard to update is not a regular file in the folder", file=str(src))
-            data = bytearray(src.read_bytes())
+            patched = bytearray(src.read_bytes())
             for offset, chunk in edits:  # as TVM's seek + write: past the end the file grows
-                if offset > len(data):
-                    data.extend(b"\0" * (offset - len(data)))
-                data[offset:offset + len(chunk)] = chunk
+                if offset > len(patched):
+                    patched.extend(b"\0" * (offset - len(patched)))
+                patched[offset:offset + len(chunk)] = chunk
             dest = tmp / shard["dataPath"]
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-            records[i] = {**shard, "md5sum": hashlib.md5(data, usedforsecurity=False).hexdigest()}
+            dest.write_bytes(patched)
+            records[i] = {**shard, "md5sum": hashlib.md5(patched, usedforsecurity=False).hexdigest()}
         for k, entries in enumerate(shards):
             data_path = f"params_shard_{first + k}.bin"
             md5 = hashlib.md5(usedforsecurity=False)

@@ -347,7 +347,7 @@ def _decode_written(fmt: str, files: dict[str, bytes], options: dict[str, str]) 
     from .folders import private_copy
 
     with private_copy(files, "written") as folder:
-        return canonical.decode(fmt, folder, options)  # type: ignore[arg-type]  # a folder format takes a path
+        return canonical.decode(fmt, folder, options)  # a folder format takes its path
 
 
 def _one_line(text: str) -> str:

@@ -103,9 +103,11 @@ class TvmAdapter(Adapter):
         """load_param_dict, then each tensor as TVM holds it; a tensor cache folder through
         load_tensor_cache (:mod:`.tvm_cache`)."""
         if format == "tensor-cache":
+            from pathlib import Path
+
             from .tvm_cache import load_here
 
-            return load_here(data, "python")
+            return load_here(Path(data), "python")  # type: ignore[arg-type]  # a folder format's data is its path
         if format != "params":
             raise Rejected(f"tvm adapter: no {format}")
         from tvm import runtime
