@@ -60,7 +60,9 @@ def build_cache(c: Collector) -> None:
             meant = "reject" if vc.error is not None or not vc.strict_ok else "accept"
             if expected["outcome"] != meant:
                 raise AssertionError(f"vector {vid}: meant to {meant}, mlf-spec says {expected}")
-            features = {"version": [version], "rule": [vc.rule], "finding": sorted(set(vc.findings))}
+            # cache_rule, not rule: a cache check rule is probed by findings present and absent
+            # (mlf_spec.cache.cases), not by an accept and a reject of the loader
+            features = {"version": [version], "cache_rule": [vc.rule], "finding": sorted(set(vc.findings))}
             case = {"id": vid, "format": "tensor-cache", "role": "decode", "input": folder,
                     "input_sha256": folder_sha256(files), "options": {}, "scope": {"version": [version]},
                     "tvm": TVM_OF_VERSION[version], "features": {k: v for k, v in features.items() if v},
@@ -131,7 +133,7 @@ def build_cache_encode(c: Collector) -> None:
         data = (json.dumps(reading, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
         case = {"id": vid, "format": "tensor-cache", "role": "encode", "input": vid + ".reading.json",
                 "input_sha256": canonical.sha256(data), "options": dict(options), "scope": {"version": [version]},
-                "tvm": TVM_OF_VERSION[version], "features": {"version": [version], "rule": ["writer"]},
+                "tvm": TVM_OF_VERSION[version], "features": {"version": [version], "cache_rule": ["writer"]},
                 "description": f"write {vc.doc}", "spec_ref": doc_ref("cache_layouts"), "broken_kind": None,
                 "expected": expected}
         c.items.append(Built(case, data))
