@@ -37,6 +37,30 @@ def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
         assert must in table, must
 
 
+def test_every_rule_of_the_graph_json_spec_is_probed_on_both_sides(suite):
+    """Each rule of spec/records/graph_json.yaml (every field's type, required key, constant,
+    pattern, element count, unknown keys, the rules declared on fields) and of the JSON text
+    has a vector on each side: a rule added to the spec without vectors fails here."""
+    from mlf_spec.conformance.suite import graph
+
+    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in suite
+                        if c.format == "graph-json" and "rule" in c.features)
+    declared = graph.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    for must in ("graph.node_row_ptr.size", "graph.node_row_ptr.step", "graph.arg_nodes.null-nodes",
+                 "graph_attrs.storage_scope.entries", "op_attrs.num_inputs.equals", "node_entry.items",
+                 "graph.text.surrogate", "graph.text.duplicate-key"):
+        assert must in declared, must
+    by_id = {c.id: c for c in suite}
+    # a 32-bit reader wraps these back to valid values: refused
+    for vid in ("graph.arg_nodes.null-nodes.2-32-plus-1", "op_attrs.num_inputs.equals.2-32-plus-2",
+                "graph.node_row_ptr.start.from-2-32"):
+        assert by_id[f"graph-json.bound.{vid}"].expected["outcome"] == "reject", vid
+    assert by_id["graph-json.bound.graph.node_row_ptr.size.no-nodes"].expected["outcome"] == "accept"
+
+
 def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):
     by_id = {c.id: c for c in suite}
     for vid in ("numel-wraps-to-0", "numel-wraps-to-4", "bytes-wrap-to-0", "bytes-wrap-to-4", "ndim-0x101"):
