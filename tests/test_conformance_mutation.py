@@ -61,6 +61,27 @@ def test_every_rule_of_the_graph_json_spec_is_probed_on_both_sides(suite):
     assert by_id["graph-json.bound.graph.node_row_ptr.size.no-nodes"].expected["outcome"] == "accept"
 
 
+def test_every_rule_of_every_metadata_version_is_probed_on_both_sides(suite):
+    """Each rule of the metadata of versions 1 to 7 (every key's type, required, constant,
+    enum, pattern, minimum, element count, map keys, keys of other versions, unknown keys)
+    has a vector on each side, scoped to its version."""
+    from mlf_spec.conformance.suite import metadata
+
+    cases = [c for c in suite if c.format == "mlf-metadata" and "rule" in c.features]
+    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in cases)
+    declared = metadata.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    assert {r.split(".")[0] for r in declared} == {f"mlf_v{v}" for v in range(1, 8)}
+    for c in cases:  # a rule of version N is probed with a document of version N
+        assert {r.split(".")[0] for r in c.features["rule"]} == {f"mlf_v{c.scope['version']}"}, c.id
+    by_id = {c.id: c for c in cases}
+    assert by_id["mlf-metadata.bound.mlf_v4.full_model.executors.absent.present"].expected["outcome"] == "reject"
+    assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.0x0"].expected["outcome"] == "accept"
+    assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.-0x1"].expected["outcome"] == "reject"
+
+
 def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):
     by_id = {c.id: c for c in suite}
     for vid in ("numel-wraps-to-0", "numel-wraps-to-4", "bytes-wrap-to-0", "bytes-wrap-to-4", "ndim-0x101"):

@@ -5,7 +5,7 @@ A rule is named ``<prefix><record>.<field>.<aspect>``. The aspects a field's ent
 gives it (:func:`field_aspects`): ``type`` (a value of another JSON type is refused),
 ``required`` (a missing key is refused), ``const``, ``enum`` (the value, or every element,
 is one of a list), ``pattern``, ``range`` (an integer minimum), ``items`` (fewest and most
-elements), ``absent`` (a key the record has in other versions but not in this one), and the
+elements), ``keyed`` (each key of a map equals a field of its value), ``absent`` (a key the record has in other versions but not in this one), and the
 rules the spec declares on the field (``rules:``, relations to other fields), whose variants
 the format's own builder makes. A record whose extra keys are forbidden has
 ``<record>.unknown``; an alias with an element count, ``<alias>.items``.
@@ -47,6 +47,8 @@ def field_aspects(f: dict[str, Any]) -> list[str]:
         out.append("range")
     if f.get("min_items") is not None or f.get("max_items") is not None:
         out.append("items")
+    if f.get("keyed_by"):
+        out.append("keyed")
     return out + list(f.get("rules", {}))
 
 
@@ -149,14 +151,15 @@ def _unknown_key(value: dict[str, Any]) -> str:
 
 def variants(doc: Any, root: str, records: dict[str, Any], prefix: str, *, aliases: dict[str, Any] | None = None,
              absent: dict[str, dict[str, Any]] | None = None, skip: set[str] | frozenset[str] = frozenset(),
-             ) -> Iterator[tuple[list[str], str, Any]]:
+             swept: set[tuple[str, str, str]] | None = None) -> Iterator[tuple[list[str], str, Any]]:
     """(rule ids, label, document) of the boundary variants of the valid ``doc`` for the
     generic aspects of every rule it reaches (declared rules and ``skip`` aside): each
     made at the first place the rule occurs. ``absent``: record -> key -> a value of a key
-    the record has in other versions only."""
+    the record has in other versions only. ``swept``: the (record, key, aspect) whose
+    integers and wrong types went through every edge value already (in another version's
+    document): those get the values on either side of the bound only (added to as it goes)."""
     done: set[str] = set()
     for path, kind, name, value in occurrences(doc, root, records):
-        where = ".".join(str(p) for p in path) or "root"
         if kind == "alias":
             spec = (aliases or {})[name]
             rid = f"{prefix}{name}.items"
@@ -168,41 +171,43 @@ def variants(doc: Any, root: str, records: dict[str, Any], prefix: str, *, alias
                             {x + 1 for x in (hi,) if x is not None}):
                 new = (value + [0] * n)[:n]
                 if new != value:
-                    yield [rid], f"{where}.{n}-items", edited(doc, path, new)
+                    yield [rid], f"{n}-items", edited(doc, path, new)
             continue
         rec = records[name]
         if rec.get("extra") == "forbid" and f"{prefix}{name}.unknown" not in done | set(skip):
             done.add(f"{prefix}{name}.unknown")
             key = _unknown_key(value)
-            yield [f"{prefix}{name}.unknown"], f"{where}.{key}", edited(doc, path + (key,), 1)
+            yield [f"{prefix}{name}.unknown"], key, edited(doc, path + (key,), 1)
         for key, extra in (absent or {}).get(name, {}).items():
             rid = f"{prefix}{name}.{key}.absent"
             if rid not in done and rid not in skip and key not in value:
                 done.add(rid)
-                yield [rid], f"{where}.{key}", edited(doc, path + (key,), extra)
+                yield [rid], "present", edited(doc, path + (key,), extra)
         for f in rec["fields"]:
             here = path + (f["name"],)
-            fwhere = f"{where}.{f['name']}" if path else f["name"]
             present = f["name"] in value
             for aspect in field_aspects(f):
                 rid = f"{prefix}{name}.{f['name']}.{aspect}"
                 if rid in done or rid in skip or aspect in f.get("rules", {}) or not present:
                     continue
                 done.add(rid)
-                yield from ((rules, f"{fwhere}.{label}", d) for rules, label, d in
-                            _aspect_variants(doc, here, f, aspect, rid, value[f["name"]]))
+                full = swept is None or (name, f["name"], aspect) not in swept
+                if swept is not None:
+                    swept.add((name, f["name"], aspect))
+                yield from ((rules, label, d) for rules, label, d in
+                            _aspect_variants(doc, here, f, aspect, rid, value[f["name"]], full))
 
 
-def _aspect_variants(doc: Any, here: Path, f: dict[str, Any], aspect: str, rid: str,
-                     v: Any) -> Iterator[tuple[list[str], str, Any]]:
+def _aspect_variants(doc: Any, here: Path, f: dict[str, Any], aspect: str, rid: str, v: Any,
+                     full: bool = True) -> Iterator[tuple[list[str], str, Any]]:
     if aspect == "type":
-        for w in wrong_types(f["tree"]):
+        for w in wrong_types(f["tree"])[:None if full else 1]:
             yield [rid], f"as-{type(w).__name__}", edited(doc, here, w)
         kind, arg = f["tree"]
-        if kind == "list" and arg[0] == "basic" and isinstance(v, list) and v:  # an element of another type
+        if full and kind == "list" and arg[0] == "basic" and isinstance(v, list) and v:  # an element of another type
             for w in wrong_types(arg)[:2]:
                 yield [rid], f"element-as-{type(w).__name__}", edited(doc, here + (0,), w)
-        if f["tree"] == ["basic", "int"] and f.get("minimum") is None and f.get("const") is None:
+        if full and f["tree"] == ["basic", "int"] and f.get("minimum") is None and f.get("const") is None:
             for n in EDGE_INTS:  # an integer of any size and sign is of the type
                 if n != v:
                     yield [rid], f"{n:#x}", edited(doc, here, n)
@@ -212,6 +217,8 @@ def _aspect_variants(doc: Any, here: Path, f: dict[str, Any], aspect: str, rid: 
         c = f["const"]
         others = [c + 1, c - 1, 0, (1 << 32) + c] if isinstance(c, int) and not isinstance(c, bool) else \
             [str(c).upper(), str(c) + " ", ""]
+        if f.get("role") == "version":  # another version's number makes another version's document: not that
+            others = [0, -c, (1 << 32) + c, 100 + c]
         for w in others:
             if w != c:
                 yield [rid], f"is-{w!r}", edited(doc, here, w)
@@ -231,9 +238,13 @@ def _aspect_variants(doc: Any, here: Path, f: dict[str, Any], aspect: str, rid: 
                 yield [rid], label, edited(doc, here, w)
     elif aspect == "range":
         lo = f["minimum"]
-        for n in sorted({lo - 1, lo, lo + 1, *EDGE_INTS}):
+        for n in sorted({lo - 1, lo, lo + 1, *EDGE_INTS} if full else {lo - 1, lo}):
             if n != v:
                 yield [rid], f"{n:#x}", edited(doc, here, n)
+    elif aspect == "keyed" and isinstance(v, dict) and v:
+        k = next(iter(v))
+        yield [rid], "key-renamed", edited(doc, here, {k + "_renamed": v[k], **{x: y for x, y in v.items() if x != k}})
+        yield [rid], "key-upper-case", edited(doc, here, {k.upper(): v[k], **{x: y for x, y in v.items() if x != k}})
     elif aspect == "items" and isinstance(v, (list, dict)):
         lo, hi = f.get("min_items"), f.get("max_items")
         for n in sorted({x for x in (lo, hi) if x is not None} | ({lo - 1} if lo else set()) |
