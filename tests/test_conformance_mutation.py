@@ -25,7 +25,7 @@ def suite():
 
 
 def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
-    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in suite if "rule" in c.features)
+    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in suite if "rule" in c.features)
     one_sided = {r: s for r, s in table.items() if not (s["accept"] and s["reject"])}
     assert not one_sided, one_sided
     # every record of .params and both blob layouts (their payloads included) has its rules in the table
@@ -80,6 +80,25 @@ def test_every_rule_of_every_metadata_version_is_probed_on_both_sides(suite):
     assert by_id["mlf-metadata.bound.mlf_v4.full_model.executors.absent.present"].expected["outcome"] == "reject"
     assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.0x0"].expected["outcome"] == "accept"
     assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.-0x1"].expected["outcome"] == "reject"
+
+
+def test_every_layout_rule_of_every_version_is_probed_on_both_sides(suite):
+    """Each entry of spec/layouts/mlf_layout.yaml that a version requires is present (clean)
+    and taken out (layout.missing); each entry some version or style lacks is present where
+    it belongs and added where it does not (layout.unexpected)."""
+    from mlf_spec.conformance.suite import layout
+
+    cases = [c for c in suite if c.format == "mlf-archive" and "rule" in c.features]
+    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in cases)
+    declared = layout.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    by_id = {c.id: c for c in cases}
+    assert by_id["mlf-archive.bound.mlf_layout.relay_root.forbidden.v4.full-model"].expected["reading"]["findings"] \
+        == ["layout.unexpected"]
+    assert "layout.missing" in by_id["mlf-archive.bound.mlf_layout.graph_v1.required.v4.v4.graph"] \
+        .expected["reading"]["findings"]
 
 
 def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):

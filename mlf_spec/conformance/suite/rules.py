@@ -84,6 +84,15 @@ def reached(occurrences: Iterable[tuple[str, Any]], structs: dict) -> set[str]:
     return set(rules_of(structs, {s for s, _ in occurrences}))
 
 
+def side(expected: dict[str, Any]) -> str:
+    """The side of its rules a vector stands on, from its expected outcome: ``reject`` when it
+    is rejected or its reading holds error findings (an archive its check refuses), else
+    ``accept``."""
+    if expected.get("outcome") == "reject" or (expected.get("reading") or {}).get("findings"):
+        return "reject"
+    return "accept"
+
+
 def sides(cases: Iterable[tuple[list[str], str]]) -> dict[str, dict[str, int]]:
     """Rule-coverage table: per rule id, how many vectors probe it on each side
     (``accept`` / ``reject``), from (rules, expected outcome) pairs."""
@@ -215,5 +224,5 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
             yield [f"{root}.truncation", *sorted(set(inside))], f"cut-{n}", data[:n]
 
 
-__all__ = ["ASPECTS", "edge_values", "field_aspects", "length_lies", "owners", "raw", "reached", "rule_id", "rules_of",
+__all__ = ["ASPECTS", "edge_values", "side", "field_aspects", "length_lies", "owners", "raw", "reached", "rule_id", "rules_of",
            "sides", "span_rule", "span_variants", "spans_rules"]
