@@ -101,6 +101,22 @@ def test_every_layout_rule_of_every_version_is_probed_on_both_sides(suite):
         .expected["reading"]["findings"]
 
 
+def test_every_rule_of_the_vm_executable_grammar_is_probed_on_both_sides(suite):
+    """Each rule of spec/binary/vm.yaml (relax VM bodies of every constant-tag era, relay VM
+    bodies of 0.8, 0.9-0.13 and 0.14+) is met at its exact value and broken, through blobs of
+    both layouts that hold one VM executable."""
+    from mlf_spec.conformance.suite.blob import vm_structs
+    from mlf_spec.generated import payloads_ir
+
+    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in suite
+                        if c.format == "blob" and "rule" in c.features)
+    declared = rules.rules_of(payloads_ir.STRUCTS, sorted(vm_structs()))
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert {"relax_vm_body.memory_scopes.length", "relay_vm_body.const_device_indexes.equals",
+            "relay_vm_body.virtual_devices_v09.length", "relax_constant_v016.tag.range"} <= set(declared)
+
+
 def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):
     by_id = {c.id: c for c in suite}
     for vid in ("numel-wraps-to-0", "numel-wraps-to-4", "bytes-wrap-to-0", "bytes-wrap-to-4", "ndim-0x101"):

@@ -87,12 +87,14 @@ def build_layout_rules(c: Collector, fixed: list[tuple[str, _ms.ArchiveSpec]]) -
               description=f"{what}: " + ("refused (a layout finding)" if refused else "accepted, no finding"),
               spec_ref=doc_ref(*page), expect=got["outcome"])
 
-    # required: each taken out of the newest export that has it
+    # required: each taken out of the smallest export of the newest version that has it
     for e in _L.ENTRIES:
         rid = f"mlf_layout.{e['id']}.required"
         if rid not in wanted:
             continue
-        for label, spec in present.get(e["id"], []):
+        holders = present.get(e["id"], [])
+        newest = [(lb, sp) for lb, sp in holders if sp.version == holders[0][1].version] if holders else []
+        for label, spec in sorted(newest, key=lambda item: size[item[0]]):
             a = _ms.build_archive(spec)
             path = _entries_in(a, spec)[e["id"]]
             if e["kind"] == "directory":
