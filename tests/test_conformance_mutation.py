@@ -105,8 +105,9 @@ def test_every_rule_of_the_vm_executable_grammar_is_probed_on_both_sides(suite):
     """Each rule of spec/binary/vm.yaml (relax VM bodies of every constant-tag era, relay VM
     bodies of 0.8, 0.9-0.13 and 0.14+) is met at its exact value and broken, through blobs of
     both layouts that hold one VM executable."""
-    from mlf_spec.conformance.suite.blob import vm_structs
     from mlf_spec.generated import payloads_ir
+
+    from mlf_spec.conformance.suite.blob import vm_structs
 
     table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in suite
                         if c.format == "blob" and "rule" in c.features)

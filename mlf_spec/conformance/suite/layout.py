@@ -117,7 +117,7 @@ def build_layout_rules(c: Collector, fixed: list[tuple[str, _ms.ArchiveSpec]]) -
         label, spec = min(((lb, s) for lb, s in fixed if s.version == v and s.style == style),
                           key=lambda item: size[item[0]])
         a = _ms.build_archive(spec)
-        a.add(path, None if e["kind"] == "directory" else b"\x7fELF")
+        a.add(path, None if e["kind"] == "directory" else b"\x7fELF", mtime=spec.mtime)
         probe(f"{rid}.v{v}.{style}.allowed", a.to_bytes(), spec, [rid],
               f"{path} ({e['id']}) added to an archive of version {v} ({label}), where the layout has it", _tvm(spec))
     # forbidden: added where the entry's versions or style end
@@ -133,7 +133,7 @@ def build_layout_rules(c: Collector, fixed: list[tuple[str, _ms.ArchiveSpec]]) -
             a = _ms.build_archive(spec)
             if _layout.classify(path, spec.version, spec.style, [m.name for m in spec.modules]) is not None or path in a:
                 continue  # another entry of that layout has this path
-            a.add(path, None if e["kind"] == "directory" else b"/* not written by this version */\n")
+            a.add(path, None if e["kind"] == "directory" else b"/* not written by this version */\n", mtime=spec.mtime)
             probe(f"{rid}.v{spec.version}.{spec.style}", a.to_bytes(), spec, [rid],
                   f"{path} ({e['id']}) added to an archive of version {spec.version} ({label})", _tvm(spec))
             made += 1
