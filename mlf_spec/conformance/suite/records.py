@@ -128,8 +128,9 @@ def wrong_types(tree: list[Any]) -> list[Any]:
     """Values of other JSON types than ``tree`` (a spec type as nested lists)."""
     kind, arg = tree
     if kind == "basic":
-        return {"str": [1, None], "int": ["1", 1.5, True, None], "bool": [1, "true"], "float": ["1.5"],
-                "null": [0, ""]}.get(arg, [])
+        others: dict[str, list[Any]] = {"str": [1, None], "int": ["1", 1.5, True, None], "bool": [1, "true"],
+                                         "float": ["1.5"], "null": [0, ""]}
+        return others.get(arg, [])
     if kind == "lit":
         return [str(arg) + "_x", 0]
     if kind in ("list", "tuple"):
@@ -252,8 +253,8 @@ def _aspect_variants(doc: Any, here: Path, f: dict[str, Any], aspect: str, rid: 
             if n == len(v) or n < 0:
                 continue
             if isinstance(v, dict):
-                items = list(v.items())
-                new: Any = dict(items[:n]) if n <= len(items) else None
+                pairs = list(v.items())
+                new: Any = dict(pairs[:n]) if n <= len(pairs) else None
             else:
                 fill = v[0] if v else (f.get("item_enum") or [""])[0]
                 new = (v + [fill] * n)[:n]
