@@ -24,9 +24,9 @@ import io
 import os
 import posixpath
 import re
-import tarfile
 from typing import Any
 
+from mlf_spec import tar as _tar
 from mlf_spec.errors import MlfError
 from mlf_spec.sniff import compression
 
@@ -35,7 +35,6 @@ CONTEXT_SYMBOLS: tuple[bytes, ...] = (b"__tvm_ffi__library_ctx", b"__tvm_ffi_lib
                                       b"__tvm_main__")
 #: The member names of an export_library tar.
 EXPORT_MEMBER = re.compile(r"(?:lib\d+|(?:\w+_)?devc)\.(?:o|obj|c|cc|cpp)")
-_MAX_MEMBERS = 10_000
 
 
 def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
@@ -62,7 +61,7 @@ def _elf_evidence(f: Any) -> str | None:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
-    from .locate import _symbols_named
+    from .elf import _symbols_named
 
     try:
         elf = ELFFile(f)
@@ -102,16 +101,16 @@ def _tvm_name_offsets(strings: bytes) -> set[int]:
 
 
 def _tar_evidence(f: Any) -> str | None:
+    """The member names of an export tar, read by the package's tar reader with the blob
+    locator's limits (a compressed tar is decompressed within them first)."""
+    from .export_tar import decompressed_bound, members
+    from .located import _DEFAULT_MAX_MEMBERS, _DEFAULT_MAX_SIZE
+
     try:
-        with tarfile.open(fileobj=f, mode="r:*") as tf:
-            names = []
-            for i, m in enumerate(tf):
-                if i >= _MAX_MEMBERS:
-                    return None
-                if m.isdir() and m.name.strip("./") == "":
-                    continue
-                names.append(posixpath.basename(m.name.rstrip("/")))
-    except (tarfile.TarError, OSError, EOFError, ValueError):
+        with _tar.plain_tar(f, decompressed_bound(_DEFAULT_MAX_SIZE, _DEFAULT_MAX_MEMBERS), file=None) as plain:
+            names = [posixpath.basename(e.path) for e in members(plain, "<tar>", _DEFAULT_MAX_SIZE,
+                                                                 _DEFAULT_MAX_MEMBERS)]
+    except (MlfError, OSError):
         return None
     if names and all(EXPORT_MEMBER.fullmatch(n) for n in names) and any(n.startswith("lib") for n in names):
         return f"its members ({', '.join(names[:4])}) are named as export_library names them"
