@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from mlf_spec._blob_facts import BLOB_SYMBOL_BYTES as _BLOB_SYMBOL_BYTES
 from mlf_spec.errors import (
     ConstraintError,
     CountMismatchError,
@@ -13,7 +14,7 @@ from mlf_spec.errors import (
     UnsupportedError,
 )
 
-from .located import _BLOB_SYMBOL_BYTES, LocatedBlob, _blob_length, _line_of, split_blob_symbol
+from .located import LocatedBlob, _blob_length, _line_of, split_blob_symbol
 
 # Comments are blanked (same length, newlines kept) so that offsets stay byte offsets;
 # string and character literals are matched only so that "//" inside them is left alone.
@@ -23,7 +24,7 @@ _C_LEXEMES = re.compile(
 )
 # Blob names are found by their literal part (fast even in a huge file); the declaration
 # around each is then checked with the two patterns below.
-_C_BLOB_NAME = re.compile(rb"__tvm_(?:ffi__library_bin|ffi_library_bin|dev_mblob)(?![A-Za-z0-9_])")
+_C_BLOB_NAME = re.compile(rb"(?:" + b"|".join(map(re.escape, _BLOB_SYMBOL_BYTES)) + rb")(?![A-Za-z0-9_])")
 _C_TYPE_BEFORE = re.compile(rb"\b(?:char|uint8_t|int8_t)\s+(?:const\s+)?\Z")
 _C_ARRAY_AFTER = re.compile(
     rb"""

@@ -15,6 +15,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 from elftools.elf.sections import Section, SymbolTableIndexSection, SymbolTableSection
 
+from mlf_spec._blob_facts import BLOB_SYMBOL_BYTES as _BLOB_SYMBOL_BYTES
 from mlf_spec.errors import (
     ConstraintError,
     LengthError,
@@ -25,7 +26,6 @@ from mlf_spec.errors import (
 )
 
 from .located import (
-    _BLOB_SYMBOL_BYTES,
     _MAX_BLOB_SYMBOLS,
     _PREFIX_SIZE,
     LocatedBlob,

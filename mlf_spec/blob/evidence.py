@@ -26,15 +26,15 @@ import posixpath
 import re
 from typing import Any
 
+from mlf_spec import _blob_facts as _facts
 from mlf_spec import tar as _tar
 from mlf_spec.errors import MlfError
 from mlf_spec.sniff import compression
 
 #: The symbols whose definition shows TVM's host code generator wrote an ELF file.
-CONTEXT_SYMBOLS: tuple[bytes, ...] = (b"__tvm_ffi__library_ctx", b"__tvm_ffi_library_ctx", b"__tvm_module_ctx",
-                                      b"__tvm_main__")
+CONTEXT_SYMBOLS: tuple[bytes, ...] = _facts.CONTEXT_SYMBOLS
 #: The member names of an export_library tar.
-EXPORT_MEMBER = re.compile(r"(?:lib\d+|(?:\w+_)?devc)\.(?:o|obj|c|cc|cpp)")
+EXPORT_MEMBER: re.Pattern[str] = _facts.EXPORT_MEMBER
 
 
 def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
@@ -94,7 +94,7 @@ def _tvm_name_offsets(strings: bytes) -> set[int]:
         end = strings.find(b"\0", pos)
         end = len(strings) if end < 0 else end
         tail = strings[pos:end]
-        if tail.startswith(b"__tvm_ffi_") and pos == start or tail in CONTEXT_SYMBOLS:
+        if tail.startswith(_facts.FFI_FUNCTION_PREFIX) and pos == start or tail in CONTEXT_SYMBOLS:
             found.update(range(start, pos + 1))
         pos = strings.find(b"__tvm_", end)
     return found

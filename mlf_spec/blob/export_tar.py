@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import io
 import posixpath
-import re
 from typing import IO, BinaryIO
 
 from mlf_spec import tar as _tar
+from mlf_spec._blob_facts import DEVC_MEMBER
 from mlf_spec.errors import TruncatedError, UnsupportedError
 
 from .csource import parse_c_source
@@ -26,7 +26,7 @@ from .located import _SNIFF_SIZE, LocatedBlob
 TAR_TOTAL_FACTOR = 4
 
 # export_library names the blob file "<system-lib prefix>devc.<o|c>" (devc.cc up to v0.7).
-_DEVC_MEMBER = re.compile(r".*devc\.(?:o|obj|c|cc|cpp)")
+_DEVC_MEMBER = DEVC_MEMBER
 
 
 def limits(max_size: int, max_members: int) -> _tar.TarLimits:

@@ -22,6 +22,7 @@ import io
 import os
 from typing import IO, BinaryIO
 
+from mlf_spec._blob_facts import BLOB_SYMBOLS, C_SOURCE_STYLES, SYMBOL_FFI, SYMBOL_FFI_V021, SYMBOL_LEGACY
 from mlf_spec._io import Source
 from mlf_spec.errors import (
     LengthError,
@@ -38,11 +39,6 @@ from .located import (
     _DEFAULT_MAX_SIZE,
     _PREFIX_SIZE,
     _SNIFF_SIZE,
-    BLOB_SYMBOLS,
-    C_SOURCE_STYLES,
-    SYMBOL_FFI,
-    SYMBOL_FFI_V021,
-    SYMBOL_LEGACY,
     LocatedBlob,
     _blob_length,
     _read_exact,

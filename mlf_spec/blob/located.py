@@ -6,20 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import BinaryIO
 
+# The blob symbols (longest first) and their layouts: spec/tables/blob_facts.yaml.
+from mlf_spec._blob_facts import BLOB_SYMBOLS, SYMBOL_LAYOUT
 from mlf_spec.errors import (
     LengthError,
     TruncatedError,
 )
-
-SYMBOL_LEGACY = "__tvm_dev_mblob"
-SYMBOL_FFI_V021 = "__tvm_ffi_library_bin"
-SYMBOL_FFI = "__tvm_ffi__library_bin"
-
-# Longest first, so that suffix matching picks the most specific name.
-BLOB_SYMBOLS: tuple[str, ...] = (SYMBOL_FFI, SYMBOL_FFI_V021, SYMBOL_LEGACY)
-_BLOB_SYMBOL_BYTES: tuple[bytes, ...] = tuple(s.encode() for s in BLOB_SYMBOLS)
-
-C_SOURCE_STYLES: tuple[str, ...] = ("current", "legacy", "legacy-char")
 
 _PREFIX_SIZE = 8
 _DEFAULT_MAX_SIZE = 8 << 30
@@ -64,7 +56,7 @@ class LocatedBlob:
         """
         if not self.symbol:
             return None
-        return "ffi" if self.symbol == SYMBOL_FFI else "legacy"
+        return SYMBOL_LAYOUT[self.symbol]
 
 
 def split_blob_symbol(name: str) -> tuple[str, str] | None:

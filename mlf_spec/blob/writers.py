@@ -7,12 +7,20 @@ import os
 import re
 from pathlib import Path
 
+from mlf_spec._blob_facts import (
+    C_SOURCE_STYLES,
+    C_STYLE_PADDED,
+    C_STYLE_TYPE,
+    REGISTRATION,
+    SYMBOL_FFI,
+    SYMBOL_LEGACY,
+)
 from mlf_spec._io import atomic_write_bytes
 from mlf_spec.errors import (
     ConstraintError,
 )
 
-from .located import _PREFIX_SIZE, C_SOURCE_STYLES, SYMBOL_FFI, _blob_length
+from .located import _PREFIX_SIZE, _blob_length
 
 
 def _check_blob(blob: bytes, what: str) -> None:
@@ -73,14 +81,14 @@ def c_source_for_blob(
     elif len(blob) < _PREFIX_SIZE:
         raise ValueError("a blob needs at least its 8-byte size prefix")
     name = (system_lib_prefix or "") + symbol
-    ctype = "const char" if style == "legacy-char" else "const unsigned char"
+    ctype = C_STYLE_TYPE[style]
     parts = [
         "#ifdef _WIN32\n#define TVM_EXPORT __declspec(dllexport)\n#else\n#define TVM_EXPORT\n#endif\n",
         '#ifdef __cplusplus\nextern "C" {\n#endif\n',
         f"TVM_EXPORT extern {ctype} {name}[];\n",
         f"{ctype} {name}[{len(blob)}] = {{",
     ]
-    if style == "current":
+    if C_STYLE_PADDED[style]:
         for i in range(0, len(blob), 20):
             parts.append("\n  ")
             parts.append("".join(map(_HEX_PADDED.__getitem__, blob[i : i + 20])))
@@ -94,11 +102,7 @@ def c_source_for_blob(
             parts.append(_HEX_PLAIN[blob[i]])
     parts.append("\n};\n")
     if system_lib_prefix is not None:
-        register = (
-            "TVMFFIEnvModRegisterSystemLibSymbol"
-            if symbol == SYMBOL_FFI
-            else "TVMBackendRegisterSystemLibSymbol"
-        )
+        register = REGISTRATION.get(symbol, REGISTRATION[SYMBOL_LEGACY])
         parts.append(f"extern int {register}(const char*, void*);\n")
         parts.append(f'static int {name}_reg_ = {register}("{name}", (void*){name});\n')
     parts.append("#ifdef __cplusplus\n}\n#endif\n")
