@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import struct
 
+from mlf_spec.generated import blob_facts_table as table
+from mlf_spec.generated import params_ir, tvm_versions
+
 from mlf_spec import _blob_facts as facts
 from mlf_spec import sniff
 from mlf_spec.blob import codec, evidence, locate, writers
-from mlf_spec.generated import blob_facts_table as table
-from mlf_spec.generated import params_ir
-from mlf_spec.generated import tvm_versions
 
 
 def _rows(kind: str) -> list[dict]:
