@@ -80,7 +80,6 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
     a metadata.json that departs from its version's model is shown as far as it goes, the
     departures in ``deviations``."""
     from mlf_spec import graph_json as _graph
-    from mlf_spec.generated._recordlib import Record, to_data
     from mlf_spec.mlf import check as _check
     from mlf_spec.mlf import metadata as _md
 
@@ -94,7 +93,7 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
         placements, mods = {}, {}
     modules = []
     for name, mod in mods.items():
-        data = to_data(mod.metadata) if isinstance(mod.metadata, Record) else mod.metadata
+        data = _md.to_data(mod.metadata)
         params = None
         try:
             lazy = mod.params

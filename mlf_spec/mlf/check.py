@@ -595,7 +595,7 @@ def _sids_checks(md: _md.Metadata, rec: Any, base: tuple, g: _graph.GraphDocumen
     except MlfError as exc:
         c.add("sids.mismatch", json_path(where), f"the writer could not derive sids from the graph: {exc.message}", member=member)
         return
-    have = [_md._recordlib.to_data(s) for s in sids]
+    have = [_md.to_data(s) for s in sids]
     for i in range(max(len(want), len(have))):
         w = want[i] if i < len(want) else None
         h = have[i] if i < len(have) else None
