@@ -8,7 +8,7 @@ from . import runtime
 from .common import header
 from .emit_fast import Code
 from .expr import Expr
-from .load import Binary, Model, RField
+from .model import Binary, Model, RField
 from .versions import era_condition
 
 _CONSTRUCT_SCALAR = {

@@ -16,7 +16,7 @@ from .code import Code
 from .common import camel, header, inline_scalars, min_size
 from .expr import Expr
 from .ir import SCALARS
-from .load import Binary, Model, RField, RStruct
+from .model import Binary, Model, RField, RStruct
 from .versions import era_condition
 
 FASTLIB = runtime.source("fastlib")

@@ -37,8 +37,8 @@ import yaml
 
 from .common import element_min_size, header
 from .expr import Expr, _dotted
-from .load import Binary, Model, RField, RStruct, table_dialects, vkey
-from .versions import era_condition
+from .model import Binary, Model, RField, RStruct, table_dialects
+from .versions import era_condition, vkey
 
 PREFIX = "tvm_"
 STREAM = "tvm_stream"

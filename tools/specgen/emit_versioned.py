@@ -22,7 +22,7 @@ from .common import camel, header
 from .emit_fast import Code
 from .emit_plain import emit_plain
 from .ir import RecordField
-from .load import Model
+from .model import Model
 from .versioned import (
     PField,
     Projection,
