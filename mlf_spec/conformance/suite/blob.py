@@ -362,7 +362,7 @@ def _edge_vectors(fmt: str, era: tuple[int, ...], base: bytes, probe: Any) -> No
                  "and _liB, opaque bytes both")):
             probe(f"blob.ffi.bound.{label}", build(structs, root, {"body": {**body, **edit}}, era), rids, what)
         return
-    lib, device, c_mod, tree_entry = body["entries"][0], body["entries"][2], body["entries"][3], body["entries"][-1]
+    lib, device, tree_entry = body["entries"][0], body["entries"][2], body["entries"][-1]
 
     def legacy(entries: list[dict], trailing: bytes = b"") -> bytes:
         return build(structs, root, {"body": {"count": len(entries), "entries": entries, "trailing": trailing}}, era)
