@@ -25,7 +25,7 @@ def suite():
 
 
 def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
-    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in suite if "rule" in c.features)
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in suite if "rule" in c.features)
     one_sided = {r: s for r, s in table.items() if not (s["accept"] and s["reject"])}
     assert not one_sided, one_sided
     # every record of .params and both blob layouts (their payloads included) has its rules in the table
@@ -92,7 +92,7 @@ def test_every_layout_rule_of_every_version_is_probed_on_both_sides(suite):
     from mlf_spec.conformance.suite import layout
 
     cases = [c for c in suite if c.format == "mlf-archive" and "rule" in c.features]
-    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in cases)
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in cases)
     declared = layout.rule_ids()
     missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
     assert not missing, missing
@@ -112,7 +112,7 @@ def test_every_rule_of_the_vm_executable_grammar_is_probed_on_both_sides(suite):
 
     from mlf_spec.conformance.suite.blob import vm_structs
 
-    table = rules.sides((c.features["rule"], rules.side(c.expected)) for c in suite
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in suite
                         if c.format == "blob" and "rule" in c.features)
     declared = rules.rules_of(payloads_ir.STRUCTS, sorted(vm_structs()))
     missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}

@@ -84,11 +84,13 @@ def reached(occurrences: Iterable[tuple[str, Any]], structs: dict) -> set[str]:
     return set(rules_of(structs, {s for s, _ in occurrences}))
 
 
-def side(expected: dict[str, Any]) -> str:
-    """The side of its rules a vector stands on, from its expected outcome: ``reject`` when it
-    is rejected or its reading holds error findings (an archive its check refuses), else
-    ``accept``."""
-    if expected.get("outcome") == "reject" or (expected.get("reading") or {}).get("findings"):
+def side(expected: dict[str, Any], fmt: str) -> str:
+    """The side of its rules a vector of format ``fmt`` stands on, from its expected outcome:
+    ``reject`` when it is rejected or, for an MLF archive, when its reading holds error
+    findings (its check refuses it; a blob's findings are notes, not refusals), else ``accept``."""
+    if expected.get("outcome") == "reject":
+        return "reject"
+    if fmt == "mlf-archive" and (expected.get("reading") or {}).get("findings"):
         return "reject"
     return "accept"
 
