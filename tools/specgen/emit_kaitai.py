@@ -28,595 +28,54 @@ into the types' docs and the reference page ``docs/kaitai.md`` instead of being 
 from __future__ import annotations
 
 import ast
-import keyword
 import re
-from dataclasses import dataclass, field
 from typing import Any
-
-import yaml
 
 from .common import element_min_size, header
 from .expr import Expr, _dotted
+from .ksy_base import (
+    ERA,
+    JS_SAFE,
+    KS_VERSION,
+    KSY_SCALAR,
+    PREFIX,
+    REMAINING,
+    STREAM,
+    Checks,
+    FlowList,
+    HexInt,
+    KsyError,
+    Rule,
+    Untranslatable,
+    bounds_form,
+    bytes_lit,
+    check_collisions,
+    clean_doc,
+    file_id,
+    ksy_id,
+    ksy_text,
+    length_guard,
+    lit_str,
+    lower_camel,
+    plain,
+    stream_ksy,
+    upper_camel,
+)
+from .ksy_expr import (
+    FirstElement,
+    Nondecreasing,
+    Scope,
+    Translator,
+    conjuncts,
+    field_of,
+    int_value,
+    len_bounds,
+    names_in,
+    only_len_of,
+    replace_first,
+)
 from .model import Binary, Model, RField, RStruct, table_dialects
 from .versions import era_condition, vkey
-
-PREFIX = "tvm_"
-STREAM = "tvm_stream"
-ERA = "tvm_minor"
-KS_VERSION = "0.11"
-JS_SAFE = 2**53 - 1
-
-KSY_SCALAR = {"u8": "u1", "u16": "u2", "u32": "u4", "u64": "u8", "i8": "s1", "i16": "s2", "i32": "s4",
-              "i64": "s8", "f32": "f4", "f64": "f8"}
-# Names that break a target: Python keywords (the generated Python is a SyntaxError), words of
-# Kaitai's expression language, built-in type names (a user type named u8 is silently ignored)
-# and classes of the runtimes.
-_BUILTIN_TYPES = ({f"{s}{n}" for s in "us" for n in (1, 2, 4, 8)} | {f"{s}{n}{e}" for s in "us" for n in (2, 4, 8)
-                  for e in ("le", "be")} | {"f4", "f8", "f4le", "f4be", "f8le", "f8be", "str", "strz", "bytes"}
-                  | {f"b{n}" for n in range(1, 65)})
-RESERVED = (set(keyword.kwlist) | set(keyword.softkwlist) | {"true", "false", "not", "and", "or", "io", "root",
-            "parent", "kaitai_struct", "kaitai_stream", "struct", "enum"} | _BUILTIN_TYPES)
-
-
-class KsyError(ValueError):
-    """The spec uses something this back end cannot translate at all."""
-
-
-class Untranslatable(Exception):
-    """An expression Kaitai's expression language cannot state (the reason is the message)."""
-
-
-@dataclass
-class Rule:
-    """What one rule of the spec became in the .ksy: ``status`` is ``yes`` (the generated parser
-    enforces it), ``partly`` or ``no``; ``how`` says how, or why not."""
-
-    spec: str  # spec name
-    struct: str
-    where: str  # field name or "rule <invariant>"
-    rule: str
-    status: str
-    how: str
-
-    def line(self) -> str:
-        what = "checked only in part" if self.status == "partly" else "not checked"
-        return f"`{self.struct}.{self.where}`: `{self.rule}` {what}: {self.how}"
-
-
-def ksy_id(name: str) -> str:
-    """The Kaitai id of a spec name (Python keywords and built-in names get a trailing _)."""
-    if not re.match(r"^[a-z][a-z0-9_]*$", name):
-        raise KsyError(f"{name!r} is not a valid Kaitai identifier (^[a-z][a-z0-9_]*$)")
-    return name + "_" if name in RESERVED else name
-
-
-def file_id(spec_name: str) -> str:
-    """meta.id (and file name without .ksy) of a binary spec."""
-    return PREFIX + spec_name
-
-
-def lower_camel(name: str) -> str:
-    parts = name.split("_")
-    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
-
-
-def upper_camel(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
-
-
-def check_collisions(names: list[str], where: str, transform: Any) -> None:
-    """Kaitai's JavaScript output silently merges ids equal after case conversion."""
-    seen: dict[str, str] = {}
-    for n in names:
-        t = transform(n)
-        if t in seen and seen[t] != n:
-            raise KsyError(f"{where}: ids {seen[t]!r} and {n!r} are both {t!r} in JavaScript")
-        seen[t] = n
-
-
-def clean_doc(text: str) -> str:
-    """A doc text that every target can paste: Kaitai copies docs verbatim into Python
-    docstrings and JavaScript comments."""
-    text = " ".join(text.split())
-    text = text.replace("\\", "\\\\").replace('"""', '" " "').replace("*/", "* /")
-    if text.endswith('"'):
-        text += "."
-    return text
-
-
-def _lit_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _bytes_lit(value: int, size: int = 8) -> str:
-    return "[" + ", ".join(f"0x{b:02x}" for b in (value % (1 << (8 * size))).to_bytes(size, "little")) + "]"
-
-
-class HexInt(int):
-    """An int written in hex in the .ksy (magic bytes)."""
-
-
-def _hex_repr(dumper: yaml.SafeDumper, value: HexInt) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:int", f"0x{int(value):02x}")
-
-
-class FlowList(list):
-    """A list written on one line in the .ksy (magic bytes)."""
-
-
-def _flow_repr(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(HexInt, _hex_repr)
-_Dumper.add_representer(FlowList, _flow_repr)
-
-
-def ksy_text(obj: dict[str, Any], comment: str) -> str:
-    """The YAML text of a .ksy object (key order kept, deterministic)."""
-    body = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110, default_flow_style=False)
-    return comment + body
-
-
-def plain(obj: Any) -> Any:
-    """The object without HexInt (for JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [plain(v) for v in obj]
-    if isinstance(obj, HexInt):
-        return int(obj)
-    return obj
-
-
-# --------------------------------------------------------------------------------------------
-# tvm_stream.ksy
-
-
-def stream_ksy() -> dict[str, Any]:
-    """The primitives every other file imports."""
-    return {
-        "meta": {"id": STREAM, "title": "Length-prefixed strings of TVM's binary streams", "ks-version": KS_VERSION,
-                 "endian": "le"},
-        "doc": clean_doc(
-            "TVM writes a std::string, ffi::String or ffi::Bytes as a u64 byte length followed by the bytes, and "
-            "a vector as a u64 element count followed by the elements; all integers little-endian, nothing "
-            "padded. Vectors are written inline by the other files (num_<x>, then <x> repeated); strings need a "
-            "type because each has its own length. Plus helpers for rules Kaitai has no operator for."),
-        "types": {
-            "lp_str": {
-                "doc": clean_doc("A string of text: u64 length, then the bytes. `value` decodes them as UTF-8 "
-                                 "when it is read (TVM never validates the bytes, so a parse does not depend on "
-                                 "it); `raw` keeps them."),
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "raw", "size": "len_value", "doc": "The bytes, as stored."},
-                ],
-                "instances": {"value": {"value": 'raw.to_s("UTF-8")', "doc": "The bytes decoded as UTF-8."}},
-            },
-            "lp_bytes": {
-                "doc": "A byte string (binary payloads, source text of no fixed encoding): u64 length, then the bytes.",
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "value", "size": "len_value", "doc": "The bytes."},
-                ],
-            },
-            "lp_version": {
-                "doc": clean_doc("A TVM version string such as 0.16.dev0 (lp_str with the numbers parsed, for "
-                                 "rules that depend on the writer's version)."),
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "parts", "size": "len_value", "type": "version_parts", "doc": "The string, split at dots."},
-                ],
-                "instances": {
-                    "raw": {"value": "parts.raw", "doc": "The bytes, as stored."},
-                    "value": {"value": "parts.text", "doc": "The string."},
-                    "major": {"value": "parts.major", "doc": "The number before the first dot."},
-                    "minor": {"value": "parts.minor", "doc": "The number after it."},
-                },
-            },
-            "version_parts": {
-                "doc": "The digits of a version string up to its first two dots.",
-                "seq": [
-                    {"id": "major_digits", "type": "str", "encoding": "ASCII", "terminator": HexInt(0x2E),
-                     "eos-error": False, "doc": "Up to the first dot."},
-                    {"id": "minor_digits", "type": "str", "encoding": "ASCII", "terminator": HexInt(0x2E),
-                     "eos-error": False, "doc": "Up to the second dot (or the end)."},
-                    {"id": "rest", "size-eos": True, "doc": "Whatever follows (e.g. dev0)."},
-                ],
-                "instances": {
-                    "raw": {"pos": 0, "size-eos": True, "doc": "The whole string."},
-                    "text": {"pos": 0, "size-eos": True, "type": "str", "encoding": "UTF-8", "doc": "The whole string."},
-                    "major": {"value": "major_digits.to_i"},
-                    "minor": {"value": "minor_digits.to_i"},
-                },
-            },
-            "product_step": {
-                "doc": clean_doc("One step of a running product (Kaitai has no reduction over an array): a "
-                                 "zero-byte element whose value is prev * factor."),
-                "params": [{"id": "prev", "type": "s8"}, {"id": "factor", "type": "s8"}],
-                "instances": {"value": {"value": "prev * factor"}},
-            },
-            "unsupported": {
-                "doc": clean_doc("The case of a switch whose value has no layout: reading it fails (without it "
-                                 "Kaitai would read nothing and go on with the next field)."),
-                "seq": [{"id": "no_layout_for_this_value", "size": 0, "valid": {"expr": "false"},
-                         "-mlf-error": "UnsupportedError",
-                         "doc": "Always fails."}],
-            },
-        },
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Expressions
-
-
-@dataclass
-class Scope:
-    """What names mean while translating the expressions of one struct."""
-
-    struct: RStruct
-    consts: dict[str, int | str]
-    subject: str | None = None  # the field being validated: its name becomes `_`
-    element: bool = False  # validating one element of `subject` (each -> `_`)
-    count_level: bool = False  # validating the count of `subject` (len(subject) -> `_`)
-    bytes_fields: set[str] = field(default_factory=set)  # u64 fields read as 8 bytes
-    versions: set[str] = field(default_factory=set)  # str fields read as lp_version
-    helpers: dict[str, str] = field(default_factory=dict)  # numel(x) -> instance name
-    selectors: set[tuple[str, str]] = field(default_factory=set)  # (struct, field): str read inline
-
-
-def _field_of(rs: RStruct, name: str) -> RField | None:
-    for f in rs.fields:
-        if f.name == name:
-            return f
-    return None
-
-
-class Translator:
-    """Translate one checked spec expression into Kaitai's expression language."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.s = scope
-
-    def __call__(self, e: Expr) -> str:
-        return self.node(e.tree.body)
-
-    # names ------------------------------------------------------------------------------
-    def resolve(self, dotted: str) -> tuple[str, RField | None]:
-        """Kaitai path of a dotted spec name and the field it ends at (None for constants)."""
-        parts = dotted.split(".")
-        if parts[0] == "each":
-            if not self.s.element:
-                raise Untranslatable("`each` outside an element rule")
-            return "_", None
-        rs: RStruct | None = self.s.struct
-        out: list[str] = []
-        f: RField | None = None
-        self.last_inline = False
-        for i, p in enumerate(parts):
-            if rs is None:
-                raise Untranslatable(f"{dotted}: {parts[i - 1]} is not a struct")
-            f = _field_of(rs, p)
-            if f is None:
-                raise Untranslatable(f"unknown name {dotted}")
-            self.last_inline = (rs.name, p) in self.s.selectors
-            if i == 0 and p == self.s.subject and not self.s.element:
-                out.append("_")
-            else:
-                out.append(ksy_id(p))
-            rs = f.struct if f.kind == "struct" else None
-        return ".".join(out), f
-
-    def value_of(self, node: ast.AST) -> str:
-        dotted = _dotted(node)
-        assert dotted is not None
-        if dotted in self.s.consts:
-            v = self.s.consts[dotted]
-            return _lit_str(v) if isinstance(v, str) else self.int_lit(v)
-        path, f = self.resolve(dotted)
-        if f is None:
-            return path
-        if f.kind == "str":
-            return path if self.last_inline else f"{path}.value"
-        if f.kind == "scalar" and f.name in self.s.bytes_fields and path.split(".")[0] != "_":
-            return path
-        if self.s.element and path.split(".")[0] == "_" and f.name == self.s.subject:
-            return "_"
-        return path
-
-    def int_lit(self, v: int) -> str:
-        if abs(v) > JS_SAFE:
-            raise Untranslatable(f"the integer {v:#x} is beyond 2^53 (JavaScript reads u8 as a double)")
-        return str(v)
-
-    # nodes ------------------------------------------------------------------------------
-    def node(self, n: ast.AST) -> str:  # noqa: C901
-        if isinstance(n, ast.BoolOp):
-            op = " and " if isinstance(n.op, ast.And) else " or "
-            return "(" + op.join(self.node(v) for v in n.values) + ")"
-        if isinstance(n, ast.UnaryOp):
-            if isinstance(n.op, ast.Not):
-                return f"(not {self.node(n.operand)})"
-            return f"(-{self.node(n.operand)})"
-        if isinstance(n, ast.BinOp):
-            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Mod: "%", ast.BitAnd: "&",
-                   ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>"}
-            return f"({self.node(n.left)} {ops[type(n.op)]} {self.node(n.right)})"
-        if isinstance(n, ast.Compare):
-            return self.compare(n)
-        if isinstance(n, ast.Constant):
-            if isinstance(n.value, bool) or not isinstance(n.value, (int, str)):
-                raise Untranslatable(f"literal {n.value!r}")
-            return _lit_str(n.value) if isinstance(n.value, str) else self.int_lit(n.value)
-        if isinstance(n, (ast.Name, ast.Attribute)):
-            if _dotted(n) is None:  # an attribute of a computed value: find_where(...).payload
-                raise Untranslatable("a field of a computed record (find_where)")
-            return self.value_of(n)
-        if isinstance(n, ast.Subscript):
-            return self.subscript(n)
-        if isinstance(n, ast.Call):
-            return self.call(n)
-        raise Untranslatable(f"{type(n).__name__} has no Kaitai form")
-
-    def compare(self, n: ast.Compare) -> str:
-        items = [n.left, *n.comparators]
-        parts = []
-        for (a, b), op in zip(zip(items, items[1:]), n.ops):
-            if isinstance(op, (ast.In, ast.NotIn)):
-                if not isinstance(b, (ast.Tuple, ast.List)):
-                    raise Untranslatable("`in` over something other than a literal tuple")
-                eq = "==" if isinstance(op, ast.In) else "!="
-                join = " or " if isinstance(op, ast.In) else " and "
-                left = self.node(a) if not self.is_bytes(a) else self.value_of(a)
-                alts = [f"{left} {eq} {self.operand(elt, a)}" for elt in b.elts]
-                parts.append("(" + join.join(alts) + ")")
-                continue
-            sym = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
-            if self.is_bytes(a) or self.is_bytes(b):
-                if sym not in ("==", "!="):
-                    raise Untranslatable("ordering of a 64-bit value read as bytes")
-                x, y = (a, b) if self.is_bytes(a) else (b, a)
-                parts.append(f"{self.value_of(x)} {sym} {self.operand(y, x)}")
-            else:
-                parts.append(f"{self.node(a)} {sym} {self.node(b)}")
-        return parts[0] if len(parts) == 1 else "(" + " and ".join(parts) + ")"
-
-    def is_bytes(self, n: ast.AST) -> bool:
-        d = _dotted(n)
-        return d is not None and "." not in d and d in self.s.bytes_fields
-
-    def operand(self, n: ast.AST, other: ast.AST) -> str:
-        """``n`` compared with ``other``: an int constant becomes 8 bytes if ``other`` is read as bytes."""
-        if self.is_bytes(other):
-            v = _int_value(n, self.s.consts)
-            if v is None:
-                raise Untranslatable("a 64-bit value read as bytes compared with a non-constant")
-            return _bytes_lit(v)
-        return self.node(n)
-
-    def subscript(self, n: ast.Subscript) -> str:
-        base = _dotted(n.value)
-        idx = _int_value(n.slice, {})
-        if base is None or idx is None:
-            raise Untranslatable("subscript")
-        if self.s.element and base == self.s.subject:
-            if idx != 0:
-                raise Untranslatable("an element rule naming another element than the first")
-            raise _FirstElement()
-        path, f = self.resolve(base)
-        if f is None or f.kind not in ("vec", "map") and not f.is_array:
-            raise Untranslatable(f"subscript of {base}")
-        if idx == -1:
-            return f"{path}.last"
-        if idx == 0:
-            return f"{path}.first"
-        if idx < 0:
-            raise Untranslatable("negative subscripts other than -1")
-        return f"{path}[{idx}]"
-
-    def length(self, arg: ast.AST) -> str:
-        d = _dotted(arg)
-        if d is None:
-            raise Untranslatable("len() of a computed value")
-        if self.s.count_level and d == self.s.subject:
-            return "_"
-        path, f = self.resolve(d)
-        assert f is not None
-        if f.kind in ("vec", "map"):
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated list inside its own rule")
-            return f"{head + '.' if head else ''}num_{last}"
-        if f.is_array:
-            return f"{path}.size"
-        if f.kind == "str" and self.last_inline:
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated string inside its own rule")
-            return f"{head + '.' if head else ''}len_{last}"
-        if f.kind == "str":
-            return f"{path}.len_value"
-        if f.kind == "bytes":
-            return f"{path}.size"
-        raise Untranslatable(f"len() of {d}")
-
-    def call(self, n: ast.Call) -> str:
-        assert isinstance(n.func, ast.Name)
-        fn, args = n.func.id, n.args
-        if fn == "len":
-            return self.length(args[0])
-        if fn == "ceil_div":
-            a, b = self.node(args[0]), args[1]
-            bv = _int_value(b, self.s.consts)
-            if bv is not None and bv > 0:
-                return f"(({a} + {bv - 1}) / {bv})"
-            return f"(-((-{a}) / {self.node(b)}))"
-        if fn in ("min", "max") and len(args) == 1:  # of a list: Kaitai's array .min / .max
-            return f"{self.node(args[0])}.{fn}"
-        if fn in ("min", "max"):
-            a, b = (self.node(x) for x in args)
-            return f"({a} {'<' if fn == 'min' else '>'} {b} ? {a} : {b})"
-        if fn == "numel":
-            d = _dotted(args[0])
-            if d is None or d not in self.s.helpers:
-                raise Untranslatable("numel() of something other than an integer list of this struct")
-            return self.s.helpers[d]
-        if fn == "at_least":
-            d = _dotted(args[0])
-            if d is None or d not in self.s.versions:
-                raise Untranslatable("at_least() of something other than a version string of this struct")
-            path, _ = self.resolve(d)
-            assert isinstance(args[1], ast.Constant)
-            major, minor = vkey(args[1].value)[:2]
-            return f"({path}.major > {major} or ({path}.major == {major} and {path}.minor >= {minor}))"
-        if fn == "decimal":
-            return f"{self.node(args[0])}.to_i"
-        if fn == "nondecreasing":
-            d = _dotted(args[0])
-            if self.s.element and d == self.s.subject:
-                raise _Nondecreasing()
-            raise Untranslatable("nondecreasing() outside the list's own element rule")
-        reasons = {
-            "unique": "no set or reduction over an array in Kaitai expressions",
-            "count_where": "no reduction over an array in Kaitai expressions (kaitai_struct#291)",
-            "find_where": "no search over an array in Kaitai expressions",
-            "find_last_where": "no search over an array in Kaitai expressions",
-            "acyclic": "a graph walk needs a visited set and a loop; Kaitai expressions have neither",
-            "remaining": "remaining() outside a size",
-        }
-        raise Untranslatable(reasons.get(fn, f"{fn}()"))
-
-
-class _FirstElement(Exception):
-    pass
-
-
-class _Nondecreasing(Exception):
-    pass
-
-
-
-
-def _int_value(node: ast.AST, consts: dict[str, int | str]) -> int | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _int_value(node.operand, consts)
-        return -v if v is not None else None
-    d = _dotted(node)
-    if d is not None and isinstance(consts.get(d), int):
-        return consts[d]  # type: ignore[return-value]
-    return None
-
-
-def _conjuncts(e: Expr) -> list[ast.AST]:
-    body = e.tree.body
-    if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And):
-        return list(body.values)
-    return [body]
-
-
-def _names_in(node: ast.AST) -> set[str]:
-    out: set[str] = set()
-    for n in ast.walk(node):
-        d = _dotted(n)
-        if d is not None:
-            out.add(d.split(".")[0])
-    return out
-
-
-class Checks:
-    """The conditions on one value; ``valid()`` is the most specific Kaitai ``valid`` form
-    (``eq``, ``min``/``max``, ``any-of`` for a single condition that has one, else ``expr``)."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any] | None]] = []
-        self.errors: list[str] = []
-
-    def add(self, cond: str, form: dict[str, Any] | None = None, error: str = "ConstraintError") -> None:
-        """A condition; ``error`` is the mlf_spec.errors class mlf-spec raises when it fails."""
-        self.items.append((cond, form))
-        self.errors.append(error)
-
-    def apply(self, entry: dict[str, Any]) -> None:
-        """Put ``valid`` on a seq entry, if there are conditions, and ``-mlf-error``: the error
-        class, or per key of the form (``{min: ConstraintError, max: LengthError}``)."""
-        if not self.items:
-            return
-        entry["valid"] = self.valid()
-        keys = [list(form) if form else ["expr"] for _c, form in self.items]
-        if len(self.items) > 1 and "expr" not in entry["valid"] and len(set(self.errors)) > 1:
-            entry["-mlf-error"] = {k: err for ks, err in zip(keys, self.errors) for k in ks}
-        else:
-            entry["-mlf-error"] = self.errors[0]
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def valid(self) -> dict[str, Any]:
-        forms = [form for _c, form in self.items]
-        if len(forms) == 1 and forms[0]:
-            return forms[0]
-        bounds = [f for f in forms if f and set(f) <= {"min", "max"}]
-        if len(bounds) == len(forms) and sum(len(f) for f in bounds) == len({k for f in bounds for k in f}):
-            return {k: v for f in bounds for k, v in f.items()}  # e.g. {min: 1, max: bytes left}
-        return {"expr": " and ".join(c for c, _ in self.items)}
-
-
-#: The bytes left in the stream being read: a length or count read from the input is checked
-#: against it before anything is read (JavaScript's readBytes wraps sizes from 2^31 on).
-REMAINING = "_io.size - _io.pos"
-
-
-def _length_guard(checks: Checks, unit: int = 1) -> None:
-    """The element count (``unit``: the fewest bytes of one element) or byte length must fit."""
-    if unit <= 0:
-        return
-    limit = REMAINING if unit == 1 else f"({REMAINING}) / {unit}"
-    checks.add(f"_ <= {limit}", {"max": limit}, "LengthError")
-
-
-def _bounds_form(bounds: tuple[int | None, int | None]) -> dict[str, Any] | None:
-    lo, hi = bounds
-    if lo is not None and lo == hi:
-        return {"eq": lo}
-    out: dict[str, Any] = {}
-    if lo is not None:
-        out["min"] = lo
-    if hi is not None:
-        out["max"] = hi
-    return out or None
-
-
-def _len_bounds(node: ast.AST, name: str) -> tuple[int | None, int | None] | None:
-    """The bounds of ``len(name) OP literal`` chains (None for anything else)."""
-    if not isinstance(node, ast.Compare) or not all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
-        return None
-    items = []
-    for item in [node.left, *node.comparators]:
-        if (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "len"
-                and _dotted(item.args[0]) == name):
-            items.append("n_")
-        elif _int_value(item, {}) is not None:
-            items.append(str(_int_value(item, {})))
-        else:
-            return None
-    ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-    src = items[0] + "".join(f" {ops[type(op)]} {x}" for op, x in zip(node.ops, items[1:]))
-    return Expr(src).int_bounds("n_")
-
-
-# --------------------------------------------------------------------------------------------
-# The emitter
 
 
 class KsyEmitter:
@@ -795,7 +254,7 @@ class KsyEmitter:
                 big = isinstance(f.spec.const, int) and abs(f.spec.const) > JS_SAFE
                 if "constraint" in f.exprs:
                     ch = f.exprs["constraint"].choices(f.name) or []
-                    big |= any(abs(_int_value(ast.parse(str(c), mode="eval").body, consts) or 0) > JS_SAFE
+                    big |= any(abs(int_value(ast.parse(str(c), mode="eval").body, consts) or 0) > JS_SAFE
                                for c in ch)
                 if big:
                     scope.bytes_fields.add(f.name)
@@ -811,7 +270,7 @@ class KsyEmitter:
             sources = ([f.switch_on] if f.switch_on is not None else []) + ([f.exprs["when"]] if "when" in f.exprs else [])
             for e in sources:
                 for name in e.names:
-                    g = _field_of(rs, name.split(".")[0])
+                    g = field_of(rs, name.split(".")[0])
                     if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
                         scope.selectors.add((rs.name, g.name))
         # selectors of switches without default: any-of over the known values
@@ -821,7 +280,7 @@ class KsyEmitter:
             if sw is None or sw.default or f.spec.sized:
                 continue
             on = _dotted(f.switch_on.tree.body) if f.switch_on is not None else None
-            on_field = _field_of(rs, on) if on else None
+            on_field = field_of(rs, on) if on else None
             if on_field is None or on_field.kind != "str":
                 continue
             values = [str(k) for k in sw.cases]
@@ -931,10 +390,10 @@ class KsyEmitter:
         if f.kind == "switch":
             assert s.switch is not None and f.switch_on is not None
             on_src = Translator(scope)(f.switch_on)
-            on_field = _field_of(rs, _dotted(f.switch_on.tree.body) or "")
+            on_field = field_of(rs, _dotted(f.switch_on.tree.body) or "")
             cases: dict[str, str] = {}
             for k, t in s.switch.cases.items():
-                key = _lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
+                key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
                 kt, n = self.element_type(t, None, rs, spec_name)
                 needs |= n
                 cases[key] = kt
@@ -989,9 +448,9 @@ class KsyEmitter:
             elif isinstance(s.const, int):
                 value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
             elif s.encoding and inline_str:
-                value_checks.add(f"_ == {_lit_str(s.const)}", {"eq": _lit_str(s.const)}, "ConstMismatchError")
+                value_checks.add(f"_ == {lit_str(s.const)}", {"eq": lit_str(s.const)}, "ConstMismatchError")
             elif s.encoding:
-                value_checks.add(f"_.value == {_lit_str(s.const)}", None, "ConstMismatchError")
+                value_checks.add(f"_.value == {lit_str(s.const)}", None, "ConstMismatchError")
             else:  # compared as bytes
                 raw = s.const.encode("utf-8")
                 value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
@@ -1013,30 +472,30 @@ class KsyEmitter:
             self.note(rs, f.name, rule, "yes", f"`valid: {{eq: {rhs}}}` on " + (f"`num_{fid}`" if on_count else "the value"))
         if "constraint" in f.exprs:
             e = f.exprs["constraint"]
-            for c in _conjuncts(e):
+            for c in conjuncts(e):
                 src = ast.unparse(c)
                 sub = Expr(src)
                 try:
-                    if "each" in _names_in(c):
+                    if "each" in names_in(c):
                         t = Translator(sub_scope(subject=f.name, element=True))(sub)
-                        elem_checks.add(t, _bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
+                        elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
                         self.note(rs, f.name, src, "yes", "`valid` on each element")
                         continue
-                    if (list_like or inline_str) and _only_len_of(c, f.name):
+                    if (list_like or inline_str) and only_len_of(c, f.name):
                         t = Translator(sub_scope(subject=f.name, count_level=True))(sub)
-                        count_checks.add(t, _bounds_form(_len_bounds(c, f.name)) if _len_bounds(c, f.name) else None)
+                        count_checks.add(t, bounds_form(len_bounds(c, f.name)) if len_bounds(c, f.name) else None)
                         self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if inline_str else 'num'}_{fid}`")
                         continue
                     if list_like:
                         try:
                             Translator(sub_scope(subject=f.name, element=True))(sub)
                             raise Untranslatable(f"a rule over the whole list {f.name}")
-                        except _FirstElement:
-                            inner = _replace_first(c, f.name)
+                        except FirstElement:
+                            inner = replace_first(c, f.name)
                             t = Translator(sub_scope(subject=f.name, element=True))(Expr(ast.unparse(inner)))
                             elem_checks.add(f"(_index != 0 or {t})")
                             self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
-                        except _Nondecreasing:
+                        except Nondecreasing:
                             elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
                             self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
                                       f"(`{fid}[_index - 1]`)")
@@ -1046,7 +505,7 @@ class KsyEmitter:
                         if ch is None:
                             raise Untranslatable("a rule on a 64-bit value read as bytes")
                         vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
-                        lits = [_bytes_lit(int(v)) for v in vals]
+                        lits = [bytes_lit(int(v)) for v in vals]
                         value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
                         self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
                                   "JavaScript reads u8 as a double)")
@@ -1054,7 +513,7 @@ class KsyEmitter:
                     t = Translator(sub_scope(subject=f.name))(sub)
                     form = None
                     if f.kind == "scalar" and sub.is_pure_bounds(f.name):
-                        form = _bounds_form(sub.int_bounds(f.name))
+                        form = bounds_form(sub.int_bounds(f.name))
                     ch = sub.choices(f.name) if f.kind == "scalar" else None
                     if ch is not None:
                         form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
@@ -1064,7 +523,7 @@ class KsyEmitter:
                     self.note(rs, f.name, src, "no", str(exc))
                     doc += f" Not checked here: {src} ({exc})."
         if any_of is not None:
-            lits = [_lit_str(v) for v in any_of]
+            lits = [lit_str(v) for v in any_of]
             value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
             doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
                     "a parser that does not know it cannot go on.")
@@ -1083,7 +542,7 @@ class KsyEmitter:
             if f.kind not in ("struct", "switch") or f.is_array:
                 raise KsyError(f"{rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
             guard = Checks()
-            _length_guard(guard)
+            length_guard(guard)
             le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
             guard.apply(le)
             out.append(le)
@@ -1116,7 +575,7 @@ class KsyEmitter:
             return out, needs
 
         if inline_str:
-            _length_guard(count_checks)
+            length_guard(count_checks)
             le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
             count_checks.apply(le)
             e = entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
@@ -1134,7 +593,7 @@ class KsyEmitter:
             else:
                 unit = (element_min_size(self.model, f.key or "", None)
                         + element_min_size(self.model, f.value or "", f.value_struct))
-            _length_guard(count_checks, unit)
+            length_guard(count_checks, unit)
             ce = entry(f"num_{fid}", type="u8", doc=f"Number of elements of {f.name}.")
             count_checks.apply(ce)
             out.append(ce)
@@ -1245,8 +704,8 @@ class KsyEmitter:
         """The spelling rule of the table (or its boolean ``column`` for the same rows) as one
         conditional expression."""
         code = ksy_id(f.name)
-        bits = "bits" if _field_of(rs, "bits") else None
-        lanes = "lanes" if _field_of(rs, "lanes") else None
+        bits = "bits" if field_of(rs, "bits") else None
+        lanes = "lanes" if field_of(rs, "lanes") else None
         if bits is None or lanes is None:
             raise KsyError(f"{rs.name}: a {tspec.name} code needs sibling fields bits and lanes for the spelling")
 
@@ -1259,7 +718,7 @@ class KsyEmitter:
                 elif p == "{code}":
                     out.append(f"{code}.to_s")
                 elif p:
-                    out.append(_lit_str(p))
+                    out.append(lit_str(p))
             return " + ".join(out) if out else '""'
 
         ordered = [r for r in tspec.rows if r.get("bits") is not None] + [r for r in tspec.rows if r.get("bits") is None]
@@ -1289,34 +748,6 @@ class KsyEmitter:
         """The lanes suffix: x<lanes> for vectors, xvscalex<n> for scalable ones (negative as int16)."""
         return (f'base_spelling.substring(0, 8) == "unknown(" or not spells_lanes ? base_spelling : base_spelling + '
                 f'({lanes} >= 32768 ? "xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
-
-
-def _only_len_of(node: ast.AST, name: str) -> bool:
-    """True if the only mention of ``name`` is inside len(name)."""
-    found = False
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and _dotted(n.args[0]) == name:
-            found = True
-    bare = sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name)
-    lens = sum(1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "len" and _dotted(n.args[0]) == name)
-    return found and bare == lens
-
-
-def _replace_first(node: ast.AST, name: str) -> ast.AST:
-    """``name[0]`` -> ``each`` (the element rule then applies to element 0 only)."""
-
-    class R(ast.NodeTransformer):
-        def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-            if _dotted(n.value) == name:
-                return ast.Name(id="each", ctx=ast.Load())
-            return self.generic_visit(n)
-
-    return R().visit(ast.parse(ast.unparse(node), mode="eval")).body
-
-
-# --------------------------------------------------------------------------------------------
-# entry points
 
 
 def emit_kaitai(model: Model) -> tuple[dict[str, str], dict[str, dict[str, Any]], list[Rule]]:
