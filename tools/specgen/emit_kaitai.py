@@ -31,8 +31,9 @@ import ast
 import re
 from typing import Any
 
-from .common import element_min_size, header
+from .common import header
 from .expr import Expr, _dotted
+from .fields import kind_of
 from .ksy_base import (
     ERA,
     JS_SAFE,
@@ -45,6 +46,7 @@ from .ksy_base import (
     FlowList,
     HexInt,
     KsyError,
+    KsyField,
     Rule,
     Untranslatable,
     bounds_form,
@@ -352,18 +354,33 @@ class KsyEmitter:
         return body, needs
 
     def emit_field(self, b: Binary, rs: RStruct, f: RField, scope: Scope,
-                   any_of: list[str] | None) -> tuple[list[dict[str, Any]], set[str]]:  # noqa: C901
+                   any_of: list[str] | None) -> tuple[list[dict[str, Any]], set[str]]:
+        """The seq entries of one field and the files they need: what all fields share here (the
+        ``if``, the checks), the rest from the field's kind (:mod:`specgen.fields`)."""
+        kf = self.field_start(b, rs, f, scope, any_of)
+        kind = kind_of(f)
+        vtype = kind.ksy_type(self, kf)
+        self.const_check(kf)
+        self.expr_checks(kf)
+        self.constraint_checks(kf)
+        if any_of is not None:
+            lits = [lit_str(v) for v in any_of]
+            kf.value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
+            kf.doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
+                       "a parser that does not know it cannot go on.")
+        self.helper_notes(kf)
+        return kind.ksy_entries(self, kf, vtype), kf.needs
+
+    def field_start(self, b: Binary, rs: RStruct, f: RField, scope: Scope, any_of: list[str] | None) -> KsyField:
+        """The field's ``if`` (since/until and ``if``) and the notes on its era, condition, sized and table."""
         s = f.spec
-        spec_name = b.name
         fid = ksy_id(f.name)
-        needs: set[str] = set()
         conds: list[str] = era_condition(s.since, s.until, ERA, minor=True)
         if "when" in f.exprs:
             try:
                 conds.append(Translator(scope)(f.exprs["when"]))
             except Untranslatable as exc:
                 raise KsyError(f"{rs.name}.{f.name}: its condition {s.when!r} cannot be stated: {exc}") from None
-        cond = " and ".join(conds) if conds else None
         if s.since or s.until:
             era_rule = " ".join(x for x in (f"since {s.since}" if s.since else "", f"until {s.until}" if s.until else "") if x)
             self.note(rs, f.name, era_rule, "yes", f"`if: {' and '.join(conds[:len(conds) - ('when' in f.exprs)])}`")
@@ -374,159 +391,153 @@ class KsyEmitter:
         if s.table:
             self.note(rs, f.name, f"table: {s.table}", "yes", f"an enum per dialect (`{fid}_v0_<n>` instances) "
                       "and TVM's spelling (`spelling` instance)")
-        doc = s.doc
-        out: list[dict[str, Any]] = []
+        return KsyField(b, rs, f, scope, any_of, " and ".join(conds) if conds else None, s.doc)
 
-        def entry(id_: str, **kw: Any) -> dict[str, Any]:
-            e: dict[str, Any] = {"id": id_}
-            if id_ == fid and fid != f.name:
-                e["-orig-id"] = f.name
-            e.update(kw)
-            if cond:
-                e["if"] = cond
-            return e
+    def value_type(self, kf: KsyField) -> Any:
+        """The Kaitai type of a scalar, str or struct value (or of each element of an array)."""
+        vtype, n = self.element_type(kf.f.spec.type, kf.f.spec.encoding, kf.rs, kf.b.name,
+                                     versions=kf.f.name in kf.scope.versions)
+        kf.needs |= n
+        return vtype
 
-        # the element/value type
-        if f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            on_src = Translator(scope)(f.switch_on)
-            on_field = field_of(rs, _dotted(f.switch_on.tree.body) or "")
-            cases: dict[str, str] = {}
-            for k, t in s.switch.cases.items():
-                key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
-                kt, n = self.element_type(t, None, rs, spec_name)
-                needs |= n
-                cases[key] = kt
-            if s.switch.default:
-                kt, n = self.element_type(s.switch.default, None, rs, spec_name)
-                needs |= n
-                cases["_"] = kt
-            elif not s.sized:
-                cases["_"] = f"{STREAM}::unsupported"
-            if s.switch.default:
-                how = "`switch-on`; other values: the default case"
-            elif s.sized:
-                how = "`switch-on`; other values: a failing `_` case"
-            elif any_of is not None:
-                how = "`switch-on`; other values: `valid: any-of` on the selector (and a failing `_` case)"
-            else:
-                how = "`switch-on`; other values: a failing `_` case (Kaitai would otherwise read nothing)"
-            self.note(rs, f.name, f"switch on {s.switch.on}", "yes", how)
-            if s.switch.extensible:
-                self.note(rs, f.name, f"extensible: {s.switch.extensible}", "partly",
-                          "codecs registered at run time do not exist in a generated parser: add a case to the "
-                          ".ksy (or use Kaitai's opaque types)")
-            vtype: Any = {"switch-on": on_src, "cases": cases}
-        elif f.kind == "map":
-            vtype, n = self.map_entry(b, rs, f)
-            needs |= n
-        elif f.kind == "vec":
-            vtype, n = self.element_type(f.elem or "", s.encoding, rs, spec_name)
-            needs |= n
-        elif f.kind in ("str", "scalar", "struct"):
-            vtype, n = self.element_type(s.type, s.encoding, rs, spec_name, versions=f.name in scope.versions)
-            needs |= n
+    def switch_type(self, kf: KsyField) -> Any:
+        """``switch-on`` over the cases (a failing ``_`` case where there is no default)."""
+        f, s, rs = kf.f, kf.f.spec, kf.rs
+        assert s.switch is not None and f.switch_on is not None
+        on_src = Translator(kf.scope)(f.switch_on)
+        on_field = field_of(rs, _dotted(f.switch_on.tree.body) or "")
+        cases: dict[str, str] = {}
+        for k, t in s.switch.cases.items():
+            key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
+            kt, n = self.element_type(t, None, rs, kf.b.name)
+            kf.needs |= n
+            cases[key] = kt
+        if s.switch.default:
+            kt, n = self.element_type(s.switch.default, None, rs, kf.b.name)
+            kf.needs |= n
+            cases["_"] = kt
+        elif not s.sized:
+            cases["_"] = f"{STREAM}::unsupported"
+        if s.switch.default:
+            how = "`switch-on`; other values: the default case"
+        elif s.sized:
+            how = "`switch-on`; other values: a failing `_` case"
+        elif kf.any_of is not None:
+            how = "`switch-on`; other values: `valid: any-of` on the selector (and a failing `_` case)"
         else:
-            vtype = None  # bytes
+            how = "`switch-on`; other values: a failing `_` case (Kaitai would otherwise read nothing)"
+        self.note(rs, f.name, f"switch on {s.switch.on}", "yes", how)
+        if s.switch.extensible:
+            self.note(rs, f.name, f"extensible: {s.switch.extensible}", "partly",
+                      "codecs registered at run time do not exist in a generated parser: add a case to the "
+                      ".ksy (or use Kaitai's opaque types)")
+        return {"switch-on": on_src, "cases": cases}
 
-        value_checks = Checks()  # on the value (`_`)
-        elem_checks = Checks()  # on each element of a list
-        count_checks = Checks()  # on the count of a vec / map
-        contents: list[HexInt] | None = None
-        read_as_bytes = f.name in scope.bytes_fields
-        inline_str = (rs.name, f.name) in scope.selectors
-        list_like = f.kind in ("vec", "map") or f.is_array
+    def _sub_scope(self, kf: KsyField, **kw: Any) -> Scope:
+        scope = kf.scope
+        return Scope(kf.rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
+                     helpers=scope.helpers, selectors=scope.selectors, **kw)
 
-        def sub_scope(**kw: Any) -> Scope:
-            return Scope(rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
-                         helpers=scope.helpers, selectors=scope.selectors, **kw)
+    def const_check(self, kf: KsyField) -> None:
+        """``const``: ``contents`` for a 64-bit value read as bytes, else ``valid`` on the value."""
+        f, s = kf.f, kf.f.spec
+        if s.const is None:
+            return
+        if isinstance(s.const, int) and kf.read_as_bytes:
+            kf.contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
+        elif isinstance(s.const, int):
+            kf.value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
+        elif s.encoding and kf.inline_str:
+            kf.value_checks.add(f"_ == {lit_str(s.const)}", {"eq": lit_str(s.const)}, "ConstMismatchError")
+        elif s.encoding:
+            kf.value_checks.add(f"_.value == {lit_str(s.const)}", None, "ConstMismatchError")
+        else:  # compared as bytes
+            raw = s.const.encode("utf-8")
+            kf.value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
+        self.note(kf.rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
+                  "`contents` (compared as bytes: JavaScript reads u8 as a double)" if kf.contents is not None
+                  else "`valid`")
 
-        # const
-        if s.const is not None:
-            if isinstance(s.const, int) and read_as_bytes:
-                contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
-            elif isinstance(s.const, int):
-                value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
-            elif s.encoding and inline_str:
-                value_checks.add(f"_ == {lit_str(s.const)}", {"eq": lit_str(s.const)}, "ConstMismatchError")
-            elif s.encoding:
-                value_checks.add(f"_.value == {lit_str(s.const)}", None, "ConstMismatchError")
-            else:  # compared as bytes
-                raw = s.const.encode("utf-8")
-                value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
-            self.note(rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
-                      "`contents` (compared as bytes: JavaScript reads u8 as a double)" if contents is not None
-                      else "`valid`")
+    def expr_checks(self, kf: KsyField) -> None:
+        """``equals`` / ``derive``: ``valid: {eq}`` on the value (on the count of a vec or map)."""
+        f = kf.f
         for key in ("equals", "derive"):
             if key not in f.exprs:
                 continue
             rule = f"{key}: {f.exprs[key].source}"
             try:
-                rhs = Translator(sub_scope())(f.exprs[key])
+                rhs = Translator(self._sub_scope(kf))(f.exprs[key])
             except Untranslatable as exc:
-                self.note(rs, f.name, rule, "no", str(exc))
+                self.note(kf.rs, f.name, rule, "no", str(exc))
                 continue
             on_count = key == "equals" and f.kind in ("vec", "map")
-            (count_checks if on_count else value_checks).add(
+            (kf.count_checks if on_count else kf.value_checks).add(
                 f"_ == {rhs}", {"eq": rhs}, "CountMismatchError" if key == "equals" else "ConstraintError")
-            self.note(rs, f.name, rule, "yes", f"`valid: {{eq: {rhs}}}` on " + (f"`num_{fid}`" if on_count else "the value"))
-        if "constraint" in f.exprs:
-            e = f.exprs["constraint"]
-            for c in conjuncts(e):
-                src = ast.unparse(c)
-                sub = Expr(src)
-                try:
-                    if "each" in names_in(c):
-                        t = Translator(sub_scope(subject=f.name, element=True))(sub)
-                        elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
-                        self.note(rs, f.name, src, "yes", "`valid` on each element")
-                        continue
-                    if (list_like or inline_str) and only_len_of(c, f.name):
-                        t = Translator(sub_scope(subject=f.name, count_level=True))(sub)
-                        count_checks.add(t, bounds_form(len_bounds(c, f.name)) if len_bounds(c, f.name) else None)
-                        self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if inline_str else 'num'}_{fid}`")
-                        continue
-                    if list_like:
-                        try:
-                            Translator(sub_scope(subject=f.name, element=True))(sub)
-                            raise Untranslatable(f"a rule over the whole list {f.name}")
-                        except FirstElement:
-                            inner = replace_first(c, f.name)
-                            t = Translator(sub_scope(subject=f.name, element=True))(Expr(ast.unparse(inner)))
-                            elem_checks.add(f"(_index != 0 or {t})")
-                            self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
-                        except Nondecreasing:
-                            elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
-                            self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
-                                      f"(`{fid}[_index - 1]`)")
-                        continue
-                    if read_as_bytes:
-                        ch = sub.choices(f.name)
-                        if ch is None:
-                            raise Untranslatable("a rule on a 64-bit value read as bytes")
-                        vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
-                        lits = [bytes_lit(int(v)) for v in vals]
-                        value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
-                        self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
-                                  "JavaScript reads u8 as a double)")
-                        continue
-                    t = Translator(sub_scope(subject=f.name))(sub)
-                    form = None
-                    if f.kind == "scalar" and sub.is_pure_bounds(f.name):
-                        form = bounds_form(sub.int_bounds(f.name))
-                    ch = sub.choices(f.name) if f.kind == "scalar" else None
-                    if ch is not None:
-                        form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
-                    value_checks.add(t, form)
-                    self.note(rs, f.name, src, "yes", "`valid` on the value")
-                except Untranslatable as exc:
-                    self.note(rs, f.name, src, "no", str(exc))
-                    doc += f" Not checked here: {src} ({exc})."
-        if any_of is not None:
-            lits = [lit_str(v) for v in any_of]
-            value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
-            doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
-                    "a parser that does not know it cannot go on.")
+            self.note(kf.rs, f.name, rule, "yes", "`valid: {eq: " + rhs + "}` on "
+                      + (f"`num_{kf.fid}`" if on_count else "the value"))
+
+    def constraint_checks(self, kf: KsyField) -> None:
+        """``constraint``, conjunct by conjunct: on each element, on the count, on the value, or a gap."""
+        if "constraint" not in kf.f.exprs:
+            return
+        for c in conjuncts(kf.f.exprs["constraint"]):
+            src = ast.unparse(c)
+            try:
+                self._conjunct_check(kf, c, src)
+            except Untranslatable as exc:
+                self.note(kf.rs, kf.f.name, src, "no", str(exc))
+                kf.doc += f" Not checked here: {src} ({exc})."
+
+    def _conjunct_check(self, kf: KsyField, c: ast.AST, src: str) -> None:
+        f, rs, fid, scope = kf.f, kf.rs, kf.fid, kf.scope
+        sub = Expr(src)
+        if "each" in names_in(c):
+            t = Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
+            kf.elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
+            self.note(rs, f.name, src, "yes", "`valid` on each element")
+            return
+        if (kf.list_like or kf.inline_str) and only_len_of(c, f.name):
+            t = Translator(self._sub_scope(kf, subject=f.name, count_level=True))(sub)
+            kf.count_checks.add(t, bounds_form(len_bounds(c, f.name)) if len_bounds(c, f.name) else None)
+            self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if kf.inline_str else 'num'}_{fid}`")
+            return
+        if kf.list_like:
+            try:
+                Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
+                raise Untranslatable(f"a rule over the whole list {f.name}")
+            except FirstElement:
+                inner = replace_first(c, f.name)
+                t = Translator(self._sub_scope(kf, subject=f.name, element=True))(Expr(ast.unparse(inner)))
+                kf.elem_checks.add(f"(_index != 0 or {t})")
+                self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
+            except Nondecreasing:
+                kf.elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
+                self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
+                          f"(`{fid}[_index - 1]`)")
+            return
+        if kf.read_as_bytes:
+            ch = sub.choices(f.name)
+            if ch is None:
+                raise Untranslatable("a rule on a 64-bit value read as bytes")
+            vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
+            lits = [bytes_lit(int(v)) for v in vals]
+            kf.value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
+            self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
+                      "JavaScript reads u8 as a double)")
+            return
+        t = Translator(self._sub_scope(kf, subject=f.name))(sub)
+        form = None
+        if f.kind == "scalar" and sub.is_pure_bounds(f.name):
+            form = bounds_form(sub.int_bounds(f.name))
+        ch = sub.choices(f.name) if f.kind == "scalar" else None
+        if ch is not None:
+            form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
+        kf.value_checks.add(t, form)
+        self.note(rs, f.name, src, "yes", "`valid` on the value")
+
+    def helper_notes(self, kf: KsyField) -> None:
+        """decimal() and at_least() translate with a difference: noted once per rule."""
+        f, rs = kf.f, kf.rs
         for e_ in f.exprs.values():
             for h, why in (("decimal", "to_i raises ValueError (Python) or gives NaN (JavaScript) where mlf-spec's "
                                        "decimal() gives -1 for a string that is not a plain decimal number"),
@@ -537,113 +548,120 @@ class KsyEmitter:
                                                and g.status == "partly" for g in self.rules):
                     self.note(rs, f.name, e_.source, "partly", why)
 
-        # sized values: a length, then the value in a substream that it must fill
-        if s.sized:
-            if f.kind not in ("struct", "switch") or f.is_array:
-                raise KsyError(f"{rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
-            guard = Checks()
-            length_guard(guard)
-            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
-            guard.apply(le)
-            out.append(le)
-            e = entry(fid, size=f"len_{fid}", type=vtype, doc=clean_doc(doc))
-            value_checks.apply(e)
-            out.append(e)
-            out.append(entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"}, **{"-mlf-error": "LengthError"},
-                             doc=clean_doc(f"Zero-byte check: the value of {f.name} fills its length exactly.")))
-            return out, needs
+    # entries -------------------------------------------------------------------------------
+    def sized_entries(self, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        """A sized value: a length, then the value in a substream that it must fill."""
+        f, fid = kf.f, kf.fid
+        if f.kind not in ("struct", "switch") or f.is_array:
+            raise KsyError(f"{kf.rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
+        guard = Checks()
+        length_guard(guard)
+        le = kf.entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
+        guard.apply(le)
+        e = kf.entry(fid, size=f"len_{fid}", type=vtype, doc=clean_doc(kf.doc))
+        kf.value_checks.apply(e)
+        return [le, e, kf.entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"},
+                                **{"-mlf-error": "LengthError"},
+                                doc=clean_doc(f"Zero-byte check: the value of {f.name} fills its length exactly."))]
 
-        if f.kind == "bytes":
-            size_e = f.exprs["size"]
-            if "remaining" in size_e.helpers:
-                e = entry(fid, **{"size-eos": True})
-            else:
-                try:
-                    size_src = Translator(scope)(size_e)
-                except Untranslatable as exc:
-                    raise KsyError(f"{rs.name}.{f.name}: size {s.size!r}: {exc}") from None
-                out.append(entry(f"{fid}_fits", size=0, valid={"expr": f"{size_src} <= {REMAINING}"},
-                                 **{"-mlf-error": "LengthError"},
-                                 doc=clean_doc(f"Zero-byte check: the {size_src} bytes of {f.name} are there "
-                                               "(checked before they are read).")))
-                e = entry(fid, size=size_src)
-            if s.lazy:
-                doc += " (Kaitai's Python runtime copies these bytes; its JavaScript runtime gives a view.)"
-            e["doc"] = clean_doc(doc)
-            value_checks.apply(e)
-            out.append(e)
-            return out, needs
-
-        if inline_str:
-            length_guard(count_checks)
-            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
-            count_checks.apply(le)
-            e = entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
-            value_checks.apply(e)
-            e["doc"] = clean_doc(doc + " Decoded while parsing, since it selects what follows.")
-            self.note(rs, f.name, "encoding: utf-8", "partly",
-                      "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
-                      "Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them "
-                      "(surrogateescape)")
-            return [le, e], needs
-
-        if f.kind in ("vec", "map"):
-            if f.kind == "vec":
-                unit = element_min_size(self.model, f.elem or "", f.elem_struct)
-            else:
-                unit = (element_min_size(self.model, f.key or "", None)
-                        + element_min_size(self.model, f.value or "", f.value_struct))
-            length_guard(count_checks, unit)
-            ce = entry(f"num_{fid}", type="u8", doc=f"Number of elements of {f.name}.")
-            count_checks.apply(ce)
-            out.append(ce)
-            count = f"num_{fid}"
-        elif f.is_array:
-            try:
-                count = Translator(scope)(f.exprs["count"])
-            except Untranslatable as exc:
-                raise KsyError(f"{rs.name}.{f.name}: count {s.count!r}: {exc}") from None
-            if count_checks:
-                raise KsyError(f"{rs.name}.{f.name}: a rule on the count of a counted array")
+    def bytes_entries(self, kf: KsyField) -> list[dict[str, Any]]:
+        """``size`` bytes (``size-eos`` for remaining()), after a zero-byte check that they are there."""
+        f, s, fid = kf.f, kf.f.spec, kf.fid
+        out: list[dict[str, Any]] = []
+        size_e = f.exprs["size"]
+        if "remaining" in size_e.helpers:
+            e = kf.entry(fid, **{"size-eos": True})
         else:
-            count = None
+            try:
+                size_src = Translator(kf.scope)(size_e)
+            except Untranslatable as exc:
+                raise KsyError(f"{kf.rs.name}.{f.name}: size {s.size!r}: {exc}") from None
+            out.append(kf.entry(f"{fid}_fits", size=0, valid={"expr": f"{size_src} <= {REMAINING}"},
+                                **{"-mlf-error": "LengthError"},
+                                doc=clean_doc(f"Zero-byte check: the {size_src} bytes of {f.name} are there "
+                                              "(checked before they are read).")))
+            e = kf.entry(fid, size=size_src)
+        if s.lazy:
+            kf.doc += " (Kaitai's Python runtime copies these bytes; its JavaScript runtime gives a view.)"
+        e["doc"] = clean_doc(kf.doc)
+        kf.value_checks.apply(e)
+        out.append(e)
+        return out
 
-        if read_as_bytes:
-            if contents is not None:
-                e = entry(fid, contents=contents, **{"-mlf-error": "ConstMismatchError"})
-            else:
-                e = entry(fid, size=8)
-                value_checks.apply(e)
-            doc += " Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart."
-            e["doc"] = clean_doc(doc)
-            out.append(e)
-            return out, needs
+    def inline_str_entries(self, kf: KsyField) -> list[dict[str, Any]]:
+        """A string that selects a layout: its length, then the text decoded while parsing."""
+        fid = kf.fid
+        length_guard(kf.count_checks)
+        le = kf.entry(f"len_{fid}", type="u8", doc=f"Byte length of {kf.f.name}.")
+        kf.count_checks.apply(le)
+        e = kf.entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
+        kf.value_checks.apply(e)
+        e["doc"] = clean_doc(kf.doc + " Decoded while parsing, since it selects what follows.")
+        self.note(kf.rs, kf.f.name, "encoding: utf-8", "partly",
+                  "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
+                  "Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them "
+                  "(surrogateescape)")
+        return [le, e]
 
-        e = entry(fid, type=vtype)
+    def count_entry(self, kf: KsyField, unit: int) -> dict[str, Any]:
+        """``num_<x>``: the u64 element count of a vec or map (guarded by the bytes that remain)."""
+        length_guard(kf.count_checks, unit)
+        ce = kf.entry(f"num_{kf.fid}", type="u8", doc=f"Number of elements of {kf.f.name}.")
+        kf.count_checks.apply(ce)
+        return ce
+
+    def array_count(self, kf: KsyField) -> str:
+        """The ``repeat-expr`` of a counted array."""
+        try:
+            count = Translator(kf.scope)(kf.f.exprs["count"])
+        except Untranslatable as exc:
+            raise KsyError(f"{kf.rs.name}.{kf.f.name}: count {kf.f.spec.count!r}: {exc}") from None
+        if kf.count_checks:
+            raise KsyError(f"{kf.rs.name}.{kf.f.name}: a rule on the count of a counted array")
+        return count
+
+    def u64_bytes_entry(self, kf: KsyField) -> dict[str, Any]:
+        """A u64 read as 8 bytes (``contents`` for a const)."""
+        if kf.contents is not None:
+            e = kf.entry(kf.fid, contents=kf.contents, **{"-mlf-error": "ConstMismatchError"})
+        else:
+            e = kf.entry(kf.fid, size=8)
+            kf.value_checks.apply(e)
+        kf.doc += " Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart."
+        e["doc"] = clean_doc(kf.doc)
+        return e
+
+    def value_entries(self, kf: KsyField, vtype: Any, count: str | None,
+                      out: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The value (``repeat-expr: count`` for a list) after the entries ``out``, and for a list
+        whose numel() a later rule takes, a zero-byte running product."""
+        f, fid = kf.f, kf.fid
+        out = list(out or [])
+        e = kf.entry(fid, type=vtype)
         if count is not None:
             e["repeat"] = "expr"
             e["repeat-expr"] = count
-            elem_checks.apply(e)
-            if value_checks:
-                raise KsyError(f"{rs.name}.{f.name}: a rule on a whole list")
+            kf.elem_checks.apply(e)
+            if kf.value_checks:
+                raise KsyError(f"{kf.rs.name}.{f.name}: a rule on a whole list")
         else:
-            value_checks.apply(e)
+            kf.value_checks.apply(e)
         if f.spec.keep_span:
-            doc += " (Compile with --read-pos / debug mode for its offsets.)"
-        e["doc"] = clean_doc(doc)
+            kf.doc += " (Compile with --read-pos / debug mode for its offsets.)"
+        e["doc"] = clean_doc(kf.doc)
         out.append(e)
         # numel(x) in a later rule: a running product right after x
-        if list_like and self._numel_used(rs, f.name):
+        if kf.list_like and self._numel_used(kf.rs, f.name):
             inst = f"{fid}_numel"
             prev = f"({fid}_products[_index - 1].value)"
-            out.append(entry(f"{fid}_products",
-                             type=f"{STREAM}::product_step(_index == 0 ? 1 : {prev}, {fid}[_index])",
-                             repeat="expr", **{"repeat-expr": count},
-                             doc=clean_doc(f"Zero bytes: {fid}_products[i].value = {f.name}[0] * ... * {f.name}[i] "
-                                           "(Kaitai has no product over an array).")))
-            needs.add(STREAM)
-            scope.helpers[f.name] = inst
-        return out, needs
+            out.append(kf.entry(f"{fid}_products",
+                                type=f"{STREAM}::product_step(_index == 0 ? 1 : {prev}, {fid}[_index])",
+                                repeat="expr", **{"repeat-expr": count},
+                                doc=clean_doc(f"Zero bytes: {fid}_products[i].value = {f.name}[0] * ... * {f.name}[i] "
+                                              "(Kaitai has no product over an array).")))
+            kf.needs.add(STREAM)
+            kf.scope.helpers[f.name] = inst
+        return out
 
     def _numel_used(self, rs: RStruct, name: str) -> bool:
         for f in rs.fields:

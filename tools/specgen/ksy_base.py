@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from .model import Binary, RField, RStruct
+
+if TYPE_CHECKING:
+    from .ksy_expr import Scope
 
 PREFIX = "tvm_"
 STREAM = "tvm_stream"
@@ -292,3 +297,51 @@ def bounds_form(bounds: tuple[int | None, int | None]) -> dict[str, Any] | None:
     if hi is not None:
         out["max"] = hi
     return out or None
+
+
+@dataclass
+class KsyField:
+    """One field on its way into a .ksy: what its entries share while the emitter and the field's
+    kind build them (its id and ``if``, the doc as it grows, the checks on its value, on each
+    element and on its count, the types it needs)."""
+
+    b: Binary
+    rs: RStruct
+    f: RField
+    scope: Scope
+    any_of: list[str] | None
+    cond: str | None  # the `if:` of every entry
+    doc: str
+    needs: set[str] = field(default_factory=set)
+    value_checks: Checks = field(default_factory=Checks)  # on the value (`_`)
+    elem_checks: Checks = field(default_factory=Checks)  # on each element of a list
+    count_checks: Checks = field(default_factory=Checks)  # on the count of a vec / map
+    contents: list[HexInt] | None = None
+
+    @property
+    def fid(self) -> str:
+        return ksy_id(self.f.name)
+
+    @property
+    def read_as_bytes(self) -> bool:
+        """A u64 compared with values beyond 2^53: read as 8 bytes."""
+        return self.f.name in self.scope.bytes_fields
+
+    @property
+    def inline_str(self) -> bool:
+        """A string that selects a layout: read inline and decoded while parsing."""
+        return (self.rs.name, self.f.name) in self.scope.selectors
+
+    @property
+    def list_like(self) -> bool:
+        return self.f.kind in ("vec", "map") or self.f.is_array
+
+    def entry(self, id_: str, **kw: Any) -> dict[str, Any]:
+        """A seq entry of this field (with the field's ``if``)."""
+        e: dict[str, Any] = {"id": id_}
+        if id_ == self.fid and self.fid != self.f.name:
+            e["-orig-id"] = self.f.name
+        e.update(kw)
+        if self.cond:
+            e["if"] = self.cond
+        return e

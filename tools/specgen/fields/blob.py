@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model import RField
 from .base import FieldKind
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Bytes(FieldKind):
@@ -41,3 +43,6 @@ class Bytes(FieldKind):
             em.c(f"append(lazy({f.name!r}, rec) if lazy is not None else b'')")
         else:
             em.c(f"append({f.name})")
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        return km.bytes_entries(kf)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
 from ..model import RField
@@ -10,6 +10,8 @@ from .base import FieldKind
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Scalar(FieldKind):
@@ -31,6 +33,14 @@ class Scalar(FieldKind):
 
     def write(self, em: StructEmitter, f: RField) -> None:
         em.c(f"append(_arr({SCALARS[f.spec.type][1]!r}, 1).pack({f.name}))")
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.value_type(kf)
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        if kf.read_as_bytes:  # compared with values beyond 2^53, which JavaScript cannot tell apart
+            return [km.u64_bytes_entry(kf)]
+        return km.value_entries(kf, vtype, None)
 
 
 class ScalarArray(FieldKind):
@@ -58,3 +68,12 @@ class ScalarArray(FieldKind):
     def write(self, em: StructEmitter, f: RField) -> None:
         code = SCALARS[f.spec.type][1]
         em.c(f"append(_arr({code!r}, len({f.name})).pack(*{f.name}))")
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.value_type(kf)
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        count = km.array_count(kf)
+        if kf.read_as_bytes:
+            return [km.u64_bytes_entry(kf)]
+        return km.value_entries(kf, vtype, count)

@@ -3,7 +3,7 @@ pairs) and counted arrays of strings or structs (``count``: an expression of ear
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
 from ..model import RField, RStruct
@@ -11,6 +11,8 @@ from .base import FieldKind, has_many, type_min_size
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Sequence(FieldKind):
@@ -100,6 +102,11 @@ class Sequence(FieldKind):
             em.write_element(elem or "", "_v", struct)
             c.dedent()
 
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        """``num_<x>`` (the u64 count), then the elements repeated that many times."""
+        count_entry = km.count_entry(kf, self.element_size(kf.f))
+        return km.value_entries(kf, vtype, f"num_{kf.fid}", [count_entry])
+
 
 class Vec(Sequence):
     """``vec`` of ``of``: a u64 count, then the elements."""
@@ -115,6 +122,11 @@ class Vec(Sequence):
             em.c(f"_write_strs(append, {f.name}, {bool(f.spec.encoding)!r})")
         else:
             super().write(em, f)
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        vtype, needs = km.element_type(kf.f.elem or "", kf.f.spec.encoding, kf.rs, kf.b.name)
+        kf.needs |= needs
+        return vtype
 
 
 class Map(Sequence):
@@ -147,6 +159,11 @@ class Map(Sequence):
         em.write_element(f.value or "", "_v", f.value_struct)
         c.dedent()
 
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        vtype, needs = km.map_entry(kf.b, kf.rs, kf.f)
+        kf.needs |= needs
+        return vtype
+
 
 class Array(Sequence):
     """``count`` strings or structs (the count is an expression of earlier fields)."""
@@ -159,3 +176,9 @@ class Array(Sequence):
 
     def write_count(self, em: StructEmitter, f: RField) -> None:
         pass
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.switch_type(kf) if kf.f.kind == "switch" else km.value_type(kf)
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        return km.value_entries(kf, vtype, km.array_count(kf))

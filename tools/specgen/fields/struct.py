@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..common import camel
 from ..model import RField
@@ -10,6 +10,8 @@ from .base import FieldKind, read_struct, struct_min_size
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Struct(FieldKind):
@@ -27,3 +29,6 @@ class Struct(FieldKind):
     def write(self, em: StructEmitter, f: RField) -> None:
         assert f.struct is not None
         em.c(f"write_{f.struct.name}(append, {f.name}, lazy, era)")
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.value_type(kf)

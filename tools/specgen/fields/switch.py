@@ -3,7 +3,7 @@ default, extensible}``); codecs registered at run time come before the spec's ca
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
 from ..model import RField
@@ -11,6 +11,8 @@ from .base import FieldKind
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Switch(FieldKind):
@@ -79,3 +81,6 @@ class Switch(FieldKind):
             c.indent()
             c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r})")
             c.dedent()
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.switch_type(kf)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model import RField
 from .base import FieldKind
 
 if TYPE_CHECKING:
     from ..emit_fast import StructEmitter
+    from ..emit_kaitai import KsyEmitter
+    from ..ksy_base import KsyField
 
 
 class Str(FieldKind):
@@ -29,3 +31,11 @@ class Str(FieldKind):
         c(f"_b = {name}.encode('utf-8', 'surrogateescape') if isinstance({name}, str) else {name}")
         c("append(_U64P(len(_b)))")
         c("append(_b)")
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        return km.value_type(kf)
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        if kf.inline_str:  # it selects what follows: read inline, decoded while parsing
+            return km.inline_str_entries(kf)
+        return km.value_entries(kf, vtype, None)
