@@ -4,8 +4,7 @@ switch), each with its fast read / write, its Kaitai form and its minimum size s
 
 from __future__ import annotations
 
-from ..model import RField
-from .base import FieldKind, has_many, struct_min_size, type_min_size
+from .base import KINDS, FieldKind, has_many, kind_of, struct_min_size, type_min_size
 from .blob import Bytes
 from .scalar import Scalar, ScalarArray
 from .seq import Array, Map, Sequence, Vec
@@ -13,23 +12,8 @@ from .struct import Struct
 from .switch import Switch
 from .text import Str
 
-_SCALAR, _SCALAR_ARRAY, _STR, _BYTES = Scalar(), ScalarArray(), Str(), Bytes()
-_VEC, _MAP, _ARRAY, _STRUCT, _SWITCH = Vec(), Map(), Array(), Struct(), Switch()
-
-
-def kind_of(f: RField) -> FieldKind:
-    """The kind that reads, writes, states and sizes ``f`` (a counted field: an array kind)."""
-    if f.kind == "bytes":
-        return _BYTES
-    if f.kind == "scalar":
-        return _SCALAR_ARRAY if f.is_array else _SCALAR
-    if f.kind == "vec":
-        return _VEC
-    if f.kind == "map":
-        return _MAP
-    if f.is_array:
-        return _ARRAY
-    return {"str": _STR, "struct": _STRUCT, "switch": _SWITCH}[f.kind]
+KINDS.update(scalar=Scalar(), scalar_array=ScalarArray(), str=Str(), bytes=Bytes(), vec=Vec(), map=Map(), array=Array(),
+             struct=Struct(), switch=Switch())
 
 
 __all__ = ["FieldKind", "Scalar", "ScalarArray", "Str", "Bytes", "Sequence", "Vec", "Map", "Array", "Struct",

@@ -21,10 +21,21 @@ if TYPE_CHECKING:
     from ..ksy_base import KsyField
 
 
+# kind name -> the kind; filled by the package (specgen.fields), which imports every kind's module
+KINDS: dict[str, FieldKind] = {}
+
+
+def kind_of(f: RField) -> FieldKind:
+    """The kind that reads, writes, states and sizes ``f`` (a counted field: an array kind)."""
+    if f.kind == "scalar":
+        return KINDS["scalar_array" if f.is_array else "scalar"]
+    if f.kind in ("bytes", "vec", "map") or not f.is_array:
+        return KINDS[f.kind]
+    return KINDS["array"]
+
+
 def struct_min_size(rs: RStruct) -> int:
     """Fewest bytes any instance of the struct can take."""
-    from . import kind_of
-
     return sum(0 if f.conditional or f.is_array else kind_of(f).min_size(f) for f in rs.fields)
 
 
