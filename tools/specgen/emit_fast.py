@@ -25,7 +25,7 @@ FASTLIB = runtime.source("fastlib")
 
 
 class StructEmitter:
-    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int]) -> None:
+    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int | str]) -> None:
         self.model, self.binary, self.rs, self.c = model, binary, rs, out
         self.consts = consts
         self.locals: dict[str, str] = {}  # dotted name -> local variable
@@ -824,7 +824,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     extras = _helpers_used(binary)
     if extras:
         c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}  # noqa: F401")
-    consts: dict[str, int] = {}
+    consts: dict[str, int | str] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
         names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, read_{s}_runs, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")

@@ -113,9 +113,9 @@ class KsyEmitter:
     def _refs(self, rs: RStruct) -> list[RStruct]:
         out = []
         for f in rs.fields:
-            for t in (f.struct, f.elem_struct, f.value_struct):
-                if t is not None:
-                    out.append(t)
+            for ref in (f.struct, f.elem_struct, f.value_struct):
+                if ref is not None:
+                    out.append(ref)
             if f.spec.switch is not None:
                 for t in list(f.spec.switch.cases.values()) + [f.spec.switch.default]:
                     if t:
@@ -294,7 +294,7 @@ class KsyEmitter:
                     values.insert(0, str(w.comparators[0].value))
                 else:
                     ok = False
-            if ok:
+            if ok and on is not None:
                 selector_values[on] = values
         invariants_after: dict[str, list[tuple[Any, Expr]]] = {}
         for inv, e, _loc in rs.invariants:
@@ -498,7 +498,8 @@ class KsyEmitter:
             return
         if (kf.list_like or kf.inline_str) and only_len_of(c, f.name):
             t = Translator(self._sub_scope(kf, subject=f.name, count_level=True))(sub)
-            kf.count_checks.add(t, bounds_form(len_bounds(c, f.name)) if len_bounds(c, f.name) else None)
+            bounds = len_bounds(c, f.name)
+            kf.count_checks.add(t, bounds_form(bounds) if bounds else None)
             self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if kf.inline_str else 'num'}_{fid}`")
             return
         if kf.list_like:
@@ -752,13 +753,13 @@ class KsyEmitter:
                              ("true" if row[column] else "false")))
         if column != "spelling":
             base = "true"
-            for c, t in reversed(branches):
+            for when, t in reversed(branches):
                 if t != base:
-                    base = f"{c} ? {t} : {base}"
+                    base = f"{when} ? {t} : {base}"
             return base
         base = f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"'
-        for c, t in reversed(branches):
-            base = f"{c} ? {t} : {base}"
+        for when, t in reversed(branches):
+            base = f"{when} ? {t} : {base}"
         return base
 
     @staticmethod

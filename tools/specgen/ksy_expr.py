@@ -223,8 +223,8 @@ class Translator:
         if fn in ("min", "max") and len(args) == 1:  # of a list: Kaitai's array .min / .max
             return f"{self.node(args[0])}.{fn}"
         if fn in ("min", "max"):
-            a, b = (self.node(x) for x in args)
-            return f"({a} {'<' if fn == 'min' else '>'} {b} ? {a} : {b})"
+            x, y = (self.node(arg) for arg in args)
+            return f"({x} {'<' if fn == 'min' else '>'} {y} ? {x} : {y})"
         if fn == "numel":
             d = _dotted(args[0])
             if d is None or d not in self.s.helpers:
@@ -235,7 +235,7 @@ class Translator:
             if d is None or d not in self.s.versions:
                 raise Untranslatable("at_least() of something other than a version string of this struct")
             path, _ = self.resolve(d)
-            assert isinstance(args[1], ast.Constant)
+            assert isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)
             major, minor = vkey(args[1].value)[:2]
             return f"({path}.major > {major} or ({path}.major == {major} and {path}.minor >= {minor}))"
         if fn == "decimal":
