@@ -243,12 +243,48 @@ class KsyEmitter:
         return (f"{name}({ERA})" if era else name), n1 | n2
 
     def emit_struct(self, b: Binary, rs: RStruct, consts: dict[str, int | str],
-                    enums: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:  # noqa: C901
-        spec_name = b.name
+                    enums: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+        """The .ksy type of one struct and the files it needs."""
         needs: set[str] = set()
         seq: list[dict[str, Any]] = []
         instances: dict[str, Any] = {}
         rules_before = len(self.rules)
+        scope = self.struct_scope(rs, consts)
+        selector_values = self.selector_values(rs)
+        invariants_after = self.place_invariants(rs, scope, instances)
+        for f in rs.fields:
+            entries, n = self.emit_field(b, rs, f, scope, selector_values.get(f.name))
+            needs |= n
+            seq.extend(entries)
+            for inv, e in invariants_after.get(f.name, []):
+                check = self.invariant_check(rs, scope, inv, e)
+                if check is not None:
+                    seq.append(check)
+            if f.spec.table:
+                self.table_instances(rs, f, instances, enums)
+        for h_field, inst in scope.helpers.items():
+            instances[inst] = {
+                "value": f"{ksy_id(h_field)}_products.size == 0 ? 1 : {ksy_id(h_field)}_products.last.value",
+                "doc": clean_doc(f"Product of {h_field} (1 for an empty list).")}
+        body: dict[str, Any] = {"doc": rs.spec.doc}
+        if self.era(rs):
+            body["params"] = [{"id": ERA, "type": "u2", "doc": "Minor version of the producing TVM (0.<tvm_minor>)."}]
+        if seq:
+            body["seq"] = seq
+        if instances:
+            body["instances"] = instances
+        notes = [g.line() for g in self.rules[rules_before:] if g.status != "yes"]
+        if notes:
+            body["doc"] = rs.spec.doc + " Not stated in this Kaitai spec: " + " ".join(
+                f"({i}) {t}." for i, t in enumerate(notes, 1))
+        body["doc"] = clean_doc(body["doc"])
+        ids = [e["id"] for e in seq] + list(instances) + [p["id"] for p in body.get("params", [])]
+        check_collisions(ids, f"{file_id(b.name)}::{rs.name}", lower_camel)
+        return body, needs
+
+    def struct_scope(self, rs: RStruct, consts: dict[str, int | str]) -> Scope:
+        """The names in reach of the struct's rules, with the fields read in a special way: u64s
+        read as bytes, strings used as versions, strings that select a layout."""
         scope = Scope(rs, consts)
         # u64 fields compared with constants beyond 2^53 are read as 8 bytes
         for f in rs.fields:
@@ -275,8 +311,11 @@ class KsyEmitter:
                     g = field_of(rs, name.split(".")[0])
                     if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
                         scope.selectors.add((rs.name, g.name))
-        # selectors of switches without default: any-of over the known values
-        selector_values: dict[str, list[str]] = {}
+        return scope
+
+    def selector_values(self, rs: RStruct) -> dict[str, list[str]]:
+        """Selectors of switches without default: the values that have a layout (for any-of)."""
+        out: dict[str, list[str]] = {}
         for f in rs.fields:
             sw = f.spec.switch
             if sw is None or sw.default or f.spec.sized:
@@ -295,8 +334,13 @@ class KsyEmitter:
                 else:
                     ok = False
             if ok and on is not None:
-                selector_values[on] = values
-        invariants_after: dict[str, list[tuple[Any, Expr]]] = {}
+                out[on] = values
+        return out
+
+    def place_invariants(self, rs: RStruct, scope: Scope, instances: dict[str, Any]) -> dict[str, list[tuple[Any, Expr]]]:
+        """Warning rules become boolean instances; error rules go after the last field they name
+        (returned by field name)."""
+        after: dict[str, list[tuple[Any, Expr]]] = {}
         for inv, e, _loc in rs.invariants:
             if inv.severity != "error":
                 try:
@@ -311,47 +355,24 @@ class KsyEmitter:
                 continue
             named = [n.split(".")[0] for n in e.names if n.split(".")[0] in {x.name for x in rs.fields}]
             last = max(named, key=lambda n: [x.name for x in rs.fields].index(n)) if named else rs.fields[-1].name
-            invariants_after.setdefault(last, []).append((inv, e))
+            after.setdefault(last, []).append((inv, e))
+        return after
 
-        for f in rs.fields:
-            entries, n = self.emit_field(b, rs, f, scope, selector_values.get(f.name))
-            needs |= n
-            seq.extend(entries)
-            for inv, e in invariants_after.get(f.name, []):
-                try:
-                    cond = Translator(scope)(e)
-                except Untranslatable as exc:
-                    self.note(rs, f"rule {inv.name}", inv.rule, "no", str(exc))
-                    continue
-                self.note(rs, f"rule {inv.name}", inv.rule, "yes", f"a zero-byte check field `{ksy_id(inv.name)}`")
-                check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
-                                         "-mlf-error": "ConstraintError",
-                                         "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
-                era_conds = era_condition(inv.since, inv.until, ERA, minor=True, outside=True)
-                if era_conds:
-                    check["valid"] = {"expr": " or ".join(era_conds + [cond])}
-                seq.append(check)
-            if f.spec.table:
-                self.table_instances(rs, f, instances, enums)
-        for h_field, inst in scope.helpers.items():
-            instances[inst] = {
-                "value": f"{ksy_id(h_field)}_products.size == 0 ? 1 : {ksy_id(h_field)}_products.last.value",
-                "doc": clean_doc(f"Product of {h_field} (1 for an empty list).")}
-        body: dict[str, Any] = {"doc": rs.spec.doc}
-        if self.era(rs):
-            body["params"] = [{"id": ERA, "type": "u2", "doc": "Minor version of the producing TVM (0.<tvm_minor>)."}]
-        if seq:
-            body["seq"] = seq
-        if instances:
-            body["instances"] = instances
-        notes = [g.line() for g in self.rules[rules_before:] if g.status != "yes"]
-        if notes:
-            body["doc"] = rs.spec.doc + " Not stated in this Kaitai spec: " + " ".join(
-                f"({i}) {t}." for i, t in enumerate(notes, 1))
-        body["doc"] = clean_doc(body["doc"])
-        ids = [e["id"] for e in seq] + list(instances) + [p["id"] for p in body.get("params", [])]
-        check_collisions(ids, f"{file_id(spec_name)}::{rs.name}", lower_camel)
-        return body, needs
+    def invariant_check(self, rs: RStruct, scope: Scope, inv: Any, e: Expr) -> dict[str, Any] | None:
+        """The zero-byte check field of an error rule (None, and a gap noted, if it cannot be stated)."""
+        try:
+            cond = Translator(scope)(e)
+        except Untranslatable as exc:
+            self.note(rs, f"rule {inv.name}", inv.rule, "no", str(exc))
+            return None
+        self.note(rs, f"rule {inv.name}", inv.rule, "yes", f"a zero-byte check field `{ksy_id(inv.name)}`")
+        check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
+                                 "-mlf-error": "ConstraintError",
+                                 "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
+        era_conds = era_condition(inv.since, inv.until, ERA, minor=True, outside=True)
+        if era_conds:
+            check["valid"] = {"expr": " or ".join(era_conds + [cond])}
+        return check
 
     def emit_field(self, b: Binary, rs: RStruct, f: RField, scope: Scope,
                    any_of: list[str] | None) -> tuple[list[dict[str, Any]], set[str]]:
