@@ -15,6 +15,8 @@ from ..vectors import case_text
 from .blob import build_blob
 from .cache import build_cache, build_cache_encode
 from .common import Built, Collector
+from .graph import build_graph
+from .metadata import build_metadata_rules
 from .mlf import build_mlf
 from .params import build_params
 
@@ -28,6 +30,8 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_params(c)
     build_blob(c)
     build_mlf(c)
+    build_graph(c)
+    build_metadata_rules(c)
     build_cache(c)
     build_cache_encode(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
