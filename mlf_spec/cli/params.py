@@ -96,7 +96,8 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.params import codec as _params
 
     _batch.guard(inp, ACCEPT, "a .params file")
-    with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
+    # data read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
+    with _params.open(inp.source, dialect=args.dialect, strict=False, mapped=False) as lazy:
         doc = dump_document(lazy, stats=args.stats, values=args.values)
         doc = {"path": inp.name, **doc}
         if args.json:

@@ -517,16 +517,36 @@ def _numpy_holds(dt: _dt.DType, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True) -> ParamsFile:
+def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True,
+         mapped: bool = True) -> ParamsFile:
     """Read a .params file from a path, bytes or a binary file object.
 
     Tensor data is copied once, from the input into one 64-byte-aligned arena, and the
     arrays are views of that arena (writable, independent of the input). ``dialect``
     names the TVM version whose dtype codes apply (default: detected; see
     ``ParamsFile.choice``). With ``strict`` (default) a code the dialect does not define
-    is an error; without, such tensors come back as StoredTensor. Raises MlfError.
+    is an error; without, such tensors come back as StoredTensor. ``mapped=False`` reads a
+    path by pread alone, never mapping it (a file another process truncates meanwhile is
+    then an MlfError, "file shrank while it was being read", not SIGBUS). Raises MlfError.
     """
     name = describe(source)
+    if not mapped and isinstance(source, (str, os.PathLike)):
+        try:
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        try:
+            size = os.fstat(fd).st_size
+            with _gc_paused():
+                if not size:
+                    _index(b"", 0, dialect, strict)  # names the error
+                idx = _pread_index(fd, size, dialect, strict, True)
+                assert idx is not None
+                return _materialise(idx, None, size, fd)
+        except MlfError as exc:
+            raise exc.with_file(name) from None
+        finally:
+            os.close(fd)
     try:
         with read_source(source) as (buf, size, fd), _gc_paused():
             idx = _index(buf, size, dialect, strict)
@@ -567,7 +587,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
     shift = (-raw.ctypes.data) % ALIGNMENT
     arena = raw[shift:shift + total]
     dst = memoryview(arena)
-    src = memoryview(buf) if not isinstance(buf, memoryview) else buf
+    src = (memoryview(buf) if not isinstance(buf, memoryview) else buf) if buf is not None else None
     values: list[Any] = []
     records: list[TensorRecord | None] = []
     new_array = np.ndarray
@@ -580,7 +600,15 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         if m >= 8 and 0 < n < _PREAD_MIN:
             # a run of identical headers: one strided copy; the arrays are made on first use
             block = new_array((m, n), np.uint8, arena, start, (step, 1))
-            block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
+            if src is not None:
+                block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
+            else:  # by pread, some rows at a time
+                rows = max(1, _PREAD_MIN // stride)
+                assert fd is not None
+                for j in range(0, m, rows):
+                    k = min(rows, m - j)
+                    span = _pread(fd, stride * (k - 1) + n, r.data_offset + j * stride)
+                    block[j:j + k] = new_array((k, n), np.uint8, span, 0, (stride, 1))
             if dt.numpy is not None:  # n > 0 here, so the shape fits the file and NumPy
                 itemsize = dt.numpy.itemsize
                 inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
@@ -594,7 +622,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
             for j in range(m):
                 s0 = start + j * step
                 if n:
-                    if fd is not None and n >= _PREAD_MIN:
+                    if fd is not None and (n >= _PREAD_MIN or src is None):
                         _pread_into(fd, dst[s0:s0 + n], at)
                     else:
                         dst[s0:s0 + n] = src[at:at + n]
@@ -604,7 +632,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         records += [r] * m
         start += step * m
         i += m
-    trailing = bytes(src[idx.end:size])
+    trailing = bytes(src[idx.end:size]) if src is not None else _pread(fd, size - idx.end, idx.end)  # type: ignore[arg-type]
     return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice)
 
 
@@ -699,8 +727,14 @@ class LazyParams(Mapping):
         """The dtype dialect used to name the codes."""
         return self.choice.dialect
 
+    def read_bytes(self, offset: int, n: int) -> Any:
+        """``n`` bytes of the file at ``offset``: a view, or with ``mapped=False`` a copy
+        read by pread (MlfError if the file shrank meanwhile)."""
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise ValueError(f"{n} bytes at {offset} are not inside the file's {self.size}")
+        return self._read(offset, n)
+
     def _read(self, offset: int, n: int) -> Any:
-        """``n`` bytes at ``offset``: a view, or with ``mapped=False`` a copy by pread."""
         if self._mapped or self._fd is None:
             return memoryview(self._buf)[offset:offset + n]
         try:
@@ -784,6 +818,8 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
                     return LazyParams(idx, None, size, fd, name, mapped)
                 # small tensors: their headers are read as runs over a mapping
                 mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else None
+                if mm is not None and len(mm) < size:
+                    raise _shrank(len(mm))
                 idx = _index(mm if mm is not None else b"", size, dialect, strict)
                 return LazyParams(idx, mm, size, fd, name, mapped, mm)
             finally:
