@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import io
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _batch, add_command
 from ._options import dialect
-from ._text import printable, table
+from ._text import printable, table, write_table
 
 if TYPE_CHECKING:
     from mlf_spec.params.codec import LazyParams
@@ -67,15 +68,16 @@ def register(sub: Any) -> None:
 def dump_document(lazy: LazyParams, *, stats: bool = False, values: int | None = None) -> dict[str, Any]:
     """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump);
     ``stats`` and ``values`` add each tensor's numbers and first elements."""
-    import hashlib
-
     from mlf_spec.params import stats as _stats
     from mlf_spec.params.codec import json_name
 
     tensors = []
-    for info in lazy.index:
-        digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
-        entry = {**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
+    shapes: dict[tuple[int, ...], list[int]] = {}  # one list per distinct shape (JSON output only reads them)
+    for info, digest in zip(lazy.index, digests(lazy)):
+        shape = shapes.get(info.shape)
+        if shape is None:
+            shape = shapes[info.shape] = list(info.shape)
+        entry = {**json_name(info.name), "dtype": info.dtype.name, "shape": shape,
                  "offset": info.offset, "nbytes": info.nbytes, "sha256": digest}
         if stats or values:
             flat = _stats.values_of(lazy.tensor(info), lazy.dialect)
@@ -88,6 +90,24 @@ def dump_document(lazy: LazyParams, *, stats: bool = False, values: int | None =
             "trailing_bytes": lazy.trailing_bytes, "tensors": tensors}
 
 
+def digests(lazy: LazyParams) -> Iterator[str]:
+    """The SHA-256 (hex) of every tensor's stored bytes, in file order; small contents
+    are hashed once each (files of many tiny tensors repeat them)."""
+    import hashlib
+
+    sha256 = hashlib.sha256
+    small: dict[bytes, str] = {}
+    for data in lazy.raws():
+        if len(data) <= 64:
+            key = bytes(data)
+            digest = small.get(key)
+            if digest is None:
+                digest = small[key] = sha256(key).hexdigest()
+            yield digest
+        else:
+            yield sha256(data).hexdigest()
+
+
 def _dump(args: argparse.Namespace) -> int:
     return _batch.run(args, _dump_one, accept=ACCEPT, what="a .params file")
 
@@ -98,22 +118,28 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     _batch.guard(inp, ACCEPT, "a .params file")
     # data read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
     with _params.open(inp.source, dialect=args.dialect, strict=False, mapped=False) as lazy:
-        doc = dump_document(lazy, stats=args.stats, values=args.values)
-        doc = {"path": inp.name, **doc}
-        if args.json:
-            return _batch.Outcome(0, doc=doc)
+        if args.json or args.stats or args.values:
+            doc = dump_document(lazy, stats=args.stats, values=args.values)
+            doc = {"path": inp.name, **doc}
+            if args.json:
+                return _batch.Outcome(0, doc=doc)
         out = io.StringIO()
-        total = sum(t["nbytes"] for t in doc["tensors"])
-        out.write(f"{inp.name}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
+        index = lazy.index
+        total = sum(i.nbytes for i in index)
+        out.write(f"{inp.name}: {len(index)} tensors, {total} data bytes, {lazy.size} bytes in all\n")
         out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
-        rows = [("name", "dtype", "shape", "offset", "nbytes", "sha256")]
-        for t in doc["tensors"]:
-            rows.append((printable(t["name"]), t["dtype"], "x".join(map(str, t["shape"])) or "scalar",
-                         str(t["offset"]), str(t["nbytes"]), t["sha256"][:16]))
-        for line in table(rows, right=3):
-            out.write(line + "\n")
+        shapes: dict[tuple[int, ...], str] = {}
+        for i in index:
+            if i.shape not in shapes:
+                shapes[i.shape] = "x".join(map(str, i.shape)) or "scalar"
+        short: dict[str, str] = {}  # a digest shown for many tensors is one string
+        columns = [["name", *map(printable, (i.name for i in index))], ["dtype", *(i.dtype.name for i in index)],
+                   ["shape", *(shapes[i.shape] for i in index)], ["offset", *(str(i.offset) for i in index)],
+                   ["nbytes", *(str(i.nbytes) for i in index)],
+                   ["sha256", *(short.get(d) or short.setdefault(d, d[:16]) for d in digests(lazy))]]
+        write_table(out, columns, right=3)
         if args.stats:
             out.write(_stats_table(doc["tensors"]))
         if args.values:

@@ -748,6 +748,28 @@ class LazyParams(Mapping):
         info = self._info(name)
         return self._read(info.offset, info.nbytes)
 
+    def raws(self, infos: list[TensorInfo] | None = None) -> Iterator[memoryview]:
+        """The stored bytes of each of ``infos`` (default: every :attr:`index` entry), in
+        order: views, or with ``mapped=False`` copies read by pread, a window of up to
+        1 MiB at a time when they lie close together (many small tensors: one read for many)."""
+        infos = self.index if infos is None else infos
+        if self._mapped or self._fd is None:
+            whole = memoryview(self._buf) if self.size else memoryview(b"")
+            for info in infos:
+                yield whole[info.offset:info.offset + info.nbytes]
+            return
+        win, lo, hi = memoryview(b""), 0, 0
+        for info in infos:
+            at, n = info.offset, info.nbytes
+            if lo <= at and at + n <= hi:
+                yield win[at - lo:at - lo + n]
+            elif n >= _RAWS_WINDOW:
+                yield self._read(at, n)
+            else:
+                hi = at + min(_RAWS_WINDOW, self.size - at)
+                win, lo = self._read(at, hi - at), at
+                yield win[:n]
+
     def raw_file(self) -> memoryview:
         """The whole file's bytes (zero-copy unless opened with ``mapped=False``)."""
         return self._read(0, self.size)
@@ -969,6 +991,7 @@ def save(params: Mapping[str, Any] | ParamsFile, path: str | os.PathLike, *,
 
 
 _JOIN_BELOW = 16 << 20
+_RAWS_WINDOW = 1 << 20
 
 
 __all__ = [
