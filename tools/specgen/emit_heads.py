@@ -18,7 +18,7 @@ from .code import Code
 from .common import inline_scalars
 from .expr import Expr
 from .ir import SCALARS
-from .load import RField, RStruct
+from .model import RField, RStruct
 
 #: Shapes (array lengths) read by one prebuilt Struct each; longer ones go to ``read_<s>``.
 COMMON_COUNTS = 5
