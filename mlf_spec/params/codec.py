@@ -532,21 +532,21 @@ def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
     name = describe(source)
     if not mapped and isinstance(source, (str, os.PathLike)):
         try:
-            fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            file_fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
         try:
-            size = os.fstat(fd).st_size
+            size = os.fstat(file_fd).st_size
             with _gc_paused():
                 if not size:
                     _index(b"", 0, dialect, strict)  # names the error
-                idx = _pread_index(fd, size, dialect, strict, True)
+                idx = _pread_index(file_fd, size, dialect, strict, True)
                 assert idx is not None
-                return _materialise(idx, None, size, fd)
+                return _materialise(idx, None, size, file_fd)
         except MlfError as exc:
             raise exc.with_file(name) from None
         finally:
-            os.close(fd)
+            os.close(file_fd)
     try:
         with read_source(source) as (buf, size, fd), _gc_paused():
             idx = _index(buf, size, dialect, strict)
@@ -603,10 +603,10 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
             if src is not None:
                 block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
             else:  # by pread, some rows at a time
-                rows = max(1, _PREAD_MIN // stride)
+                per_read = max(1, _PREAD_MIN // stride)
                 assert fd is not None
-                for j in range(0, m, rows):
-                    k = min(rows, m - j)
+                for j in range(0, m, per_read):
+                    k = min(per_read, m - j)
                     span = _pread(fd, stride * (k - 1) + n, r.data_offset + j * stride)
                     block[j:j + k] = new_array((k, n), np.uint8, span, 0, (stride, 1))
             if dt.numpy is not None:  # n > 0 here, so the shape fits the file and NumPy
@@ -625,6 +625,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
                     if fd is not None and (n >= _PREAD_MIN or src is None):
                         _pread_into(fd, dst[s0:s0 + n], at)
                     else:
+                        assert src is not None
                         dst[s0:s0 + n] = src[at:at + n]
                 values.append(new_array(r.shape, dt.numpy, arena, s0) if fits else StoredTensor(dt, r.shape, arena[s0:s0 + n]))
                 at += stride
@@ -632,7 +633,11 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         records += [r] * m
         start += step * m
         i += m
-    trailing = bytes(src[idx.end:size]) if src is not None else _pread(fd, size - idx.end, idx.end)  # type: ignore[arg-type]
+    if src is not None:
+        trailing = bytes(src[idx.end:size])
+    else:
+        assert fd is not None
+        trailing = _pread(fd, size - idx.end, idx.end)
     return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice)
 
 
