@@ -14,6 +14,7 @@ from typing import Any
 from . import runtime
 from .code import Code
 from .common import camel, header, inline_scalars
+from .emit_heads import emit_heads
 from .expr import Expr
 from .fields import has_many, kind_of
 from .fields.base import read_struct
@@ -854,4 +855,5 @@ def emit_fast(model: Model, binary: Binary) -> str:
             emit_many(c, rs, slots)
             emit_write_many(c, rs, slots)
             emit_start_of(c, rs, em)
+            emit_heads(c, rs, em.segments, slots)
     return c.text()
