@@ -82,3 +82,37 @@ def test_apache_tvm_peer_adapters_run_from_their_venvs(version, tmp_path):
     assert records[0]["testee_info"]["version"].startswith(version)
     assert cases["params.valid.w-and-b"] == cases["params.encode.w-and-b"] == "pass"
     assert cases["params.valid.duplicate-names"] == "xfail"
+
+
+def test_without_python_310_the_ctypes_fallback_on_python_311_is_chosen(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLF_SPEC_TVM_VENVS", str(tmp_path / "venvs"))
+    monkeypatch.delenv("MLF_SPEC_HHB_PY311", raising=False)
+    monkeypatch.setattr(venvs, "find_python", lambda version: sys.executable if version == "3.11" else None)
+    assert venvs.resolve("hhb") == "hhb-py311"
+    assert venvs.environment("hhb") == {"TVM_FFI": "ctypes"}
+    monkeypatch.setattr(venvs, "find_python", lambda version: "/usr/bin/python" + version)
+    assert venvs.resolve("hhb") == "hhb"
+
+
+def test_hhb_tvm_runs_on_python_311_with_ctypes(tmp_path, monkeypatch):
+    """The fallback for real (forced, in its own cache folder): the cp310 wheel's tvm package on
+    Python 3.11 through ctypes reads .params, legacy blobs and graphs as the 3.10 venv does."""
+    from mlf_spec.conformance.report import read_report
+    from mlf_spec.peers import Peer
+
+    monkeypatch.setenv("MLF_SPEC_HHB_PY311", "1")
+    python = venvs.ensure("hhb")
+    assert python.parent.parent.name == "hhb-tvm-3.2.3-py311-ctypes-runtime"
+    with Peer(python, env=venvs.environment("hhb")) as peer:
+        version = peer.request("version")
+    assert version["tvm"] == "0.16.dev0" and version["python"].startswith("3.11."), version
+    report = tmp_path / "r.jsonl"
+    status = cli(["conformance", "run", "--adapter", "hhb-tvm", "--id", "params.valid.*", "--id",
+                  "params.encode.w-and-b", "--id", "blob.legacy.kind.c", "--id", "blob.legacy.0.14.graph_executor_factory",
+                  "--id", "graph-json.valid.basic", "--id", "graph-json.broken.not-object",
+                  "--report-json", str(report), "--quiet"])
+    cases = {r["id"]: r["outcome"] for r in read_report(report) if r["type"] == "case"}
+    assert status == 0, cases
+    for cid in ("params.valid.w-and-b", "params.encode.w-and-b", "blob.legacy.kind.c",
+                "blob.legacy.0.14.graph_executor_factory", "graph-json.valid.basic", "graph-json.broken.not-object"):
+        assert cases[cid] == "pass", (cid, cases[cid])

@@ -56,12 +56,14 @@ PEERS: dict[str, PeerSpec] = {
     "hhb": PeerSpec("hhb", "hhb-tvm-3.2.3", "hhb-tvm 3.2.3 (TVM 0.16.dev0)",
                     ("hhb-tvm==3.2.3", "numpy<2", "ml_dtypes", "tqdm", "tflite", "pytest"), "0.16", python="3.10"),
     # where no Python 3.10 exists: the cp310 wheel's pure-Python tvm package and its libtvm run on
-    # 3.11 once TVM's FFI goes through ctypes (its Cython core is built for 3.10); the wheel's
-    # declared dependencies are installed, then the wheel is unpacked beside them
-    "hhb-py311": PeerSpec("hhb-py311", "hhb-tvm-3.2.3-py311-ctypes",
+    # 3.11 once TVM's FFI goes through ctypes (its Cython core is built for 3.10). The runtime's
+    # dependencies are installed, then the wheel is unpacked beside them: enough for what the
+    # adapter runs (load_param_dict, load_module, the GraphExecutor); relay.testing also needs
+    # scipy, tqdm, tflite and pytest, which this runtime-only venv leaves out
+    "hhb-py311": PeerSpec("hhb-py311", "hhb-tvm-3.2.3-py311-ctypes-runtime",
                           "hhb-tvm 3.2.3 (TVM 0.16.dev0) on Python 3.11 with TVM_FFI=ctypes",
-                          ("numpy<2", "ml_dtypes", "attrs", "cloudpickle", "decorator", "psutil", "scipy", "tornado",
-                           "typing-extensions", "tqdm", "tflite", "pytest"), "0.16", python="3.11",
+                          ("numpy<2", "ml_dtypes", "attrs", "cloudpickle", "decorator", "psutil", "tornado",
+                           "typing-extensions"), "0.16", python="3.11",
                           env={"TVM_FFI": "ctypes"}, unpack=("hhb-tvm==3.2.3", "3.10")),
 }
 #: peer -> the peer that stands in for it when its Python is missing (or when
