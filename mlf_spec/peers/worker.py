@@ -197,7 +197,7 @@ def _blob_load(req: dict) -> dict:
 
     def wrap(kind: str) -> Any:
         def load(stream: Any) -> Any:
-            call = {"kind": kind, "start": position(stream)}
+            call: dict[str, Any] = {"kind": kind, "start": position(stream)}
             calls.append(call)
             module = real[kind](stream)
             end = position(stream)
