@@ -12,6 +12,7 @@ Each :class:`Kind` names what it is and the command that reads it, for messages 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import struct
@@ -24,8 +25,21 @@ from ._compress import COMPRESSION_MAGIC, peek
 #: Bytes read from the start of a file to sniff it (and decompressed from a compressed tar).
 PEEK = 64 * 1024
 
-PARAMS_MAGIC_BYTES = struct.pack("<Q", 0xF7E58D4F05049CB7)
-_BLOB_SYMBOLS = (b"__tvm_ffi__library_bin", b"__tvm_ffi_library_bin", b"__tvm_dev_mblob")
+
+
+@functools.cache
+def _params_magic() -> bytes:
+    """The 8 bytes a .params file starts with (PARAMS_MAGIC of spec/binary/params.yaml), read
+    from the generated constants when first needed (not at import: every command imports this)."""
+    from mlf_spec.generated.params_ir import CONSTANTS
+
+    return struct.pack("<Q", CONSTANTS["PARAMS_MAGIC"])
+
+
+def __getattr__(name: str) -> bytes:
+    if name == "PARAMS_MAGIC_BYTES":
+        return _params_magic()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,13 @@ def sniff_path(path: str | os.PathLike[str]) -> Kind:
     return sniff_bytes(head, size=p.stat().st_size, name=p.name)
 
 
+def _names_a_blob(head: bytes) -> bool:
+    """Whether ``head`` names a blob symbol (spec/tables/blob_facts.yaml, loaded when first needed)."""
+    from mlf_spec._blob_facts import BLOB_SYMBOL_BYTES
+
+    return any(s in head for s in BLOB_SYMBOL_BYTES)
+
+
 def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None, name: str = "") -> Kind:
     """The kind of an input given its first bytes (``size``: the whole input's size, if
     ``data`` is only its start; ``name``: a file name whose extension may break a tie)."""
@@ -99,7 +120,7 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
     size = len(data) if size is None else size
     if not head:
         return KINDS["empty"]
-    if head[:8] == PARAMS_MAGIC_BYTES:
+    if head[:8] == _params_magic():
         return KINDS["params"]
     if head[:4] == b"\x7fELF":
         return KINDS["library"]
@@ -116,7 +137,7 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
     text = head.lstrip()
     if text[:1] == b"{":
         return _json_kind(head, size)
-    if any(s in head for s in _BLOB_SYMBOLS):
+    if _names_a_blob(head):
         return KINDS["c-source"]
     if _looks_like_text(head):
         return KINDS["text"]

@@ -33,7 +33,10 @@ def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
                  "tensor_record.device.range", "params_file.count.equals", "params_file.names.length",
                  "dl_datatype.code.table", "params_file.truncation", "ffi_body.row_ptr.range",
                  "ffi_body.child_indices.range", "ffi_module.kind.range", "import_tree.child_indices.range",
-                 "ffi_blob.truncation", "legacy_blob.truncation", "device_binary.fmap.length"):
+                 "ffi_blob.truncation", "legacy_blob.truncation", "device_binary.fmap.length",
+                 # invariants over several fields, and the era rule of the legacy layout
+                 "import_tree.rows_within.invariant", "ffi_body.rows_within.invariant",
+                 "legacy_body.tree_fits_modules.invariant", "legacy_body.single_lib.invariant"):
         assert must in table, must
 
 
@@ -73,6 +76,37 @@ def test_the_vectors_kill_the_mutants_of_the_independent_ffi_blob_reader(suite):
     print("\n".join(report.lines()))
     assert report.score() >= 0.90, report.lines()
     assert report.baseline_cases > 300
+
+
+@needs_gcc
+def test_the_vectors_kill_the_mutants_of_the_independent_legacy_blob_reader(suite):
+    """The legacy reader parses the string-structured payload grammars only and says so in its
+    handshake (`payloads`): the vectors holding other kinds are skipped, not listed as failures."""
+    report = harness.mutate(HERE / "legacy_blob_reader.c", suite, formats=["blob"],
+                            equivalents=HERE / "legacy_blob_reader.equivalent")
+    print("\n".join(report.lines()))
+    assert report.score() >= 0.90, report.lines()
+    assert report.baseline_cases > 400
+    assert not (HERE / "legacy_blob_reader.known-failures").exists()
+
+
+@needs_gcc
+def test_the_legacy_reader_passes_every_era_and_skips_only_undeclared_payloads(suite, tmp_path):
+    from mlf_spec.conformance import runner
+    from mlf_spec.conformance.testee import Persistent
+
+    binary, _ = harness.build(HERE / "legacy_blob_reader.c", harness.DEFAULT_BUILD, tmp_path)
+    legacy = [c for c in suite if c.format == "blob" and c.options.get("layout") == "legacy"]
+    result = runner.run(Persistent([str(binary)]), legacy, progress=False, strict_errors=True)
+    assert set(result.counts) == {"pass", "skip"}, result.counts
+    skipped = [r for r in result.results if r["outcome"] == "skip"]
+    assert all("`payloads` does not declare" in r["message"] for r in skipped)
+    ran = {r["id"] for r in result.results if r["outcome"] == "pass"}
+    eras = {c.options["era"] for c in legacy if c.id in ran}
+    assert eras >= {"0.6", "0.7", "0.8", "0.14", "0.20", "0.21"}, eras
+    for vid in ("blob.legacy.0.7.tree.two-libs", "blob.legacy.0.8.tree.two-libs", "blob.legacy.0.6.tree.flat",
+                "blob.legacy.0.21.device_binary", "blob.legacy.0.14.tree.root-without-imports"):
+        assert vid in ran, vid
 
 
 @needs_gcc

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mlf_spec import _blob_facts as _facts
+from mlf_spec import versions as _versions
 from mlf_spec._io import Source, atomic_write_bytes
 from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnsupportedError
 from mlf_spec.generated import _fastlib
@@ -124,9 +126,7 @@ def symbol_for(format: str, era: str | tuple[int, ...] | None = None) -> str:  #
     """The symbol TVM exports the blob under: ``__tvm_dev_mblob`` (legacy up to 0.20),
     ``__tvm_ffi_library_bin`` (legacy in 0.21) or ``__tvm_ffi__library_bin`` (ffi)."""
     _check_format(format)
-    if format == "ffi":
-        return _locate.SYMBOL_FFI
-    return _locate.SYMBOL_FFI_V021 if _era_of(era, format) >= (0, 21) else _locate.SYMBOL_LEGACY
+    return _facts.symbol_at(format, _era_of(era, format))  # since / until of spec/tables/blob_facts.yaml
 
 
 # --------------------------------------------------------------------------------------------
@@ -887,10 +887,7 @@ def _era_of(era: str | tuple[int, ...] | None, format: str) -> tuple[int, ...]: 
         return LATEST if format == "ffi" else (0, 20)
     if isinstance(era, tuple):
         return tuple(int(x) for x in era[:2])
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(\.\S*)?", str(era).strip())
-    if not m:
-        raise ValueError(f"a TVM version like '0.16' is expected, got {era!r}")
-    return (int(m.group(1)), int(m.group(2)))
+    return _versions.required(str(era))
 
 
 def _candidates(layout: str, symbol: str) -> list[tuple[int, ...]]:

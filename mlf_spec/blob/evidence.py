@@ -24,18 +24,17 @@ import io
 import os
 import posixpath
 import re
-import tarfile
 from typing import Any
 
+from mlf_spec import _blob_facts as _facts
+from mlf_spec import tar as _tar
 from mlf_spec.errors import MlfError
 from mlf_spec.sniff import compression
 
 #: The symbols whose definition shows TVM's host code generator wrote an ELF file.
-CONTEXT_SYMBOLS: tuple[bytes, ...] = (b"__tvm_ffi__library_ctx", b"__tvm_ffi_library_ctx", b"__tvm_module_ctx",
-                                      b"__tvm_main__")
+CONTEXT_SYMBOLS: tuple[bytes, ...] = _facts.CONTEXT_SYMBOLS
 #: The member names of an export_library tar.
-EXPORT_MEMBER = re.compile(r"(?:lib\d+|(?:\w+_)?devc)\.(?:o|obj|c|cc|cpp)")
-_MAX_MEMBERS = 10_000
+EXPORT_MEMBER: re.Pattern[str] = _facts.EXPORT_MEMBER
 
 
 def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
@@ -62,7 +61,7 @@ def _elf_evidence(f: Any) -> str | None:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
-    from .locate import _symbols_named
+    from .elf import _symbols_named
 
     try:
         elf = ELFFile(f)
@@ -95,23 +94,23 @@ def _tvm_name_offsets(strings: bytes) -> set[int]:
         end = strings.find(b"\0", pos)
         end = len(strings) if end < 0 else end
         tail = strings[pos:end]
-        if tail.startswith(b"__tvm_ffi_") and pos == start or tail in CONTEXT_SYMBOLS:
+        if tail.startswith(_facts.FFI_FUNCTION_PREFIX) and pos == start or tail in CONTEXT_SYMBOLS:
             found.update(range(start, pos + 1))
         pos = strings.find(b"__tvm_", end)
     return found
 
 
 def _tar_evidence(f: Any) -> str | None:
+    """The member names of an export tar, read by the package's tar reader with the blob
+    locator's limits (a compressed tar is decompressed within them first)."""
+    from .export_tar import decompressed_bound, members
+    from .located import _DEFAULT_MAX_MEMBERS, _DEFAULT_MAX_SIZE
+
     try:
-        with tarfile.open(fileobj=f, mode="r:*") as tf:
-            names = []
-            for i, m in enumerate(tf):
-                if i >= _MAX_MEMBERS:
-                    return None
-                if m.isdir() and m.name.strip("./") == "":
-                    continue
-                names.append(posixpath.basename(m.name.rstrip("/")))
-    except (tarfile.TarError, OSError, EOFError, ValueError):
+        with _tar.plain_tar(f, decompressed_bound(_DEFAULT_MAX_SIZE, _DEFAULT_MAX_MEMBERS), file=None) as plain:
+            names = [posixpath.basename(e.path) for e in members(plain, "<tar>", _DEFAULT_MAX_SIZE,
+                                                                 _DEFAULT_MAX_MEMBERS)]
+    except (MlfError, OSError):
         return None
     if names and all(EXPORT_MEMBER.fullmatch(n) for n in names) and any(n.startswith("lib") for n in names):
         return f"its members ({', '.join(names[:4])}) are named as export_library names them"

@@ -19,10 +19,11 @@ import struct
 from typing import Any
 
 from mlf_spec.errors import MlfError
+from mlf_spec.generated import params_ir as _params_ir
 
 from .codec import LIB, Blob, Entry
 
-_PARAMS_MAGIC = 0xF7E58D4F05049CB7
+_PARAMS_MAGIC: int = _params_ir.CONSTANTS["PARAMS_MAGIC"]
 #: Kinds whose payload is one string of device code, with the field holding it.
 _ONE_FIELD = {"data": "data", "code": "code", "graph_json": "graph_json", "model": "model"}
 _KERNEL_EXT = {"metal": ".metal", "metallib": ".metallib", "webgpu": ".wgsl"}

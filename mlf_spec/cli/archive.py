@@ -12,12 +12,14 @@ import argparse
 import io
 from typing import Any
 
+from mlf_spec.generated import mlf_revisions_timeline as _revisions
+
 from . import _batch, add_command
 from ._text import printable
 
 ACCEPT = frozenset({"mlf-archive"})
-#: Metadata versions, for --version (the spec's versions 1 to 7; checked against it in the tests).
-VERSIONS = tuple(range(1, 8))
+#: Metadata versions, for --version (the spec's, from the small generated timeline of revisions).
+VERSIONS: tuple[int, ...] = tuple(sorted(_revisions.VERSIONS))
 
 
 def register(sub: Any) -> None:

@@ -26,7 +26,7 @@ from mlf_spec._io import atomic_write_bytes
 from mlf_spec.errors import MlfError
 
 from . import canonical
-from .compare import compare, short, validate_reading
+from .compare import compare, same_json, short, validate_reading
 
 CASE_SUFFIX = ".case.json"
 
@@ -248,10 +248,14 @@ class Case:
                                    diff=[f"{k}: missing, expected {short(expected_reading[k])}" for k in missing])
                 # the keys it does not read are taken as expected, so that the schema checks the rest
                 got = {**{k: v for k, v in expected_reading.items() if k not in reads}, **got}
+            if same_json(expected_reading, got):  # the expected reading matches its schema (a test checks every one)
+                return Verdict("pass")
             problem = validate_reading(self.kind, got)
             if problem is not None:
                 return Verdict("fail", f"the reading does not match canonical_{self.kind.replace('-', '_')}: "
                                f"{problem}", diff=[problem])
+        if same_json(want["reading"], got):
+            return Verdict("pass")
         diffs = compare(self.kind, want["reading"], got, role=self.role)
         if diffs:
             return Verdict("fail", str(diffs[0]), diff=[str(d) for d in diffs])

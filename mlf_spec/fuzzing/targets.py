@@ -72,7 +72,8 @@ TARGETS: dict[str, Target] = {}
 #: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
 READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
            "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
-           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec.mlf.layout",
+           "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource", "mlf_spec.blob.export_tar",
+           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
            "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
            "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
            "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing")
@@ -351,6 +352,8 @@ def params_open(data: bytes) -> None:
 
 # ----------------------------------------------------------------- blobs
 
+_LOCATE_MODULES = ("mlf_spec.blob.locate", "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource",
+                   "mlf_spec.blob.export_tar", "mlf_spec.tar.read")
 _BLOB_MODULES = ("mlf_spec.blob.codec", "mlf_spec.generated.blob_ffi_fast", "mlf_spec.generated.blob_legacy_fast",
                  "mlf_spec.generated.payloads_fast", "mlf_spec.generated.vm_fast")
 
@@ -415,7 +418,7 @@ def blob_payload(data: bytes) -> None:
 
 
 @target("blob_locate", "blob", seeds="container", mutator=container_mutator, memory=MemoryBudget(64),
-        size_of=decompressed_size, modules=("mlf_spec.blob.locate",) + _BLOB_MODULES,
+        size_of=decompressed_size, modules=_LOCATE_MODULES + _BLOB_MODULES,
         instrument=("mlf_spec", "tarfile", "elftools"), max_len=1 << 16)
 def blob_locate(data: bytes) -> None:
     """locate_blobs over any container (ELF, C source, tar plain or compressed, raw); each
@@ -500,8 +503,8 @@ def metadata_json(data: bytes) -> None:
 
 # ----------------------------------------------------------------- archives
 
-_ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.mlf._tar", "mlf_spec._compress", "mlf_spec.mlf.layout",
-                    "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph_json")
+_ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec._compress",
+                    "mlf_spec.mlf.layout", "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph_json")
 
 
 def _plain(data: bytes) -> bytes | None:
@@ -736,7 +739,7 @@ def _as_file(data: bytes, name: str) -> Any:
 
 
 @target("blob_path", "blob", seeds="container", mutator=container_mutator, memory=MemoryBudget(64),
-        modules=("mlf_spec.blob.locate", "mlf_spec.blob.codec"), max_len=1 << 17)
+        modules=(*_LOCATE_MODULES, "mlf_spec.blob.codec"), max_len=1 << 17)
 def blob_path(data: bytes) -> None:
     """blob.read and locate_blobs of the input as a file (read through its path: pyelftools
     seeks in a real file, where bytes go through BytesIO): a result or an MlfError, and the

@@ -35,12 +35,12 @@ from typing import IO, Any
 
 from mlf_spec import graph_json as _graph
 from mlf_spec import sniff as _sniff
+from mlf_spec import tar as _tar
 from mlf_spec._io import atomic_writer, describe
 from mlf_spec._records import load_json
-from mlf_spec.errors import MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
+from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
 from mlf_spec.params import codec as _params
 
-from . import _tar
 from . import layout as _layout
 from . import metadata as _md
 
@@ -654,22 +654,18 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
         kind = _sniff.compression(head)
         compression = None
         if kind is not None:
-            import tempfile  # only for compressed input: not on every start
-
-            tmp = tempfile.TemporaryFile()
+            tmp = _tar.decompressed(f, kind, max_total_size, file=name)
             closers.append(tmp.close)
-            _tar.decompress_to(f, kind, tmp, max_total_size, file=name)
-            tmp.flush()
-            tmp.seek(0)
             f, compression = tmp, kind
         elif not head:
-            raise _tar.MalformedError("empty file: not a tar archive", file=name, offset=0)
+            raise MalformedError("empty file: not a tar archive", file=name, offset=0)
         size = _size_of(f)
         buf, close_buf = (buffer, None) if buffer is not None and compression is None else _buffer_of(f, size)
         if close_buf is not None:
             closers.append(close_buf)
         members: list[Member] = []
-        it = _tar.read_entries(f, size, file=name, max_member_size=max_member_size, max_members=max_members)
+        limits = _tar.TarLimits(max_members=max_members, max_member_size=max_member_size)
+        it = _tar.read_entries(f, size, file=name, limits=limits)
         while True:
             try:
                 e = next(it)
@@ -687,7 +683,6 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 if padding.strip(b"\0"):
                     m.raw_padding = padding
             members.append(m)
-        _tar.check_end(f, end, size, file=name)
         trailer = memoryview(buf)[end:size]
     except BaseException:
         close_all()

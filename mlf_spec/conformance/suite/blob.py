@@ -191,16 +191,18 @@ def _tree_vectors(c: Collector, fmt: str) -> None:
             if fmt == "ffi" or era >= (0, 14):
                 trees.append(("root-without-imports", _mod(k, fmt, era),
                               "a non-_lib root without imports (legacy 0.14+: count 0, then the root's own entry)"))
-            if fmt == "legacy" and era < (0, 8):
+            if fmt == "legacy" and era <= (0, 8):  # both sides of single_lib (from 0.8): 0.7 reads it, 0.8 refuses
                 trees.append(("two-libs", _mod(k, fmt, era, _blob.Module.lib(), _blob.Module.lib()),
-                              "two _lib modules (one per DSO module, TVM 0.7)"))
+                              "two _lib modules (one per DSO module, TVM 0.7; refused from 0.8)"))
         for label, root, description in trees:
+            refused = fmt == "legacy" and label == "two-libs" and era >= (0, 8)
             try:
-                data = _blob.build(root, format=fmt, era=era)
+                data = _blob.build(root, format=fmt, era=(0, 7) if refused else era)
             except Exception as exc:
                 raise AssertionError(f"blob tree {label} at {era}: {exc}") from exc
             _add(c, f"blob.{fmt}.{era_text(era)}.tree.{label}", data, fmt, era, description, page,
-                 {"import_tree": [label]})
+                 {"import_tree": [label], **({"rule": ["legacy_body.single_lib.invariant"]} if label == "two-libs" else {})},
+                 expect="reject" if refused else None)
 
 
 def _base(fmt: str, era: tuple[int, ...]) -> bytes:
@@ -264,6 +266,7 @@ def _boundary_vectors(c: Collector, fmt: str) -> None:
         probe(f"blob.{fmt}.bound.{rids[0]}.{label}", b, rids, f"{rids[0]} probed at {label}")
     probe(f"blob.{fmt}.bound.bytes-after-the-end", data + b"\x00tail", [f"{root}.body.length"],
           "5 bytes after the blob's size-prefixed body (not part of the blob)")
+    _edge_vectors(fmt, era, data, probe)
     if fmt == "ffi":
         tree, _ = trace(structs, root, data, era)
         body = tree["body"]
@@ -295,6 +298,110 @@ def _boundary_vectors(c: Collector, fmt: str) -> None:
             pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
             b = _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
             probe(f"blob.ffi.bound.{label}", b, [rid], what)
+
+
+def _device_payload(era: tuple[int, ...], *, arg_types: int = 0, launch_tags: int = 0, extra_tags: int = 0,
+                    functions: int = 1, data: bytes = b"") -> dict:
+    """A device_binary value tree whose every text is empty: ``functions`` entries, each with
+    that many argument types, empty launch tags and extra tags (0.21+), then ``data``."""
+    tree = value_tree(Sampler(), _payloads_ir.STRUCTS, "device_binary", era)
+    info = dict(tree["fmap"][0][1], name="", launch_param_tags=[""] * launch_tags)
+    info["arg_types"] = (info["arg_types"] * arg_types)[:arg_types]
+    if info.get("arg_extra_tags") is not None:
+        info["arg_extra_tags"] = [0] * extra_tags
+    return {"fmt": "", "fmap": [("", info)] * functions, "data": data}
+
+
+def _edge_vectors(fmt: str, era: tuple[int, ...], base: bytes, probe: Any) -> None:
+    """Inputs at the edges a careful reader still gets wrong, made from the spec's records:
+    counts whose least-size elements fill what remains (a count check that assumes one byte
+    more per element refuses them), a count one element past what remains where nothing
+    follows (a check that assumes one byte less per element reads past the end), a row
+    pointer in the middle of the list past the child indices (only the last one checked),
+    child indices after the last row (never read, valid), a kind whose bytes run past the
+    blob's size prefix into bytes after it, and the import tree's own bounds."""
+    structs, root = _bst._ROOTS[fmt]
+    tree, _ = trace(structs, root, base, era)
+    body = tree["body"]
+
+    def blob_of(kind: str, struct: str, value: dict) -> bytes:
+        pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, value, era), format=fmt, era=era)
+        return _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
+
+    def lie(b: bytes, from_end: int, width: int) -> bytes:
+        """``b`` with the count ``from_end`` bytes before its end one element past what follows it."""
+        at = len(b) - from_end
+        return _set_u64(b, at, (from_end - 8) // width + 1)
+
+    if fmt == "ffi":
+        # the device module is the last thing in the blob: its last fields end the input
+        types = blob_of("opencl", "device_binary", _device_payload(era, arg_types=25))
+        probe("blob.ffi.bound.arg-types-fill-the-payload", types, ["function_info.arg_types.length"],
+              "25 argument types, then only empty lists: the types fill all but 24 bytes of the payload")
+        tags = blob_of("opencl", "device_binary", _device_payload(era, launch_tags=17))
+        probe("blob.ffi.bound.launch-tags-fill-the-payload", tags, ["function_info.launch_param_tags.length"],
+              "17 empty launch tags, then two empty lists: the tags fill all but 16 bytes of the payload")
+        probe("blob.ffi.bound.arg-types-one-past-the-end", lie(types, 4 * 25 + 32, 4), ["function_info.arg_types.length"],
+              "an argument-type count one element past the end of the payload, which ends the blob")
+        extra = blob_of("opencl", "device_binary", _device_payload(era, data=b"\x00" * 16))
+        probe("blob.ffi.bound.extra-tags-one-past-the-end", lie(extra, 8 + 8 + 16, 4),
+              ["function_info.arg_extra_tags.length"],
+              "an extra-tag count one element past the end of the payload, which ends the blob")
+        lib = body["modules"][0]
+        for label, edit, rids, what in (
+                ("row-past-children-in-the-middle", {"row_ptr": [0, 2, 1], "child_indices": [1],
+                                                     "modules": [lib, body["modules"][1]]},
+                 ["ffi_body.rows_within.invariant"], "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
+                ("children-fill-the-body", {"row_ptr": [0, 13], "child_indices": [0] * 13, "modules": [lib]},
+                 ["ffi_body.child_indices.length", "ffi_body.rows_within.invariant"], "13 child indices and one _lib module (a cycle): the indices fill "
+                 "all but 12 bytes of the body"),
+                ("kinds-like-lib", {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2],
+                                    "modules": [lib, {"kind": "_li", "payload": {"data": b"\x01" * 98}},
+                                                {"kind": "_liB", "payload": {"data": b"\x02"}}]},
+                 ["ffi_module.kind.range"], "modules of kinds _li (its payload length starts with the byte 'b': 98) "
+                 "and _liB, opaque bytes both")):
+            probe(f"blob.ffi.bound.{label}", build(structs, root, {"body": {**body, **edit}}, era), rids, what)
+        return
+    lib, device, tree_entry = body["entries"][0], body["entries"][2], body["entries"][-1]
+
+    def legacy(entries: list[dict], trailing: bytes = b"") -> bytes:
+        return build(structs, root, {"body": {"count": len(entries), "entries": entries, "trailing": trailing}}, era)
+
+    def import_tree(rows: list[int], children: list[int]) -> dict:
+        return {**tree_entry, "payload": {"row_ptr": rows, "child_indices": children}}
+
+    empty_c = {"kind": "c", "payload": {"code": "", "fmt": "", "func_names": [""] * 2, "const_vars": [""] * 3}}
+    many = {"kind": device["kind"], "payload": _device_payload(era, functions=9)}
+    flat = [{"kind": "metadata_module", "payload": {}}] * 7
+    fits, past, rows, within = ("legacy_body.tree_fits_modules.invariant", "legacy_blob.body.length",
+                                "import_tree.row_ptr.range", "import_tree.rows_within.invariant")
+    for label, data, rids, what in (
+            ("empty-strings-end-the-body", legacy([empty_c]), ["c_source_payload.const_vars.length"],
+             "one c module and no import tree: its names are empty strings, the last of them ending the body"),
+            ("functions-fill-the-body", legacy([many]), ["device_binary.fmap.length"],
+             "a device module with 9 functions of the least size (32 bytes), then empty data, ending the body"),
+            ("rows-fill-the-body", legacy([lib, *flat, import_tree([0] * 9, [])]),
+             ["import_tree.row_ptr.length", fits],
+             "eight modules, then an import tree of 9 zero row pointers and no child index, ending the body"),
+            ("children-fill-the-body", legacy([lib, *flat, import_tree([0, 8, *[8] * 7], [1, 2, 3, 4, 5, 6, 7, 7])]),
+             ["import_tree.child_indices.length", within],
+             "eight modules, the _lib importing 8 of them: the child indices end the body"),
+            ("tree-one-row", legacy([import_tree([0], [])]), [rows], "only an import tree, row_ptr [0] (no module)"),
+            ("tree-two-rows", legacy([lib, import_tree([0, 0], [])]), [rows, fits, within],
+             "a _lib and an import tree row_ptr [0, 0] with no child index"),
+            ("tree-row-short", legacy([lib, device, import_tree([0, 0], [])]), [fits],
+             "two modules and an import tree with one row"),
+            ("tree-row-long", legacy([lib, import_tree([0, 0, 0], [])]), [fits],
+             "one module and an import tree with two rows"),
+            ("row-past-children-in-the-middle", legacy([lib, device, import_tree([0, 2, 1], [1])]), [within],
+             "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
+            ("children-not-covered", legacy([lib, device, import_tree([0, 1, 1], [1, 1])]), [within],
+             "a child index after the last row pointer (never read)")):
+        probe(f"blob.legacy.bound.{label}", data, rids, what)
+    # the last kind runs past the size prefix's end: its last byte is the byte after the blob
+    cut = legacy([lib])[:-1]
+    probe("blob.legacy.bound.kind-past-the-body", _set_u64(cut, 0, len(cut) - 8) + b"b", ["legacy_entry.kind.length", past],
+          "a _lib kind whose last byte lies after the size-prefixed body")
 
 
 def _set_u64(data: bytes, offset: int, value: int) -> bytes:

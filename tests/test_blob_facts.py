@@ -1,0 +1,63 @@
+"""Blob facts live in the spec (issue 21 item 2): spec/tables/blob_facts.yaml, generated as
+mlf_spec.generated.blob_facts_table, is what the locator, the C writer, the evidence, the codec
+and sniffing read; no hand-written copy is left to disagree with it."""
+
+from __future__ import annotations
+
+import struct
+
+from mlf_spec.generated import blob_facts_table as table
+from mlf_spec.generated import params_ir, tvm_versions
+
+from mlf_spec import _blob_facts as facts
+from mlf_spec import sniff
+from mlf_spec.blob import codec, evidence, locate, writers
+
+
+def _rows(kind: str) -> list[dict]:
+    return [r for r in table.ROWS if r["kind"] == kind]
+
+
+def test_every_row_has_a_commit_and_versions_the_spec_lists() -> None:
+    eras = {e["version"] for e in tvm_versions.ERAS}
+    for r in table.ROWS:
+        assert len(r["commit"]) == 10 and int(r["commit"], 16) >= 0, r
+        assert r["since"] in eras and (r["until"] is None or r["until"] in eras), r
+        assert r["until"] is None or r["since"] < r["until"], r
+
+
+def test_the_symbols_of_each_layout_follow_one_another_without_a_gap() -> None:
+    for layout in ("legacy", "ffi"):
+        rows = sorted((r for r in _rows("blob-symbol") if r["layout"] == layout), key=lambda r: r["since"])
+        for older, newer in zip(rows, rows[1:]):
+            assert older["until"] == newer["since"], (older["id"], newer["id"])
+    # one symbol per version across layouts: the ffi symbol starts where the legacy ones end
+    last_legacy = max((r for r in _rows("blob-symbol") if r["layout"] == "legacy"), key=lambda r: r["since"])
+    (ffi,) = [r for r in _rows("blob-symbol") if r["layout"] == "ffi"]
+    assert last_legacy["until"] == ffi["since"]
+
+
+def test_the_package_reads_its_blob_facts_from_the_table() -> None:
+    assert set(locate.BLOB_SYMBOLS) == {r["value"] for r in _rows("blob-symbol")}
+    assert sorted(locate.BLOB_SYMBOLS, key=len, reverse=True) == list(locate.BLOB_SYMBOLS)
+    assert set(evidence.CONTEXT_SYMBOLS) == {r["value"].encode() for r in _rows("context-symbol")}
+    assert set(writers.C_SOURCE_STYLES) == {r["value"] for r in _rows("c-style")}
+    for r in _rows("blob-symbol"):
+        text = writers.c_source_for_blob(bytes(8), r["value"], "net_")
+        assert f"{r['registration']}(" in text
+    for r in _rows("c-style"):
+        assert f"{r['c_type']} __tvm_ffi__library_bin[9]" in writers.c_source_for_blob(bytes(9), style=r["value"],
+                                                                                       check=False)
+    for name in ("lib0.o", "lib12.c", "devc.o", "net_devc.c", "devc.cc"):
+        assert evidence.EXPORT_MEMBER.fullmatch(name), name
+    assert not evidence.EXPORT_MEMBER.fullmatch("README")
+
+
+def test_the_symbol_a_version_writes_follows_since_and_until() -> None:
+    for r in _rows("blob-symbol"):
+        assert codec.symbol_for(r["layout"], r["since"]) == r["value"], r["id"]
+        assert facts.symbol_at(r["layout"], r["since"]) == r["value"]
+
+
+def test_the_params_magic_is_the_generated_constant() -> None:
+    assert sniff.PARAMS_MAGIC_BYTES == struct.pack("<Q", params_ir.CONSTANTS["PARAMS_MAGIC"])
