@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .code import header as header  # the emitters take it from here
-from .load import Model, RField, RStruct, vkey
+from .model import Model, RField, RStruct
+from .versions import vkey
 
 
 def camel(name: str) -> str:

@@ -11,7 +11,8 @@ from .common import camel, header
 from .emit_fast import Code
 from .expr import Expr
 from .ir import SCALARS
-from .load import Binary, Model, RField, table_dialects, vkey
+from .model import Binary, Model, RField, table_dialects
+from .versions import vkey
 
 
 def _ns(dotted: str, consts: dict[str, int]) -> str:

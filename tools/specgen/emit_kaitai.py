@@ -37,7 +37,8 @@ import yaml
 
 from .common import element_min_size, header
 from .expr import Expr, _dotted
-from .load import Binary, Model, RField, RStruct, table_dialects, vkey
+from .model import Binary, Model, RField, RStruct, table_dialects
+from .versions import era_condition, vkey
 
 PREFIX = "tvm_"
 STREAM = "tvm_stream"
@@ -865,11 +866,7 @@ class KsyEmitter:
                 check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
                                          "-mlf-error": "ConstraintError",
                                          "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
-                era_conds = []
-                if inv.since:
-                    era_conds.append(f"{ERA} < {vkey(inv.since)[1]}")
-                if inv.until:
-                    era_conds.append(f"{ERA} >= {vkey(inv.until)[1]}")
+                era_conds = era_condition(inv.since, inv.until, ERA, minor=True, outside=True)
                 if era_conds:
                     check["valid"] = {"expr": " or ".join(era_conds + [cond])}
                 seq.append(check)
@@ -901,11 +898,7 @@ class KsyEmitter:
         spec_name = b.name
         fid = ksy_id(f.name)
         needs: set[str] = set()
-        conds: list[str] = []
-        if s.since:
-            conds.append(f"{ERA} >= {vkey(s.since)[1]}")
-        if s.until:
-            conds.append(f"{ERA} < {vkey(s.until)[1]}")
+        conds: list[str] = era_condition(s.since, s.until, ERA, minor=True)
         if "when" in f.exprs:
             try:
                 conds.append(Translator(scope)(f.exprs["when"]))
@@ -1276,10 +1269,8 @@ class KsyEmitter:
                 f"{code} >= {row['code']}", f"{code} <= {row['code_max']}"]
             if row.get("bits") is not None:
                 c.append(f"{bits} == {row['bits']}")
-            if row.get("since"):
-                c.append(f"{ERA} >= {vkey(str(row['since']))[1]}")
-            if row.get("until"):
-                c.append(f"{ERA} < {vkey(str(row['until']))[1]}")
+            since, until = (str(row[k]) if row.get(k) else None for k in ("since", "until"))
+            c += era_condition(since, until, ERA, minor=True)
             branches.append((" and ".join(c), template(row["spelling"]) if column == "spelling" else
                              ("true" if row[column] else "false")))
         if column != "spelling":
