@@ -18,7 +18,7 @@ _CONSTRUCT_SCALAR = {
 }
 
 
-def _ctx(e: Expr, consts: dict[str, int], each: bool = False) -> str:
+def _ctx(e: Expr, consts: dict[str, int | str], each: bool = False) -> str:
     def name(dotted: str) -> str:
         if dotted in consts:
             return repr(consts[dotted])
@@ -36,7 +36,7 @@ def _type(t: str, encoding: str | None) -> str:
     return t
 
 
-def _field(f: RField, consts: dict[str, int]) -> list[str]:
+def _field(f: RField, consts: dict[str, int | str]) -> list[str]:
     s = f.spec
     out: list[str] = []
     if f.kind == "switch":
@@ -78,8 +78,8 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
     guard = "" if not cond else f"not {inner} or " if len(cond) == 1 and inner.startswith("(") else f"not ({inner}) or "
     for key in ("equals", "derive"):
         if key in f.exprs:
-            value = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
-            out.append(f"Check(lambda ctx: {guard}{value} == {_ctx(f.exprs[key], consts)}),")
+            subject = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
+            out.append(f"Check(lambda ctx: {guard}{subject} == {_ctx(f.exprs[key], consts)}),")
     if "constraint" in f.exprs:
         e = f.exprs["constraint"]
         if "each" in e.names and (f.is_array or f.kind == "vec"):

@@ -13,8 +13,10 @@ from typing import Any
 
 from . import runtime
 from .code import Code
-from .common import camel, header, inline_scalars, min_size
+from .common import camel, header, inline_scalars
 from .expr import Expr
+from .fields import has_many, kind_of
+from .fields.base import read_struct
 from .ir import SCALARS
 from .model import Binary, Model, RField, RStruct
 from .versions import era_condition
@@ -23,7 +25,7 @@ FASTLIB = runtime.source("fastlib")
 
 
 class StructEmitter:
-    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int]) -> None:
+    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int | str]) -> None:
         self.model, self.binary, self.rs, self.c = model, binary, rs, out
         self.consts = consts
         self.locals: dict[str, str] = {}  # dotted name -> local variable
@@ -282,14 +284,7 @@ class StructEmitter:
             self.read_str_into(target, path_expr, encoding, append=True)
         else:
             assert struct is not None
-            c("try:")
-            c.indent()
-            c(f"_v, pos = read_{struct.name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({path_expr}) from None")
-            c.dedent()
+            read_struct(self, struct.name, "_v", path_expr)
             c(f"{target}.append(_v)")
 
     def emit_field(self, f: RField) -> None:
@@ -311,154 +306,7 @@ class StructEmitter:
             self.sized_open(name)
         start = "_start_" + name
         c(f"{start} = pos")
-        if f.kind == "scalar" and f.is_array:
-            size, code = SCALARS[s.type]
-            c(f"_n = {self.py(f.exprs['count'])}")
-            c("if _n < 0:")
-            c.indent()
-            c(f"raise ConstraintError(f\"{name} count is {{_n}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"if _n * {size} > end - pos:")
-            c.indent()
-            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} x {size} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
-            c(f"pos += _n * {size}")
-            self.slots.append((name, "tuple"))
-        elif f.kind == "scalar":
-            size, code = SCALARS[s.type]
-            c(f"if end - pos < {size}:")
-            c.indent()
-            c(f"raise TruncatedError(\"input ends inside {name}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"{name} = _arr({code!r}, 1).unpack_from(buf, pos)[0]")
-            c(f"pos += {size}")
-            self.slots.append((name, "float" if code in "fd" else "int"))
-        elif f.kind == "str" and not f.is_array:
-            self.read_str_into(name, repr(name), s.encoding, append=False)
-            self.slots.append((name, "str" if s.encoding else "bytes"))
-        elif f.kind == "bytes":
-            c(f"_n = {self.py(f.exprs['size'])}")
-            c("if _n < 0:")
-            c.indent()
-            c(f"raise ConstraintError(f\"{name} size is {{_n}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c("if _n > end - pos:")
-            c.indent()
-            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
-            c.dedent()
-            if s.lazy:
-                c(f"{slot_name} = pos")
-                self.slots.append((slot_name, "int"))
-            else:
-                c(f"{name} = bytes(buf[pos:pos + _n])")
-                self.slots.append((name, "bytes"))
-            c("pos += _n")
-        elif f.kind in ("vec", "map") or f.is_array:
-            if f.is_array:
-                c(f"_n = {self.py(f.exprs['count'])}")
-                elem_type = s.type
-                elem_struct = f.struct if f.kind == "struct" else None
-            else:
-                self.read_u64("_n", name, "count")
-                elem_type = f.elem if f.kind == "vec" else None
-                elem_struct = f.elem_struct
-            if f.kind == "map":
-                unit = (SCALARS[f.key][0] if f.key in SCALARS else 8) + (
-                    SCALARS[f.value][0] if f.value in SCALARS else 8 if f.value == "str" else min_size(f.value_struct)  # type: ignore[arg-type]
-                )
-            elif elem_type in SCALARS:
-                unit = SCALARS[elem_type][0]
-            elif elem_type == "str":
-                unit = 8
-            else:
-                assert elem_struct is not None
-                unit = min_size(elem_struct)
-            count_off = "pos" if f.is_array else "pos - 8"
-            self.check_room("_n", max(unit, 1), name, "elements", count_off)
-            if f.kind != "map" and elem_type in SCALARS:
-                size, code = SCALARS[elem_type]
-                c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
-                c(f"pos += _n * {size}")
-            elif f.kind != "map" and (elem_type == "str" or (elem_struct is not None and has_many(elem_struct))):
-                # bulk readers: runs of equal-length strings / identical record headers in one go
-                c("try:")
-                c.indent()
-                if elem_type == "str":
-                    c(f"{name}, pos = _read_strs(buf, pos, end, _n, {bool(s.encoding)!r})")
-                elif f is self.rs.fields[-1] and not any(inv.severity == "error" for inv, _, _ in self.rs.invariants):
-                    # the last field: a caller may take the records as runs (read_<s>(..., runs=True))
-                    self.takes_runs = True
-                    es = elem_struct.name  # type: ignore[union-attr]
-                    # ``runs`` may also be a reader of the runs with read_<s>_runs's signature (one that
-                    # reads the headers another way, e.g. from a file by pread)
-                    c(f"_rr = runs if callable(runs) else read_{es}_runs if runs else read_{es}_many")
-                    c(f"{name}, pos = _rr(buf, pos, end, _n, era)")
-                else:
-                    c(f"{name}, pos = read_{elem_struct.name}_many(buf, pos, end, _n, era)")  # type: ignore[union-attr]
-                c.dedent()
-                c("except MlfError as _e:")
-                c.indent()
-                c(f"raise _e.prefixed({name!r}) from None")
-                c.dedent()
-            else:
-                c(f"{name} = []")
-                c("for _i in range(_n):")
-                c.indent()
-                path = f"f\"{name}[{{_i}}]\""
-                if f.kind == "map":
-                    c("_pair = []")
-                    self.read_element(f.key or "", "_pair", path + " + '.key'", s.encoding, None)
-                    self.read_element(f.value or "", "_pair", path + " + '.value'", s.encoding, f.value_struct)
-                    c(f"{name}.append(tuple(_pair))")
-                else:
-                    self.read_element(elem_type or "", name, path, s.encoding, elem_struct)
-                c.dedent()
-            self.slots.append((name, "tuple" if f.kind != "map" and elem_type in SCALARS else "list"))
-        elif f.kind == "struct":
-            assert f.struct is not None
-            c("try:")
-            c.indent()
-            c(f"{name}, pos = read_{f.struct.name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({name!r}) from None")
-            c.dedent()
-            self.slots.append((name, camel(f.struct.name)))
-        elif f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            c(f"_k = {self.py(f.switch_on)}")
-            first = True
-            if s.switch.extensible:
-                # a codec registered at run time takes precedence over the spec's cases
-                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
-                c("if _x is not None:")
-                c.indent()
-                c("try:")
-                c.indent()
-                c(f"{name}, pos = _x.read(buf, pos, end, era)")
-                c.dedent()
-                c("except MlfError as _e:")
-                c.indent()
-                c(f"raise _e.prefixed({name!r}) from None")
-                c.dedent()
-                c.dedent()
-                first = False
-            for value, type_name in s.switch.cases.items():
-                c(f"{'if' if first else 'elif'} _k == {value!r}:")
-                first = False
-                c.indent()
-                self.emit_switch_case(name, type_name)
-                c.dedent()
-            c("else:")
-            c.indent()
-            if s.switch.default:
-                self.emit_switch_case(name, s.switch.default)
-            else:
-                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            self.slots.append((name, "object"))
+        kind_of(f).read(self, f, slot_name)
         if s.sized:
             self.sized_close(name)
         if s.keep_span:
@@ -544,14 +392,7 @@ class StructEmitter:
         elif type_name == "str":
             self.read_str_into(name, repr(name), None, append=False)
         else:
-            c("try:")
-            c.indent()
-            c(f"{name}, pos = read_{type_name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({name!r}) from None")
-            c.dedent()
+            read_struct(self, type_name, name, repr(name))
 
     def emit_reader(self) -> list[str]:
         c = self.c
@@ -663,73 +504,7 @@ class StructEmitter:
             c(f"_outer_{name} = append")
             c(f"_sub_{name}: list = []")
             c(f"append = _sub_{name}.append")
-        enc = "'utf-8', 'surrogateescape'"
-        if f.kind == "scalar" and f.is_array:
-            size, code = SCALARS[s.type]
-            c(f"append(_arr({code!r}, len({name})).pack(*{name}))")
-        elif f.kind == "scalar":
-            c(f"append(_arr({SCALARS[s.type][1]!r}, 1).pack({name}))")
-        elif f.kind == "str":
-            c(f"_b = {name}.encode({enc}) if isinstance({name}, str) else {name}")
-            c("append(_U64P(len(_b)))")
-            c("append(_b)")
-        elif f.kind == "bytes":
-            if s.lazy:
-                c(f"append(lazy({name!r}, rec) if lazy is not None else b'')")
-            else:
-                c(f"append({name})")
-        elif f.kind == "vec" and f.elem == "str" and not f.is_array:
-            c(f"_write_strs(append, {name}, {bool(s.encoding)!r})")
-        elif f.kind in ("vec", "map") or f.is_array:
-            if not f.is_array:
-                c(f"append(_U64P(len({name})))")
-            if f.kind == "map":
-                c(f"for _k, _v in {name}:")
-                c.indent()
-                self.write_element(f.key or "", "_k")
-                self.write_element(f.value or "", "_v", f.value_struct)
-                c.dedent()
-            else:
-                elem = s.type if f.is_array else f.elem
-                struct = f.struct if f.is_array else f.elem_struct
-                if elem in SCALARS:
-                    c(f"append(_arr({SCALARS[elem][1]!r}, len({name})).pack(*{name}))")
-                elif struct is not None and has_many(struct):
-                    c(f"write_{struct.name}_many(append, {name}, lazy, era)")
-                else:
-                    c(f"for _v in {name}:")
-                    c.indent()
-                    self.write_element(elem or "", "_v", struct)
-                    c.dedent()
-        elif f.kind == "struct":
-            assert f.struct is not None
-            c(f"write_{f.struct.name}(append, {name}, lazy, era)")
-        elif f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            c(f"_k = {self.py(f.switch_on)}")
-            first = True
-            if s.switch.extensible:
-                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
-                c("if _x is not None:")
-                c.indent()
-                c(f"_x.write(append, {name}, era)")
-                c.dedent()
-                first = False
-            cases = list(s.switch.cases.items()) + ([(None, s.switch.default)] if s.switch.default else [])
-            for value, type_name in cases:
-                if value is None:
-                    c("else:")
-                else:
-                    c(f"{'if' if first else 'elif'} _k == {value!r}:")
-                first = False
-                c.indent()
-                self.write_element(type_name, name, None if type_name in SCALARS or type_name == "str" else self.binary.structs.get(type_name))
-                c.dedent()
-            if not s.switch.default:
-                c("else:")
-                c.indent()
-                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r})")
-                c.dedent()
+        kind_of(f).write(self, f)
         if s.sized:
             c(f"append = _outer_{name}")
             c(f"_b = b''.join(_sub_{name})")
@@ -737,7 +512,7 @@ class StructEmitter:
             c("append(_b)")
         if cond:
             c.dedent()
-            sized = f.kind in ("vec", "map", "str") or f.is_array or (f.kind == "bytes" and not s.lazy)
+            sized = kind_of(f).has_len(f)
             c(f"elif {var} is not None{f' and len({var}) != 0' if sized else ''}:  # an empty one loses nothing")
             c(f"    raise ConstraintError(f\"{name} has no place in this layout in TVM {{_era_text(era)}}, but the record "
               f"holds one (it was read or made for another TVM version)\", field={name!r})")
@@ -810,13 +585,6 @@ class StructEmitter:
             c.dedent()
         c(f"return _new({cls}, ({', '.join(slots)}{',' if len(slots) == 1 else ''}))")
         c.dedent()
-
-
-def has_many(rs: RStruct) -> bool:
-    """Structs that end in lazy bytes get a bulk reader for runs of identical headers."""
-    last = rs.fields[-1] if rs.fields else None
-    return bool(last is not None and last.kind == "bytes" and last.spec.lazy and not last.conditional
-                and not any(f.kind == "bytes" and f.spec.lazy for f in rs.fields[:-1]))
 
 
 def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
@@ -1056,7 +824,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     extras = _helpers_used(binary)
     if extras:
         c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}  # noqa: F401")
-    consts: dict[str, int] = {}
+    consts: dict[str, int | str] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
         names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, read_{s}_runs, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")

@@ -300,6 +300,8 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
         c("#: record -> key -> type, required, and the conformance kit's comparison rules (spec/README.md)")
         c(f"FIELDS = {pformat(fields, width=120, sort_dicts=False)}")
         c(f"ROOT_RECORDS = {roots!r}")
+    if any(f.rules for r in spec.records for f in r.fields):
+        _rule_data(c, spec)
     src = c.text()
     sources = {"_recordlib": RECORDLIB}
     for used in _uses_closure(model, name):
@@ -329,6 +331,32 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
     if spec.plain:
         files[f"{name}_plain.py"] = emit_plain(model, name)
     return files
+
+
+def _rule_data(c: Code, spec: Any) -> None:
+    """The records and aliases as data, for the conformance kit's rule ids and boundary
+    vectors: per field its type (``tree``), the records inside it (``nested``), its
+    constraints and its declared ``rules``."""
+    records = {r.name: r for r in spec.records}
+    aliases = {a.name: a for a in spec.aliases}
+    data = {}
+    for r in spec.records:
+        fields = []
+        for f in r.fields:
+            t = parse_type(f.type)
+            entry = {"name": f.name, "type": f.type, "required": f.required, "const": f.const,
+                     "nested": _nested(t, records), "aliases": _nested(t, aliases), "tree": _tree(t)}
+            entry.update({k: getattr(f, k) for k in ("pattern", "minimum", "min_items", "max_items", "item_enum", "enum",
+                                                    "discriminator") if getattr(f, k) is not None})
+            entry["rules"] = {x.id: " ".join(x.doc.split()) for x in f.rules}
+            fields.append(entry)
+        data[r.name] = {"extra": r.extra, "fields": fields}
+    c("#: record -> extra keys, fields (type tree, nested records and aliases, constraints, declared rules)")
+    c(f"RECORDS = {pformat(data, width=120, sort_dicts=False)}")
+    alias_data = {a.name: {"type": a.type, **{k: getattr(a, k) for k in ("pattern", "minimum", "min_items", "max_items")
+                                             if getattr(a, k) is not None}} for a in spec.aliases}
+    c(f"ALIASES = {pformat(alias_data, width=120, sort_dicts=False)}")
+    c(f"ROOT_RECORD = {spec.root!r}")
 
 
 def _uses_closure(model: Model, name: str) -> list[str]:
@@ -419,6 +447,8 @@ def _rules(f: RecordField | PField) -> str:
         parts.append(f"told apart by `{s.discriminator}`")
     if isinstance(s, RecordField) and s.compare:
         parts.append("compare: " + ", ".join(s.compare))
+    if isinstance(s, RecordField):
+        parts += [f"rule `{r.id}`: {' '.join(r.doc.split())}" for r in s.rules]
     return "; ".join(parts)
 
 

@@ -14,6 +14,8 @@ from collections import Counter
 from ..vectors import case_text
 from .blob import build_blob
 from .common import Built, Collector
+from .graph import build_graph
+from .metadata import build_metadata_rules
 from .mlf import build_mlf
 from .params import build_params
 
@@ -27,6 +29,8 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_params(c)
     build_blob(c)
     build_mlf(c)
+    build_graph(c)
+    build_metadata_rules(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
     return sorted(items, key=lambda b: b.id)
 

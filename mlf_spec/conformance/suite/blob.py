@@ -136,6 +136,7 @@ def build_blob(c: Collector) -> None:
         _kind_vectors(c, fmt)
         _tree_vectors(c, fmt)
         _boundary_vectors(c, fmt)
+    _vm_boundary_vectors(c)
     _broken_vectors(c)
 
 
@@ -402,6 +403,105 @@ def _edge_vectors(fmt: str, era: tuple[int, ...], base: bytes, probe: Any) -> No
     cut = legacy([lib])[:-1]
     probe("blob.legacy.bound.kind-past-the-body", _set_u64(cut, 0, len(cut) - 8) + b"b", ["legacy_entry.kind.length", past],
           "a _lib kind whose last byte lies after the size-prefixed body")
+
+
+#: (label, layout, blob era, kind, payload era, edit) of the VM executables whose payload grammar the
+#: VM boundary vectors trace: the relax VM as tvm-ffi writes it (magic V2 with a memory scope, a
+#: tensor and a shape constant), the relax VM in legacy blobs with the 0.16-0.20 and the 0.21
+#: constant tags, and the relay VM of 0.8 (untagged constants), 0.9-0.13 and 0.14+ (virtual devices)
+VM_BASES: tuple[tuple[str, str, tuple[int, ...], str, tuple[int, ...], str], ...] = (
+    ("relax", "ffi", _blob.LATEST, "relax.VMExecutable", _blob.LATEST, "v2"),
+    ("relax-0.20", "legacy", (0, 20), "relax.VMExecutable", (0, 20), ""),
+    ("relax-0.21", "legacy", (0, 21), "relax.VMExecutable", (0, 21), ""),
+    ("relay-0.8", "legacy", (0, 8), "VMExecutable", (0, 8), ""),
+    ("relay-0.9", "legacy", (0, 8), "VMExecutable", (0, 9), ""),
+    ("relay-0.20", "legacy", (0, 20), "VMExecutable", (0, 20), ""),
+)
+
+
+def vm_structs() -> set[str]:
+    """The structs of the VM executable grammar (spec/binary/vm.yaml)."""
+    from mlf_spec.generated import vm_ir
+
+    return set(vm_ir.STRUCTS) - {"dl_datatype", "dl_device", "tensor_record"}  # tensor rules: the params vectors
+
+
+def _vm_boundary_vectors(c: Collector) -> None:
+    """The VM executable payload grammar (spec/binary/vm.yaml) at and past its bounds, traced
+    from a _lib root importing one VM module per base (:data:`VM_BASES`): each count and
+    length of the executable lying, each constant and ranged integer at its edges, the version
+    string changed, the blob cut at every field boundary inside the payload; the whole blob
+    names the VM rules it meets."""
+    covered: set[str] = set()  # the rules an earlier base probed: a later one probes only what it adds
+    for base in VM_BASES:
+        covered |= _vm_base_vectors(c, *base, covered=covered)
+
+
+def _vm_payload(fmt: str, kind: str, era: tuple[int, ...], edit: str) -> _blob.Payload:
+    struct = _blob.known_kinds(fmt)[kind]
+    tree = value_tree(Sampler(), _payloads_ir.STRUCTS, struct, era)
+    if edit == "v2":  # the 0.23+ magic, with its memory-scope section, and a shape constant beside the tensor
+        from mlf_spec.generated import vm_ir
+
+        tree["magic"] = vm_ir.CONSTANTS["RELAX_VM_MAGIC_V2"]
+        tree["memory_scopes"] = [{"const_index": 0, "scope": "global"}]
+        tree["constants_v022"].append({"tag": 69, "value": {"dims": [2, 3]}})
+    return _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
+
+
+def _vm_base_vectors(c: Collector, name: str, fmt: str, era: tuple[int, ...], kind: str,
+                     payload_era: tuple[int, ...], edit: str, *, covered: set[str]) -> set[str]:
+    """The vectors of one base (the rules in ``covered`` aside); returns the rules it met."""
+    vm = vm_structs()
+    data = _blob.build(_blob.Module.lib(_blob.Module(kind, _vm_payload(fmt, kind, payload_era, edit), ())),
+                       format=fmt, era=era)
+    structs, root = _bst._ROOTS[fmt]
+    _, spans = trace(structs, root, data, era)
+    owner = _rules.owners(structs)
+    struct = _blob.known_kinds(fmt)[kind]
+    inside = [s for s in spans if owner.get(id(s.field)) in vm]
+    lo, hi = min(s.offset for s in inside), max(s.offset + s.size for s in inside)
+    label = f"blob.{fmt}.vm.{name}"
+    equals = {r[:-len(".equals")] for r in _rules.rules_of(_payloads_ir.STRUCTS, sorted(vm)) if r.endswith(".equals")}
+
+    def probe(vid: str, b: bytes, rids: list[str], what: str) -> None:
+        want = outcome("blob", "decode", b, {"layout": fmt, "era": era_text(era)})["outcome"]
+        _add(c, vid, b, fmt, era, f"{what}: " + ("accepted" if want == "accept" else "must be rejected"),
+             ("vm", "What a reader checks"), {"rule": rids, "payload_kind": [kind], "payload_struct": [struct]},
+             expect=want)
+
+    reached = sorted(r for r in _rules.spans_rules(spans, owner, root) if r.split(".")[0] in vm
+                     and not r.endswith(".table"))
+    new = set(reached) - covered
+    # field boundaries of the fields whose rules this base adds
+    starts = {s.offset for s in inside if any(_rules.span_rule(s, owner, a) in new for a in _rules.field_aspects(s.field))}
+    probe(f"{label}.whole", data, reached, f"a {kind} executable ({name}), every field at its exact value")
+    for rids, where, b in _rules.span_variants(data, spans, owner, root):
+        vm_rids = [r for r in rids if r.split(".")[0] in vm]
+        # a count the spec says equals another field: lying, it breaks that relation too
+        vm_rids += [f"{r[:-len('.length')]}.equals" for r in vm_rids if r.endswith(".length")
+                    and r[:-len(".length")] in equals]
+        if where.startswith("cut-"):
+            n = int(where[4:])
+            if not lo < n < hi or (covered and n not in starts and not set(vm_rids) & new):
+                continue
+            vm_rids = [f"{root}.truncation", *vm_rids]
+        elif not set(vm_rids) & new:
+            continue
+        probe(f"{label}.{vm_rids[-1]}.{where}", b, vm_rids, f"{vm_rids[-1]} probed at {where}")
+    for s in spans:  # a string constant (the relax VM's version) differing in its last character
+        f = s.field
+        if s.role == "payload" and f.get("kind") == "str" and "const" in f and owner.get(id(f)) in vm and s.size:
+            rid = _rules.rule_id(owner[id(f)], f["name"], "const")
+            last = data[s.offset + s.size - 1]
+            b = data[:s.offset + s.size - 1] + bytes([last + 1 if last < 0x7e else 0x30]) + data[s.offset + s.size:]
+            if rid in new:
+                probe(f"{label}.{rid}.last-char", b, [rid], f"{rid}: {f['name']} differing in its last character")
+    return set(reached)
+
+
+def _slug_kind(kind: str) -> str:
+    return kind.replace(".", "-").lower()
 
 
 def _set_u64(data: bytes, offset: int, value: int) -> bytes:
