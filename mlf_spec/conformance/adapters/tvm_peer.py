@@ -51,9 +51,9 @@ class PeerTvmAdapter(Adapter):
     def peer(self) -> Any:
         """The running request loop (started, and its venv made, on first use)."""
         if self._peer is None:
-            from mlf_spec.peers import PEERS, Peer, ensure
+            from mlf_spec.peers import Peer, ensure, environment
 
-            self._peer = Peer(ensure(self.peer_key), env=PEERS[self.peer_key].env)
+            self._peer = Peer(ensure(self.peer_key), env=environment(self.peer_key))
         return self._peer
 
     def prepare(self) -> None:
@@ -119,13 +119,62 @@ class PeerTvmAdapter(Adapter):
 
 
 class HhbTvmAdapter(PeerTvmAdapter):
-    """hhb-tvm 3.2.3: T-Head's fork of TVM 0.16."""
+    """hhb-tvm 3.2.3: T-Head's fork of TVM 0.16: .params decode and encode, legacy module blobs
+    through ``tvm.runtime.load_module`` (:mod:`.legacy_blob_observed`)."""
 
     name = "hhb-tvm"
     peer_key = "hhb"
     implementation = "hhb-tvm"
     packed = False
     cache_loader = True  # load_ndarray_cache (TVM 0.16)
+
+    def info(self) -> dict[str, Any]:
+        """.params, and legacy blobs in the era of 0.16's payload loaders: the payloads of the
+        kinds it has a loader for are read (by that loader), the others are refused as
+        unsupported (skipped); trailing bytes, findings and payload fields are not reported."""
+        info = super().info()
+        loaders = self._call("version").get("loaders", [])
+        info["formats"].append({"format": "blob", "roles": ["decode"],
+                                "scope": {"layout": ["legacy"], "era": [_era(self.version())]},
+                                "payloads": sorted(loaders)})
+        info["formats"].append({"format": "graph-json", "roles": ["decode"], "reads": []})
+        return info
+
+    def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
+        """load_param_dict, load_module of a library holding the blob, or the GraphExecutor
+        made from the graph, in the peer."""
+        if format == "graph-json":
+            # accepted or refused is what is judged (`reads: []`): the executor exposes its
+            # inputs and outputs, not the document
+            self._call("graph_create", data=base64.b64encode(bytes(data)).decode("ascii"))
+            return {"format": "graph-json"}
+        if format != "blob":
+            return super().decode(format, data, options)
+        if options.get("layout", "legacy") != "legacy":
+            raise Rejected(f"{self.name} reads the legacy blob layout (__tvm_dev_mblob), not {options.get('layout')}")
+        from mlf_spec.blob.locate import SYMBOL_LEGACY
+
+        from .legacy_blob_observed import reading
+
+        try:
+            reply = self._call("blob_load", data=base64.b64encode(bytes(data)).decode("ascii"), symbol=SYMBOL_LEGACY)
+        except Rejected as exc:
+            if _NO_LOADER in exc.message:
+                raise Rejected(exc.message, "unsupported") from None
+            raise
+        return reading(bytes(data), reply)
+
+
+#: how TVM up to 0.20 says that a blob holds a kind it has no loader for
+_NO_LOADER = "but a loader of that name is not registered"
+
+
+def _era(version: str) -> str:
+    """The blob era option of TVM ``version`` (its major.minor)."""
+    from mlf_spec import versions
+
+    v = versions.parse(version) or (0, 0)
+    return f"{v[0]}.{v[1]}"
 
 
 class _ApacheTvmAdapter(PeerTvmAdapter):
