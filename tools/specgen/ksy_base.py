@@ -8,14 +8,11 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from .model import Binary, RField, RStruct
-
-if TYPE_CHECKING:
-    from .ksy_expr import Scope
 
 PREFIX = "tvm_"
 STREAM = "tvm_stream"
@@ -308,7 +305,7 @@ class KsyField:
     b: Binary
     rs: RStruct
     f: RField
-    scope: Scope
+    scope: Any  # a ksy_expr.Scope; not imported, since ksy_expr builds on this module
     any_of: list[str] | None
     cond: str | None  # the `if:` of every entry
     doc: str

@@ -16,9 +16,9 @@ from ..ir import SCALARS
 from ..model import RField, RStruct
 
 if TYPE_CHECKING:
-    from ..emit_fast import StructEmitter
-    from ..emit_kaitai import KsyEmitter
     from ..ksy_base import KsyField
+    from .emitters import FastEmitter as StructEmitter
+    from .emitters import KsyEmitterLike as KsyEmitter
 
 
 # kind name -> the kind; filled by the package (specgen.fields), which imports every kind's module

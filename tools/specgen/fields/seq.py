@@ -10,9 +10,9 @@ from ..model import RField, RStruct
 from .base import FieldKind, has_many, type_min_size
 
 if TYPE_CHECKING:
-    from ..emit_fast import StructEmitter
-    from ..emit_kaitai import KsyEmitter
     from ..ksy_base import KsyField
+    from .emitters import FastEmitter as StructEmitter
+    from .emitters import KsyEmitterLike as KsyEmitter
 
 
 class Sequence(FieldKind):

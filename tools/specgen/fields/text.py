@@ -8,9 +8,9 @@ from ..model import RField
 from .base import FieldKind
 
 if TYPE_CHECKING:
-    from ..emit_fast import StructEmitter
-    from ..emit_kaitai import KsyEmitter
     from ..ksy_base import KsyField
+    from .emitters import FastEmitter as StructEmitter
+    from .emitters import KsyEmitterLike as KsyEmitter
 
 
 class Str(FieldKind):
