@@ -20,7 +20,7 @@ from typing import Any
 from . import runtime
 from .common import camel, header
 from .emit_fast import Code
-from .emit_plain import emit_plain
+from .emit_plain import PLAINLIB, emit_plain
 from .ir import RecordField
 from .model import Model
 from .versioned import (
@@ -330,6 +330,7 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
     }
     if spec.plain:
         files[f"{name}_plain.py"] = emit_plain(model, name)
+        files["_plainlib.py"] = PLAINLIB
     return files
 
 
@@ -503,6 +504,7 @@ def emit_versioned_records(model: Model, name: str) -> dict[str, str]:
     mods = load_modules(sources)
     files[f"{name}_ir.py"] = _emit_ir(model, name, projections)
     files[f"{name}_plain.py"] = emit_plain(model, name)
+    files["_plainlib.py"] = PLAINLIB
     layouts = [lname for lname, (ls, _) in model.layouts.items() if ls.metadata == name]
     for p in projections:
         mod = mods[f"{name}_v{p.version}_models"]
