@@ -21,7 +21,7 @@ from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 from . import dtypes, encodings, rules
 from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
-from .planning import _b16_records, _shard_chunks, index_text, plan
+from .planning import _b16_records, _shard_chunks, index_text, plan, write_indexes, write_shard
 
 _MAX_INDEX = 1 << 30  # an index larger than this is refused before it is read
 
@@ -294,20 +294,9 @@ def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tup
     records = []
     with atomic_directory(Path(path), replace=replace) as tmp:
         for i, entries in enumerate(shards):
-            data_path = f"params_shard_{i}.bin"
-            md5 = hashlib.md5(usedforsecurity=False)
-            total = 0
-            with builtins.open(tmp / data_path, "wb") as f:
-                for chunk in _shard_chunks(entries):
-                    md5.update(chunk)
-                    f.write(chunk)
-                    total += chunk.nbytes if hasattr(chunk, "nbytes") else len(chunk)
-            records.append({"dataPath": data_path, "format": "raw-shard", "nbytes": total,
-                            "records": [rec for rec, _, _ in entries], "md5sum": md5.hexdigest()})
-        text = index_text(metadata, records)
-        (tmp / INDEX_NAMES[version]).write_text(text, encoding="utf-8")
-        if triggered and b16:
-            (tmp / B16_NAMES[version]).write_text(index_text(metadata, _b16_records(records)), encoding="utf-8")
+            records.append(write_shard(tmp, f"params_shard_{i}.bin", entries))
+        text = write_indexes(tmp, INDEX_NAMES[version], B16_NAMES[version] if triggered and b16 else None,
+                             metadata, records)
     return parse(text.encode(), str(Path(path) / INDEX_NAMES[version]), name=INDEX_NAMES[version])
 
 

@@ -4,8 +4,10 @@ Shared by the writer (:mod:`.codec`) and the updater (:mod:`.update`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,6 +111,30 @@ def _shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]
             yield arr.reshape(-1).view(np.uint8).data
 
 
+def write_shard(folder: Path, data_path: str, entries: list[tuple[dict, np.ndarray, bool]]) -> dict[str, Any]:
+    """Write the shard ``data_path`` of ``entries`` (a shard of :func:`plan`) into ``folder``,
+    streaming, and return its index record (size and MD5 of what was written)."""
+    md5 = hashlib.md5(usedforsecurity=False)
+    total = 0
+    with open(folder / data_path, "wb") as f:
+        for chunk in _shard_chunks(entries):
+            md5.update(chunk)
+            f.write(chunk)
+            total += chunk.nbytes if hasattr(chunk, "nbytes") else len(chunk)
+    return {"dataPath": data_path, "format": "raw-shard", "nbytes": total,
+            "records": [rec for rec, _, _ in entries], "md5sum": md5.hexdigest()}
+
+
+def write_indexes(folder: Path, index_name: str, b16_name: str | None, metadata: Any, records: list[dict]) -> str:
+    """Write the index ``index_name`` of ``records`` into ``folder``, and the bf16 copy of it as
+    ``b16_name`` unless that is None; returns the index text."""
+    text = index_text(metadata, records)
+    (folder / index_name).write_text(text, encoding="utf-8")
+    if b16_name is not None:
+        (folder / b16_name).write_text(index_text(metadata, _b16_records(records)), encoding="utf-8")
+    return text
+
+
 def index_text(metadata: Any, shards: list[dict]) -> str:
     """The index as ``json.dump(..., indent=4)`` writes it."""
     return json.dumps({"metadata": metadata, "records": shards}, indent=4)
@@ -126,4 +152,4 @@ def _b16_records(records: list[dict]) -> list[dict]:
     return out
 
 
-__all__ = ["index_text", "plan"]
+__all__ = ["index_text", "plan", "write_indexes", "write_shard"]

@@ -35,7 +35,7 @@ from mlf_spec.errors import MlfError, ValidationError
 from . import encodings
 from .folder import UnsafePathError, data_path_problem
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, parse
-from .planning import _as_numpy, _b16_records, _format_of, _shard_chunks, index_text, plan
+from .planning import _as_numpy, _format_of, plan, write_indexes, write_shard
 
 
 def _stored_bytes(arr: np.ndarray, encode: bool) -> bytes:
@@ -144,22 +144,10 @@ def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tu
             dest.write_bytes(patched)
             records[i] = {**shard, "md5sum": hashlib.md5(patched, usedforsecurity=False).hexdigest()}
         for k, entries in enumerate(shards):
-            data_path = f"params_shard_{first + k}.bin"
-            md5 = hashlib.md5(usedforsecurity=False)
-            total = 0
-            with open(tmp / data_path, "wb") as f:
-                for chunk in _shard_chunks(entries):
-                    md5.update(chunk)
-                    f.write(chunk)
-                    total += chunk.nbytes if hasattr(chunk, "nbytes") else len(chunk)
-            records.append({"dataPath": data_path, "format": "raw-shard", "nbytes": total,
-                            "records": [rec for rec, _, _ in entries], "md5sum": md5.hexdigest()})
-        text = index_text(metadata, records)
-        (tmp / index_name).write_text(text, encoding="utf-8")
+            records.append(write_shard(tmp, f"params_shard_{first + k}.bin", entries))
         relabel = any(r.get("format") == "f32-to-bf16" and r.get("dtype") == "float32"
                       for s in records for r in s["records"])
-        if relabel and b16:
-            (tmp / B16_NAMES[version]).write_text(index_text(metadata, _b16_records(records)), encoding="utf-8")
+        text = write_indexes(tmp, index_name, B16_NAMES[version] if relabel and b16 else None, metadata, records)
     return parse(text.encode(), str(folder / index_name), name=index_name)
 
 
