@@ -19,8 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import sys
+from pathlib import Path
+
+# the fork-per-case loop (mlf_spec/peers/forked.py) as a lone file: mlf-spec is not importable in
+# another TVM's venv
+_PEERS = next(p / "mlf_spec" / "peers" for p in Path(__file__).resolve().parents
+              if (p / "mlf_spec" / "peers" / "forked.py").is_file())
+sys.path.append(str(_PEERS))
+from forked import in_fork  # noqa: E402
 
 
 def _numpy_entry(arr) -> dict:
@@ -67,31 +74,19 @@ def _cpp(path: str) -> dict:
     return out
 
 
+def _load(case: dict, loader: str) -> dict:
+    try:
+        return {"status": "ok", "tensors": (_python if loader == "python" else _cpp)(case["path"])}
+    except BaseException as exc:  # noqa: BLE001 - every failure is an outcome
+        lines = [x for x in str(exc).strip().splitlines() if x.strip()]
+        return {"status": "error", "error": f"{type(exc).__name__}: {(lines[-1] if lines else '')[:300]}"}
+
+
 def _run(case: dict, loader: str) -> dict:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            res = {"status": "ok", "tensors": (_python if loader == "python" else _cpp)(case["path"])}
-        except BaseException as exc:  # noqa: BLE001 - every failure is an outcome
-            lines = [x for x in str(exc).strip().splitlines() if x.strip()]
-            res = {"status": "error", "error": f"{type(exc).__name__}: {(lines[-1] if lines else '')[:300]}"}
-        os.write(w, json.dumps(res).encode())
-        os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        b = os.read(r, 1 << 16)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status) or not chunks:
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-        return {"status": "died", "signal": signal.Signals(sig).name if sig else None}
-    return json.loads(b"".join(chunks))
+    out = in_fork(lambda send: _load(case, loader))
+    if out.signal is not None or not out.parts:
+        return {"status": "died", "signal": out.signal}
+    return out.parts[-1]
 
 
 def main() -> None:

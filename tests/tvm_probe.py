@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
-import signal
 import sys
+from pathlib import Path
+
+# the fork-per-case loop (mlf_spec/peers/forked.py) as a lone file: mlf-spec is not importable in
+# another TVM's venv
+_PEERS = next(p / "mlf_spec" / "peers" for p in Path(__file__).resolve().parents
+              if (p / "mlf_spec" / "peers" / "forked.py").is_file())
+sys.path.append(str(_PEERS))
+from forked import in_fork  # noqa: E402
 
 LIMIT = 4096  # data bytes reported per tensor
 
@@ -89,7 +95,7 @@ def _numpy(t) -> dict:
     return out
 
 
-def _params(path: str, w: int) -> dict:
+def _params(path: str, send) -> dict:
     """Load; send what the loader made (first line) before calling .numpy(), which can
     crash on a tensor whose dtype name and width disagree; return the .numpy() results."""
     from tvm import runtime
@@ -104,7 +110,7 @@ def _params(path: str, w: int) -> dict:
         out["keys_error"] = _last_line(exc)
         return out
     out["tensors"] = {k: _tensor(d[k]) for k in keys}
-    os.write(w, (json.dumps(out) + "\n").encode())
+    send(out)
     return {"numpy": {k: _numpy(d[k]) for k in keys}}
 
 
@@ -124,15 +130,11 @@ def _library(path: str) -> dict:
     return {"tree": _tree(tvm.runtime.load_module(path))}
 
 
-def _one(case: dict, w: int) -> None:
-    signal.alarm(int(case.get("timeout", 5)))  # a load takes milliseconds; heap corruption can hang
+def _one(case: dict, send) -> dict:
     try:
-        res = _params(case["path"], w) if case["kind"] == "params" else {"status": "ok", **_library(case["path"])}
+        return _params(case["path"], send) if case["kind"] == "params" else {"status": "ok", **_library(case["path"])}
     except Exception as exc:  # noqa: BLE001 - TVM raises its own error types
-        res = {"status": "error", "error": _last_line(exc), "error_type": type(exc).__name__}
-    os.write(w, (json.dumps(res) + "\n").encode())
-    os.close(w)
-    os._exit(0)
+        return {"status": "error", "error": _last_line(exc), "error_type": type(exc).__name__}
 
 
 def main(manifest: str) -> None:
@@ -141,32 +143,13 @@ def main(manifest: str) -> None:
     with open(manifest) as f:
         cases = json.load(f)
     for case in cases:
-        r, w = os.pipe()
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                _one(case, w)
-            finally:
-                os._exit(3)
-        os.close(w)
-        chunks = []
-        while True:
-            b = os.read(r, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-        os.close(r)
-        _, st = os.waitpid(pid, 0)
-        lines = [json.loads(x) for x in b"".join(chunks).decode().splitlines() if x.strip()]
+        # a load takes milliseconds; heap corruption can hang
+        out = in_fork(lambda send, case=case: _one(case, send), timeout=int(case.get("timeout", 5)))
         res = {}
-        for part in lines:
+        for part in out.parts:
             res.update(part)
-        if os.WIFSIGNALED(st) or len(lines) < (2 if res.get("tensors") else 1):
-            sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else None
-            how = {"signal": signal.Signals(sig).name if sig else None,
-                   "exit": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None}
+        if out.signal is not None or len(out.parts) < (2 if res.get("tensors") else 1):
+            how = {"signal": out.signal, "exit": out.exit}
             # died after the load reported: in .numpy(), or from heap corruption the load left
             res = {**res, "status": "died-after-load", **how} if res.get("tensors") else {"status": "died", **how}
         res["id"] = case["id"]

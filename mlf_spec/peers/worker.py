@@ -45,10 +45,14 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING or __package__:
+    from .forked import in_fork
+else:  # run as a script by a peer's interpreter, where mlf-spec is not importable: the file beside
+    from forked import in_fork
 
 #: seconds a request may take before its child is stopped (hangs on corrupted heaps)
 LIMIT = int(os.environ.get("MLF_SPEC_PEER_LIMIT", "120"))
@@ -377,33 +381,12 @@ def _in_child(req: dict) -> dict:
 
 
 def _forked(req: dict) -> dict:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: answer, write, leave without running any cleanup of the parent's
-        os.close(r)
-        try:
-            signal.alarm(LIMIT)
-            data = (json.dumps(_answer(req)) + "\n").encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view):]
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        b = os.read(r, 1 << 20)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode("utf-8", "replace").strip()
-    if os.WIFSIGNALED(status):
-        return {"died": signal.Signals(os.WTERMSIG(status)).name}
-    if not text:
-        return {"died": None, "exit": os.WEXITSTATUS(status)}
-    return json.loads(text)
+    out = in_fork(lambda send: _answer(req), LIMIT)
+    if out.signal is not None:
+        return {"died": out.signal}
+    if not out.parts:
+        return {"died": None, "exit": out.exit}
+    return out.parts[-1]
 
 
 def main() -> int:
