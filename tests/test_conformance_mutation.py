@@ -225,7 +225,7 @@ def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
     from mlf_spec.conformance.generated_cases import explore
 
     binary, mutants = harness.build(HERE / "params_reader.c", harness.DEFAULT_BUILD, tmp_path)
-    bug = next(m for m in mutants if m.signature == "const@L73: 1 -> 0")  # `overflow = 1` -> `overflow = 0`
+    bug = next(m for m in mutants if m.signature == "const@L54: 1 -> 0")  # `overflow = 1` -> `overflow = 0`
     t = harness.testee_for([str(binary)], bug.id)
     try:
         found = explore(t, 400, seed_value=1, formats=["params"], budget=120)

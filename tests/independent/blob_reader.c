@@ -11,35 +11,11 @@
 #define INFO "{\"protocol\": \"mlf-conformance/1\", \"name\": \"independent-blob-ffi-c\", \"version\": \"1\", " \
   "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"ffi\"]}}]}"
 
-typedef struct { const uint8_t *p; size_t n, pos; refusal_t *r; int bad; } cur_t;
-
-static int fail(cur_t *c, const char *cls, const char *what) {
-  if (!c->bad) {
-    c->bad = 1;
-    c->r->cls = cls;
-    snprintf(c->r->msg, sizeof c->r->msg, "%s (offset %zu)", what, c->pos);
-  }
-  return 0;
-}
-static uint64_t rd_le(cur_t *c, int width) {
-  if (c->bad) return 0;
-  if (c->n - c->pos < (size_t)width) { fail(c, "truncated", "the input ends inside a field"); c->pos = c->n; return 0; }
-  uint64_t v = 0;
-  for (int i = 0; i < width; i++) v |= (uint64_t)c->p[c->pos + i] << (8 * i);
-  c->pos += (size_t)width;
-  return v;
-}
-static uint64_t rd_u64(cur_t *c) { return rd_le(c, 8); }
 
 static const char *DEVICE_BINARY[] = {"cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon", NULL};
 static const char *NOT_IMPLEMENTED[] = {"vulkan", "metal", "webgpu", "const_loader", "static_library",
   "relax.VMExecutable", "dnnl_json", "tensorrt", "msc_tensorrt", "arm_compute_lib", "bnns_json", "clml",
   "cublas_json", "cudnn_json", "hipblas_json", "nnapi", "example_npu_json", "coreml", NULL};
-static int is_kind(const uint8_t *k, size_t n, const char **list) {
-  for (int i = 0; list[i]; i++)
-    if (strlen(list[i]) == n && !memcmp(list[i], k, n)) return 1;
-  return 0;
-}
 
 /* MUTATE BEGIN */
 static void skip_str(cur_t *c) {

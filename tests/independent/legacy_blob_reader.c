@@ -24,34 +24,10 @@
   "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"legacy\"]}, " \
   "\"payloads\": [" DEVICE_KINDS ", " JSON_KINDS ", \"c\", \"static_library\", \"metadata_module\"]}]}"
 
-typedef struct { const uint8_t *p; size_t n, pos; refusal_t *r; int bad; } cur_t;
-
-static int fail(cur_t *c, const char *cls, const char *what) {
-  if (!c->bad) {
-    c->bad = 1;
-    c->r->cls = cls;
-    snprintf(c->r->msg, sizeof c->r->msg, "%s (offset %zu)", what, c->pos);
-  }
-  return 0;
-}
-static uint64_t rd_le(cur_t *c, int width) {
-  if (c->bad) return 0;
-  if (c->n - c->pos < (size_t)width) { fail(c, "truncated", "the input ends inside a field"); c->pos = c->n; return 0; }
-  uint64_t v = 0;
-  for (int i = 0; i < width; i++) v |= (uint64_t)c->p[c->pos + i] << (8 * i);
-  c->pos += (size_t)width;
-  return v;
-}
-static uint64_t rd_u64(cur_t *c) { return rd_le(c, 8); }
 
 static const char *DEVICE_BINARY[] = {"cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon", NULL};
 static const char *JSON_RUNTIME[] = {"dnnl_json", "tensorrt", "msc_tensorrt", "arm_compute_lib", "bnns_json", "clml",
   "cublas_json", "cudnn_json", "hipblas_json", "nnapi", NULL};
-static int is_kind(const uint8_t *k, size_t n, const char **list) {
-  for (int i = 0; list[i]; i++)
-    if (strlen(list[i]) == n && !memcmp(list[i], k, n)) return 1;
-  return 0;
-}
 static int kind_is(const uint8_t *k, size_t n, const char *s) { return strlen(s) == n && !memcmp(s, k, n); }
 
 /* The TVM minor version the request's `era` names (legacy `latest` is 0.21). */

@@ -8,25 +8,6 @@
 #define INFO "{\"protocol\": \"mlf-conformance/1\", \"name\": \"independent-params-c\", \"version\": \"1\", " \
   "\"serve\": true, \"formats\": [{\"format\": \"params\", \"roles\": [\"decode\"], \"scope\": {\"dialect\": [\"v0.26\"]}}]}"
 
-typedef struct { const uint8_t *p; size_t n, pos; refusal_t *r; int bad; } cur_t;
-
-static int fail(cur_t *c, const char *cls, const char *what) {
-  if (!c->bad) {
-    c->bad = 1;
-    c->r->cls = cls;
-    snprintf(c->r->msg, sizeof c->r->msg, "%s (offset %zu)", what, c->pos);
-  }
-  return 0;
-}
-static uint64_t rd_le(cur_t *c, int width) {
-  if (c->bad) return 0;
-  if (c->n - c->pos < (size_t)width) { fail(c, "truncated", "the input ends inside a field"); c->pos = c->n; return 0; }
-  uint64_t v = 0;
-  for (int i = 0; i < width; i++) v |= (uint64_t)c->p[c->pos + i] << (8 * i);
-  c->pos += (size_t)width;
-  return v;
-}
-static uint64_t rd_u64(cur_t *c) { return rd_le(c, 8); }
 static int64_t rd_i64(cur_t *c) { return (int64_t)rd_le(c, 8); }
 static int32_t rd_i32(cur_t *c) { return (int32_t)(uint32_t)rd_le(c, 4); }
 static uint16_t rd_u16(cur_t *c) { return (uint16_t)rd_le(c, 2); }

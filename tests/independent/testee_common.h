@@ -1,5 +1,6 @@
-/* What both independent readers share: the conformance protocol (info, serve, one-shot
- * decode), base64, SHA-256, a growing output buffer, JSON strings and the canonical
+/* What the independent readers share: the conformance protocol (info, serve, one-shot
+ * decode), a cursor over the input (little-endian reads, the first refusal with its offset),
+ * base64, SHA-256, a growing output buffer, JSON strings and the canonical
  * spelling of names (UTF-8 with each maximal subpart of an ill-formed sequence replaced by
  * U+FFFD, name_hex beside it). Written from docs/conformance/protocol.md and
  * generated/docs/canonical_*.md; the readers' own parsing is in their .c files (the part
@@ -157,6 +158,35 @@ static const char *json_str(const char *line, const char *key, size_t *len) {
   if (!e) return NULL;
   *len = (size_t)(e - k - 1);
   return k + 1;
+}
+
+/* ---- a cursor over the input: little-endian reads, the first refusal with its offset ---- */
+typedef struct { const uint8_t *p; size_t n, pos; refusal_t *r; int bad; } cur_t;
+
+/* Records the first refusal (class and message with the offset) and returns 0. */
+static int fail(cur_t *c, const char *cls, const char *what) {
+  if (!c->bad) {
+    c->bad = 1;
+    c->r->cls = cls;
+    snprintf(c->r->msg, sizeof c->r->msg, "%s (offset %zu)", what, c->pos);
+  }
+  return 0;
+}
+/* The next `width` bytes, little-endian; 0 and a `truncated` refusal past the end. */
+static uint64_t rd_le(cur_t *c, int width) {
+  if (c->bad) return 0;
+  if (c->n - c->pos < (size_t)width) { fail(c, "truncated", "the input ends inside a field"); c->pos = c->n; return 0; }
+  uint64_t v = 0;
+  for (int i = 0; i < width; i++) v |= (uint64_t)c->p[c->pos + i] << (8 * i);
+  c->pos += (size_t)width;
+  return v;
+}
+static uint64_t rd_u64(cur_t *c) { return rd_le(c, 8); }
+/* Whether the `n` bytes at `k` spell one of the names of the NULL-terminated `list`. */
+static inline int is_kind(const uint8_t *k, size_t n, const char **list) {
+  for (int i = 0; list[i]; i++)
+    if (strlen(list[i]) == n && !memcmp(list[i], k, n)) return 1;
+  return 0;
 }
 
 static int serve(decode_fn decode) {
