@@ -63,7 +63,7 @@ def params_bytes(era: str | None = None, accepted_by: str | None = None, *,
         if as_meant:
             raise ValueError("as_meant=True needs accepted_by (the TVM version that reads the files)")
         return _params_st.valid_params_file(e).map(Data)
-    reader = version_label(public_version(accepted_by, "accepted_by"))  # type: ignore[arg-type]  # accepted_by is a version string here (None returned above)
+    reader = version_label(public_version(accepted_by, "accepted_by"))
     keep = ("loads",) if as_meant else ACCEPTED
     eras = st.just(e) if e is not None else st.sampled_from(_PARAMS_ERAS)
     return eras.flatmap(lambda w: _params_st.valid_params_file(w).map(Data).filter(

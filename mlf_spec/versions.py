@@ -11,6 +11,7 @@ spec describes run from ``OLDEST`` to ``NEWEST`` (spec/eras.yaml).
 from __future__ import annotations
 
 import warnings
+from typing import overload
 
 from mlf_spec.errors import UnsupportedError
 
@@ -64,6 +65,10 @@ def label(version: str | tuple[int, ...]) -> str:
     return f"{major}.{minor}"
 
 
+@overload
+def public(version: None, what: str = "era") -> None: ...
+@overload
+def public(version: str | tuple[int, ...], what: str = "era") -> Version: ...
 def public(version: str | tuple[int, ...] | None, what: str = "era") -> Version | None:
     """Parse a TVM version given to a public function: a string such as ``"0.27"``; a
     tuple still works for one release, with a DeprecationWarning."""

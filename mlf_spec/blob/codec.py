@@ -657,6 +657,12 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
         raise _module_error(root, format, e) or exc from None
 
 
+def _record_of(m: Module) -> Any:
+    """The generated record of a module's payload; None for ``_lib``, the one kind without a
+    payload (:class:`Module` refuses any other kind without one)."""
+    return None if m.payload is None else m.payload.record
+
+
 def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
            given: tuple[list[list[Module]], dict[int, int]] | None) -> bytes:
     buffers: dict[int, Any] = {}
@@ -670,7 +676,7 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
         groups, index = given or _number(root, e, merge=True)
         row_ptr, children = _csr(groups, index, merge=True, given=given is not None)
         mods = [_ffi.new_ffi_module(kind=LIB if g[0].kind == LIB else g[0].kind,
-                                    payload=None if g[0].kind == LIB else g[0].payload.record)  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
+                                    payload=_record_of(g[0]))
                 for g in groups]
         body = _ffi.new_ffi_body(row_ptr=tuple(row_ptr), child_indices=tuple(children), modules=mods, trailing=b"")
         _ffi.write_ffi_blob(out.append, _ffi.new_ffi_blob(body=body), lazy, e)
@@ -684,11 +690,11 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
             if m.imports or m.kind == LIB:
                 raise ConstraintError("TVM up to 0.6 supports one level of imports only "
                                       "(\"Only support simply one-level hierarchy\")", field="imports")
-            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=m.payload.record))  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
+            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=_record_of(m)))
     elif given is None and not root.imports and (root.kind == LIB or e >= (0, 14)):
         if root.kind != LIB:  # 0.14+: count 0, then the root's own entry, which no loader reads
             parts: list[Any] = []
-            _leg.write_legacy_entry(parts.append, _leg.new_legacy_entry(kind=root.kind, payload=root.payload.record),  # type: ignore[union-attr]  # the root module always has a payload (the reader makes one)
+            _leg.write_legacy_entry(parts.append, _leg.new_legacy_entry(kind=root.kind, payload=_record_of(root)),
                                     lazy, e)
             trailing = b"".join(parts)
     else:
@@ -697,7 +703,7 @@ def _build(root: Module, format: str, e: tuple[int, ...],  # noqa: A002
         row_ptr, children = _csr(groups, index, merge=merge, given=given is not None)
         for g in groups:
             m = g[0]
-            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=None if m.kind == LIB else m.payload.record))  # type: ignore[union-attr]  # a non-library module always has a payload (the reader makes one)
+            entries.append(_leg.new_legacy_entry(kind=m.kind, payload=_record_of(m)))
         tree = _leg.new_import_tree(row_ptr=tuple(row_ptr), child_indices=tuple(children))
         entries.append(_leg.new_legacy_entry(kind=IMPORT_TREE, payload=tree))
     body = _leg.new_legacy_body(entries=entries, trailing=trailing)

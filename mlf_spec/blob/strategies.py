@@ -9,7 +9,7 @@ field spans (no layout is restated here).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -70,9 +70,13 @@ BLOB_BROKEN_KINDS: dict[str, str] = {
 def era_tuple(era: str) -> tuple[int, ...]:
     """The codec's version tuple for a TVM version named as in :data:`BLOB_ERAS` (0.24
     and later: ``blob.LATEST``), for the Construct grammars and other tuple-taking code."""
-    return _era(era)  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
+    return _era(era)
 
 
+@overload
+def _era(era: None) -> None: ...
+@overload
+def _era(era: str | tuple[int, ...]) -> tuple[int, ...]: ...
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
     """A TVM version given to a strategy, as the codec's tuple (0.24 and later: LATEST)."""
     e = public_version(era, "era")
@@ -85,7 +89,7 @@ def _label(e: tuple[int, ...]) -> str:
 
 def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
     e = _era(era)
-    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))  # type: ignore[return-value]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
+    return e if e is not None else _era(draw(st.sampled_from(BLOB_ERAS[fmt])))
 
 
 @st.composite
@@ -173,7 +177,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
         fmt = draw(st.sampled_from(_blob.FORMATS))
     eras = [_era(x) for x in BLOB_ERAS[fmt]]
     if kind == "duplicate_lib_legacy":
-        eras = [x for x in eras if x >= (0, 8)]  # type: ignore[operator]  # _era gives a tuple for every name in BLOB_ERAS (None only for unknown names)
+        eras = [x for x in eras if x >= (0, 8)]
     e: tuple[int, ...] = draw(st.sampled_from(eras))
     data = _build(draw, fmt, e)
     structs, root = _ROOTS[fmt]

@@ -243,11 +243,15 @@ class Archive:
 
     # ------------------------------------------------------------- metadata
 
-    def metadata_document(self) -> Any:
-        """metadata.json parsed as JSON (not validated). Raises MlfError."""
+    def _metadata_member(self) -> Member:
         m = self.member(METADATA)
         if m is None or m.is_dir:
             raise ValidationError("the archive has no metadata.json", file=self.file, field=METADATA)
+        return m
+
+    def metadata_document(self) -> Any:
+        """metadata.json parsed as JSON (not validated). Raises MlfError."""
+        m = self._metadata_member()
         return load_json(m.view(), f"{self.file}:{m.name}", "metadata.json")
 
     @property
@@ -262,10 +266,9 @@ class Archive:
         if self._metadata_override is not None:
             return self._metadata_override
         if self._metadata is None:
-            m = self.member(METADATA)
+            m = self._metadata_member()
             doc = self.metadata_document()
-            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}",  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
-                                               raw=m.read())  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
+            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}", raw=m.read())
         return self._metadata
 
     @property

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,11 +100,18 @@ class TensorInfo(Record):
 
     __slots__ = ()
     _fields = ("name", "dtype", "shape", "offset", "nbytes")
-    name: str = property(itemgetter(0))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
-    dtype: _dt.DType = property(itemgetter(1))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
-    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
-    offset: int = property(itemgetter(3))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
-    nbytes: int = property(itemgetter(4))  # type: ignore[assignment]  # a tuple subclass exposing fields through properties (fast and small per record)
+    if TYPE_CHECKING:  # what the properties below give
+        name: str
+        dtype: _dt.DType
+        shape: tuple[int, ...]
+        offset: int
+        nbytes: int
+    else:  # a tuple subclass exposing its fields through properties (fast and small per record)
+        name = property(itemgetter(0))
+        dtype = property(itemgetter(1))
+        shape = property(itemgetter(2))
+        offset = property(itemgetter(3))
+        nbytes = property(itemgetter(4))
 
 
 #: A run of records with identical header bytes: (first record, count, stride). The

@@ -99,10 +99,10 @@ class DType:
     @property
     def numpy(self) -> np.dtype | None:
         """The NumPy/ml_dtypes type whose bytes are the stored bytes, or None."""
-        if self._numpy is False:
+        if isinstance(self._numpy, bool):  # only False is stored: not resolved yet
             t = _numpy_type(self.numpy_name) if self.numpy_name is not None else None
             self._numpy = t if t is not None and t.itemsize == stored_bytes(self.bits, (1,)) else None
-        return self._numpy  # type: ignore[return-value]  # False is only the not-yet-computed marker, replaced just above
+        return self._numpy
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DType) and self._key() == other._key()
