@@ -143,12 +143,10 @@ def forked_call(target: Callable[[Any], Any], data: Any, timeout: float | None) 
     ``("crash", signal number or None, exit status)`` when the process died without a
     reply, or ``("timeout",)`` (the process is killed)."""
     import pickle
-    import select
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the forked process: run, write the reply, leave without cleanup
-        os.close(r)
+    from mlf_spec.peers.forked import fork_and_read
+
+    def child(w: int) -> None:  # run, write the reply
         reply = _call(target, data)
         try:
             payload = pickle.dumps(reply)
@@ -157,34 +155,16 @@ def forked_call(target: Callable[[Any], Any], data: Any, timeout: float | None) 
                                     ""))
         with os.fdopen(w, "wb") as f:
             f.write(payload)
-        os._exit(0)
-    os.close(w)
-    chunks: list[bytes] = []
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    while True:
-        wait = None if deadline is None else deadline - time.monotonic()
-        if wait is not None and wait <= 0:
-            timed_out = True
-            break
-        ready, _, _ = select.select([r], [], [], wait)
-        if ready:
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    os.close(r)
-    if timed_out:
-        os.kill(pid, _signal.SIGKILL)
-        os.waitpid(pid, 0)
+
+    out, status = fork_and_read(child, None if timeout is None else time.monotonic() + timeout)
+    if status is None:
         return ("timeout",)
-    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         return ("crash", os.WTERMSIG(status), None)
     code = os.WEXITSTATUS(status)
-    if code != 0 or not chunks:
+    if code != 0 or not out:
         return ("crash", None, code)
-    return pickle.loads(b"".join(chunks))
+    return pickle.loads(out)
 
 
 class Isolated:

@@ -9,9 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from mlf_spec.peers.forked import in_fork
+from mlf_spec.peers.forked import fork_and_read, in_fork
 
 
 def test_parts_and_the_returned_value_come_back_in_order() -> None:
@@ -54,3 +55,13 @@ def test_it_imports_as_a_lone_file_without_the_package(tmp_path: Path) -> None:
                         + code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "Outcome(parts=[{'x': 1}], signal=None, exit=0)"
+
+
+def test_past_the_deadline_the_child_is_killed_and_what_it_wrote_is_kept() -> None:
+    def child(w: int) -> None:
+        os.write(w, b"started")
+        signal.pause()
+
+    assert fork_and_read(child, time.monotonic() + 0.5) == (b"started", None)
+    data, status = fork_and_read(lambda w: os.write(w, b"done") and None, time.monotonic() + 60)
+    assert data == b"done" and status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

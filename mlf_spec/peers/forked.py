@@ -1,5 +1,6 @@
-"""One case in a forked process, its crash an outcome: the loop the peer worker
-(:mod:`.worker`) and the TVM probes of the tests run for every request or case.
+"""One case in a forked process, its crash an outcome: the loop that the peer worker
+(:mod:`.worker`), the TVM probes of the tests and :func:`mlf_spec.isolation.forked_call` run
+for every request, case or input.
 
 Standard library only, and importable as a lone file: the peer worker and the probes run in
 the interpreter of another TVM install, where mlf-spec is not importable, and import this
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,6 +31,42 @@ class Outcome(NamedTuple):
     exit: int | None
 
 
+def fork_and_read(child: Callable[[int], None], deadline: float | None = None) -> tuple[bytes, int | None]:
+    """Run ``child(fd)`` in a process forked from this one; it writes what it has to say to
+    the pipe ``fd``, then the process leaves at once (status 0, or 3 when ``child`` raised)
+    without running any cleanup of this process. Returns what the child wrote and its wait
+    status; past ``deadline`` (a :func:`time.monotonic` value) the child is killed and the
+    status is None."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        status = 3
+        try:
+            os.close(r)
+            child(w)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(w)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            if deadline is not None:
+                wait = deadline - time.monotonic()
+                if wait <= 0 or not select.select([r], [], [], wait)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return b"".join(chunks), None
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks), status
+
+
 def in_fork(case: Callable[[Send], Any], timeout: int | None = None) -> Outcome:
     """Run ``case(send)`` in a process forked from this one, so that an abort, a segmentation
     fault or a heap it corrupts ends that process only. ``send`` passes a JSON part back at
@@ -36,45 +75,31 @@ def in_fork(case: Callable[[Send], Any], timeout: int | None = None) -> Outcome:
     hang). A child whose ``case`` raises exits with status 3 (the parts sent so far are kept)."""
     sys.stdout.flush()  # nothing buffered may be written twice
     sys.stderr.flush()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, write, leave without running any cleanup of the parent's
-        status = 3
-        try:
-            os.close(r)
-            if timeout is not None:
-                signal.alarm(timeout)
 
-            def send(part: Any) -> None:
-                view = memoryview((json.dumps(part) + "\n").encode())
-                while view:
-                    view = view[os.write(w, view):]
+    def child(w: int) -> None:
+        if timeout is not None:
+            signal.alarm(timeout)
 
-            last = case(send)
-            if last is not None:
-                send(last)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(w)
-    chunks: list[bytes] = []
-    while True:
-        b = os.read(r, 1 << 20)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
-    _, st = os.waitpid(pid, 0)
+        def send(part: Any) -> None:
+            view = memoryview((json.dumps(part) + "\n").encode())
+            while view:
+                view = view[os.write(w, view):]
+
+        last = case(send)
+        if last is not None:
+            send(last)
+
+    data, st = fork_and_read(child)
     parts: list[Any] = []
-    for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
+    for line in data.decode("utf-8", "replace").splitlines():
         if line.strip():
             try:
                 parts.append(json.loads(line))
             except ValueError:  # a line cut short by the crash
                 pass
-    if os.WIFSIGNALED(st):
-        return Outcome(parts, signal.Signals(os.WTERMSIG(st)).name, None)
+    if st is None or os.WIFSIGNALED(st):  # (no deadline here: st is a status)
+        return Outcome(parts, signal.Signals(os.WTERMSIG(st) if st is not None else signal.SIGKILL).name, None)
     return Outcome(parts, None, os.WEXITSTATUS(st))
 
 
-__all__ = ["Outcome", "Send", "in_fork"]
+__all__ = ["Outcome", "Send", "fork_and_read", "in_fork"]
