@@ -140,7 +140,7 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
                         sel.unregister(proc.stdin)
                         proc.stdin.close()
                     continue
-                chunk = os.read(f.fileno(), 65536)  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(f)
                     continue
