@@ -26,6 +26,7 @@ from specgen.emit_data import emit_binary_data, emit_eras, emit_table_data  # no
 from specgen.emit_docs import emit_binary_doc, emit_index, emit_table_doc  # noqa: E402
 from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
 from specgen.emit_kaitai import emit_kaitai, emit_kaitai_doc, graph_specs  # noqa: E402
+from specgen.emit_plain import PLAINLIB  # noqa: E402
 from specgen.emit_records import emit_records  # noqa: E402
 from specgen.emit_strategies import emit_strategies  # noqa: E402
 from specgen.emit_versioned import (  # noqa: E402
@@ -96,6 +97,7 @@ def render(model: Model) -> dict[str, str]:
         files.update(emit_records(model, name))
     if any(r.timeline or r.lenient for r, _ in model.records.values()):
         files["_recordlib.py"] = RECORDLIB
+        files["_plainlib.py"] = PLAINLIB  # _recordlib imports it
     for name in model.timelines:
         files.update(emit_timeline(model, name))
     for name, (layout, _) in model.layouts.items():

@@ -470,7 +470,8 @@ def graph_json(data: bytes) -> None:
 
 
 @target("metadata_json", "metadata", seeds="metadata", mutator=metadata_mutator, memory=MemoryBudget(256),
-        modules=("mlf_spec.mlf.metadata", "mlf_spec._records", "mlf_spec.generated._recordlib"), max_len=1 << 15)
+        modules=("mlf_spec.mlf.metadata", "mlf_spec._records", "mlf_spec.generated._recordlib",
+                 "mlf_spec.generated._plainlib"), max_len=1 << 15)
 def metadata_json(data: bytes) -> None:
     """metadata.parse (strict and lenient) and detection; a document that parses is dumped
     as TVM's writer did, which parses to the same data and dumps to the same bytes (and to

@@ -1,13 +1,15 @@
 """Support for the generated records models: strict by default, lenient on request, and a
-JSON dumper that reproduces the options a writer used."""
+JSON dumper that reproduces the options a writer used (:func:`to_data` and :func:`dump_json`,
+shared with the plain typed records)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
+
+from .plainlib import DataRecord, dump_json, to_data  # noqa: F401 - dump_json: part of this module's API
 
 #: Validation context that keeps unknown keys (``model_extra``) instead of refusing them.
 LENIENT: dict[str, Any] = {"lenient": True}
@@ -27,7 +29,7 @@ def not_bool(value: Any) -> Any:
     return value
 
 
-class Record(BaseModel):
+class Record(BaseModel, DataRecord):
     """Base of every generated record. Types are strict (no coercion: ``"1"`` is not an
     int, ``true`` is not an int); unknown keys are refused unless the document is validated
     with ``context=LENIENT``, which keeps them in ``model_extra``."""
@@ -59,6 +61,17 @@ class Record(BaseModel):
                             {"key": key, "field": key_field, "value": got, "at": [name, key, key_field]})
         return self
 
+    def _data(self, numeric_keys: bool) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        cls = type(self)
+        for name in cls.model_fields:
+            if name in self.model_fields_set:
+                out[cls.ALIASES.get(name, name)] = to_data(getattr(self, name), numeric_keys,
+                                                          numeric_keys and name in cls.INT_KEYED)
+        for k, v in (self.__pydantic_extra__ or {}).items():
+            out[k] = to_data(v, numeric_keys)
+        return out
+
 
 def unknown_keys(value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
     """(path, key) of every unknown key kept by a lenient validation, depth first."""
@@ -76,32 +89,3 @@ def unknown_keys(value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
         for i, v in enumerate(value):
             out += unknown_keys(v, path + (i,))
     return out
-
-
-def to_data(value: Any, numeric_keys: bool = False, _int_keys: bool = False) -> Any:
-    """Plain JSON data of a record: declared keys that were set, in declaration order, then
-    unknown keys. With ``numeric_keys``, maps declared with int keys get int keys (as the
-    writer's dicts had: Python's sort_keys then orders them numerically)."""
-    if isinstance(value, Record):
-        out: dict[Any, Any] = {}
-        cls = type(value)
-        for name in cls.model_fields:
-            if name in value.model_fields_set:
-                out[cls.ALIASES.get(name, name)] = to_data(getattr(value, name), numeric_keys,
-                                                           numeric_keys and name in cls.INT_KEYED)
-        for k, v in (value.__pydantic_extra__ or {}).items():
-            out[k] = to_data(v, numeric_keys)
-        return out
-    if isinstance(value, dict):
-        return {(int(k) if _int_keys and isinstance(k, str) and k.isdigit() else k): to_data(v, numeric_keys)
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_data(v, numeric_keys) for v in value]
-    return value
-
-
-def dump_json(value: Any, indent: int | None = None, sort_keys: bool = False, ensure_ascii: bool = True,
-              trailing_newline: bool = False) -> str:
-    """``json.dumps`` with a writer's options; records go through :func:`to_data` first."""
-    text = json.dumps(to_data(value, numeric_keys=True), indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
-    return text + "\n" if trailing_newline else text
