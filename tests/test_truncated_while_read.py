@@ -9,10 +9,9 @@ import gzip
 import io
 import signal
 import subprocess
-import tarfile
 import sys
+import tarfile
 import textwrap
-
 from pathlib import Path
 
 import numpy as np
