@@ -340,6 +340,14 @@ def test_checking_a_large_archive_holds_no_member_in_memory(tmp_path):
     tracemalloc.stop()
     assert report.findings == [], [f.to_dict() for f in report.findings]
     assert peak < 2 << 20, peak
+    # as the command line reads it (pread, never mapped): one member at a time, the 16 MiB
+    # params member the largest, never the whole archive
+    tracemalloc.start()
+    report = check.check(path, mapped=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert report.findings == [], [f.to_dict() for f in report.findings]
+    assert (16 << 20) < peak < (16 << 20) + (2 << 20), peak
 
 
 def test_tvm_consumers_read_our_archives(tmp_path):

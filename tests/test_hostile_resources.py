@@ -499,5 +499,76 @@ def test_params_dump_of_many_zero_dimensional_tensors_costs_under_a_kib_each(tmp
     lines = out.decode().splitlines()
     assert len(lines) == n + 3 and lines[-1].split()[:3] == [f"t{n - 1}", "int8", "scalar"]
     assert (rss - base) / n < 1024, (rss - base) / n
-    rss, out = _peak_rss(["params", "dump", "--json", "many.params"], tmp_path)
+    # --json is streamed: beside the file's index (the library's, measured alone below) it
+    # holds 32 bytes per tensor (the digest) and a MiB of text (10^6 tensors: 1.10 -> 0.57 GB)
+    rss_json, out = _peak_rss(["params", "dump", "--json", "many.params"], tmp_path)
     assert len(json.loads(out)["tensors"]) == n
+    index = subprocess.run([sys.executable, "-c", INDEX_ONLY, "many.params"], cwd=tmp_path, capture_output=True,
+                           text=True, check=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    rss_index = int(index.stdout)
+    assert (rss_json - rss_index) / n < 160, ((rss_json - rss_index) / n, rss_json, rss_index)
+    assert (rss_json - base) / n < 1024, (rss_json - base) / n
+
+
+# the peak RSS of the CLI's imports and the opened file's index, nothing printed
+INDEX_ONLY = """
+import resource, sys
+import mlf_spec.cli, mlf_spec.params.listing, mlf_spec.params.stats  # what params dump imports
+from mlf_spec.params import codec
+with codec.open(sys.argv[1], strict=False, mapped=False) as lazy:
+    assert lazy.index
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def test_streamed_json_dump_is_the_document_byte_for_byte(tmp_path, monkeypatch):
+    """``params dump --json`` writes json_pieces; they join to json.dumps of dump_document,
+    also across piece boundaries, with stats and values, a name that is not UTF-8 and a
+    path that is not either (the whole line then ASCII-escaped, as before)."""
+    from mlf_spec.params import listing
+    from mlf_spec.params.codec import ParamsFile, dumps
+    from mlf_spec.params.codec import open as open_params
+
+    tensors = [(f"w{i}", np.arange(i + 3, dtype=np.float32) - 1.5, None) for i in range(40)]
+    tensors += [("é\udcff", np.array([np.nan, np.inf, 0], np.float32), None), ("z", np.zeros((0, 2), "i1"), None),
+                ("c", np.array([1 + 2j], np.complex64), None)]
+    f = tmp_path / "x.params"
+    f.write_bytes(dumps(ParamsFile(tensors)))
+    monkeypatch.setattr(listing, "_PIECE", 100)  # many pieces
+    for path in ("x.params", "bad\udcffname.params"):
+        for stats, values in ((False, None), (True, 3)):
+            with open_params(f, strict=False, mapped=False) as lazy:
+                doc = listing.dump_document(lazy, path=path, stats=stats, values=values)
+            want = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+            try:
+                want.encode("utf-8")
+            except UnicodeEncodeError:
+                want = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+            pieces = list(listing.json_pieces(open_params(f, strict=False, mapped=False), path=path, stats=stats,
+                                              values=values))
+            assert len(pieces) > 10 and "".join(pieces) == want, path
+
+
+def test_a_json_dump_cut_short_ends_its_line_and_says_why(tmp_path, capsys, monkeypatch):
+    """An MlfError while the pieces are written (the file read again for --stats, cut
+    meanwhile) ends the line, prints the error object and the error line: exit 2."""
+    from mlf_spec.params import listing
+
+    params.save({"a": np.ones(3, np.float32)}, tmp_path / "x.params")
+    real = listing.json_pieces
+
+    def failing(lazy, **kw):
+        pieces = real(lazy, **kw)
+
+        def gen():
+            yield next(pieces)
+            raise MlfError("file shrank while it was being read", offset=7)
+        return gen()
+
+    monkeypatch.setattr(listing, "json_pieces", failing)
+    status, out, err = cli(["params", "dump", "--json", "x.params"], tmp_path, capsys, monkeypatch)
+    assert status == 2
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith('{"path":"x.params"'), out
+    assert json.loads(lines[1])["error"]["message"] == "file shrank while it was being read"
+    assert err.strip().splitlines() == ["mlf-spec: error: x.params: offset 7 (0x7): file shrank while it was being read"]

@@ -70,22 +70,25 @@ def _collector() -> _findings.Collector:
 
 def check(source: Any, *, version: int | None = None, max_member_size: int = _archive.DEFAULT_MAX_MEMBER_SIZE,
           max_findings_per_code: int = 50, max_members: int = _archive.DEFAULT_MAX_MEMBERS,
-          max_total_size: int = _archive.DEFAULT_MAX_TOTAL_SIZE, tvm: str | None = None) -> Report:
+          max_total_size: int = _archive.DEFAULT_MAX_TOTAL_SIZE, tvm: str | None = None,
+          mapped: bool = True) -> Report:
     """Check an archive (path to a tar or directory, bytes, or binary file object).
     ``version`` checks against that version instead of the declared one (a different
     declared version is an error finding); ``tvm`` adds the verdict of that TVM version's
     readers (``report.tvm``, see :mod:`mlf_spec.mlf.readers`). The size limits are those of
     :func:`mlf_spec.archive.open`. Raises MlfError when the input cannot be read at all
     (not a tar, unsafe members, a limit exceeded), UnsupportedError before reading for a
-    ``tvm`` that names no TVM version the spec describes."""
+    ``tvm`` that names no TVM version the spec describes. ``mapped=False`` never maps the
+    file (see :func:`mlf_spec.archive.open`): the members the check reads (metadata, graph
+    JSON, params: one at a time) are copies read by pread, and a file that another process
+    truncates meanwhile is an MlfError, not SIGBUS."""
     if tvm is not None:
         from mlf_spec import versions as _versions
 
         _versions.known(tvm)
     name = source if isinstance(source, str) else (os.fspath(source) if isinstance(source, os.PathLike) else None)
-    # never mapped: a file that another process truncates meanwhile is an MlfError, not SIGBUS
     with _archive.open(source, max_member_size=max_member_size, max_members=max_members,
-                       max_total_size=max_total_size, mapped=False) as a:
+                       max_total_size=max_total_size, mapped=mapped) as a:
         report = check_archive(a, version=version)
         if tvm is not None:
             from . import readers as _readers
