@@ -236,3 +236,22 @@ def test_the_hook_really_truncates_a_mapped_archive(archives, tmp_path):
     '''))
     r = subprocess.run([sys.executable, "-c", code, str(a), "map"], capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stderr[-500:])
+
+
+@pytest.mark.parametrize("argv", [["check", "{d}"], ["cache", "dump", "--json", "{d}"]], ids=["check", "cache dump"])
+def test_a_cache_shard_truncated_while_read_is_an_error_not_sigbus(tmp_path, argv):
+    """Tensor-cache shards are read by pread too (the MD5 of check, the arrays and digests of dump)."""
+    from mlf_spec.cache import codec as cache
+
+    rng = np.random.default_rng(3)
+    d = tmp_path / "cache"
+    cache.write(d, {f"w{i}": rng.standard_normal((256, 256)).astype(np.float32) for i in range(8)})
+    shard = d / "params_shard_0.bin"
+    size = shard.stat().st_size
+    r = subprocess.run([sys.executable, "-c", HOOK, str(shard), "before", *[x.format(d=d) for x in argv]],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != -signal.SIGBUS and r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr and str(shard) in lines[0], r.stderr[-2000:]
+    assert "file shrank while it was being read" in lines[0] or "go past the shard's" in lines[0], lines[0]
+    assert shard.stat().st_size < size
