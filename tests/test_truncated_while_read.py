@@ -255,3 +255,80 @@ def test_a_cache_shard_truncated_while_read_is_an_error_not_sigbus(tmp_path, arg
     assert len(lines) == 1 and "Traceback" not in r.stderr and str(shard) in lines[0], r.stderr[-2000:]
     assert "file shrank while it was being read" in lines[0] or "go past the shard's" in lines[0], lines[0]
     assert shard.stat().st_size < size
+
+
+# in the child: safetensors opens TARGET (mapped, or with backend="pread"), then it is cut
+# to a quarter before the tensors are read
+SAFETENSORS_HOOK = textwrap.dedent('''
+    import os, sys
+    import safetensors.numpy as stn
+    target = sys.argv[1]
+    real = stn.safe_open
+
+    class Opened:
+        def __init__(self, name, *a, **k):
+            self.inner = real(name, *a, **k)
+            self.cut = os.path.samefile(name, target)
+
+        def __enter__(self):
+            f = self.inner.__enter__()
+            if self.cut:
+                os.truncate(target, os.path.getsize(target) // 4)
+            return f
+
+        def __exit__(self, *exc):
+            return self.inner.__exit__(*exc)
+
+    stn.safe_open = Opened
+''')
+
+
+@pytest.mark.parametrize("via", ["cli", "mapped"])
+def test_a_safetensors_file_truncated_while_read(tmp_path, via):
+    """``params convert`` reads .safetensors with safetensors' pread backend: a cut after the
+    file was opened is an error line; the same cut kills a mapped reader (the control)."""
+    pytest.importorskip("safetensors")
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(5)
+    src = tmp_path / "a.safetensors"
+    save_file({f"w{i}": rng.standard_normal((256, 256)).astype(np.float32) for i in range(16)}, str(src))
+    out = tmp_path / "out.params"
+    if via == "mapped":
+        code = SAFETENSORS_HOOK + "print(sum(float(v.sum()) for v in stn.load_file(target).values()))\n"
+        r = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == -signal.SIGBUS, (r.returncode, r.stderr[-500:])
+        return
+    code = SAFETENSORS_HOOK + "from mlf_spec.cli import main\nsys.exit(main(sys.argv[2:]))\n"
+    r = subprocess.run([sys.executable, "-c", code, str(src), "params", "convert", str(src), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != -signal.SIGBUS and r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr and str(src) in lines[0], r.stderr[-2000:]
+    assert not out.exists() and not list(tmp_path.glob(".*tmp"))
+
+
+def test_safetensors_before_its_pread_backend_is_read_by_our_pread(tmp_path, monkeypatch):
+    """safetensors older than 0.8 has no ``backend``: the file is read by pread into memory
+    and parsed from the bytes (the same arrays and metadata)."""
+    pytest.importorskip("safetensors")
+    import safetensors.numpy as stn
+
+    from mlf_spec.params import convert
+
+    src = tmp_path / "a.safetensors"
+    want = {"a": np.arange(6, dtype=np.int16).reshape(2, 3), "b": np.ones(4, np.float32)}
+    stn.save_file(want, str(src), metadata={"k": "v"})
+    real = stn.load_file
+
+    def old_load_file(name, **kw):
+        if kw:
+            raise TypeError(f"load_file() got an unexpected keyword argument {next(iter(kw))!r}")
+        raise AssertionError("the mapped reader was used")
+
+    monkeypatch.setattr(stn, "load_file", old_load_file)
+    got = convert.read_any(str(src))
+    monkeypatch.setattr(stn, "load_file", real)
+    assert got.keys() == convert.read_any(str(src)).keys() == want.keys()
+    for k in want:
+        assert np.array_equal(got[k], want[k]) and got[k].dtype == want[k].dtype
