@@ -95,27 +95,28 @@ def read_at(fd: int, offset: int, n: int, *, file: str | None = None) -> bytearr
 
 
 class FileSpan:
-    """``length`` bytes of the open file ``fd`` from ``offset``, read by pread only when asked
-    for (never mapped: a file that another process truncates meanwhile gives an MlfError,
-    "file shrank while it was being read", where a mapping would die of SIGBUS). The file
-    must stay open while the span is read."""
+    """``length`` bytes of the open binary file object ``f`` from ``offset``, read by pread
+    only when asked for (never mapped: a file that another process truncates meanwhile gives
+    an MlfError, "file shrank while it was being read", where a mapping would die of SIGBUS).
+    Once ``f`` is closed, reading raises ValueError (never another file's bytes)."""
 
-    __slots__ = ("fd", "offset", "length", "file")
+    __slots__ = ("f", "offset", "length", "file")
 
-    def __init__(self, fd: int, offset: int, length: int, file: str | None = None) -> None:
-        self.fd, self.offset, self.length, self.file = fd, offset, length, file
+    def __init__(self, f: IO[bytes], offset: int, length: int, file: str | None = None) -> None:
+        self.f, self.offset, self.length, self.file = f, offset, length, file
 
     def __len__(self) -> int:
         return self.length
 
     def read(self) -> memoryview:
         """The whole span, as a copy in memory."""
-        return memoryview(read_at(self.fd, self.offset, self.length, file=self.file))
+        return memoryview(read_at(self.f.fileno(), self.offset, self.length, file=self.file))
 
     def pieces(self, chunk: int = 1 << 20) -> Iterator[memoryview]:
         """The span in order, in copies of at most ``chunk`` bytes (one at a time in memory)."""
         for start in range(0, self.length, chunk):
-            yield memoryview(read_at(self.fd, self.offset + start, min(chunk, self.length - start), file=self.file))
+            yield memoryview(read_at(self.f.fileno(), self.offset + start, min(chunk, self.length - start),
+                                     file=self.file))
 
 
 def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:

@@ -709,7 +709,7 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 raise
             loader: Any = None
             if e.type == _tar.FILE:
-                loader = FileSpan(fd, e.data_offset, e.size, name) if fd is not None else \
+                loader = FileSpan(f, e.data_offset, e.size, name) if fd is not None else \
                     _slicer(buf, e.data_offset, e.size)
             m = Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
                        gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
@@ -723,7 +723,7 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 if padding.strip(b"\0"):
                     m.raw_padding = padding
             members.append(m)
-        trailer: memoryview | FileSpan = FileSpan(fd, end, size - end, name) if fd is not None else \
+        trailer: memoryview | FileSpan = FileSpan(f, end, size - end, name) if fd is not None else \
             memoryview(buf)[end:size]
     except BaseException:
         close_all()
