@@ -85,6 +85,7 @@ def inspect_document(a: _archive.Archive, problems: list[str] | None = None) -> 
         if lazy is not None:
             params = [{"name": i.name, "dtype": i.dtype.name, "shape": list(i.shape), "offset": i.offset,
                        "nbytes": i.nbytes} for i in lazy.index]
+            mod.close()  # one params member at a time (a copy when the archive is read by pread)
         graph = None
         try:
             g = mod.graph
