@@ -380,6 +380,7 @@ def _emit(outcome: Outcome, as_json: bool) -> MlfError | None:
         for start in range(0, len(text), _SLICE):  # no single write of gigabytes (a write may be cut short)
             sys.stdout.write(text[start:start + _SLICE])
     sys.stdout.flush()
+    return None
 
 
 class _Progress:
