@@ -413,6 +413,31 @@ def test_signals_remove_temporary_files(tmp_path, sig):
     assert removed, "never caught the writer with its temporary file"
 
 
+def test_sigterm_during_a_downgrade_removes_its_temporary_archive(tmp_path):
+    """The issue's third leftover (``.dg.tar.*.tmp``, 240 MB): the archive writer streams the
+    members into a temporary file beside the output, removed on SIGTERM."""
+    source = b"// a line of a generated source file\n" * (48 * MiB // 37)  # a 48 MiB member to copy
+    (tmp_path / "m.tar").write_bytes(rewrite_tar(V7, {"./codegen/host/src/default_lib0.cc": source}))
+    removed = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-m", "mlf_spec", "downgrade", "m.tar", "--to", "6", "-o", "dg.tar",
+                                 "--force"], cwd=tmp_path, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not leftovers(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if proc.poll() is None and leftovers(tmp_path):
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=30)[1].decode()
+            assert "Traceback" not in err
+            if proc.returncode == 128 + signal.SIGTERM:
+                removed += 1
+                assert not leftovers(tmp_path) and not (tmp_path / "dg.tar").exists(), leftovers(tmp_path)
+                break
+        else:
+            proc.communicate(timeout=30)
+    assert removed, "never caught the writer with its temporary file"
+
+
 def test_a_later_write_clears_what_sigkill_left(tmp_path):
     stale = tmp_path / ".o.npz.mlf-spec-999999999-abcdefgh.tmp"
     stale.write_bytes(b"x")
