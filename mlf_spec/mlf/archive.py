@@ -602,7 +602,8 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
         # the BytesIO shares ``data`` while it is only read; member views come from ``data``
         # itself (BytesIO.getbuffer() would copy it)
         return _open_file(io.BytesIO(data), name, own=True, max_member_size=max_member_size,
-                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data))
+                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data),
+                          mapped=mapped)
     if hasattr(source, "read"):
         seekable = False
         with contextlib.suppress(Exception):
@@ -682,7 +683,8 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
             f, compression = tmp, kind
         elif not head:
             raise MalformedError("empty file: not a tar archive", file=name, offset=0)
-        fd = _fileno(f) if not mapped and buffer is None else None
+        # mapped=False: members read by pread from the file (or from the decompressed temporary file)
+        fd = _fileno(f) if not mapped and (buffer is None or compression is not None) else None
         size = os.fstat(fd).st_size if fd is not None else _size_of(f)
         if fd is not None:
             buf: Any = None
