@@ -77,15 +77,46 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
 def read_whole(fd: int, size: int) -> bytearray:
     """The ``size`` bytes of the file ``fd`` read into memory by pread (MlfError if the file
     ends first: it shrank while it was being read)."""
-    out = bytearray(size)
+    return read_at(fd, 0, size)
+
+
+def read_at(fd: int, offset: int, n: int, *, file: str | None = None) -> bytearray:
+    """``n`` bytes of the file ``fd`` from ``offset``, read by pread (MlfError naming ``file``
+    if the file ends first: it shrank while it was being read)."""
+    out = bytearray(n)
     view = memoryview(out)
     done = 0
-    while done < size:
-        got = os.preadv(fd, [view[done:]], done)
+    while done < n:
+        got = os.preadv(fd, [view[done:]], offset + done)
         if got <= 0:
-            raise MlfError("file shrank while it was being read", offset=done)
+            raise MlfError("file shrank while it was being read", file=file, offset=offset + done)
         done += got
     return out
+
+
+class FileSpan:
+    """``length`` bytes of the open binary file object ``f`` from ``offset``, read by pread
+    only when asked for (never mapped: a file that another process truncates meanwhile gives
+    an MlfError, "file shrank while it was being read", where a mapping would die of SIGBUS).
+    Once ``f`` is closed, reading raises ValueError (never another file's bytes)."""
+
+    __slots__ = ("f", "offset", "length", "file")
+
+    def __init__(self, f: IO[bytes], offset: int, length: int, file: str | None = None) -> None:
+        self.f, self.offset, self.length, self.file = f, offset, length, file
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> memoryview:
+        """The whole span, as a copy in memory."""
+        return memoryview(read_at(self.f.fileno(), self.offset, self.length, file=self.file))
+
+    def pieces(self, chunk: int = 1 << 20) -> Iterator[memoryview]:
+        """The span in order, in copies of at most ``chunk`` bytes (one at a time in memory)."""
+        for start in range(0, self.length, chunk):
+            yield memoryview(read_at(self.f.fileno(), self.offset + start, min(chunk, self.length - start),
+                                     file=self.file))
 
 
 def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:

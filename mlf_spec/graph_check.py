@@ -27,7 +27,7 @@ def check(source: Any, *, name: str | None = None) -> ArtifactReport:
     """Check graph JSON from a path, bytes or binary file object (MlfError only when the
     input cannot be opened)."""
     label = name or describe(source)
-    with read_source(source) as (buf, size, _fd):
+    with read_source(source, mapped=False) as (buf, size, _fd):  # a truncation is an MlfError, not SIGBUS
         data = bytes(memoryview(buf)[:size]) if size else b""
     c = Collector(FINDINGS)
     report = ArtifactReport(label, c.findings, kind="graph-json")

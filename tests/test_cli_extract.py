@@ -72,15 +72,15 @@ def test_a_failure_half_way_leaves_nothing(mlf, tmp_path, monkeypatch, capsys):
     from mlf_spec.mlf.archive import Member
 
     calls = {"n": 0}
-    real_view = Member.view
+    real_pieces = Member.pieces  # extraction writes each member's pieces
 
-    def failing(self):
+    def failing(self, *a):
         calls["n"] += 1
         if calls["n"] == 4:
             raise OSError(28, "No space left on device")
-        return real_view(self)
+        return real_pieces(self, *a)
 
-    monkeypatch.setattr(Member, "view", failing)
+    monkeypatch.setattr(Member, "pieces", failing)
     assert main(["extract", str(mlf), "-o", str(tmp_path / "out")]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["m.tar"]

@@ -111,6 +111,27 @@ def test_blob_dump_text_is_linear_in_the_blob(tmp_path):
     assert dag.stdout.count(b"(shown above)") == 8 * 10_000 - 36 - 9_999
 
 
+def test_no_single_write_of_the_output_is_larger_than_a_mib(monkeypatch):
+    """Linux writes at most 2,147,479,552 bytes in one call: a dense DAG's dump printed exactly
+    that and lost the rest. Text and JSON pieces go out a MiB at a time, all of them."""
+    from mlf_spec.cli import _batch
+
+    sizes: list[int] = []
+
+    class Out:
+        def write(self, text: str) -> int:
+            sizes.append(len(text))
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Out())
+    _batch._emit(_batch.Outcome(0, text="x" * (5 * MiB + 3)), False)
+    _batch._emit(_batch.Outcome(0, pieces=iter(["y" * (3 * MiB), "z"])), True)
+    assert max(sizes) <= MiB and sum(sizes) == (5 * MiB + 3 + 1) + (3 * MiB + 1 + 1), sizes
+
+
 def test_blob_diff_is_iterative_and_linear(tmp_path):
     (tmp_path / "a.bin").write_bytes(lib_chain(1500))  # was RecursionError
     (tmp_path / "b.bin").write_bytes(lib_chain(1501))
@@ -195,16 +216,19 @@ def test_json_integers_beyond_4300_digits(tmp_path, capsys, monkeypatch):
 
 
 def test_a_corrupt_elf_read_from_a_path_is_an_mlf_error(tmp_path, capsys, monkeypatch):
-    data = bytearray(elf_with_blob(blob_seeds()[0], SYMBOL_FFI, shared=True))
-    data[40] = 0x80  # e_shoff: pyelftools seeks before the start of the file (EINVAL from a real file)
-    (tmp_path / "bad.so").write_bytes(bytes(data))
-    with pytest.raises(MlfError):
-        blob.read(tmp_path / "bad.so")
-    for args in (["blob", "dump", "bad.so"], ["blob", "check", "bad.so"], ["check", "bad.so"],
-                 ["blob", "extract", "bad.so", "-o", "out.bin"]):
-        status, out, err = cli(args, tmp_path, capsys, monkeypatch)
-        assert status == 2 and "ELF" in err, (args, err)
-    assert not (tmp_path / "out.bin").exists()
+    # e_shoff: 0x80 in its top byte seeks before the start of the file (EINVAL from a real
+    # file); 0x1d in its second byte (the issue's case) puts the section headers past its end
+    for at, value, words in ((40, 0x80, "ELF"), (41, 0x1d, "e_shoff")):
+        data = bytearray(elf_with_blob(blob_seeds()[0], SYMBOL_FFI, shared=True))
+        data[at] = value
+        (tmp_path / "bad.so").write_bytes(bytes(data))
+        with pytest.raises(MlfError):
+            blob.read(tmp_path / "bad.so")
+        for args in (["blob", "dump", "bad.so"], ["blob", "check", "bad.so"], ["check", "bad.so"],
+                     ["blob", "extract", "bad.so", "-o", "out.bin"]):
+            status, out, err = cli(args, tmp_path, capsys, monkeypatch)
+            assert status == 2 and words in err and err.count("\n") == 1, (args, err)
+        assert not (tmp_path / "out.bin").exists()
 
 
 def npz_bytes(arrays: dict[str, np.ndarray], meta: object | None = None) -> bytes:
@@ -302,10 +326,12 @@ def test_fifos_in_folders_are_skipped_and_counted(tmp_path):
     params.save({"w": np.ones(3, "f4")}, d / "w.params")
     os.mkfifo(d / "pipe")
     os.mkfifo(d / "sub" / "p.params")
+    (d / "lib.bin").write_bytes(lib_chain(3))
+    os.mkfifo(d / "sub" / "q.bin")
     for args in (["check", "in"], ["params", "dump", "in"], ["upgrade", "in", "--dry-run"],
-                 ["params", "convert", "in", "-o", "cv", "--to", "npz"]):
+                 ["params", "convert", "in", "-o", "cv", "--to", "npz"], ["inspect", "in"], ["blob", "dump", "in"]):
         p = run(args, tmp_path, timeout=30)  # a FIFO opened would block until the timeout
-        assert b"2 not a regular file" in p.stdout + p.stderr, (args, p.stderr)
+        assert b"3 not a regular file" in p.stdout + p.stderr, (args, p.stderr)
 
 
 def _tmpfs(tmp_path: Path, size: str) -> list[str] | None:
@@ -387,6 +413,31 @@ def test_signals_remove_temporary_files(tmp_path, sig):
     assert removed, "never caught the writer with its temporary file"
 
 
+def test_sigterm_during_a_downgrade_removes_its_temporary_archive(tmp_path):
+    """The issue's third leftover (``.dg.tar.*.tmp``, 240 MB): the archive writer streams the
+    members into a temporary file beside the output, removed on SIGTERM."""
+    source = b"// a line of a generated source file\n" * (48 * MiB // 37)  # a 48 MiB member to copy
+    (tmp_path / "m.tar").write_bytes(rewrite_tar(V7, {"./codegen/host/src/default_lib0.cc": source}))
+    removed = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-m", "mlf_spec", "downgrade", "m.tar", "--to", "6", "-o", "dg.tar",
+                                 "--force"], cwd=tmp_path, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not leftovers(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if proc.poll() is None and leftovers(tmp_path):
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=30)[1].decode()
+            assert "Traceback" not in err
+            if proc.returncode == 128 + signal.SIGTERM:
+                removed += 1
+                assert not leftovers(tmp_path) and not (tmp_path / "dg.tar").exists(), leftovers(tmp_path)
+                break
+        else:
+            proc.communicate(timeout=30)
+    assert removed, "never caught the writer with its temporary file"
+
+
 def test_a_later_write_clears_what_sigkill_left(tmp_path):
     stale = tmp_path / ".o.npz.mlf-spec-999999999-abcdefgh.tmp"
     stale.write_bytes(b"x")
@@ -423,8 +474,12 @@ def test_no_control_character_reaches_the_terminal(tmp_path, capsys, monkeypatch
     evil = "\x1b]0;owned\x07\x1b[2J\x9b31m"
     (tmp_path / "m.tar").write_bytes(_tar_with_member(V7, "./" + evil))
     params.save({evil: np.ones(2, "f4")}, tmp_path / "e.params")
+    odd = Module.of(evil, data=b"abc")  # a module kind with no grammar: blob dump prints it twice
+    for name, root in (("k.bin", Module.lib(odd)), ("k2.bin", Module.lib(odd, odd))):
+        (tmp_path / name).write_bytes(blob.build(root, order=[root, odd]))
     for args in (["check", "m.tar"], ["inspect", "m.tar"], ["params", "dump", "e.params"],
-                 ["params", "check", "e.params"], ["check", evil]):
+                 ["params", "check", "e.params"], ["check", evil], ["blob", "dump", "k.bin"],
+                 ["blob", "check", "k.bin"], ["diff", "k.bin", "k2.bin"]):
         for extra in ([], ["--json"]):
             if args[0] == "inspect" or args[-1] == evil:
                 extra = []
@@ -451,9 +506,11 @@ def _tar_with_member(src: Path, name: str) -> bytes:
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_narrow_encodings_get_escapes_not_tracebacks(tmp_path, encoding):
     params.save({"名前\udcff": np.ones(2, "f4")}, tmp_path / "n.params")
-    for args in (["params", "dump", "n.params"], ["params", "check", "n.params"], ["inspect", str(V7)]):
+    (tmp_path / "n.tar").write_bytes(_tar_with_member(V7, "./名前\udcff"))
+    for args in (["params", "dump", "n.params"], ["params", "check", "n.params"], ["inspect", "n.tar"],
+                 ["check", "n.tar"]):
         p = run(args, tmp_path, env={"PYTHONIOENCODING": encoding})
-        assert p.returncode in (0, 1)
+        assert p.returncode in (0, 1) and b"Traceback" not in p.stderr, (args, p.stderr)
     assert b"\\u540d" in run(["params", "dump", "n.params"], tmp_path, env={"PYTHONIOENCODING": "ascii"}).stdout
 
 
@@ -476,14 +533,51 @@ def test_duplicate_import_edges_and_unreachable_modules_round_trip():
         blob.build(root, order=[root])  # leaves out the child: an MlfError, not ValueError
 
 
+# the CLI in a child that writes its own peak RSS (VmHWM: the memory of this process image;
+# ru_maxrss of a child also counts the parent's pages it had at the fork)
+OWN_PEAK = """
+import sys
+from mlf_spec.cli import main
+status = main(sys.argv[2:])
+with open("/proc/self/status") as f:
+    hwm = next(line for line in f if line.startswith("VmHWM:"))
+with open(sys.argv[1], "w") as out:
+    out.write(hwm.split()[1])
+sys.exit(status)
+"""
+
+
 def _peak_rss(args: list[str], cwd: Path) -> tuple[int, bytes]:
-    """(peak RSS in bytes, standard output) of ``mlf-spec ARGS`` in a child."""
-    with open(cwd / "out.txt", "wb") as out:
-        p = subprocess.Popen([sys.executable, "-m", "mlf_spec", *args], cwd=cwd, stdout=out,
-                             stderr=subprocess.DEVNULL, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-        _, status, usage = os.wait4(p.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss * 1024, (cwd / "out.txt").read_bytes()
+    """(peak RSS in bytes of the CLI's own process, standard output) of ``mlf-spec ARGS``."""
+    p = subprocess.run([sys.executable, "-c", OWN_PEAK, str(cwd / "hwm.txt"), *args], cwd=cwd, capture_output=True,
+                       timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return int((cwd / "hwm.txt").read_text()) * 1024, p.stdout
+
+
+def test_a_member_read_whole_costs_about_its_size(tmp_path):
+    """``blob dump`` of an export tar reads the member holding the blob whole (README: memory
+    about the largest such member, up to ``max_size``): a 64 MiB member costs about 64 MiB
+    more than a small one, not a multiple of the archive; over ``max_size`` it is refused."""
+
+    def export_tar(pad: int) -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as t:
+            for name, data in (("lib0.o", bytes(1000)),
+                               ("devc.o", elf_with_blob(lib_chain(3), SYMBOL_FFI, shared=False) + bytes(pad))):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return out.getvalue()
+
+    (tmp_path / "small.tar").write_bytes(export_tar(0))
+    (tmp_path / "big.tar").write_bytes(export_tar(64 * MiB))
+    base, small = _peak_rss(["blob", "dump", "small.tar"], tmp_path)
+    rss, big = _peak_rss(["blob", "dump", "big.tar"], tmp_path)
+    assert big.replace(b"big.tar", b"small.tar") == small
+    assert 48 * MiB < rss - base < 160 * MiB, (rss - base) / MiB  # 64 MiB measured
+    with pytest.raises(MlfError, match="max_size"):
+        blob.read(tmp_path / "big.tar", max_size=32 * MiB)
 
 
 def test_params_dump_of_many_zero_dimensional_tensors_costs_under_a_kib_each(tmp_path):
@@ -499,5 +593,77 @@ def test_params_dump_of_many_zero_dimensional_tensors_costs_under_a_kib_each(tmp
     lines = out.decode().splitlines()
     assert len(lines) == n + 3 and lines[-1].split()[:3] == [f"t{n - 1}", "int8", "scalar"]
     assert (rss - base) / n < 1024, (rss - base) / n
-    rss, out = _peak_rss(["params", "dump", "--json", "many.params"], tmp_path)
+    # --json is streamed: beside the file's index (the library's, measured alone below) it
+    # holds 32 bytes per tensor (the digest) and a MiB of text (10^6 tensors: 1.10 -> 0.57 GB)
+    rss_json, out = _peak_rss(["params", "dump", "--json", "many.params"], tmp_path)
     assert len(json.loads(out)["tensors"]) == n
+    index = subprocess.run([sys.executable, "-c", INDEX_ONLY, "many.params"], cwd=tmp_path, capture_output=True,
+                           text=True, check=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    rss_index = int(index.stdout)
+    assert (rss_json - rss_index) / n < 160, ((rss_json - rss_index) / n, rss_json, rss_index)
+    assert (rss_json - base) / n < 1024, (rss_json - base) / n
+
+
+# the peak RSS of the CLI's imports and the opened file's index, nothing printed
+INDEX_ONLY = """
+import sys
+import mlf_spec.cli, mlf_spec.params.listing, mlf_spec.params.stats  # what params dump imports
+from mlf_spec.params import codec
+with codec.open(sys.argv[1], strict=False, mapped=False) as lazy:
+    assert lazy.index
+with open("/proc/self/status") as f:
+    print(int(next(line for line in f if line.startswith("VmHWM:")).split()[1]) * 1024)
+"""
+
+
+def test_streamed_json_dump_is_the_document_byte_for_byte(tmp_path, monkeypatch):
+    """``params dump --json`` writes json_pieces; they join to json.dumps of dump_document,
+    also across piece boundaries, with stats and values, a name that is not UTF-8 and a
+    path that is not either (the whole line then ASCII-escaped, as before)."""
+    from mlf_spec.params import listing
+    from mlf_spec.params.codec import ParamsFile, dumps
+    from mlf_spec.params.codec import open as open_params
+
+    tensors = [(f"w{i}", np.arange(i + 3, dtype=np.float32) - 1.5, None) for i in range(40)]
+    tensors += [("é\udcff", np.array([np.nan, np.inf, 0], np.float32), None), ("z", np.zeros((0, 2), "i1"), None),
+                ("c", np.array([1 + 2j], np.complex64), None)]
+    f = tmp_path / "x.params"
+    f.write_bytes(dumps(ParamsFile(tensors)))
+    monkeypatch.setattr(listing, "_PIECE", 100)  # many pieces
+    for path in ("x.params", "bad\udcffname.params"):
+        for stats, values in ((False, None), (True, 3)):
+            with open_params(f, strict=False, mapped=False) as lazy:
+                doc = listing.dump_document(lazy, path=path, stats=stats, values=values)
+            want = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+            try:
+                want.encode("utf-8")
+            except UnicodeEncodeError:
+                want = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+            pieces = list(listing.json_pieces(open_params(f, strict=False, mapped=False), path=path, stats=stats,
+                                              values=values))
+            assert len(pieces) > 10 and "".join(pieces) == want, path
+
+
+def test_a_json_dump_cut_short_ends_its_line_and_says_why(tmp_path, capsys, monkeypatch):
+    """An MlfError while the pieces are written (the file read again for --stats, cut
+    meanwhile) ends the line, prints the error object and the error line: exit 2."""
+    from mlf_spec.params import listing
+
+    params.save({"a": np.ones(3, np.float32)}, tmp_path / "x.params")
+    real = listing.json_pieces
+
+    def failing(lazy, **kw):
+        pieces = real(lazy, **kw)
+
+        def gen():
+            yield next(pieces)
+            raise MlfError("file shrank while it was being read", offset=7)
+        return gen()
+
+    monkeypatch.setattr(listing, "json_pieces", failing)
+    status, out, err = cli(["params", "dump", "--json", "x.params"], tmp_path, capsys, monkeypatch)
+    assert status == 2
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith('{"path":"x.params"'), out
+    assert json.loads(lines[1])["error"]["message"] == "file shrank while it was being read"
+    assert err.strip().splitlines() == ["mlf-spec: error: x.params: offset 7 (0x7): file shrank while it was being read"]

@@ -62,19 +62,36 @@ class LazyCache:
         return self._maps[i]
 
     def shard_blocks(self, i: int, block: int = 1 << 22) -> Iterator[memoryview]:
-        """The bytes of shard ``i`` in blocks (views of its mapping)."""
-        m = self._map(i)
-        if m is None:
+        """The bytes of shard ``i`` in blocks, copies read by pread one at a time (never
+        mapped: a shard that another process truncates meanwhile is an MlfError, not SIGBUS)."""
+        fd = self._fd(i)
+        if fd is None:
             return
-        view = memoryview(m)
+        size = os.fstat(fd).st_size
+        for start in range(0, size, block):
+            yield self._pread(i, start, min(block, size - start))
+
+    def raw_blocks(self, t: TensorEntry | str, block: int = 1 << 22) -> Iterator[memoryview]:
+        """The stored bytes of a tensor in blocks, read by pread as :meth:`shard_blocks`."""
+        t = self._entry(t)
+        self._require_in_shard(t)
+        for start in range(0, t.nbytes, block):
+            yield self._pread(t.shard, t.offset + start, min(block, t.nbytes - start))
+
+    def _pread(self, i: int, offset: int, n: int) -> memoryview:
+        fd = self._fd(i)
+        assert fd is not None
+        out = memoryview(bytearray(n))
         try:
-            for start in range(0, len(view), block):
-                yield view[start:start + block]
-        finally:
-            view.release()
+            _pread_into(fd, out, offset)
+        except MlfError as exc:
+            raise exc.with_file(str(self.folder / self.index.shards[i].data_path)) from None
+        return out
 
     def raw(self, t: TensorEntry | str) -> memoryview:
-        """The stored bytes of a tensor, as a view of its shard's mapping (no copy)."""
+        """The stored bytes of a tensor, as a view of its shard's mapping (no copy). As with
+        ``numpy.memmap``, touching it after another process truncated the shard raises
+        SIGBUS; :meth:`raw_blocks` reads by pread instead."""
         t = self._entry(t)
         self._require_in_shard(t)
         m = self._map(t.shard)
@@ -208,7 +225,7 @@ def _pread_into(fd: int, buf: memoryview, offset: int) -> None:
     while done < len(buf):
         n = os.preadv(fd, [buf[done:]], offset + done)
         if n <= 0:
-            raise MlfError("the shard ended while it was read (it changed on disk)", offset=offset + done)
+            raise MlfError("file shrank while it was being read", offset=offset + done)
         done += n
 
 

@@ -108,6 +108,10 @@ class Outcome:
     text: str = ""
     doc: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: for ``--json``: the object's JSON text in pieces, written as they come (instead of
+    #: ``doc``: a document too large to hold whole); an MlfError while they are made ends
+    #: the line and makes the input unreadable (status 2)
+    pieces: Iterable[str] | None = None
     #: not counted as an input: a file a directory walk found that is no TVM artifact (nothing
     #: shown), or an input passed over with the reason in ``notes`` (e.g. already past a migration's target)
     skipped: bool = False
@@ -252,14 +256,24 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
         exc.with_file(inp.name)
         return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
     except MlfError as exc:
-        if inp.is_stdin and exc.file == inp.source:
-            exc.file = None  # the spooled file stands for standard input
-        exc.with_file(inp.name)
-        return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
+        return _failed(inp, exc)
+
+
+def _failed(inp: Input, exc: MlfError) -> Outcome:
+    if inp.is_stdin and exc.file == inp.source:
+        exc.file = None  # the spooled file stands for standard input
+    exc.with_file(inp.name)
+    return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
 
 
 def _pool_call(job: tuple[Work, Input, argparse.Namespace]) -> Outcome:
-    return _call(*job)
+    outcome = _call(*job)
+    if outcome.pieces is not None:  # a generator does not cross processes: made whole here
+        try:
+            outcome.pieces = ["".join(outcome.pieces)]
+        except MlfError as exc:
+            return _failed(job[1], exc)
+    return outcome
 
 
 def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: str,
@@ -285,12 +299,15 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             progress.clear()
         if outcome.skipped:
             if outcome.notes or outcome.doc:
-                _emit(outcome, as_json, inp)
+                _emit(outcome, as_json)
                 passed_over += 1
             else:
                 skipped.append(inp.name)
             continue
-        _emit(outcome, as_json, inp)
+        failure = _emit(outcome, as_json)
+        if failure is not None:  # the JSON line was cut short: the input is unreadable after all
+            outcome = _failed(inp, failure)
+            _emit(outcome, as_json)
         status = min(max(outcome.status, 0), 2)
         counts[status] += 1
         worst = max(worst, status)
@@ -333,10 +350,22 @@ def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: i
 _SLICE = 1 << 20
 
 
-def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
+def _emit(outcome: Outcome, as_json: bool) -> MlfError | None:
+    """Print one outcome; the MlfError that cut its JSON pieces short, if any (the line
+    written so far is ended)."""
     for note in outcome.notes:
         print(note, file=sys.stderr)
-    if as_json:
+    if as_json and outcome.pieces is not None:
+        try:
+            for piece in outcome.pieces:
+                for start in range(0, len(piece), _SLICE):
+                    sys.stdout.write(piece[start:start + _SLICE])
+        except MlfError as exc:
+            return exc
+        finally:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    elif as_json:
         if outcome.doc is not None:
             import json
 
@@ -351,6 +380,7 @@ def _emit(outcome: Outcome, as_json: bool, inp: Input) -> None:
         for start in range(0, len(text), _SLICE):  # no single write of gigabytes (a write may be cut short)
             sys.stdout.write(text[start:start + _SLICE])
     sys.stdout.flush()
+    return None
 
 
 class _Progress:

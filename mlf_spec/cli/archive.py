@@ -52,7 +52,7 @@ def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
     _batch.guard(inp, ACCEPT, "an MLF archive")
     problems: list[str] = []
-    with _archive.open(inp.source, **member_limit(args)) as a:
+    with _archive.open(inp.source, mapped=False, **member_limit(args)) as a:
         doc: dict[str, Any] = dict(inspect_document(a, problems))
     doc["path"] = inp.name
     schema = [f for f in doc["deviations"] if f["severity"] == "error"]

@@ -153,7 +153,9 @@ def _check_metadata(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outco
 def _check_archive(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import check as _mlf_check
 
-    report = _mlf_check.check(inp.source, version=args.check_version, tvm=args.tvm, **member_limit(args))
+    # read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
+    report = _mlf_check.check(inp.source, version=args.check_version, tvm=args.tvm, mapped=False,
+                              **member_limit(args))
     report.path = inp.name
     return artifact_outcome(report, args)
 

@@ -52,7 +52,7 @@ def _extract(args: argparse.Namespace) -> int:
             raise MlfError("no such file", file=inp.name)
         dest = Path(args.output)
         replaced = dest.is_dir() and any(dest.iterdir())
-        with _archive.open(inp.source, **member_limit(args)) as a, \
+        with _archive.open(inp.source, mapped=False, **member_limit(args)) as a, \
                 atomic_directory(dest, replace=args.force, keep=[inp.path] if inp.path else []) as tmp:
             a.extract(tmp, overwrite=True)
             files = [m for m in a.members if not m.is_dir]

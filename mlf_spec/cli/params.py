@@ -67,15 +67,20 @@ def _dump(args: argparse.Namespace) -> int:
 
 def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.params import codec as _params
-    from mlf_spec.params.listing import digests, dump_document
+    from mlf_spec.params.listing import digests, dump_document, json_pieces
 
     _batch.guard(inp, ACCEPT, "a .params file")
+    if args.json:  # streamed: the document is never whole in memory (json_pieces closes the file)
+        lazy = _params.open(inp.source, dialect=args.dialect, strict=False, mapped=False)
+        try:
+            return _batch.Outcome(0, pieces=json_pieces(lazy, path=inp.name, stats=args.stats, values=args.values))
+        except BaseException:
+            lazy.close()
+            raise
     # data read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
     with _params.open(inp.source, dialect=args.dialect, strict=False, mapped=False) as lazy:
-        if args.json or args.stats or args.values:
+        if args.stats or args.values:
             doc = dump_document(lazy, path=inp.name, stats=args.stats, values=args.values)
-            if args.json:
-                return _batch.Outcome(0, doc=doc)
         out = io.StringIO()
         index = lazy.index
         total = sum(i.nbytes for i in index)

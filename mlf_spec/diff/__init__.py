@@ -81,7 +81,8 @@ def _archives(a: Any, b: Any, na: str, nb: str, ignore_times: bool) -> list[Chan
 
     from . import archive as _archive_diff
 
-    with _opened(archive.open, a, na) as x, _opened(archive.open, b, nb) as y:
+    # read by pread, never mapped (as .params files above)
+    with _opened(archive.open, a, na, mapped=False) as x, _opened(archive.open, b, nb, mapped=False) as y:
         return _archive_diff.compare(x, y, ignore_times=ignore_times)
 
 

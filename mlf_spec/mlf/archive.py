@@ -36,7 +36,7 @@ from typing import IO, Any
 from mlf_spec import graph_json as _graph
 from mlf_spec import sniff as _sniff
 from mlf_spec import tar as _tar
-from mlf_spec._io import atomic_writer, describe
+from mlf_spec._io import FileSpan, atomic_writer, describe, read_at
 from mlf_spec._records import load_json
 from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
 from mlf_spec.params import codec as _params
@@ -79,11 +79,21 @@ class Member:
         self.group = group
 
     def view(self) -> memoryview:
-        """The member's bytes (zero-copy for tar files and bytes; read for directories)."""
+        """The member's bytes (zero-copy for mapped tar files and bytes; a copy read by pread
+        for a tar opened with ``mapped=False``; read for directories)."""
         if self.is_dir:
             return memoryview(b"")
-        data = self._loader() if self._loader is not None else b""
+        loader = self._loader
+        data = b"" if loader is None else loader.read() if isinstance(loader, FileSpan) else loader()
         return data if isinstance(data, memoryview) else memoryview(data)
+
+    def pieces(self, chunk: int = 1 << 20) -> Iterator[memoryview]:
+        """The member's bytes in order, as buffers: for a tar opened with ``mapped=False``
+        copies of at most ``chunk`` bytes read one at a time; otherwise one view."""
+        if isinstance(self._loader, FileSpan) and not self.is_dir:
+            yield from self._loader.pieces(chunk)
+        else:
+            yield self.view()
 
     def read(self) -> bytes:
         """A copy of the member's bytes."""
@@ -204,7 +214,7 @@ class Archive:
     """An MLF archive read from a tar, a directory or bytes, or built new. See the module doc."""
 
     def __init__(self, members: list[Member], *, file: str, container: str, compression: str | None = None,
-                 trailer: bytes | memoryview | None = None, closer: Any = None, size: int | None = None) -> None:
+                 trailer: bytes | memoryview | FileSpan | None = None, closer: Any = None, size: int | None = None) -> None:
         self.members = members
         self.file = file
         self.container = container
@@ -444,16 +454,21 @@ class Archive:
             yield header
             offset += len(header)
             if not m.is_dir and m.size:
-                data = m.view()
-                if data.nbytes != m.size:
-                    raise MlfError(f"member data is {data.nbytes} bytes, its header says {m.size}", field=m.name)
-                yield data
+                got = 0
+                for data in m.pieces():
+                    got += data.nbytes
+                    yield data
+                if got != m.size:
+                    raise MlfError(f"member data is {got} bytes, its header says {m.size}", field=m.name)
                 pad = (-m.size) % _tar.BLOCK
                 if pad:
                     raw = m.raw_padding
                     yield raw if raw is not None and len(raw) == pad else b"\0" * pad
                 offset += m.size + pad
-        yield self.trailer if self.trailer is not None else _tar.end_blocks(offset)
+        if isinstance(self.trailer, FileSpan):
+            yield from self.trailer.pieces()
+        else:
+            yield self.trailer if self.trailer is not None else _tar.end_blocks(offset)
 
     def to_bytes(self) -> bytes:
         """The whole archive as bytes."""
@@ -514,7 +529,8 @@ class Archive:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
         fd = os.open(target, flags, 0o644)
         with os.fdopen(fd, "wb") as f:
-            f.write(m.view())
+            for piece in m.pieces():
+                f.write(piece)
         with contextlib.suppress(OSError):
             os.chmod(target, (m.mode & 0o777) or 0o644)
 
@@ -561,11 +577,18 @@ def _ensure_dir(path: Path, root: Path) -> None:
 
 
 def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # noqa: A001
-         max_members: int = DEFAULT_MAX_MEMBERS, max_total_size: int = DEFAULT_MAX_TOTAL_SIZE) -> Archive:
+         max_members: int = DEFAULT_MAX_MEMBERS, max_total_size: int = DEFAULT_MAX_TOTAL_SIZE,
+         mapped: bool = True) -> Archive:
     """Open an MLF archive: a path to a tar (uncompressed, or gzip/bz2/xz: decompressed to a
     temporary file first) or to a directory (an extracted archive), bytes, or a binary file
     object. Headers are read streaming and checked; member data stays where it is (mmap)
-    until asked for. Raises MlfError (UnsafeArchiveError for unsafe members)."""
+    until asked for. Raises MlfError (UnsafeArchiveError for unsafe members).
+
+    As with ``numpy.memmap``, a view of a mapped file that another process truncates raises
+    SIGBUS, which no Python code can catch. With ``mapped=False`` the file is never mapped:
+    a member's bytes are read by pread when asked for (a copy of that member; ``Member.pieces``
+    and writing the archive read a MiB at a time), and a file that shrinks meanwhile is an
+    MlfError, "file shrank while it was being read" (what the command line does)."""
     name = describe(source)
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
@@ -576,13 +599,14 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
         except OSError as exc:
             raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
         return _open_file(f, name, own=True, max_member_size=max_member_size, max_members=max_members,
-                          max_total_size=max_total_size)
+                          max_total_size=max_total_size, mapped=mapped)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = source if isinstance(source, bytes) else bytes(source)
         # the BytesIO shares ``data`` while it is only read; member views come from ``data``
         # itself (BytesIO.getbuffer() would copy it)
         return _open_file(io.BytesIO(data), name, own=True, max_member_size=max_member_size,
-                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data))
+                          max_members=max_members, max_total_size=max_total_size, buffer=memoryview(data),
+                          mapped=mapped)
     if hasattr(source, "read"):
         seekable = False
         with contextlib.suppress(Exception):
@@ -606,9 +630,9 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
                 tmp.write(chunk)
             tmp.seek(0)
             return _open_file(tmp, name, own=True, max_member_size=max_member_size, max_members=max_members,
-                              max_total_size=max_total_size)
+                              max_total_size=max_total_size, mapped=mapped)
         return _open_file(source, name, own=False, max_member_size=max_member_size,
-                          max_members=max_members, max_total_size=max_total_size)
+                          max_members=max_members, max_total_size=max_total_size, mapped=mapped)
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
@@ -640,7 +664,7 @@ def _buffer_of(f: IO[bytes], size: int) -> tuple[Any, Any]:
 
 
 def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_members: int,
-               max_total_size: int, buffer: memoryview | None = None) -> Archive:
+               max_total_size: int, buffer: memoryview | None = None, mapped: bool = True) -> Archive:
     closers: list[Any] = []
     if own:
         closers.append(f.close)
@@ -662,10 +686,17 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
             f, compression = tmp, kind
         elif not head:
             raise MalformedError("empty file: not a tar archive", file=name, offset=0)
-        size = _size_of(f)
-        buf, close_buf = (buffer, None) if buffer is not None and compression is None else _buffer_of(f, size)
-        if close_buf is not None:
-            closers.append(close_buf)
+        # mapped=False: members read by pread from the file (or from the decompressed temporary file)
+        fd = _fileno(f) if not mapped and (buffer is None or compression is not None) else None
+        size = os.fstat(fd).st_size if fd is not None else _size_of(f)
+        if fd is not None:
+            buf: Any = None
+        elif buffer is not None and compression is None:
+            buf = buffer
+        else:
+            buf, close_buf = _buffer_of(f, size)
+            if close_buf is not None:
+                closers.append(close_buf)
         members: list[Member] = []
         limits = _tar.TarLimits(max_members=max_members, max_member_size=max_member_size)
         it = _tar.read_entries(f, size, file=name, limits=limits)
@@ -674,24 +705,54 @@ def _open_file(f: IO[bytes], name: str, *, own: bool, max_member_size: int, max_
                 e = next(it)
             except StopIteration as stop:
                 end = stop.value
+                if fd is not None:
+                    _check_size(fd, size, name)  # tarfile takes a cut-short file for its end
                 break
-            loader = _slicer(buf, e.data_offset, e.size) if e.type == _tar.FILE else None
+            except MlfError:
+                if fd is not None:
+                    _check_size(fd, size, name)  # a header cut short by a truncation says so
+                raise
+            loader: Any = None
+            if e.type == _tar.FILE:
+                loader = FileSpan(f, e.data_offset, e.size, name) if fd is not None else \
+                    _slicer(buf, e.data_offset, e.size)
             m = Member(e.name, e.path, e.type == _tar.DIRECTORY, e.size, mode=e.mode, uid=e.uid,
                        gid=e.gid, uname=e.uname, gname=e.gname, mtime=e.mtime,
                        pax_headers=e.pax_headers, raw_header=e.raw_header, loader=loader,
                        group=_group_of(e.path))
             if e.type == _tar.FILE and e.size % _tar.BLOCK:
                 end_of_data = e.data_offset + e.size
-                padding = bytes(buf[end_of_data:end_of_data + (-e.size) % _tar.BLOCK])
+                pad = (-e.size) % _tar.BLOCK
+                padding = bytes(read_at(fd, end_of_data, pad, file=name)) if fd is not None else \
+                    bytes(buf[end_of_data:end_of_data + pad])
                 if padding.strip(b"\0"):
                     m.raw_padding = padding
             members.append(m)
-        trailer = memoryview(buf)[end:size]
+        trailer: memoryview | FileSpan = FileSpan(f, end, size - end, name) if fd is not None else \
+            memoryview(buf)[end:size]
     except BaseException:
         close_all()
         raise
     return Archive(members, file=name, container="tar", compression=compression, trailer=trailer, closer=close_all,
                    size=size)
+
+
+def _fileno(f: IO[bytes]) -> int | None:
+    """The descriptor of a real file (None for BytesIO and other file-like objects)."""
+    if isinstance(f, io.BytesIO):
+        return None
+    try:
+        return f.fileno()
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _check_size(fd: int, size: int, name: str) -> None:
+    """MlfError if the file ``fd`` is now shorter than the ``size`` it had when opened."""
+    with contextlib.suppress(OSError):
+        now = os.fstat(fd).st_size
+        if now < size:
+            raise MlfError("file shrank while it was being read", file=name, offset=now)
 
 
 def _slicer(buf: Any, start: int, n: int) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 from mlf_spec import findings as _findings
 from mlf_spec import graph_json as _graph
 from mlf_spec import tar as _tar
+from mlf_spec._io import FileSpan
 from mlf_spec._records import Issue, json_path, load_json
 from mlf_spec.errors import MlfError
 from mlf_spec.findings import Finding
@@ -69,21 +70,25 @@ def _collector() -> _findings.Collector:
 
 def check(source: Any, *, version: int | None = None, max_member_size: int = _archive.DEFAULT_MAX_MEMBER_SIZE,
           max_findings_per_code: int = 50, max_members: int = _archive.DEFAULT_MAX_MEMBERS,
-          max_total_size: int = _archive.DEFAULT_MAX_TOTAL_SIZE, tvm: str | None = None) -> Report:
+          max_total_size: int = _archive.DEFAULT_MAX_TOTAL_SIZE, tvm: str | None = None,
+          mapped: bool = True) -> Report:
     """Check an archive (path to a tar or directory, bytes, or binary file object).
     ``version`` checks against that version instead of the declared one (a different
     declared version is an error finding); ``tvm`` adds the verdict of that TVM version's
     readers (``report.tvm``, see :mod:`mlf_spec.mlf.readers`). The size limits are those of
     :func:`mlf_spec.archive.open`. Raises MlfError when the input cannot be read at all
     (not a tar, unsafe members, a limit exceeded), UnsupportedError before reading for a
-    ``tvm`` that names no TVM version the spec describes."""
+    ``tvm`` that names no TVM version the spec describes. ``mapped=False`` never maps the
+    file (see :func:`mlf_spec.archive.open`): the members the check reads (metadata, graph
+    JSON, params: one at a time) are copies read by pread, and a file that another process
+    truncates meanwhile is an MlfError, not SIGBUS."""
     if tvm is not None:
         from mlf_spec import versions as _versions
 
         _versions.known(tvm)
     name = source if isinstance(source, str) else (os.fspath(source) if isinstance(source, os.PathLike) else None)
     with _archive.open(source, max_member_size=max_member_size, max_members=max_members,
-                       max_total_size=max_total_size) as a:
+                       max_total_size=max_total_size, mapped=mapped) as a:
         report = check_archive(a, version=version)
         if tvm is not None:
             from . import readers as _readers
@@ -145,7 +150,7 @@ def check_metadata(source: Any, *, version: int | None = None, name: str | None 
     from mlf_spec._io import describe, read_source
 
     label = name or describe(source)
-    with read_source(source) as (buf, _size, _fd):
+    with read_source(source, mapped=False) as (buf, _size, _fd):
         data = bytes(buf)
     reading = _read_metadata_member(_BareMember(data), None, version)
     return MetadataReport(label, reading.findings, version=reading.version, style=reading.style)
@@ -370,14 +375,20 @@ def _padding_check(a: _archive.Archive, c: _findings.Collector) -> None:
               f"; tarfile ends with two zero blocks padded to a multiple of {record}")
 
 
-def _first_nonzero(view: bytes | memoryview, chunk: int = 1 << 20) -> int | None:
-    """The offset of the first non-zero byte of ``view`` or None, read a MiB at a time (a
-    trailer can be gigabytes of a mapped file: it is never copied whole)."""
-    view = memoryview(view).cast("B")
-    for start in range(0, len(view), chunk):
-        part = bytes(view[start:start + chunk])
+def _first_nonzero(trailer: Any, chunk: int = 1 << 20) -> int | None:
+    """The offset of the first non-zero byte of ``trailer`` (a buffer or a FileSpan) or None,
+    read a MiB at a time (a trailer can be gigabytes: it is never copied whole)."""
+    if isinstance(trailer, FileSpan):
+        parts: Any = trailer.pieces(chunk)
+    else:
+        view = memoryview(trailer).cast("B")
+        parts = (view[start:start + chunk] for start in range(0, len(view), chunk))
+    start = 0
+    for piece in parts:
+        part = bytes(piece)
         if part.count(0) != len(part):
             return start + len(part) - len(part.lstrip(b"\0"))
+        start += len(part)
     return None
 
 

@@ -85,6 +85,7 @@ def inspect_document(a: _archive.Archive, problems: list[str] | None = None) -> 
         if lazy is not None:
             params = [{"name": i.name, "dtype": i.dtype.name, "shape": list(i.shape), "offset": i.offset,
                        "nbytes": i.nbytes} for i in lazy.index]
+            mod.close()  # one params member at a time (a copy when the archive is read by pread)
         graph = None
         try:
             g = mod.graph
@@ -133,7 +134,7 @@ def inspect(source: Any, *, problems: list[str] | None = None, name: str | None 
     """What the archive at ``source`` holds (a path to a tar or directory, bytes or a binary
     file object), as :func:`inspect_document` gives it; ``path`` is ``name`` or the path
     given. Raises MlfError when the container cannot be read."""
-    with _archive.open(source, max_member_size=max_member_size) as a:
+    with _archive.open(source, max_member_size=max_member_size, mapped=False) as a:  # never SIGBUS
         doc = inspect_document(a, problems)
     if name is not None:
         doc["path"] = name

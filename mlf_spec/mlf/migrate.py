@@ -352,9 +352,10 @@ def _load(source: Source) -> tuple[str, dict[str, Any] | None, _archive.Archive 
             if head.lstrip()[:1] == b"{":
                 data = p.read_bytes()
                 return name, load_json(data, name, "metadata.json"), None, False, p
-        return name, None, _archive.open(p), True, p
+        # never mapped: a source truncated meanwhile is an MlfError, not SIGBUS
+        return name, None, _archive.open(p, mapped=False), True, p
     if hasattr(source, "read"):
-        return getattr(source, "name", "<stream>"), None, _archive.open(source), True, None
+        return getattr(source, "name", "<stream>"), None, _archive.open(source, mapped=False), True, None
     raise TypeError(f"cannot migrate a {type(source).__name__}")
 
 

@@ -117,15 +117,33 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
         raise UnsupportedError("safetensors support needs `pip install mlf-spec[safetensors]`") from None
     try:
         if is_path:
-            arrays = load_file(name)
-            with safe_open(name, "np") as f:
-                md = f.metadata() or {}
+            arrays, md = _safetensors_file(name, safe_open, load_file, load)
         else:
             arrays = load(bytes(source))
             md = _safetensors_metadata(bytes(source))
+    except MlfError:
+        raise
     except Exception as exc:  # safetensors raises its own error types
         raise MlfError(f"not a readable safetensors file: {_short(exc)}", file=name) from None
     return _join_checked(arrays, _meta_document(md.get(_META_KEY), name), list(arrays), dialect, name)
+
+
+def _safetensors_file(name: str, safe_open: Any, load_file: Any, load: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The arrays and metadata of a safetensors file, read by pread, never mapped (a file
+    truncated meanwhile is an error, not SIGBUS): safetensors' own pread backend (0.8 on),
+    else the file read into memory by pread and parsed from the bytes."""
+    try:
+        arrays = load_file(name, backend="pread")
+        with safe_open(name, "np", backend="pread") as f:
+            return arrays, f.metadata() or {}
+    except TypeError as exc:
+        if "backend" not in str(exc):
+            raise
+    from mlf_spec._io import read_at
+
+    with open(name, "rb") as f:
+        data = bytes(read_at(f.fileno(), 0, os.fstat(f.fileno()).st_size, file=name))
+    return load(data), _safetensors_metadata(data)
 
 
 def ambiguity_message(p: _params.ParamsFile) -> str:
