@@ -265,7 +265,7 @@ class Archive:
             m = self.member(METADATA)
             doc = self.metadata_document()
             self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}",  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
-                                               raw=m.read())  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
+                                               raw=m.read(), plain=True)  # type: ignore[union-attr]  # m is the metadata member, checked present by the caller
         return self._metadata
 
     @property
