@@ -145,8 +145,10 @@ def main() -> int:
     if args.record:
         rows = results["compiled"]
         record("startup", {"rounds": args.repeat, "python": results["python"],
-                           "check": {"mlf_ms": rows["check"]["median_s"] * 1e3,
-                                     "numpy_ms": rows["numpy"]["median_s"] * 1e3, "ratio": rows["check"]["ratio"]}})
+                           **{key: {"mlf_ms": rows[label]["median_s"] * 1e3,
+                                    "numpy_ms": rows["numpy"]["median_s"] * 1e3, "ratio": rows[label]["ratio"]}
+                              for key, label in (("check", "check"), ("check_tvm", "check --tvm"),
+                                                 ("upgrade", "upgrade"))}})
         try:
             changed = update_readme()
         except (KeyError, FileNotFoundError):  # params.py has not recorded yet
