@@ -258,7 +258,9 @@ class Archive:
     @property
     def metadata(self) -> _md.Metadata:
         """The typed metadata (read leniently: unknown keys are kept and listed in
-        ``metadata.unknown``; anything else invalid raises ValidationError)."""
+        ``metadata.unknown``; anything else invalid raises ValidationError). Its document
+        is typed by the plain records of ``mlf_plain`` (no pydantic); ``metadata.parse``
+        gives the pydantic models."""
         if self._metadata_override is not None:
             return self._metadata_override
         if self._metadata is None:
