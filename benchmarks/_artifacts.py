@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 from make_example_artifacts import small_archive  # noqa: E402
 
-__all__ = ["small_archive", "small_params"]
+__all__ = ["small_archive", "small_archive_v6", "small_params"]
 
 
 def small_params() -> bytes:
@@ -29,3 +29,10 @@ def small_params() -> bytes:
         "ids": np.arange(16, dtype=np.int32),
         "scale": np.float32(0.5),
     })
+
+
+def small_archive_v6() -> bytes:
+    """The small archive downgraded to metadata version 6 (for timing ``upgrade``)."""
+    from mlf_spec import migrate
+
+    return migrate.downgrade(small_archive(), to=6).to_bytes()

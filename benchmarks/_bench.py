@@ -85,9 +85,21 @@ def figures_table(results: dict[str, dict[str, Any]]) -> str:
     rows.append(f"| lazy open + index of a ResNet-50-like file ({lazy['tensors']} tensors) | "
                 f"{lazy['mlf_us']:.0f} us | safetensors {p['safetensors']} `safe_open` + `keys()` "
                 f"({lazy['safetensors_us']:.0f} us) | {_fmt_ratio(lazy['ratio'])} | <= 1.0x |")
+    if "walk_pread_ratio" in lazy:
+        rows.append(f"| the format's floor: a C walker reading only the record headers (pread) | "
+                    f"{lazy['walk_pread_us']:.0f} us | the same | {_fmt_ratio(lazy['walk_pread_ratio'])} | |")
+    if "python_floor_ratio" in lazy:
+        rows.append(f"| the least Python does (names and sizes by pread, no checks) | {lazy['python_floor_us']:.0f} us | "
+                    f"the same | {_fmt_ratio(lazy['python_floor_ratio'])} | |")
     chk = s["check"]
     rows.append(f"| `mlf-spec check` of a small MLF archive, whole process | {chk['mlf_ms']:.0f} ms | "
                 f"`python -c \"import numpy\"` ({chk['numpy_ms']:.0f} ms) | {_fmt_ratio(chk['ratio'])} | <= 1.5x |")
+    for key, what in (("check_tvm", "`mlf-spec check --tvm 0.12` of the same archive (TVM readers' verdicts)"),
+                      ("upgrade", "`mlf-spec upgrade` of it at metadata version 6, written to a file")):
+        if key in s:
+            row = s[key]
+            rows.append(f"| {what} | {row['mlf_ms']:.0f} ms | the same ({row['numpy_ms']:.0f} ms) | "
+                        f"{_fmt_ratio(row['ratio'])} | |")
     big = p["large"]
     rows.append(f"| load one {big['mib']} MiB float32 tensor | {big['mlf_ms']:.0f} ms, "
                 f"{big['memory_ratio']:.2f}x the tensor bytes in memory | raw `readinto` ({big['raw_ms']:.0f} ms) | "

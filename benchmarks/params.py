@@ -9,7 +9,12 @@ touches every contender alike. The headline table (issue 20):
 * load 10,000 x float32[64] into NumPy: ``params.load`` against TVM's
   ``load_param_dict_from_file`` + ``.numpy()`` of every tensor (goal <= 0.12x);
 * lazy open + index of a ResNet-50-like file (161 tensors): ``params.open`` against
-  safetensors' ``safe_open`` + ``keys()`` of the same tensors (goal <= 1.0x);
+  safetensors' ``safe_open`` + ``keys()`` of the same tensors (goal <= 1.0x), beside the
+  format's floor on this machine: two minimal C walkers (``params_floor.c``, built with gcc
+  when the benchmark runs, called through ctypes) that touch only the record headers the
+  format makes a reader read (one per tensor: the header sits in front of each tensor's
+  data), by pread and through a mapping, and the least Python can do (names and each
+  header's size by pread, no checks, no index);
 * one large tensor: ``params.load`` against a raw ``readinto`` of the file, and the peak
   memory of the load (traced allocations) against the tensor bytes (goal <= 1.1x).
 
@@ -37,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _bench import interleaved, median, ratio_of_medians_per_round, record, update_readme  # noqa: E402
+from _floor import floor_walkers, python_floor  # noqa: E402
 
 from mlf_spec import params  # noqa: E402
 
@@ -150,11 +156,24 @@ def bench_lazy(work: Path, rounds: int) -> dict[str, float]:
     if safetensors is not None:
         st_save(data, str(st_path))
         contenders["safetensors open"] = lambda: _st_open(st_path)
+    floors: dict[str, str] = {}  # contender -> key of its figures
+    bpath = os.fsencode(path)
+    for name, fn in floor_walkers(work).items():
+        assert fn(bpath) == len(data), name  # it walked every header
+        contenders[name] = lambda fn=fn: fn(bpath)
+        floors[name] = name
+    assert python_floor(path) == list(data)
+    contenders["python floor"] = lambda: python_floor(path)
+    floors["python floor"] = "python_floor"
     t = interleaved(contenders, rounds * 4)
     out = {"tensors": len(data), "mlf_us": median(t["mlf open"]) * 1e6}
+    for label, key in floors.items():
+        out[f"{key}_us"] = median(t[label]) * 1e6
     if safetensors is not None:
         out["safetensors_us"] = median(t["safetensors open"]) * 1e6
         out["ratio"] = ratio_of_medians_per_round(t["mlf open"], t["safetensors open"])
+        for label, key in floors.items():
+            out[f"{key}_ratio"] = ratio_of_medians_per_round(t[label], t["safetensors open"])
     return out
 
 
@@ -257,6 +276,12 @@ def main() -> int:
     if "ratio" in lazy:
         print(f"{'lazy open + index, ResNet-50-like (us) vs safetensors':<52} "
               f"{lazy['mlf_us']:>16.0f} {lazy['safetensors_us']:>16.0f} {lazy['ratio']:>6.2f}x  <= 1.0x")
+        for key, label in (("walk_pread", "the format's floor: C walker, pread"),
+                           ("walk_mmap", "  C walker through one mapping"),
+                           ("python_floor", "  Python, names and sizes only, no checks")):
+            if f"{key}_ratio" in lazy:
+                print(f"{'  ' + label:<52} {lazy[f'{key}_us']:>16.0f} {lazy['safetensors_us']:>16.0f} "
+                      f"{lazy[f'{key}_ratio']:>6.2f}x")
     print(f"{f'load one {mib} MiB tensor (ms) vs raw readinto':<52} {large['mlf_ms']:>16.1f} {large['raw_ms']:>16.1f} "
           f"{large['ratio']:>6.2f}x  about 1x")
     print(f"{'  peak memory / tensor bytes':<52} {large['memory_ratio']:>16.3f} {'':>16} {'':>7}  <= 1.1x")

@@ -9,7 +9,10 @@ stated in (issue 10):
 
 * ``--version`` and ``--help``: within 1.5x of ``python -c pass``;
 * ``params dump`` of a small file: within 1.5x of ``python -c "import numpy"``;
-* ``check`` of a small archive: within 1.5x of ``python -c "import numpy"`` (issue 20).
+* ``check`` of a small archive: within 1.5x of ``python -c "import numpy"`` (issue 20);
+* ``check --tvm 0.12`` of the same archive (the verdicts of TVM 0.12's readers) and
+  ``upgrade`` of it at metadata version 6 to a file: the same goal (issue 20: the read
+  paths of the verdicts and the migrations without pydantic).
 
 ``--record`` writes the ``compiled`` figures of ``check`` to benchmarks/results/startup.json,
 from which the README's figures table is rendered (with benchmarks/params.py's).
@@ -42,11 +45,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _artifacts import small_archive, small_params  # noqa: E402
+from _artifacts import small_archive, small_archive_v6, small_params  # noqa: E402
 from _bench import record, update_readme  # noqa: E402
 
 TARGETS = {"--version": ("pass", 1.5), "--help": ("pass", 1.5), "params dump": ("numpy", 1.5),
-           "check": ("numpy", 1.5)}
+           "check": ("numpy", 1.5), "check --tvm": ("numpy", 1.5), "upgrade": ("numpy", 1.5)}
 
 
 def _mlf_spec_command() -> list[str]:
@@ -61,8 +64,10 @@ def commands(workdir: Path) -> dict[str, list[str]]:
     """The command lines measured, by label."""
     params_path = workdir / "small.params"
     archive_path = workdir / "small.tar"
+    old_path = workdir / "small-v6.tar"
     params_path.write_bytes(small_params())
     archive_path.write_bytes(small_archive())
+    old_path.write_bytes(small_archive_v6())
     cli = _mlf_spec_command()
     return {
         "pass": [sys.executable, "-c", "pass"],
@@ -71,6 +76,8 @@ def commands(workdir: Path) -> dict[str, list[str]]:
         "--help": [*cli, "--help"],
         "params dump": [*cli, "params", "dump", str(params_path)],
         "check": [*cli, "check", str(archive_path)],
+        "check --tvm": [*cli, "check", "--tvm", "0.12", str(archive_path)],
+        "upgrade": [*cli, "upgrade", str(old_path), "-o", str(workdir / "upgraded.tar"), "--force"],
     }
 
 
@@ -138,8 +145,10 @@ def main() -> int:
     if args.record:
         rows = results["compiled"]
         record("startup", {"rounds": args.repeat, "python": results["python"],
-                           "check": {"mlf_ms": rows["check"]["median_s"] * 1e3,
-                                     "numpy_ms": rows["numpy"]["median_s"] * 1e3, "ratio": rows["check"]["ratio"]}})
+                           **{key: {"mlf_ms": rows[label]["median_s"] * 1e3,
+                                    "numpy_ms": rows["numpy"]["median_s"] * 1e3, "ratio": rows[label]["ratio"]}
+                              for key, label in (("check", "check"), ("check_tvm", "check --tvm"),
+                                                 ("upgrade", "upgrade"))}})
         try:
             changed = update_readme()
         except (KeyError, FileNotFoundError):  # params.py has not recorded yet

@@ -19,6 +19,7 @@ from mlf_spec.generated import graph_json_plain, mlf_plain
 
 from mlf_spec._records import validate as pydantic_validate
 from mlf_spec.cli import COMMANDS
+from mlf_spec.errors import MlfError
 from mlf_spec.mlf import metadata as md
 from mlf_spec.mlf.strategies import metadata_documents
 
@@ -39,6 +40,28 @@ def _agree(doc: Any) -> None:
     for v, s, by_pydantic, by_plain in _verdicts(doc):
         assert by_pydantic == by_plain, (v, s, by_pydantic, mlf_plain.validate(doc, v, s), json.dumps(doc)[:400])
     _typed_agree(doc)
+    _read_agrees(doc)
+
+
+def _outcome(doc: Any, **how: Any) -> tuple[str, Any]:
+    """What ``from_document`` gives: the error's text, or the document's data and unknown keys."""
+    try:
+        got = md.from_document(copy.deepcopy(doc), **how)
+    except MlfError as exc:
+        return "refused", str(exc)
+    return "read", (got.version, got.style, md.to_data(got.document), got.unknown, got.dumps())
+
+
+def _read_agrees(doc: Any) -> None:
+    """``from_document(plain=True)`` (archives' metadata, migrations) reads and refuses a
+    document under its declared version as the models do: same data, same unknown keys,
+    same error text, strict and lenient."""
+    for lenient in (False, True):
+        by_plain = _outcome(doc, lenient=lenient, plain=True)
+        assert by_plain == _outcome(doc, lenient=lenient), (lenient, json.dumps(doc)[:400])
+        if by_plain[0] == "read":
+            assert isinstance(md.from_document(copy.deepcopy(doc), lenient=lenient, plain=True).document,
+                              mlf_plain.PlainRecord)
 
 
 def _typed_agree(doc: Any) -> None:
@@ -271,3 +294,39 @@ def test_reading_imports_no_pydantic(tmp_path):
         assert f"mlf_spec.cli.{COMMANDS[argv[0]][0]}" in mods, argv  # the command ran
         assert "pydantic" not in mods, argv
     assert "mlf_spec.mlf.check" in _modules_after(["check", str(graph)])  # the archive was checked
+
+
+def test_tvm_verdicts_and_migrations_import_no_pydantic(tmp_path):
+    """check --tvm (the readers read the archive's metadata), upgrade and downgrade of
+    archives and of a bare metadata.json, and the library's migrate.upgrade run without
+    pydantic when the documents are valid."""
+    import subprocess
+    import sys
+    import tarfile
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from make_example_artifacts import aot_archive_object, small_archive
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    graph, aot = tmp_path / "graph.tar", tmp_path / "aot.tar"
+    graph.write_bytes(small_archive())
+    aot_archive_object().write(aot)
+    v6, up, v5 = tmp_path / "v6.tar", tmp_path / "up.tar", tmp_path / "v5.json"
+    with tarfile.open(graph) as t:
+        (tmp_path / "metadata.json").write_bytes(t.extractfile("./metadata.json").read())  # type: ignore[union-attr]
+    runs = [(["check", "--tvm", "0.12", str(graph)], "mlf_spec.mlf.readers", None),
+            (["check", "--tvm", "0.12", "--json", str(aot)], "mlf_spec.mlf.readers", None),
+            (["downgrade", "--to", "6", str(graph), "-o", str(v6)], "mlf_spec.mlf.migrate", v6),
+            (["upgrade", str(v6), "-o", str(up)], "mlf_spec.mlf.migrate", up),
+            (["downgrade", "--to", "5", "--accept-loss", "v6_v7.main_io", str(tmp_path / "metadata.json"), "-o", str(v5)], "mlf_spec.mlf.migrate", v5)]
+    for argv, ran, wrote in runs:
+        mods = _modules_after(argv)
+        assert ran in mods, argv  # the verdict was given / the migration ran
+        assert wrote is None or wrote.exists(), argv
+        assert "pydantic" not in mods, argv
+    assert tarfile.open(up).extractfile("./metadata.json").read() == (tmp_path / "metadata.json").read_bytes()  # type: ignore[union-attr]
+    code = (f"import sys\nfrom mlf_spec import migrate\nr = migrate.upgrade({str(v6)!r})\n"
+            "print(r.version, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["7", "False"]

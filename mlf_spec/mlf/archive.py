@@ -272,13 +272,16 @@ class Archive:
     @property
     def metadata(self) -> _md.Metadata:
         """The typed metadata (read leniently: unknown keys are kept and listed in
-        ``metadata.unknown``; anything else invalid raises ValidationError)."""
+        ``metadata.unknown``; anything else invalid raises ValidationError). Its document
+        is typed by the plain records of ``mlf_plain`` (no pydantic); ``metadata.parse``
+        gives the pydantic models."""
         if self._metadata_override is not None:
             return self._metadata_override
         if self._metadata is None:
             m = self._metadata_member()
             doc = self.metadata_document()
-            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}", raw=m.read())
+            self._metadata = _md.from_document(doc, lenient=True, file=f"{self.file}:{m.name}", raw=m.read(),
+                                               plain=True)
         return self._metadata
 
     @property

@@ -271,9 +271,12 @@ def check_document(doc: Any, version: int, style: str) -> tuple[Any, list[Issue]
 
 
 def from_document(doc: Any, *, version: int | None = None, style: str | None = None, lenient: bool = False,
-                  file: str | None = None, raw: bytes | None = None) -> Metadata:
+                  file: str | None = None, raw: bytes | None = None, plain: bool = False) -> Metadata:
     """A :class:`Metadata` from a parsed document. ``version`` overrides the declared one
-    (the document is then checked against that version's model). Raises ValidationError."""
+    (the document is then checked against that version's model). With ``plain``, a valid
+    document is checked by the plain validators and typed by the plain records of
+    ``mlf_plain`` (no pydantic: the read paths of archives and migrations); the pydantic
+    model words the issues of an invalid one either way. Raises ValidationError."""
     if not isinstance(doc, dict):
         raise ValidationError(f"metadata is a JSON {type(doc).__name__}, not an object", file=file)
     if version is None:
@@ -285,6 +288,11 @@ def from_document(doc: Any, *, version: int | None = None, style: str | None = N
                                   field="version")
         version = raw_v
     style = style or style_of(doc, version)
+    if plain:
+        found = _plain().validate(doc, version, style)
+        if not found or lenient and all(message == "unknown key" for _, message in found):
+            unknown = unknown_keys(doc, version, style) if found else []
+            return Metadata(version, style, _plain().typed(doc, version, style), raw=raw, unknown=unknown, file=file)
     value, issues = validate_document(doc, version, style, lenient=lenient)
     errors = [i for i in issues if i.kind != "unknown-key" or not lenient]
     if value is None or errors:

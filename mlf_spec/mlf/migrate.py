@@ -1031,7 +1031,7 @@ def _source(name: str, doc: dict[str, Any] | None,
     archive with an error finding is refused. Text that is not JSON stays unreadable."""
     if arc is None:
         try:
-            return _md.from_document(doc, file=name), []
+            return _md.from_document(doc, file=name, plain=True), []
         except ValidationError as exc:
             if not isinstance(doc, dict):
                 raise
@@ -1089,7 +1089,7 @@ def _build(p: Plan, md: _md.Metadata, arc: _archive.Archive | None, to: int) -> 
         if key_b is not None:
             state.doc[key_b] = b
         try:
-            nxt = _md.from_document(state.doc, version=b, style=md.style, file=p.source)
+            nxt = _md.from_document(state.doc, version=b, style=md.style, file=p.source, plain=True)
         except ValidationError as exc:
             raise MigrationError(f"step {spec.name} ({d}) made an invalid version {b} document: {exc}; "
                                  "a spec or engine bug") from None
@@ -1138,7 +1138,8 @@ def apply(p: Plan, accept_loss: Iterable[str] = (), *, output: str | os.PathLike
         raise LossRefusedError(f"migrating to version {p.target_version} loses what is not accepted: "
                                + "; ".join(lines) + " -- accept each by name to proceed", losses=missing)
     assert p.metadata is not None
-    md = _md.from_document(json.loads(p.metadata.dumps()), version=p.target_version, style=p.style)
+    md = _md.from_document(json.loads(p.metadata.dumps()), version=p.target_version, style=p.style,
+                            plain=True)
     result = Result(p, md, p.archive, list(p.derived), list(p.losses), p.report)
     if output is not None:
         _write(result, Path(output), overwrite)
