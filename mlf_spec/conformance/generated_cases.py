@@ -84,11 +84,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     """Requests drawn from the spec's strategies, valid and broken, within what the testee
     declared in its handshake."""
     from mlf_spec import strategies as ms
-    from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
     from mlf_spec.generated import params_strategies as pst
     from mlf_spec.params import dtypes as dt
-
-    from .suite.blob import era_text
 
     def wanted(fmt: str, role: str) -> bool:
         return (formats is None or fmt in formats) and out_of_scope(fmt, role, {}, info) is None
@@ -105,18 +102,7 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
         if wanted("params", "encode"):
             out.append(ms.param_dicts(d).map(lambda p, o=opts, s=scope, dd=d: _encode_params(p, dd, o, s)))
     if wanted("blob", "decode"):
-        layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
-        for fmt in layouts:
-            for era in BLOB_ERAS[fmt]:
-                e = era_text(era_tuple(era))
-                if e not in _scope_values(info, "blob", "era", [e]):
-                    continue
-                o = {"layout": fmt, "era": e}
-                out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
-        out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
-            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""),
-                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
-                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))}, bytes(bb.data))))
+        out.append(_blob_sources(info))
     if wanted("graph-json", "decode"):
         out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))
     if wanted("mlf-metadata", "decode") or wanted("mlf-metadata", "encode") or wanted("mlf-metadata", "migrate"):
@@ -139,6 +125,42 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     if not out:
         return st.nothing()
     return st.one_of(out)
+
+
+def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
+    """Blob requests: valid blobs per era, broken ones (a quarter each), and edges, their modules
+    of the kinds whose payload grammar the handshake declares (``payloads``) in 9 of 10 draws, so
+    that few draws end in an ``unsupported`` skip, and of any kind in the 10th."""
+    from mlf_spec import strategies as ms
+    from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
+
+    from .suite.blob import era_text
+
+    layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
+    declared = (next((f for f in info.get("formats", []) if f.get("format") == "blob"), {}) or {}).get("payloads")
+    mix = st.integers(0, 9).map(lambda i: None if i == 5 or declared is None else tuple(declared))
+
+    def request(label: str, fmt: str, era: str, data: bytes) -> Drawn:
+        o = {"layout": fmt, "era": era_text(era_tuple(era))}
+        return Drawn("blob", "decode", label, o, dict(o), data)
+
+    valid, broken, edges = [], [], []
+    for fmt in layouts:
+        eras = tuple(era for era in BLOB_ERAS[fmt]
+                     if era_text(era_tuple(era)) in _scope_values(info, "blob", "era", [era_text(era_tuple(era))]))
+        if not eras:
+            continue
+        valid.append(st.tuples(st.sampled_from(eras), mix).flatmap(
+            lambda ek, f=fmt: ms.blob_bytes(f, ek[0], kinds=ek[1]).map(
+                lambda b, f=f, e=ek[0]: request("valid", f, e, b))))
+        edges.append(mix.flatmap(lambda k, f=fmt, es=eras: ms.edge_blob_bytes(f, k, es)).map(
+            lambda e: request(f"edge.{e.kind}" + (f".{e.where}" if e.where else ""), e.format, e.era, bytes(e.data))))
+    broken.append(mix.flatmap(lambda k: ms.broken_blob_bytes(module_kinds=k)).filter(
+        lambda bb: bb.format in layouts).map(
+        lambda bb: request(f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""), bb.format, bb.era,
+                           bytes(bb.data))))
+    parts = [st.one_of(p) for p in (valid, edges, broken, edges) if p]  # edges: half of the draws
+    return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i]) if parts else st.nothing()
 
 
 def _encode_params(p: dict[str, Any], d: Any, opts: dict[str, str], scope: dict[str, str]) -> Drawn:
