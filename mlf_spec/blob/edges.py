@@ -38,32 +38,37 @@ from .strategies import (
     tree_of,
 )
 
-#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 20 draws):
+#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 22 draws):
 #: ``length`` a count or length prefix lying (right in its low half, one element or byte past
 #: what remains, off by one, at the sign bit); ``value`` a checked integer at its edges;
 #: ``tree`` the import tree reshaped (a row short or long, one row, a middle row past the
 #: child indices, child indices after the last row, a child at the row count, no edge at all,
 #: the ``_lib`` alone or beside up to 9 modules nothing imports); ``era`` a blob of one writer read as its neighbouring era (two ``_lib``
 #: at 0.7 and 0.8, a 0.21 function table read as 0.20); ``fill`` a module whose lists hold
-#: least-size elements that end the payload or the body; ``tail`` bytes after the blob.
-EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 5, "era": 3, "fill": 3, "tail": 1}
+#: least-size elements that end the payload or the body; ``tail`` bytes after the blob (and
+#: a last kind whose length reaches into them).
+EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fill": 3, "tail": 1}
 
 #: (written by, read as): neighbouring eras whose rules differ
-_ERA_PAIRS = {"legacy": (("0.21", "0.21"), ("0.8", "0.7"), ("0.20", "0.21"), ("0.21", "0.20"), ("0.8", "0.14"),
-                         ("0.14", "0.8"), ("0.6", "0.7"), ("0.7", "0.6"), ("0.8", "0.8"), ("0.7", "0.8")),
+_ERA_PAIRS = {"legacy": (("0.8", "0.14"), ("0.14", "0.8"), ("0.6", "0.7"), ("0.7", "0.6"), ("0.7", "0.8")),
               "ffi": (("0.23", "0.24"), ("0.24", "0.23"))}
-_TREE_EDITS = ("rows-short", "children-uncovered", "rows-long", "no-row", "middle-row-past", "last-row-past",
-               "no-edges", "child-at-bound", "child-high", "row-high", "flat", "one-row")
+#: eras that read two ``_lib`` modules (0.7) and the first that refuses them (0.8); eras that
+#: write and read function tables of 3 fields (0.20) and of 4 (0.21)
+_LIB_ERAS, _TABLE_ERAS = ("0.7", "0.8"), ("0.20", "0.21")
+_TREE_EDITS = ("rows-short", "children-uncovered", "middle-row-past", "child-at-bound", "child-high", "row-high",
+               "rows-long", "no-edges", "flat", "one-row")
 
 
 class _Least(Drawn):
-    """Choices for a payload of least-size elements: empty texts, and lists whose length is
-    drawn from a few sizes (0 or 1 inside another list, or many), so that a count's elements
-    fill what remains with the least bytes each."""
+    """Choices for a payload of least-size elements: empty texts, and lists of one of three
+    shapes drawn once per payload (many elements in the outer lists and none inside them,
+    one outside and many inside, or a few sizes anywhere), so that a count's elements fill
+    what remains with the least bytes each."""
 
     def __init__(self, draw: Any) -> None:
         super().__init__(draw)
         self.depth = 0
+        self.shape = draw(st.sampled_from(("many-outside", "many-inside", "mixed")))
 
     def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
         return "" if f.get("encoding") or f.get("strategy", {}).get("alphabet") == "text" else b""
@@ -72,7 +77,9 @@ class _Least(Drawn):
         return b""
 
     def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
-        k = self.draw(st.sampled_from((1, 2, 9, 17) if self.depth == 0 else (0, 0, 1, 25)))
+        sizes = {"many-outside": ((9, 17), (0,)), "many-inside": ((1,), (25, 40)),
+                 "mixed": ((1, 2, 9, 17), (0, 0, 1, 25))}[self.shape]
+        k = self.draw(st.sampled_from(sizes[min(self.depth, 1)]))
         self.depth += 1
         try:
             return [make() for _ in range(k)]
@@ -99,15 +106,20 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     which = draw(st.sampled_from([k for k, w in EDGE_KINDS.items() for _ in range(w)]))
     allowed = _eras(fmt, eras)
     if which == "era":
-        pairs = [p for p in _ERA_PAIRS[fmt] if p[1] in allowed] or [(e, e) for e in allowed]
-        written, read = (_era(x) for x in draw(st.sampled_from(pairs)))
-        if draw(st.booleans()):  # a module tree as the writer packs it
-            data = _build(draw, fmt, written, kinds)  # type: ignore[arg-type]  # _era gives a tuple for every name in BLOB_ERAS
-        else:  # one module whose function tables the eras read differently
-            data = _one_module(draw, fmt, written, kinds, device_first=True)  # type: ignore[arg-type]  # as above
-        if fmt == "legacy" and written >= (0, 7) and draw(st.booleans()):  # type: ignore[operator]  # as above
-            data = rewrite_import_tree(data, fmt, written, "duplicate_lib_legacy") or data  # type: ignore[arg-type]  # as above
-        return _edge(f"era.{_label(written)}-as-{_label(read)}", data, fmt, read)  # type: ignore[arg-type]  # as above
+        rule = draw(st.sampled_from(("libs", "neighbours", "tables"))) if fmt == "legacy" else "neighbours"
+        if rule == "libs" and set(_LIB_ERAS) & set(allowed):  # two _lib, as 0.7 writes them
+            written, read = (0, 7), _era(draw(st.sampled_from([x for x in _LIB_ERAS if x in allowed])))
+            data = _build(draw, fmt, written, kinds)
+            data = rewrite_import_tree(data, fmt, written, "duplicate_lib_legacy") or data
+        elif rule == "tables" and set(_TABLE_ERAS) & set(allowed):  # one module with a function table
+            written = _era(draw(st.sampled_from(_TABLE_ERAS)))  # type: ignore[assignment]  # _era gives a tuple for every name in BLOB_ERAS
+            read = _era(draw(st.sampled_from([x for x in _TABLE_ERAS if x in allowed])))
+            data = _one_module(draw, fmt, written, kinds, device_first=True)
+        else:
+            pairs = [p for p in _ERA_PAIRS[fmt] if p[1] in allowed] or [(x, x) for x in allowed]
+            written, read = (_era(x) for x in draw(st.sampled_from(pairs)))  # type: ignore[assignment]  # as above
+            data = _build(draw, fmt, written, kinds)
+        return _edge(f"era.{rule}.{_label(written)}-as-{_label(read)}", data, fmt, read)  # type: ignore[arg-type]  # as above
     e: tuple[int, ...] = _era(draw(st.sampled_from(allowed)))  # type: ignore[assignment]  # as above
     if which == "tree":
         if fmt == "legacy" and e < (0, 7):
@@ -117,9 +129,17 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         if fmt == "legacy" and "0.6" in allowed and draw(st.booleans()):  # no import tree: the payload ends the body
             e = (0, 6)
         return _fill_edge(draw, fmt, e, kinds)
-    data = _build(draw, fmt, e, kinds)
     if which == "tail":
-        return _edge("tail", data + draw(st.binary(min_size=1, max_size=9)), fmt, e)
+        tail = draw(st.binary(min_size=1, max_size=9))
+        if fmt == "legacy" and "0.6" in allowed and "metadata_module" in _kinds(fmt, kinds) and draw(st.booleans()):
+            # the last kind ends a 0.6 body; its length reaches into the bytes after the blob
+            data = _blob.build(_blob.Module.lib(_blob.Module("metadata_module", _least_payload(
+                draw, "metadata_module", fmt, (0, 6)))), format=fmt, era=(0, 6))
+            at = len(data) - len("metadata_module") - 8
+            data = _set(data, at, (len("metadata_module") + len(tail)).to_bytes(8, "little"))
+            return _edge("tail.kind", data + tail, fmt, (0, 6))
+        return _edge("tail", _build(draw, fmt, e, kinds) + tail, fmt, e)
+    data = _build(draw, fmt, e, kinds)
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
@@ -130,8 +150,7 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         span = draw(st.sampled_from(_by_place(draw(st.sampled_from([g for g in groups if g])), body)))
         n = int.from_bytes(data[span.offset:span.offset + 8], "little")
         rem = room(span)
-        value = draw(st.sampled_from([n + (1 << 32), n + (1 << 32), rem + 1, rem // 8 + 1, rem // 4 + 1,
-                                      *length_lies(n)]))
+        value = draw(st.sampled_from([n + (1 << 32)] * 3 + [rem + 1, rem // 8 + 1, rem // 4 + 1, *length_lies(n)]))
         return _edge("length", _set(data, span.offset, value.to_bytes(8, "little")), fmt, e, place(span.path, body))
     places = [s for s in spans if s.role == "value" and _typed(s.field) in WIDTH
               and (set(s.field) & {"const", "constraint", "equals", "derive"})]
@@ -190,9 +209,12 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     assume(node is not None)
     rp, ch = list(node["row_ptr"]), list(node["child_indices"])  # type: ignore[index]  # assume() rules out None
     n = len(rp) - 1
-    if edit == "rows-short":
-        rp = rp[:-1]
-        ch = ch[:rp[-1]] if rp else []
+    if edit == "rows-short":  # the last module loses its row and every edge to it (else a child names no row)
+        rows = [[x for x in ch[rp[i]:rp[i + 1]] if x < n - 1] for i in range(n - 1)]
+        rp, ch = [0], []
+        for row in rows:
+            ch += row
+            rp.append(len(ch))
     elif edit == "rows-long":
         rp.append(rp[-1])
     elif edit in ("one-row", "no-row"):  # and no module, so that the rows fit the modules
