@@ -36,7 +36,7 @@ from .known_failures import KnownFailures
 from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
-from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, save_case
+from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_support, save_case
 
 
 @dataclass
@@ -137,7 +137,7 @@ def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
     from .suite.blob import era_text
 
     layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
-    declared = (next((f for f in info.get("formats", []) if f.get("format") == "blob"), {}) or {}).get("payloads")
+    declared = (format_support(info, "blob") or {}).get("payloads")
     mix = st.integers(0, 9).map(lambda i: None if i in (4, 9) or declared is None else tuple(declared))
 
     def request(label: str, fmt: str, era: str, data: bytes) -> Drawn:
