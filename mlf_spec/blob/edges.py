@@ -45,8 +45,8 @@ from .strategies import (
 #: child indices, child indices after the last row, a child at the row count, no edge at all,
 #: the ``_lib`` alone or beside up to 9 modules nothing imports); ``era`` a blob of one writer read as its neighbouring era (two ``_lib``
 #: at 0.7 and 0.8, a 0.21 function table read as 0.20); ``fill`` a module whose lists hold
-#: least-size elements that end the payload or the body; ``tail`` bytes after the blob (and
-#: a last kind whose length reaches into them).
+#: least-size elements that end the payload or the body; ``tail`` bytes after the blob (or
+#: the last bytes of the last kind left after the size prefix's end).
 EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fill": 3, "tail": 1}
 
 #: (written by, read as): neighbouring eras whose rules differ
@@ -134,12 +134,11 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     if which == "tail":
         tail = draw(st.binary(min_size=1, max_size=9))
         if fmt == "legacy" and "0.6" in allowed and "metadata_module" in _kinds(fmt, kinds) and draw(st.booleans()):
-            # the last kind ends a 0.6 body; its length reaches into the bytes after the blob
+            # the last kind ends a 0.6 body; the size prefix leaves its last bytes after the blob
             data = _blob.build(_blob.Module.lib(_blob.Module("metadata_module", _least_payload(
                 draw, "metadata_module", fmt, (0, 6)))), format=fmt, era=(0, 6))
-            at = len(data) - len("metadata_module") - 8
-            data = _set(data, at, (len("metadata_module") + len(tail)).to_bytes(8, "little"))
-            return _edge("tail.kind", data + tail, fmt, (0, 6))
+            cut = draw(st.integers(1, 4))
+            return _edge("tail.kind", _set(data, 0, (len(data) - 8 - cut).to_bytes(8, "little")), fmt, (0, 6))
         return _edge("tail", _build(draw, fmt, e, kinds) + tail, fmt, e)
     data = _build(draw, fmt, e, kinds)
     structs, root = _ROOTS[fmt]
