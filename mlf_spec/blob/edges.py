@@ -52,9 +52,9 @@ EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fil
 #: (written by, read as): neighbouring eras whose rules differ
 _ERA_PAIRS = {"legacy": (("0.8", "0.14"), ("0.14", "0.8"), ("0.6", "0.7"), ("0.7", "0.6"), ("0.7", "0.8")),
               "ffi": (("0.23", "0.24"), ("0.24", "0.23"))}
-#: eras that read two ``_lib`` modules (0.7) and the first that refuses them (0.8); eras that
+#: eras that read two ``_lib`` modules (0.7), the first that refuses them (0.8) and a later one; eras that
 #: write and read function tables of 3 fields (0.20) and of 4 (0.21)
-_LIB_ERAS, _TABLE_ERAS = ("0.7", "0.8"), ("0.20", "0.21")
+_LIB_ERAS, _TABLE_ERAS = ("0.7", "0.8", "0.14"), ("0.20", "0.21")
 _TREE_EDITS = ("rows-short", "children-uncovered", "middle-row-past", "child-at-bound", "child-high", "row-high",
                "rows-long", "no-edges", "flat", "one-row")
 
