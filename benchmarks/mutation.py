@@ -5,9 +5,9 @@
 For each reader in tests/independent/ (.params, the tvm-ffi blob, the legacy blob; each with its
 equivalents file): mutants, equivalents, killed by the vectors alone, the survivors, and the
 seconds the harness took (one ASan + UBSan build, baseline, every mutant in persistent mode).
-With --generate N (default 100): N generated cases against the survivors of the vectors (the
---generate score) and against every non-equivalent mutant (the score of the generated cases
-alone, with no vector). Also the suite's size per format and the cases per second of the
+With --generate N (default 300): N generated cases against the survivors of the vectors (the
+--generate score), and the first N cases of the seed, drawn once, against every non-equivalent
+mutant (the score of the generated cases alone, with no vector). Also the suite's size per format and the cases per second of the
 reference run in process.
 """
 
@@ -34,7 +34,7 @@ READERS = [("params", "params", ROOT / "tests" / "independent" / "params_reader.
 def main() -> int:
     """Print the figures (and write them as JSON with --json)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--generate", type=int, default=100, help="generated cases per mutant (0: none)")
+    ap.add_argument("--generate", type=int, default=300, help="generated cases per mutant (0: none)")
     ap.add_argument("--generate-budget", type=float, default=15.0, help="seconds of generated cases per mutant")
     ap.add_argument("--json", metavar="OUT", help="write the figures here")
     args = ap.parse_args()

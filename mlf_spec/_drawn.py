@@ -1,5 +1,6 @@
 """What the hypothesis strategies draw: :class:`Data` (bytes whose repr is short) and
-:class:`Broken` (an input broken in one named way, with what it imitates)."""
+:class:`Broken` (an input broken in one named way, with what it imitates) and :class:`Edge`
+(an input at a rule's bound, on a side the reference's reading decides)."""
 
 from __future__ import annotations
 
@@ -62,4 +63,26 @@ class Broken:
         return f"Broken({', '.join(parts)})"
 
 
-__all__ = ["Broken", "Data"]
+@dataclass(frozen=True, repr=False)
+class Edge:
+    """An input one value away from a rule's bound, as the ``edge_*`` strategies draw it:
+    valid or not, the reference's reading says which (an edge is drawn for where readers
+    differ, not for a known outcome). ``kind`` names the edge (``length``, ``tree.rows-short``),
+    ``where`` the field it moved, ``era`` the TVM version the input is read as, ``format``
+    the blob layout."""
+
+    kind: str
+    data: Data
+    era: str
+    format: str  # noqa: A003
+    where: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, Data):
+            object.__setattr__(self, "data", Data(self.data))
+
+    def __repr__(self) -> str:
+        return f"Edge(kind={self.kind!r}, data={self.data!r}, era={self.era!r}, format={self.format!r}, where={self.where!r})"
+
+
+__all__ = ["Broken", "Data", "Edge"]

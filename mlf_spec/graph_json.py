@@ -157,6 +157,11 @@ def nbytes(shape: list[int], dtype: str) -> int | None:
     return (n * bits + 7) // 8
 
 
+#: the C integer types the GraphExecutor reads storage ids / device indices (int), extents
+#: (int64_t) and control dependencies (uint32_t) into (graph_executor.h)
+_INT32_MAX, _INT64_MAX, _UINT32_MAX = (1 << 31) - 1, (1 << 63) - 1, (1 << 32) - 1
+
+
 def structure_issues(g: GraphDocument) -> list[Issue]:
     """Inconsistencies between the parts of a graph (what GraphExecutor relies on)."""
     m = g.model
@@ -182,9 +187,18 @@ def structure_issues(g: GraphDocument) -> list[Issue]:
             out.append(Issue(f"attrs.{key}", f"has {len(attr[1])} elements for {n} entries"))
     if any(s < 0 for s in m.attrs.storage_id[1]):
         out.append(Issue("attrs.storage_id", "storage ids must not be negative"))
+    if any(s > _INT32_MAX for s in m.attrs.storage_id[1]):
+        out.append(Issue("attrs.storage_id", "storage ids must fit a C int (at most 2^31 - 1): the GraphExecutor reads them so"))
+    if m.attrs.device_index is not None and any(not -_INT32_MAX - 1 <= d <= _INT32_MAX for d in m.attrs.device_index[1]):
+        out.append(Issue("attrs.device_index", "device indices must fit a C int: the GraphExecutor reads them so"))
     for eid, shape in enumerate(m.attrs.shape[1]):
         if any(d < 0 for d in shape):
             out.append(Issue(f"attrs.shape[1][{eid}]", "negative extent"))
+        if any(d > _INT64_MAX for d in shape):
+            out.append(Issue(f"attrs.shape[1][{eid}]", "an extent past 2^63 - 1 (the GraphExecutor reads int64_t)"))
+    for i, node in enumerate(m.nodes):
+        if any(d > _UINT32_MAX for d in getattr(node, "control_deps", None) or ()):
+            out.append(Issue(f"nodes[{i}].control_deps", "past 2^32 - 1 (the GraphExecutor reads uint32_t)"))
     for i, node in enumerate(m.nodes):
         for j, e in enumerate(node.inputs):
             if not (0 <= e[0] < i) or not (0 <= e[1] < m.node_row_ptr[e[0] + 1] - m.node_row_ptr[e[0]]):

@@ -216,3 +216,8 @@ from mlf_spec.blob.strategies import (  # noqa: E402
 
 __all__ += ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes",
             "module_trees"]
+
+# Module blobs at the edges of the spec's rules (valid or not: the reference's reading says).
+from mlf_spec.blob.edges import EDGE_KINDS, edge_blob_bytes  # noqa: E402
+
+__all__ += ["EDGE_KINDS", "edge_blob_bytes"]

@@ -108,23 +108,27 @@ def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: str | None = N
     return _blob.parse_payload(kind, data, format=format, era=e)
 
 
-def _kinds(format: str) -> list[str]:  # noqa: A002
+def _kinds(format: str, only: tuple[str, ...] | None = None) -> list[str]:  # noqa: A002
     kinds = sorted(_blob.known_kinds(format))
-    return kinds + list(_UNKNOWN_KINDS) if format == "ffi" else kinds
+    kinds = kinds + list(_UNKNOWN_KINDS) if format == "ffi" else kinds
+    if only is not None:
+        kinds = [k for k in kinds if k in only or (format == "ffi" and k not in _blob.known_kinds(format))]
+    return kinds or sorted(_blob.known_kinds(format))
 
 
 @st.composite
 def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa: A002
-                 max_modules: int = 5) -> _blob.Module:
+                 max_modules: int = 5, kinds: tuple[str, ...] | None = None) -> _blob.Module:
     """A module tree that TVM's writer for ``format`` and ``era`` (e.g. "0.16") can pack: every kind of the
     spec (and, for ffi, unknown kinds), at most one ``_lib`` from 0.8 (several in 0.7), and
-    for 0.6 and earlier a ``_lib`` root with one level of imports."""
+    for 0.6 and earlier a ``_lib`` root with one level of imports. ``kinds``: only the module
+    kinds named there (a reader's declared payload grammars; ffi payloads of no grammar stay in)."""
     e = _draw_era(draw, format, era)
     n = draw(st.integers(1, max_modules))
-    kinds = _kinds(format)
+    pool = _kinds(format, kinds)
     if format == "legacy" and e < (0, 7):
         leaves = [_blob.Module(k, draw(blob_payloads(k, format, _label(e))))
-                  for k in draw(st.lists(st.sampled_from(kinds), max_size=n - 1))]
+                  for k in draw(st.lists(st.sampled_from(pool), max_size=n - 1))]
         return _blob.Module.lib(*leaves)
     several_libs = format == "legacy" and e < (0, 8)
     lib_at = draw(st.sampled_from([None, *range(n)]))
@@ -134,7 +138,7 @@ def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa
         if is_lib:
             nodes.append(_blob.Module.lib())
         else:
-            k = draw(st.sampled_from(kinds))
+            k = draw(st.sampled_from(pool))
             nodes.append(_blob.Module(k, draw(blob_payloads(k, format, _label(e)))))
     for i in range(1, n):  # a tree: each module has a parent numbered before it
         nodes[draw(st.integers(0, i - 1))].imports.append(nodes[i])
@@ -147,15 +151,16 @@ def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa
 
 
 @st.composite
-def blob_bytes(draw: Any, format: str | None = None, era: str | None = None) -> Data:  # noqa: A002
+def blob_bytes(draw: Any, format: str | None = None, era: str | None = None,  # noqa: A002
+               kinds: tuple[str, ...] | None = None) -> Data:
     """Valid blobs of either layout (or ``format``) as TVM's writer of a drawn (or the given,
-    e.g. "0.16") version packs them."""
+    e.g. "0.16") version packs them; ``kinds`` limits the module kinds (see :func:`module_trees`)."""
     fmt = format or draw(st.sampled_from(_blob.FORMATS))
-    return Data(_build(draw, fmt, _draw_era(draw, fmt, era)))
+    return Data(_build(draw, fmt, _draw_era(draw, fmt, era), kinds))
 
 
-def _build(draw: Any, fmt: str, e: tuple[int, ...]) -> bytes:
-    root = draw(module_trees(fmt, _label(e)))
+def _build(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None = None) -> bytes:
+    root = draw(module_trees(fmt, _label(e), kinds=kinds))
     try:
         return _blob.build(root, format=fmt, era=e)
     except MlfError:  # a shared module that TVM's numbering cannot place after its parents
@@ -164,10 +169,11 @@ def _build(draw: Any, fmt: str, e: tuple[int, ...]) -> bytes:
 
 
 @st.composite
-def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken:
+def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None,
+                      module_kinds: tuple[str, ...] | None = None) -> Broken:
     """A blob broken in one named way (:data:`BLOB_BROKEN_KINDS`): a :class:`Broken` with
     the ``format`` and ``era`` it imitates (read it with ``blob.parse(b.data,
-    format=b.format, era=b.era)``)."""
+    format=b.format, era=b.era)``); ``module_kinds`` limits the kinds of its modules."""
     kind = draw(st.sampled_from(kinds or tuple(BLOB_BROKEN_KINDS)))
     if kind in ("duplicate_lib_legacy", "unknown_kind_legacy"):
         fmt = "legacy"
@@ -179,7 +185,7 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None) -> Broken
     if kind == "duplicate_lib_legacy":
         eras = [x for x in eras if x >= (0, 8)]
     e: tuple[int, ...] = draw(st.sampled_from(eras))
-    data = _build(draw, fmt, e)
+    data = _build(draw, fmt, e, module_kinds)
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
@@ -289,6 +295,36 @@ def rewrite_import_tree(data: bytes, fmt: str, era: tuple[int, ...], kind: str, 
     return Builder(structs, era).build(root, tree)
 
 
+def set_import_tree(data: bytes, fmt: str, era: tuple[int, ...], row_ptr: list[int], child_indices: list[int],
+                    extra_libs: int = 0, keep: int | None = None) -> bytes | None:
+    """``data`` with its import tree replaced by ``row_ptr`` and ``child_indices`` as given
+    (any values, valid or not), after keeping only the first ``keep`` modules (None: all) and
+    adding ``extra_libs`` ``_lib`` modules at the end of the module list; None when the blob has
+    no import tree (legacy before 0.7)."""
+    structs, root = _ROOTS[fmt]
+    tree, _ = trace(structs, root, data, era)
+    body = tree["body"]
+    tree_node = tree_of(tree, fmt)
+    if tree_node is None:
+        return None
+    if keep is not None:
+        if fmt == "ffi":
+            body["modules"] = body["modules"][:keep]
+        else:
+            body["entries"] = [*body["entries"][:-1][:keep], body["entries"][-1]]
+            body["count"] = None
+        tree_node = tree_of(tree, fmt)
+    for _ in range(extra_libs):
+        lib = {"kind": _blob.LIB, "payload": None}
+        if fmt == "ffi":
+            body["modules"].append(lib)
+        else:
+            body["entries"].insert(len(body["entries"]) - 1, lib)
+            body["count"] = None
+    tree_node["row_ptr"], tree_node["child_indices"] = list(row_ptr), list(child_indices)
+    return Builder(structs, era).build(root, tree)
+
+
 def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...], where: str = "") -> Broken:
     return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt, where=where)
 
@@ -318,4 +354,4 @@ def where_of(spans: list, body: dict, offset: int) -> str:
 
 
 __all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes", "era_tuple",
-           "module_trees", "place", "rewrite_import_tree", "tree_of", "where_of"]
+           "module_trees", "place", "rewrite_import_tree", "set_import_tree", "tree_of", "where_of"]

@@ -118,7 +118,8 @@ def register(sub: Any) -> None:
                      help="also draw N generated cases against each survivor")
     mut.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
     mut.add_argument("--generate-alone", action="store_true",
-                     help="run the --generate cases against every mutant too: the score of the generated cases alone")
+                     help="also run the first N cases the --seed draws, drawn once, against every mutant: "
+                          "the score of the generated cases alone")
     mut.add_argument("--generate-budget", type=float, default=30.0, metavar="S",
                      help="seconds of generated cases per mutant (default 30)")
     mut.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",

@@ -36,7 +36,7 @@ from .known_failures import KnownFailures
 from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
-from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, save_case
+from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_support, save_case
 
 
 @dataclass
@@ -84,11 +84,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     """Requests drawn from the spec's strategies, valid and broken, within what the testee
     declared in its handshake."""
     from mlf_spec import strategies as ms
-    from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
     from mlf_spec.generated import params_strategies as pst
     from mlf_spec.params import dtypes as dt
-
-    from .suite.blob import era_text
 
     def wanted(fmt: str, role: str) -> bool:
         return (formats is None or fmt in formats) and out_of_scope(fmt, role, {}, info) is None
@@ -105,18 +102,7 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
         if wanted("params", "encode"):
             out.append(ms.param_dicts(d).map(lambda p, o=opts, s=scope, dd=d: _encode_params(p, dd, o, s)))
     if wanted("blob", "decode"):
-        layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
-        for fmt in layouts:
-            for era in BLOB_ERAS[fmt]:
-                e = era_text(era_tuple(era))
-                if e not in _scope_values(info, "blob", "era", [e]):
-                    continue
-                o = {"layout": fmt, "era": e}
-                out.append(ms.blob_bytes(fmt, era).map(lambda b, o=o: Drawn("blob", "decode", "valid", o, dict(o), b)))
-        out.append(ms.broken_blob_bytes().filter(lambda bb: bb.format in layouts).map(
-            lambda bb: Drawn("blob", "decode", f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""),
-                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))},
-                             {"layout": bb.format, "era": era_text(era_tuple(bb.era))}, bytes(bb.data))))
+        out.append(_blob_sources(info))
     if wanted("graph-json", "decode"):
         out.append(ms.graph_jsons().map(lambda t: Drawn("graph-json", "decode", "valid", {}, {}, t.encode())))
     if wanted("mlf-metadata", "decode") or wanted("mlf-metadata", "encode") or wanted("mlf-metadata", "migrate"):
@@ -139,6 +125,42 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     if not out:
         return st.nothing()
     return st.one_of(out)
+
+
+def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
+    """Blob requests: valid blobs per era, broken ones (a fifth each), and edges, their modules
+    of the kinds whose payload grammar the handshake declares (``payloads``) in 4 of 5 draws, so
+    that few draws end in an ``unsupported`` skip, and of any kind in the 5th."""
+    from mlf_spec import strategies as ms
+    from mlf_spec.blob.strategies import BLOB_ERAS, era_tuple
+
+    from .suite.blob import era_text
+
+    layouts = _scope_values(info, "blob", "layout", ["legacy", "ffi"])
+    declared = (format_support(info, "blob") or {}).get("payloads")
+    mix = st.integers(0, 9).map(lambda i: None if i in (4, 9) or declared is None else tuple(declared))
+
+    def request(label: str, fmt: str, era: str, data: bytes) -> Drawn:
+        o = {"layout": fmt, "era": era_text(era_tuple(era))}
+        return Drawn("blob", "decode", label, o, dict(o), data)
+
+    valid, broken, edges = [], [], []
+    for fmt in layouts:
+        eras = tuple(era for era in BLOB_ERAS[fmt]
+                     if era_text(era_tuple(era)) in _scope_values(info, "blob", "era", [era_text(era_tuple(era))]))
+        if not eras:
+            continue
+        valid.append(st.tuples(st.sampled_from(eras), mix).flatmap(
+            lambda ek, f=fmt: ms.blob_bytes(f, ek[0], kinds=ek[1]).map(
+                lambda b, f=f, e=ek[0]: request("valid", f, e, b))))
+        edges.append(mix.flatmap(lambda k, f=fmt, es=eras: ms.edge_blob_bytes(f, k, es)).map(
+            lambda e: request(f"edge.{e.kind}" + (f".{e.where}" if e.where else ""), e.format, e.era, bytes(e.data))))
+    broken.append(mix.flatmap(lambda k: ms.broken_blob_bytes(module_kinds=k)).filter(
+        lambda bb: bb.format in layouts).map(
+        lambda bb: request(f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""), bb.format, bb.era,
+                           bytes(bb.data))))
+    parts = [st.one_of(p) for p in (valid, edges, broken, edges, edges) if p]  # edges: 3 draws in 5
+    return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i]) if parts else st.nothing()
 
 
 def _encode_params(p: dict[str, Any], d: Any, opts: dict[str, str], scope: dict[str, str]) -> Drawn:
@@ -295,6 +317,26 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     return result
 
 
+def drawn_cases(info: dict[str, Any], n: int, *, seed_value: int = 0, formats: list[str] | None = None,
+                where: Path | None = None) -> list[Case]:
+    """The first ``n`` requests that :func:`explore` draws with ``seed_value`` for a testee of
+    handshake ``info``, as in-memory cases with the reference's expected reading (no testee is
+    asked): the same generated cases for every reader, e.g. every mutant of one."""
+    drawn: list[Drawn] = []
+
+    @seed(seed_value * 1000)
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(sources(info, formats))
+    def collect(d: Drawn) -> None:
+        drawn.append(d)
+
+    collect()
+    where = where or Path(tempfile.gettempdir())
+    return [case_of(d, outcome(d.format, d.role, d.data, d.options, d.reading), slug(f"gen.{i}.{d.label}"), where)
+            for i, d in enumerate(drawn[:n])]
+
+
 def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed_value: int, message: str) -> Path:
     """Write a shrunk disagreement as a vector case in ``directory``."""
     doc, data = _document(d, expected, case_id,
@@ -305,4 +347,4 @@ def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed
         raise MlfError(f"cannot save a generated case: {exc.strerror}", file=str(directory)) from None
 
 
-__all__ = ["Drawn", "Exploration", "case_of", "explore", "save", "signature", "sources"]
+__all__ = ["Drawn", "Exploration", "case_of", "drawn_cases", "explore", "save", "signature", "sources"]

@@ -185,10 +185,11 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
            generate_alone: bool = False) -> MutationReport:
     """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc);
     the cases a ``known_failures`` file lists are left out (what the reader does not do).
-    ``generate`` N: N generated cases (seed ``seed``) against each survivor of the vectors,
-    and with ``generate_alone`` against every non-equivalent mutant (how strong the generated
-    cases are without any vector); a disagreement the unmutated reader also has kills nothing."""
-    from ..generated_cases import explore
+    ``generate`` N: N generated cases (seed ``seed``) against each survivor of the vectors
+    (explored and shrunk per survivor), and with ``generate_alone`` the first N cases that seed
+    draws, drawn once, against every non-equivalent mutant (how strong the generated cases are
+    without any vector); a disagreement the unmutated reader also has kills nothing."""
+    from ..generated_cases import drawn_cases, explore
 
     started = time.perf_counter()
     src = Path(source)
@@ -239,6 +240,21 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             for mid, case_id in pool.map(one, todo):
                 if case_id is not None:
                     report.killed[mid] = case_id
+        if generate and generate_alone:
+            # the same N generated cases for every mutant, drawn once: what the unmutated reader
+            # disagrees on (a grammar it leaves out) is dropped first and kills no mutant
+            drawn = drawn_cases(info, generate, seed_value=seed, formats=formats, where=Path(tmp))
+            base = testee_for(command, None, timeout)
+            try:
+                agreed = [c for c in drawn if run_case(base, c, info, KnownFailures())["outcome"] not in _KILLING]
+            finally:
+                base.close()
+
+            def replayed(m: Mutant) -> tuple[int, str | None]:
+                return m.id, _first_kill(testee_for(command, m.id, timeout), agreed, info)
+
+            with ThreadPoolExecutor(max(1, jobs)) as pool:
+                report.generated_alone = {mid: cid for mid, cid in pool.map(replayed, report.scored) if cid is not None}
         if generate:
             report.generated_cases = generate
 
@@ -256,14 +272,11 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             def generated(m: Mutant) -> tuple[int, str | None]:
                 return m.id, next((sig for sig in disagreements(m.id) if sig not in usual), None)
 
-            todo = report.scored if generate_alone else report.survivors
             found_by: dict[int, str] = {}
-            for mid, sig in map(generated, todo):  # one at a time: hypothesis runs are not thread-safe
+            for mid, sig in map(generated, report.survivors):  # one at a time: hypothesis runs are not thread-safe
                 if sig is not None:
                     found_by[mid] = sig
             report.killed_by_generate = {i: sig for i, sig in found_by.items() if i not in report.killed}
-            if generate_alone:
-                report.generated_alone = found_by
     report.seconds = time.perf_counter() - started
     return report
 

@@ -136,6 +136,7 @@ def build_blob(c: Collector) -> None:
         _kind_vectors(c, fmt)
         _tree_vectors(c, fmt)
         _boundary_vectors(c, fmt)
+    _loadable_boundary_vectors(c)
     _vm_boundary_vectors(c)
     _broken_vectors(c)
 
@@ -299,6 +300,44 @@ def _boundary_vectors(c: Collector, fmt: str) -> None:
             pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
             b = _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
             probe(f"blob.ffi.bound.{label}", b, [rid], what)
+
+
+#: module kinds that every TVM build loads on a CPU (no device runtime needed): a blob of these
+#: alone is judged by a real loader, where one holding cuda or opencl payloads is refused as
+#: unsupported before its fields are read
+LOADABLE_KINDS = ("c", "static_library", "metadata_module")
+
+
+def _loadable_base(era: tuple[int, ...]) -> bytes:
+    """A legacy blob of loadable kinds only, shaped like :func:`_base`: a c module shared by the
+    ``_lib`` and a static library, and an empty-payload module."""
+    shared = _mod("c", "legacy", era)
+    return _blob.build(_blob.Module.lib(shared, _mod("static_library", "legacy", era, shared),
+                                        _mod("metadata_module", "legacy", era)), format="legacy", era=era)
+
+
+def _loadable_boundary_vectors(c: Collector) -> None:
+    """The legacy boundary variants again (every count and length lying, every checked integer
+    at its edges, the blob cut at every field boundary), from a base of :data:`LOADABLE_KINDS`:
+    ``blob.legacy.loadable.*``, so that a real TVM loader without device runtimes reads every
+    field instead of refusing a cuda payload first."""
+    era = _MAIN_ERA["legacy"]
+    data = _loadable_base(era)
+    structs, root = _bst._ROOTS["legacy"]
+    _, spans = trace(structs, root, data, era)
+    owner = _rules.owners(structs)
+    page = ("blob_legacy", "What a reader checks")
+
+    def probe(vid: str, b: bytes, rids: list[str], what: str) -> None:
+        want = outcome("blob", "decode", b, {"layout": "legacy", "era": era_text(era)})["outcome"]
+        _add(c, vid, b, "legacy", era, f"{what} (modules of kinds {', '.join(LOADABLE_KINDS)} only): "
+             + ("accepted" if want == "accept" else "must be rejected"), page, {"rule": rids}, expect=want)
+
+    probe("blob.legacy.loadable.whole", data, sorted(r for r in _rules.spans_rules(spans, owner, root)
+                                                     if not r.endswith(".table")),
+          "the loadable base blob, every field at its exact value")
+    for rids, label, b in _rules.span_variants(data, spans, owner, root):
+        probe(f"blob.legacy.loadable.{rids[0]}.{label}", b, rids, f"{rids[0]} probed at {label}")
 
 
 def _device_payload(era: tuple[int, ...], *, arg_types: int = 0, launch_tags: int = 0, extra_tags: int = 0,

@@ -149,8 +149,23 @@ def _declared(b: Doc) -> dict[str, list[tuple[str, Doc]]]:
         ] + [("no-inputs", _with(b, _both(_set(("nodes", 2, "attrs", "num_inputs"), "0"),
                                           _set(("nodes", 2, "inputs"), []))))],
         "graph_attrs.storage_id.nonnegative": [
+            (f"{v:#x}", _with(b, _set(("attrs", "storage_id", 1, 4), v))) for v in (-1, -(1 << 31), -(1 << 63), 0)
+        ],
+        "graph_attrs.storage_id.int32": [
             (f"{v:#x}", _with(b, _set(("attrs", "storage_id", 1, 4), v)))
-            for v in (-1, -(1 << 31), -(1 << 63), 0, (1 << 31) - 1, 1 << 31, U32, (1 << 63) - 1)
+            for v in ((1 << 31) - 1, 1 << 31, U32, U32 + 4, (1 << 63) - 1, 1 << 64)
+        ],
+        "graph_attrs.device_index.int32": [
+            (f"{v:#x}", _with(b, _set(("attrs", "device_index", 1, 4), v)))
+            for v in ((1 << 31) - 1, -(1 << 31), 1 << 31, -(1 << 31) - 1, U32 + 1)
+        ],
+        "graph_attrs.shape.int64": [
+            (label, _with(b, _set(("attrs", "shape", 1, 4), v))) for label, v in (
+                ("2-63-minus-1", [(1 << 63) - 1]), ("2-63", [1 << 63]), ("2-64-plus-4", [(1 << 64) + 4]),
+                ("zero-beside-2-63", [0, 1 << 63]))
+        ],
+        "op_node.control_deps.uint32": [
+            (f"{v:#x}", _with(b, _set(("nodes", 3, "control_deps"), [v]))) for v in (U32 - 1, U32, U32 + 2, 1 << 64)
         ],
         "graph_attrs.shape.nonnegative": [
             (label, _with(b, _set(("attrs", "shape", 1, 4), v))) for label, v in (

@@ -26,10 +26,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mlf_spec.edge_values import WIDTH as _WIDTH
+from mlf_spec.edge_values import edge_values, length_lies, raw, rooms
 from mlf_spec.spec_engine import Span
 
 _FMT = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
-_WIDTH = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
 #: the aspects a field's entry in the spec gives it, in the order of the rule ids
 ASPECTS = ("const", "range", "each", "equals", "derive", "table", "length")
 
@@ -105,46 +106,6 @@ def sides(cases: Iterable[tuple[list[str], str]]) -> dict[str, dict[str, int]]:
     return dict(sorted(table.items()))
 
 
-def raw(type_name: str, value: int) -> bytes:
-    """``value`` as the little-endian bytes of an integer of ``type_name``'s width, two's
-    complement, reduced modulo 2^bits (so 2^64 - 1 in an i64 is -1)."""
-    w = _WIDTH[type_name]
-    return (value % (1 << (8 * w))).to_bytes(w, "little")
-
-
-def edge_values(type_name: str, good: int, lo: int | None = None, hi: int | None = None) -> list[int]:
-    """The integers a reader gets wrong, for a field of ``type_name`` whose valid value here
-    is ``good`` (bounds ``lo``/``hi`` if the spec states them): 0, 1, the bounds and the
-    bounds +/- 1, the sign bit, 2^31, 2^32, 2^63, 2^64 - 1 (each reduced to the width), and
-    ``good`` differing in its highest byte only."""
-    w = _WIDTH[type_name]
-    bits = 8 * w
-    cands = [0, 1, 1 << (bits - 1), (1 << bits) - 1, good + (1 << (bits - 8)), good | 0x10000 if w >= 4 else good]
-    cands += [1 << k for k in (31, 32, 63) if k < bits] + [(1 << 31) - 1] * (w >= 4)
-    for b in (lo, hi):
-        if b is not None:
-            cands += [b - 1, b, b + 1]
-    seen, out = set(), []
-    for v in cands:
-        v %= 1 << bits
-        if v not in seen and v != good % (1 << bits):
-            seen.add(v)
-            out.append(v)
-    return out
-
-
-def length_lies(n: int) -> list[int]:
-    """Values a count or length ``n`` is replaced by: off by one, 2n + 1, ``n`` plus 2^32 (right
-    in its low half), 2^40 (terabytes), 2^63 (the sign bit) and 2^64 - 1."""
-    vals = [n + 1, n - 1, n * 2 + 1, n + (1 << 32), 1 << 40, 1 << 63, (1 << 64) - 1]
-    seen, out = set(), []
-    for v in vals:
-        if 0 <= v < 1 << 64 and v != n and v not in seen:
-            seen.add(v)
-            out.append(v)
-    return out
-
-
 def span_rule(span: Span, owner: dict[int, str], aspect: str) -> str:
     """The rule id of ``aspect`` of the field a span belongs to."""
     return rule_id(owner.get(id(span.field), "?"), span.field["name"], aspect)
@@ -170,13 +131,7 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
         seen.add(b)
         return True
 
-    # sized regions (a size prefix and what it counts): a claim is measured against the innermost one
-    regions = [(s.path[:-1], s.offset + 8, s.offset + 8 + int.from_bytes(data[s.offset:s.offset + 8], "little"))
-               for s in spans if s.role == "length" and s.field.get("sized")]
-
-    def room(s: Span) -> int:
-        inner = [end for path, start, end in regions if s.path[:len(path)] == path and start <= s.offset]
-        return (min(inner) if inner else len(data)) - s.offset - 8
+    room = rooms(data, spans)
 
     for s in spans:
         f = s.field
