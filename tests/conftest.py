@@ -1,6 +1,7 @@
 """Shared test configuration: hypothesis profiles and helpers.
 
-Profiles: ``ci`` (bounded, the default under CI=true), ``dev`` (the default otherwise)
+Profiles: ``ci`` (bounded and derandomized, the default under CI=true), ``dev`` (the default
+otherwise: random, with the example database)
 and ``fuzz`` (long campaigns: ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_params_properties.py``
 or ``scripts/fuzz.sh``).
 """
@@ -16,7 +17,9 @@ from hypothesis import HealthCheck, settings
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True,
+# ci: the same examples on every machine and every run (derandomize: seeded from each test,
+# no example database), no timing check (deadline, too_slow), a bounded count
+settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 settings.register_profile("dev", max_examples=100, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
