@@ -64,7 +64,7 @@ def test_hhb_tvm_passes_or_is_listed_on_a_sample_of_the_suite_and_generated_case
     assert by_id["blob.legacy.bound.legacy_entry.kind.length.body.entries.0.kind.n.0xffffffffffffffff"]["outcome"] == \
     "pass"
     assert by_id["blob.ffi.kind.c"]["outcome"] == "skip"  # 0.16 does not look the tvm-ffi symbol up
-    assert sum(r["outcome"] == "pass" for r in cases if r["format"] == "blob") >= 40
+    assert sum(r["outcome"] == "pass" for r in cases if r["format"] == "blob") >= 25  # of the sample (whole suite: 342)
     # GraphExecutor JSON through tvm.graph_executor.create: accepted or refused
     assert by_id["graph-json.valid.basic"]["outcome"] == "pass"
     assert by_id["graph-json.broken.unknown_key.graph"]["outcome"] == "pass"
