@@ -55,8 +55,8 @@ RUNS: dict[str, list[str]] = {
 #: budget that is only a guard against a hang, so that what a test run finds does not depend on
 #: the machine's speed or load (the pages' runs above keep the whole suite)
 SAMPLED_GENERATE: dict[str, int] = {
-    "mlf-spec": 30, "tvm": 30, "hhb-tvm": 20, "tvm-ffi": 30, "netron": 60, "mlonmcu": 20, "kaitai-python": 60,
-    "kaitai-js": 60,
+    "mlf-spec": 30, "tvm": 30, "hhb-tvm": 10, "tvm-ffi": 15, "netron": 60, "mlonmcu": 10, "kaitai-python": 60,
+    "kaitai-js": 40,
 }
 #: the time guard of a sampled run's generated part (seconds; a run that reaches it fails its test)
 SAMPLED_GUARD = 600.0
