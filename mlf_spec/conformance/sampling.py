@@ -32,7 +32,7 @@ from .vectors import Case
 def strata(case: Case) -> set[tuple[str, ...]]:
     """The strata a case stands for: its format, role and side, and each feature value on that side."""
     side = str(case.expected.get("outcome", ""))
-    out = {(case.format, case.role, side)}
+    out: set[tuple[str, ...]] = {(case.format, case.role, side)}
     for key, values in case.features.items():
         for value in values:
             out.add((case.format, case.role, key, str(value), side))
