@@ -34,8 +34,9 @@ GROUPED = ("test_tvm_verdicts.py", "test_mlf_hhb_export.py", "test_kaitai.py", "
            "test_conformance_results.py", "test_strategies_tvm.py", "test_truncated_while_read.py")
 #: the longest tests (``--durations`` of the whole run), collected first so that both workers
 #: start on them instead of one worker running them alone at the end
-LONG_FIRST = ("test_conformance_hhb.py", "test_conformance_adapters.py", "test_conformance_tvm.py",
-              "test_tvm_verdicts.py", "test_conformance_mutation.py", "test_types.py")
+LONG_FIRST = ("test_conformance_hhb.py", "test_tvm_verdicts.py", "test_conformance_adapters.py", "test_fuzzing.py",
+              "test_conformance_mutation.py", "test_types.py", "test_conformance_tvm.py", "test_spec_language.py",
+              "test_mlf_spec_language.py")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:  # noqa: ANN001
