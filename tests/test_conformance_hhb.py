@@ -1,8 +1,9 @@
-"""hhb-tvm 3.2.3 (T-Head's TVM 0.16 fork) under test: its .params reader and writer against the
-whole vector suite and a bounded generated run, through the peer venv that the run itself makes
-on first use (mlf_spec/peers); every divergence is a listed known failure and
-docs/conformance/compat/hhb-tvm.md is up to date. A peer that cannot be set up fails the run
-with one line."""
+"""hhb-tvm 3.2.3 (T-Head's TVM 0.16 fork) under test: its .params reader and writer against a
+stratified sample of the vector suite (tools/compat_pages.py, ``sample=True``) and a generated
+run bounded by its count, through the peer venv that the run itself makes on first use
+(mlf_spec/peers); every divergence is a listed known failure and every case run has the outcome
+the committed results (docs/conformance/compat/hhb-tvm.md, results.json) give it. A peer that
+cannot be set up fails the run with one line."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from mlf_spec.cli import main as cli
-from mlf_spec.conformance import compat
 from mlf_spec.peers import venvs
 
 pytestmark = pytest.mark.tvm
@@ -22,9 +22,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
 import compat_pages  # noqa: E402
 
+#: the cases the test below names (run whether or not the sample draws them)
+KEEP = (
+    "params.dtype.v0.13.e4m3_float8.6-8", "params.dtype.v0.21.float32.2-32", "params.dtype.v0.23.bool.6-8",
+    "params.encode.w-and-b", "params.encode.dtype.int1.0-1", "tensor-cache.v1.valid.sharded",
+    "tensor-cache.v1.valid.empty-encoded", "tensor-cache.valid.base", "blob.legacy.0.14.tree.chain",
+    "blob.legacy.bound.legacy_entry.kind.length.body.entries.0.kind.n.0xffffffffffffffff", "blob.ffi.kind.c",
+    "graph-json.valid.basic", "graph-json.broken.unknown_key.graph", "graph-json.valid.input-attrs",
+    "params.valid.many-tensors", "params.valid.zero-size-3x0", "params.dtype.v0.13.int1.0-1",
+    "tensor-cache.v1.broken.metadata-missing", "tensor-cache.v1.warning.duplicate-name",
+    "blob.legacy.0.14.graph_executor_factory", "blob.legacy.0.6.c_source_payload",
+    "blob.legacy.kind.static_library", "blob.legacy.0.14.tree.lib-only",
+)
 
-def test_hhb_tvm_passes_or_is_listed_on_the_whole_suite_and_generated_cases(tmp_path):
-    status, records, page = compat_pages.run("hhb-tvm", tmp_path)
+
+def test_hhb_tvm_passes_or_is_listed_on_a_sample_of_the_suite_and_generated_cases(tmp_path):
+    status, records, page = compat_pages.run("hhb-tvm", tmp_path, sample=True, keep=KEEP)
     cases = [r for r in records if r["type"] == "case"]
     by_id = {r["id"]: r for r in cases}
     assert status == 0, [r for r in cases if r["outcome"] in ("fail", "error", "xpass")]
@@ -54,17 +67,16 @@ def test_hhb_tvm_passes_or_is_listed_on_the_whole_suite_and_generated_cases(tmp_
     loadable = [r for i, r in by_id.items() if i.startswith("blob.legacy.loadable.")]
     assert sum(r["outcome"] == "pass" for r in loadable) >= 120, Counter(r["outcome"] for r in loadable)
     assert by_id["blob.legacy.bound.legacy_entry.kind.length.body.entries.0.kind.n.0xffffffffffffffff"]["outcome"] == \
-        "pass"
+    "pass"
     assert by_id["blob.ffi.kind.c"]["outcome"] == "skip"  # 0.16 does not look the tvm-ffi symbol up
-    assert sum(r["outcome"] == "pass" for r in cases if r["format"] == "blob") >= 40
+    assert sum(r["outcome"] == "pass" for r in cases if r["format"] == "blob") >= 25  # of the sample (whole suite: 342)
     # GraphExecutor JSON through tvm.graph_executor.create: accepted or refused
     assert by_id["graph-json.valid.basic"]["outcome"] == "pass"
     assert by_id["graph-json.broken.unknown_key.graph"]["outcome"] == "pass"
     assert by_id["graph-json.valid.input-attrs"]["outcome"] == "xfail"
     assert sum(r["outcome"] == "pass" for r in cases if r["format"] == "graph-json") >= 18
-    committed = (compat_pages.PAGES / "hhb-tvm.md").read_text(encoding="utf-8")
-    assert compat.stable_part(page) == compat.stable_part(committed), \
-        "docs/conformance/compat/hhb-tvm.md is out of date: run `python tools/compat_pages.py hhb-tvm`"
+    wrong = compat_pages.sample_contradicts("hhb-tvm", records, page)
+    assert not wrong, f"{'; '.join(wrong[:5])}: run `python tools/compat_pages.py hhb-tvm`"
 
 
 def test_a_peer_that_cannot_be_set_up_fails_the_run_with_one_line(tmp_path, monkeypatch, capsys):

@@ -75,6 +75,12 @@ def _copied(c: tc.Case) -> int:
     return sum(tc._present(c, m) for m in c.tensors)
 
 
+def _heap_dependent(cases: list[tc.Case], outcome: dict[str, list]) -> set[str]:
+    """The predicted crashes small enough to land in allocator slack: crash or not by the heap."""
+    by_id = {c.id: c for c in cases}
+    return {i for i in outcome["crash_predicted"] if _copied(by_id[i]) < ALWAYS_CRASHES}
+
+
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> list[tc.Case]:
     work = tmp_path_factory.mktemp("verdict-cases")
@@ -94,8 +100,10 @@ def _check(python: str, reader: str, cases: list[tc.Case], work: Path, results: 
     results = results if results is not None else tc.run(python, cases, work)
     outcome = compare(cases, results, reader)
     assert outcome["disagree"] == [], outcome["disagree"][:10]
-    # the comparison sees enough: most cases fully, every large overrun as a crash
-    assert len(outcome["agree"]) >= 0.75 * len(cases)
+    # the comparison sees enough: most cases fully, every large overrun as a crash. Whether a small
+    # overrun crashes depends on the heap, so those cases count on neither side of the share
+    heap = _heap_dependent(cases, outcome)
+    assert len(set(outcome["agree"]) - heap) >= 0.75 * (len(cases) - len(heap)), (len(outcome["agree"]), len(heap))
     if reader == "0.16":  # one element per byte in memory before 0.21: no overrun to predict
         assert outcome["crash_predicted"] == outcome["crash_seen"] == []
     else:
@@ -115,7 +123,7 @@ def test_verdicts_agree_with_the_installed_tvm(cases, installed, tmp_path):
     outcome = _check(sys.executable, reader, cases, tmp_path, installed)
     verdicts = collections.Counter(_predict(c, reader) for c in cases)
     assert all(verdicts[v] >= 20 for v in ("loads", "misreads", "rejects", "crashes")), verdicts
-    assert len(outcome["agree"]) >= 500
+    assert len(set(outcome["agree"]) - _heap_dependent(cases, outcome)) >= 500
 
 
 def test_the_comparison_tells_versions_apart(cases, installed):

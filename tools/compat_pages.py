@@ -49,6 +49,36 @@ RUNS: dict[str, list[str]] = {
 }
 
 
+#: the runs of the test suite (tests/test_conformance_{adapters,tvm,hhb}.py): a stratified sample
+#: of the vectors (``--sample``: every rule and feature value on each side, every known
+#: failure's case, every skip) and a generated part bounded by its count alone, with a time
+#: budget that is only a guard against a hang, so that what a test run finds does not depend on
+#: the machine's speed or load (the pages' runs above keep the whole suite)
+SAMPLED_GENERATE: dict[str, int] = {
+    "mlf-spec": 30, "tvm": 30, "hhb-tvm": 10, "tvm-ffi": 15, "netron": 60, "mlonmcu": 10, "kaitai-python": 60,
+    "kaitai-js": 40,
+}
+#: the time guard of a sampled run's generated part (seconds; a run that reaches it fails its test)
+SAMPLED_GUARD = 600.0
+
+
+def sampled_args(name: str) -> list[str]:
+    """The arguments of adapter ``name``'s sampled run: RUNS' own, with --sample and the
+    generated part bounded by SAMPLED_GENERATE (the budget is SAMPLED_GUARD)."""
+    args, out = RUNS[name], []
+    skip = {"--generate", "--generate-budget"}
+    i = 0
+    while i < len(args):
+        if args[i] in skip:
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    if name in SAMPLED_GENERATE:
+        out += ["--generate", str(SAMPLED_GENERATE[name]), "--generate-budget", str(SAMPLED_GUARD)]
+    return [*out, "--sample"]
+
+
 def kaitai_environment() -> dict[str, str]:
     """The variables the kaitai adapters read: parsers compiled (debug mode) into the cache."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -60,14 +90,16 @@ def kaitai_environment() -> dict[str, str]:
             "MLF_SPEC_KAITAI_NODE_MODULES": str(kaitai_node.ensure_installed())}
 
 
-def run(name: str, work: Path) -> tuple[int, list[dict[str, Any]], str]:
-    """Run adapter ``name`` as CI does: (exit status, report records, page text)."""
+def run(name: str, work: Path, *, sample: bool = False, keep: tuple[str, ...] = ()) -> tuple[int, list[dict[str, Any]], str]:
+    """Run adapter ``name`` as the pages are made: (exit status, report records, page text);
+    with ``sample`` as the test suite runs it (:func:`sampled_args`, plus the case ids ``keep``)."""
     from mlf_spec.cli import main as cli
     from mlf_spec.conformance import compat
     from mlf_spec.conformance.report import read_report
 
     report = work / f"{name}.jsonl"
-    status = cli(["conformance", "run", "--adapter", name, *RUNS[name], "--save-dir", str(work / f"{name}-generated"),
+    args = sampled_args(name) + [a for k in keep for a in ("--sample-keep", k)] if sample else RUNS[name]
+    status = cli(["conformance", "run", "--adapter", name, *args, "--save-dir", str(work / f"{name}-generated"),
                   "--report-json", str(report), "--quiet"])
     records = read_report(report)
     return status, records, compat.page(records)
@@ -102,6 +134,59 @@ def stale(name: str, records: list[dict[str, Any]], page: str) -> list[str]:
     old = next((e for e in read_index()["implementations"] if e["name"] == name), None)
     if old is None or {k: v for k, v in old.items() if k not in _VOLATILE} != fresh:
         out.append(f"{INDEX.relative_to(ROOT)} (entry {name})")
+    return out
+
+
+def suite_digest() -> str:
+    """The digest of the installed suite (what a page made from it names)."""
+    from mlf_spec.conformance.vectors import load_suite
+    from mlf_spec.conformance.vectors import suite_digest as digest
+
+    return digest(load_suite())
+
+
+def stale_pages(names: list[str] | None = None) -> list[str]:
+    """The committed pages and index entries not made from the installed suite (cheap: no
+    adapter runs; a page names the digest of its suite, :func:`compat.suite_of`)."""
+    from mlf_spec.conformance import compat
+
+    current = suite_digest()
+    entries = {e["name"]: e for e in read_index()["implementations"]}
+    out = []
+    for name in names or list(RUNS):
+        page = PAGES / f"{name}.md"
+        if not page.exists() or compat.suite_of(page.read_text(encoding="utf-8")) != current:
+            out.append(str(page.relative_to(ROOT)))
+        if entries.get(name, {}).get("suite_sha256") != current:
+            out.append(f"{INDEX.relative_to(ROOT)} (entry {name})")
+    return out
+
+
+def sample_contradicts(name: str, records: list[dict[str, Any]], page: str) -> list[str]:
+    """What a sampled run's records contradict in the committed results of adapter ``name``:
+    every case it ran must have the outcome, reason and note the committed entry gives it (a
+    divergence there, else passed or skipped), with the same handshake and the same unused
+    known-failure lines."""
+    from mlf_spec.conformance import compat, results
+
+    old = next((e for e in read_index()["implementations"] if e["name"] == name), None)
+    if old is None:
+        return [f"{INDEX.relative_to(ROOT)} has no entry {name}"]
+    out = []
+    fresh = results.entry(records)  # (whether the suite is the same: stale_pages)
+    committed = {d["id"]: d for d in old["divergences"]}
+    seen = {d["id"]: d for d in fresh["divergences"]}
+    for r in records:
+        if r["type"] != "case" or r["id"].startswith("gen."):
+            continue
+        if seen.get(r["id"]) != committed.get(r["id"]):
+            out.append(f"{r['id']}: {seen.get(r['id'], r['outcome'])} here, {committed.get(r['id'], 'pass or skip')} "
+                       "in the committed results")
+    if fresh["unused_known"] != old.get("unused_known"):
+        out.append(f"unused known-failure lines: {fresh['unused_known']} here, {old.get('unused_known')} committed")
+    committed_page = (PAGES / f"{name}.md").read_text(encoding="utf-8")
+    if compat.declared_part(page) != compat.declared_part(committed_page):
+        out.append(f"the handshake differs from what docs/conformance/compat/{name}.md says it declares")
     return out
 
 

@@ -45,6 +45,12 @@ def register(sub: Any) -> None:
     run.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
     run.add_argument("--role", action="append", choices=("decode", "encode", "migrate"), help="only these roles")
     run.add_argument("--id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")
+    run.add_argument("--sample", action="store_true",
+                     help="run a deterministic stratified sample of the selected cases: each rule and feature value "
+                     "on each side (accept, reject) in the testee's scope, each known failure's case, and the cases "
+                     "outside its handshake (skipped); see mlf_spec/conformance/sampling.py")
+    run.add_argument("--sample-keep", action="append", metavar="ID",
+                     help="with --sample, also run these case ids (ID* for a prefix; repeatable)")
     run.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
     run.add_argument("--known-failures", action="append", metavar="FILE", help="known failures (repeatable; an "
                      "adapter's own list is used too unless --no-known-failures)")
@@ -257,17 +263,30 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
     return testee, known
 
 
+def _sampler(known: Any, keep: list[str]) -> Any:
+    """The ``choose`` of a ``--sample`` run: the stratified sample once the handshake is known."""
+    from mlf_spec.conformance.sampling import stratified
+
+    def choose(cases: list[Any], info: dict[str, Any]) -> list[Any]:
+        return stratified(cases, info, known, keep)
+
+    return choose
+
+
 def _run(args: argparse.Namespace) -> int:
     from mlf_spec._io import check_output
     from mlf_spec.conformance import report as _report
     from mlf_spec.conformance.runner import TesteeStartError, run, unused_lines
-    from mlf_spec.conformance.vectors import load_suite, select
+    from mlf_spec.conformance.vectors import load_suite, select, suite_digest
 
     for out in (args.report_json, args.junit):
         if out:
             check_output(out)
     if args.generate:
         check_output(args.save_dir, directory=True)
+    if args.sample_keep and not args.sample:
+        print("mlf-spec: error: --sample-keep goes with --sample", file=sys.stderr)
+        return 2
     suite = load_suite(args.vectors)
     cases = select(suite, formats=args.format, roles=args.role, ids=args.id)
     if not cases and not args.allow_empty:
@@ -281,6 +300,7 @@ def _run(args: argparse.Namespace) -> int:
     except TesteeStartError as exc:
         print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
         return 2
+    choose = _sampler(known, args.sample_keep or []) if args.sample else None
     jsonl = _report.JsonLines(args.report_json) if args.report_json else None
     gen_record: dict[str, Any] | None = None
     gen_results: list[dict[str, Any]] = []
@@ -288,7 +308,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
                          strict_errors=args.strict_errors, vectors=args.vectors or "installed",
-                         progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite})
+                         progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite},
+                         suite_sha256=suite_digest(suite), choose=choose)
         except TesteeStartError as exc:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2

@@ -93,6 +93,28 @@ def _divergences(cases: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+#: how a page names the digest of the suite it was made from (:func:`suite_of`)
+SUITE_PREFIX = "Suite: content digest "
+
+
+def _suite_line(run: dict[str, Any]) -> list[str]:
+    """The line naming the suite's digest, and what a sample was drawn from (none for older reports)."""
+    if not run.get("suite_sha256"):
+        return []
+    line = f"{SUITE_PREFIX}`{run['suite_sha256']}`"
+    if run.get("sampled_from") is not None:
+        line += f"; a stratified sample of {run['cases']} of its {run['sampled_from']} selected cases"
+    return [line + ".", ""]
+
+
+def suite_of(text: str) -> str | None:
+    """The suite digest a page names (None: it names none)."""
+    for line in text.splitlines():
+        if line.startswith(SUITE_PREFIX):
+            return line[len(SUITE_PREFIX):].split("`")[1]
+    return None
+
+
 def page(records: list[dict[str, Any]], title: str | None = None) -> str:
     """The Markdown compatibility page of one run's report records (read_report's output)."""
     run = records[0]
@@ -110,6 +132,7 @@ def page(records: list[dict[str, Any]], title: str | None = None) -> str:
         f"Tested: {info.get('name', '?')} {info.get('version', '?')}, as `{run['testee']}` ({run['mode']}), "
         f"against the conformance vectors of mlf-spec {run['mlf_spec']}.",
         "",
+        *_suite_line(run),
         f"{len(cases)} cases: {count_words(tally(cases))}."
         + ("" if len(cases) == run["cases"] else f" (The run selected {run['cases']}; it did not finish.)"),
         "",
@@ -160,6 +183,11 @@ def page(records: list[dict[str, Any]], title: str | None = None) -> str:
     return "\n".join(out)
 
 
+def declared_part(text: str) -> str:
+    """The section of a page saying what the testee declares (its handshake)."""
+    return text.split("## What it declares", 1)[-1].split("## Results", 1)[0]
+
+
 def stable_part(text: str) -> str:
     """A page without what changes from run to run of the same implementation on the same
     suite: the generated-cases section and the line naming versions."""
@@ -169,4 +197,4 @@ def stable_part(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("Tested: "))
 
 
-__all__ = ["GENERATED_BEGIN", "GENERATED_END", "page", "stable_part"]
+__all__ = ["GENERATED_BEGIN", "GENERATED_END", "SUITE_PREFIX", "declared_part", "page", "stable_part", "suite_of"]

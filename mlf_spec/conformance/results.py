@@ -55,6 +55,7 @@ def entry(records: list[dict[str, Any]], *, reproduce: bool = False, source: str
         "version": str(info.get("version", "")),
         "mode": run.get("mode", ""),
         "mlf_spec": run.get("mlf_spec", ""),
+        "suite_sha256": str(run.get("suite_sha256", "")),
         "finished": summary is not None,
         "cases": len(cases),
         "counts": dict(sorted(counts.items())),

@@ -160,11 +160,14 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
 def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None, jobs: int = 1,
         report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
         on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
-        write_summary: bool = True, suite_ids: set[str] | None = None) -> RunResult:
+        write_summary: bool = True, suite_ids: set[str] | None = None, suite_sha256: str = "",
+        choose: Callable[[list[Case], dict[str, Any]], list[Case]] | None = None) -> RunResult:
     """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
     gets the run line, a line per case as it finishes and (``write_summary``) the summary.
     ``suite_ids``: the ids of the whole suite the cases were selected from (default: the
-    cases); a known failure matching none of them is reported as unused."""
+    cases); a known failure matching none of them is reported as unused. ``suite_sha256``:
+    the suite's digest (:func:`vectors.suite_digest`), kept on the run line. ``choose``: what
+    of ``cases`` to run once the handshake is known (a sample, :mod:`.sampling`)."""
     from mlf_spec import __version__
 
     known = known or KnownFailures()
@@ -172,11 +175,19 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
         info = testee.info()
     except MlfError as exc:
         raise TesteeStartError(exc.message) from None
+    offered = len(cases)
+    if choose is not None:
+        cases = choose(cases, info)
     started = time.perf_counter()
     if report is not None:
-        report.write({"type": "run", "mlf_spec": __version__, "testee": testee.describe(), "testee_info": info,
-                      "vectors": vectors, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                      "cases": len(cases), "mode": testee.mode})
+        line = {"type": "run", "mlf_spec": __version__, "testee": testee.describe(), "testee_info": info,
+                "vectors": vectors, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                "cases": len(cases), "mode": testee.mode}
+        if suite_sha256:
+            line["suite_sha256"] = suite_sha256
+        if choose is not None:
+            line["sampled_from"] = offered
+        report.write(line)
     bar = Progress(len(cases)) if progress else None
     results: list[dict[str, Any]] = []
 

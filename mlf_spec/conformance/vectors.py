@@ -426,6 +426,20 @@ def load_suite(directory: str | os.PathLike | None = None, *, formats: Iterable[
     return select(sorted(cases.values(), key=lambda c: c.id), formats=formats, roles=roles, ids=ids)
 
 
+def suite_digest(cases: Iterable[Case]) -> str:
+    """The content digest of a suite (hex SHA-256 over its case files in id order; each case
+    file names its input's SHA-256, so the inputs count too). Compatibility pages keep the
+    digest of the suite they were made from: a page is stale when it differs."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for case in sorted(cases, key=lambda c: c.id):
+        body = case.path.read_bytes()
+        h.update(f"{case.id}\0{len(body)}\0".encode())
+        h.update(body)
+    return h.hexdigest()
+
+
 def select(cases: list[Case], *, formats: Iterable[str] | None = None, roles: Iterable[str] | None = None,
            ids: Iterable[str] | None = None) -> list[Case]:
     """The cases of these formats, roles and ids (patterns as :func:`load_suite` takes them)."""
@@ -433,8 +447,10 @@ def select(cases: list[Case], *, formats: Iterable[str] | None = None, roles: It
 
     fset, rset = set(formats or ()), set(roles or ())
     wanted = list(ids or ())
+    exact = {w for w in wanted if not any(ch in w for ch in "*?[")}  # a set: a list of many ids stays linear
+    patterns = [w for w in wanted if w not in exact]
     return [c for c in cases if not (fset and c.format not in fset) and not (rset and c.role not in rset)
-            and (not wanted or any(c.id == w or fnmatch.fnmatchcase(c.id, w) for w in wanted))]
+            and (not wanted or c.id in exact or any(fnmatch.fnmatchcase(c.id, w) for w in patterns))]
 
 
 def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
