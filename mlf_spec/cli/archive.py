@@ -80,8 +80,8 @@ def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str,
     cannot be read (a broken params file or graph) are null and described in ``problems``;
     a metadata.json that departs from its version's model is shown as far as it goes, the
     departures in ``deviations``."""
-    from mlf_spec import graph_json as _graph
     from mlf_spec.generated._recordlib import Record, to_data
+    from mlf_spec.graph import codec as _graph
     from mlf_spec.mlf import check as _check
     from mlf_spec.mlf import metadata as _md
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlf_spec.spec_engine import LATEST, Builder, Span, trace
+from mlf_spec._internal.spec_engine import LATEST, Builder, Span, trace
 
 from .mutators import ParseCache, edit_list, pick_int
 
