@@ -2,11 +2,12 @@
 #   spec/records/mlf.yaml (sha256 5145bcf1d138b93c)
 #   spec/timelines/mlf_revisions.yaml (sha256 02d5dde86ce0b9c2)
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
-"""Plain validators: Model Library Format metadata.json, every version (dict in, issues out; no pydantic).
+"""Plain validators and typed records: Model Library Format metadata.json, every version.
 
-``validate(doc, version, style)`` lists the issues of a parsed document as (JSON path
-tuple, message): the rules of the pydantic models of ``mlf_v<N>_models`` in strict
-mode (a test checks that both accept and refuse the same documents)."""
+``validate`` lists the issues of a parsed document as (JSON path tuple, message): the
+rules of the pydantic models in strict mode (a test checks that both accept and refuse
+the same documents); ``typed`` builds the typed records of a document ``validate``
+accepts (unknown keys aside). No pydantic."""
 
 from __future__ import annotations
 
@@ -17,8 +18,113 @@ _P0 = re.compile('^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z\\Z')
 _P1 = re.compile('^(0|[1-9][0-9]*)\\Z')
 
 
+class PlainRecord:
+    """Base of the typed records: built from a document the validators accept (its values
+    are used as they are, not copied: read them, do not change them). Attributes are the
+    keys (absent optional keys are None); ``fields_set`` names the keys present, ``extra``
+    holds unknown keys (kept by lenient reading) and :func:`to_data` gives the document back
+    in spec key order."""
+
+    __slots__ = ("_doc",)
+    #: the spec's record name, JSON keys in spec order, their attribute names, int-keyed maps
+    RECORD = ""
+    KEYS: tuple[str, ...] = ()
+    IDENTS: tuple[str, ...] = ()
+    INT_KEYED: tuple[str, ...] = ()
+
+    @property
+    def fields_set(self) -> frozenset[str]:
+        """The attribute names of the keys the document has."""
+        return frozenset(i for k, i in zip(self.KEYS, self.IDENTS) if k in self._doc)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Keys the record does not declare, with their values."""
+        return {k: v for k, v in self._doc.items() if k not in self.KEYS}
+
+    def __eq__(self, other: object) -> bool:  # by value, so not hashable (as the pydantic models)
+        return type(other) is type(self) and to_data(self) == to_data(other)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{i}={getattr(self, i)!r}" for k, i in zip(self.KEYS, self.IDENTS) if k in self._doc)
+        return f"{type(self).__name__}({inner})"
+
+
+def to_data(value: Any, numeric_keys: bool = False, _int_keys: bool = False) -> Any:
+    """Plain JSON data of a typed record: declared keys that are set, in spec order, then
+    unknown keys. With ``numeric_keys``, maps declared with int keys get int keys (as the
+    writer's dicts had: Python's sort_keys then orders them numerically)."""
+    if isinstance(value, PlainRecord):
+        out: dict[Any, Any] = {}
+        cls = type(value)
+        doc = value._doc
+        for key, ident in zip(cls.KEYS, cls.IDENTS):
+            if key in doc:
+                out[key] = to_data(getattr(value, ident), numeric_keys, numeric_keys and ident in cls.INT_KEYED)
+        for k, v in doc.items():
+            if k not in cls.KEYS:
+                out[k] = to_data(v, numeric_keys)
+        return out
+    if isinstance(value, dict):
+        return {(int(k) if _int_keys and isinstance(k, str) and k.isdigit() else k): to_data(v, numeric_keys)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_data(v, numeric_keys) for v in value]
+    return value
+
+
+def dump_json(value: Any, indent: int | None = None, sort_keys: bool = False, ensure_ascii: bool = True,
+              trailing_newline: bool = False) -> str:
+    """``json.dumps`` with a writer's options; records go through :func:`to_data` first."""
+    import json
+
+    text = json.dumps(to_data(value, numeric_keys=True), indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+    return text + "\n" if trailing_newline else text
+
+
+def _v1_storage_entry(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a storage_entry record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('input_binding', 'size_bytes', 'storage_id'):
+            add((p + (k,), 'unknown key'))
+    if 'input_binding' in d:
+        _v1 = d['input_binding']
+        if type(_v1) is not str:
+            add((p + ('input_binding',), 'must be a string'))
+    if 'size_bytes' in d:
+        _v2 = d['size_bytes']
+        if not (type(_v2) is int and _v2 >= 0):
+            add((p + ('size_bytes',), 'must be an integer >= 0'))
+    else:
+        add((p + ('size_bytes',), 'required key is missing'))
+    if 'storage_id' in d:
+        _v3 = d['storage_id']
+        if not (type(_v3) is int and _v3 >= 0):
+            add((p + ('storage_id',), 'must be an integer >= 0'))
+    else:
+        add((p + ('storage_id',), 'required key is missing'))
+
+
+class StorageEntryV1(PlainRecord):
+    """StorageEntry: One storage id of the graph executor's plan (TVM's _build_sid_map)."""
+
+    __slots__ = ('input_binding', 'size_bytes', 'storage_id')
+    RECORD = 'storage_entry'
+    KEYS = ('input_binding', 'size_bytes', 'storage_id')
+    IDENTS = ('input_binding', 'size_bytes', 'storage_id')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.input_binding = d.get('input_binding')
+        self.size_bytes = d.get('size_bytes')
+        self.storage_id = d.get('storage_id')
+
+
 def _v1_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 1."""
+    """The issues of a full_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -80,34 +186,230 @@ def _v1_full_model(d: Any, p: tuple, add: Any) -> None:
         add((p + ('version',), 'required key is missing'))
 
 
-def _v1_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 1."""
+class FullModelV1(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
+
+    __slots__ = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    IDENTS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    INT_KEYED = ('target',)
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.export_datetime = d.get('export_datetime')
+        self.memory = [StorageEntryV1(_x0) for _x0 in d['memory']]
+        self.model_name = d.get('model_name')
+        self.runtimes = d.get('runtimes')
+        self.target = d.get('target')
+        self.version = d.get('version')
+
+
+def _v2_main_entry(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a main_entry record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
     for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
+        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
             add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v13 = d['input_binding']
-        if type(_v13) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v14 = d['size_bytes']
-        if not (type(_v14) is int and _v14 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
+    if 'constants_size_bytes' in d:
+        _v1 = d['constants_size_bytes']
+        if type(_v1) is not int:
+            add((p + ('constants_size_bytes',), 'must be an integer'))
     else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v15 = d['storage_id']
-        if not (type(_v15) is int and _v15 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
+        add((p + ('constants_size_bytes',), 'required key is missing'))
+    if 'device' in d:
+        _v2 = d['device']
+        if not (type(_v2) is int and _v2 >= 0):
+            add((p + ('device',), 'must be an integer >= 0'))
     else:
-        add((p + ('storage_id',), 'required key is missing'))
+        add((p + ('device',), 'required key is missing'))
+    if 'io_size_bytes' in d:
+        _v3 = d['io_size_bytes']
+        if type(_v3) is not int:
+            add((p + ('io_size_bytes',), 'must be an integer'))
+    else:
+        add((p + ('io_size_bytes',), 'required key is missing'))
+    if 'workspace_size_bytes' in d:
+        _v4 = d['workspace_size_bytes']
+        if type(_v4) is not int:
+            add((p + ('workspace_size_bytes',), 'must be an integer'))
+    else:
+        add((p + ('workspace_size_bytes',), 'required key is missing'))
+
+
+class MainEntryV2(PlainRecord):
+    """MainEntry: Memory main (`__tvm_main__`) needs on one device."""
+
+    __slots__ = ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes')
+    RECORD = 'main_entry'
+    KEYS = ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes')
+    IDENTS = ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.constants_size_bytes = d.get('constants_size_bytes')
+        self.device = d.get('device')
+        self.io_size_bytes = d.get('io_size_bytes')
+        self.workspace_size_bytes = d.get('workspace_size_bytes')
+
+
+def _v2_device_workspace(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a device_workspace record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('device', 'workspace_size_bytes'):
+            add((p + (k,), 'unknown key'))
+    if 'device' in d:
+        _v1 = d['device']
+        if not (type(_v1) is int and _v1 >= 0):
+            add((p + ('device',), 'must be an integer >= 0'))
+    else:
+        add((p + ('device',), 'required key is missing'))
+    if 'workspace_size_bytes' in d:
+        _v2 = d['workspace_size_bytes']
+        if not (type(_v2) is int and _v2 >= 0):
+            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
+    else:
+        add((p + ('workspace_size_bytes',), 'required key is missing'))
+
+
+class DeviceWorkspaceV2(PlainRecord):
+    """DeviceWorkspace: Workspace of a function on one device."""
+
+    __slots__ = ('device', 'workspace_size_bytes')
+    RECORD = 'device_workspace'
+    KEYS = ('device', 'workspace_size_bytes')
+    IDENTS = ('device', 'workspace_size_bytes')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.device = d.get('device')
+        self.workspace_size_bytes = d.get('workspace_size_bytes')
+
+
+def _v2_operator_function(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a operator_function record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('function_name', 'workspace'):
+            add((p + (k,), 'unknown key'))
+    if 'function_name' in d:
+        _v1 = d['function_name']
+        if type(_v1) is not str:
+            add((p + ('function_name',), 'must be a string'))
+    else:
+        add((p + ('function_name',), 'required key is missing'))
+    if 'workspace' in d:
+        _v2 = d['workspace']
+        if type(_v2) is not list:
+            add((p + ('workspace',), 'must be a list'))
+        else:
+            for _v3, _v4 in enumerate(_v2):
+                _v2_device_workspace(_v4, p + ('workspace',) + (_v3,), add)
+    else:
+        add((p + ('workspace',), 'required key is missing'))
+
+
+class OperatorFunctionV2(PlainRecord):
+    """OperatorFunction: Workspace of one lowered primitive function."""
+
+    __slots__ = ('function_name', 'workspace')
+    RECORD = 'operator_function'
+    KEYS = ('function_name', 'workspace')
+    IDENTS = ('function_name', 'workspace')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.function_name = d.get('function_name')
+        self.workspace = [DeviceWorkspaceV2(_x0) for _x0 in d['workspace']]
+
+
+def _v2_function_memory(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a function_memory record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('main', 'operator_functions'):
+            add((p + (k,), 'unknown key'))
+    if 'main' in d:
+        _v1 = d['main']
+        if type(_v1) is not list:
+            add((p + ('main',), 'must be a list'))
+        else:
+            for _v2, _v3 in enumerate(_v1):
+                _v2_main_entry(_v3, p + ('main',) + (_v2,), add)
+    else:
+        add((p + ('main',), 'required key is missing'))
+    if 'operator_functions' in d:
+        _v4 = d['operator_functions']
+        if type(_v4) is not list:
+            add((p + ('operator_functions',), 'must be a list'))
+        else:
+            for _v5, _v6 in enumerate(_v4):
+                _v2_operator_function(_v6, p + ('operator_functions',) + (_v5,), add)
+    else:
+        add((p + ('operator_functions',), 'required key is missing'))
+
+
+class FunctionMemoryV2(PlainRecord):
+    """FunctionMemory: Per-function memory use."""
+
+    __slots__ = ('main', 'operator_functions')
+    RECORD = 'function_memory'
+    KEYS = ('main', 'operator_functions')
+    IDENTS = ('main', 'operator_functions')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.main = [MainEntryV2(_x0) for _x0 in d['main']]
+        self.operator_functions = [OperatorFunctionV2(_x0) for _x0 in d['operator_functions']]
+
+
+def _v2_memory_map(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a memory_map record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('functions', 'sids'):
+            add((p + (k,), 'unknown key'))
+    if 'functions' in d:
+        _v1 = d['functions']
+        _v2_function_memory(_v1, p + ('functions',), add)
+    else:
+        add((p + ('functions',), 'required key is missing'))
+    if 'sids' in d:
+        _v2 = d['sids']
+        if type(_v2) is not list:
+            add((p + ('sids',), 'must be a list'))
+        else:
+            for _v3, _v4 in enumerate(_v2):
+                _v1_storage_entry(_v4, p + ('sids',) + (_v3,), add)
+
+
+class MemoryMapV2(PlainRecord):
+    """MemoryMap: The memory summary of a relay build."""
+
+    __slots__ = ('functions', 'sids')
+    RECORD = 'memory_map'
+    KEYS = ('functions', 'sids')
+    IDENTS = ('functions', 'sids')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.functions = FunctionMemoryV2(d['functions'])
+        self.sids = [StorageEntryV1(_x0) for _x0 in d['sids']] if 'sids' in d else None
 
 
 def _v2_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 2."""
+    """The issues of a full_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -115,215 +417,77 @@ def _v2_full_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version'):
             add((p + (k,), 'unknown key'))
     if 'export_datetime' in d:
-        _v16 = d['export_datetime']
-        if not (type(_v16) is str and _P0.search(_v16) is not None):
+        _v1 = d['export_datetime']
+        if not (type(_v1) is str and _P0.search(_v1) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'memory' in d:
-        _v17 = d['memory']
-        _v2_memory_map(_v17, p + ('memory',), add)
+        _v2 = d['memory']
+        _v2_memory_map(_v2, p + ('memory',), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'model_name' in d:
-        _v18 = d['model_name']
-        if type(_v18) is not str:
+        _v3 = d['model_name']
+        if type(_v3) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'runtimes' in d:
-        _v19 = d['runtimes']
-        if type(_v19) is not list:
+        _v4 = d['runtimes']
+        if type(_v4) is not list:
             add((p + ('runtimes',), 'must be a list'))
         else:
-            if len(_v19) < 1:
+            if len(_v4) < 1:
                 add((p + ('runtimes',), 'needs at least 1 item(s)'))
-            if len(_v19) > 1:
+            if len(_v4) > 1:
                 add((p + ('runtimes',), 'takes at most 1 item(s)'))
-            for _v20, _v21 in enumerate(_v19):
-                if type(_v21) not in (str,) or _v21 not in ('graph', 'aot'):
-                    add((p + ('runtimes',) + (_v20,), "must be one of ['graph', 'aot']"))
+            for _v5, _v6 in enumerate(_v4):
+                if type(_v6) not in (str,) or _v6 not in ('graph', 'aot'):
+                    add((p + ('runtimes',) + (_v5,), "must be one of ['graph', 'aot']"))
     else:
         add((p + ('runtimes',), 'required key is missing'))
     if 'target' in d:
-        _v22 = d['target']
-        if type(_v22) is not dict:
+        _v7 = d['target']
+        if type(_v7) is not dict:
             add((p + ('target',), 'must be an object'))
         else:
-            for _v23, _v24 in _v22.items():
-                if type(_v23) is not str or not _P1.search(_v23):
-                    add((p + ('target',) + (_v23,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v24) is not str:
-                    add((p + ('target',) + (_v23,), 'must be a string'))
+            for _v8, _v9 in _v7.items():
+                if type(_v8) is not str or not _P1.search(_v8):
+                    add((p + ('target',) + (_v8,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v9) is not str:
+                    add((p + ('target',) + (_v8,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'version' in d:
-        _v25 = d['version']
-        if type(_v25) is not int or _v25 != 2:
+        _v10 = d['version']
+        if type(_v10) is not int or _v10 != 2:
             add((p + ('version',), 'must be 2'))
     else:
         add((p + ('version',), 'required key is missing'))
 
 
-def _v2_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v26 = d['functions']
-        _v2_function_memory(_v26, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v27 = d['sids']
-        if type(_v27) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v28, _v29 in enumerate(_v27):
-                _v2_storage_entry(_v29, p + ('sids',) + (_v28,), add)
+class FullModelV2(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
 
+    __slots__ = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    IDENTS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    INT_KEYED = ('target',)
 
-def _v2_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v30 = d['main']
-        if type(_v30) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v31, _v32 in enumerate(_v30):
-                _v2_main_entry(_v32, p + ('main',) + (_v31,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v33 = d['operator_functions']
-        if type(_v33) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v34, _v35 in enumerate(_v33):
-                _v2_operator_function(_v35, p + ('operator_functions',) + (_v34,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v2_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v36 = d['input_binding']
-        if type(_v36) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v37 = d['size_bytes']
-        if not (type(_v37) is int and _v37 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v38 = d['storage_id']
-        if not (type(_v38) is int and _v38 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v2_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v39 = d['constants_size_bytes']
-        if type(_v39) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v40 = d['device']
-        if not (type(_v40) is int and _v40 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'io_size_bytes' in d:
-        _v41 = d['io_size_bytes']
-        if type(_v41) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v42 = d['workspace_size_bytes']
-        if type(_v42) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v2_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v43 = d['function_name']
-        if type(_v43) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v44 = d['workspace']
-        if type(_v44) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v45, _v46 in enumerate(_v44):
-                _v2_device_workspace(_v46, p + ('workspace',) + (_v45,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
-
-
-def _v2_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 2."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'device' in d:
-        _v47 = d['device']
-        if not (type(_v47) is int and _v47 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v48 = d['workspace_size_bytes']
-        if not (type(_v48) is int and _v48 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.export_datetime = d.get('export_datetime')
+        self.memory = MemoryMapV2(d['memory'])
+        self.model_name = d.get('model_name')
+        self.runtimes = d.get('runtimes')
+        self.target = d.get('target')
+        self.version = d.get('version')
 
 
 def _v3_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 3."""
+    """The issues of a full_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -331,215 +495,77 @@ def _v3_full_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version'):
             add((p + (k,), 'unknown key'))
     if 'export_datetime' in d:
-        _v49 = d['export_datetime']
-        if not (type(_v49) is str and _P0.search(_v49) is not None):
+        _v1 = d['export_datetime']
+        if not (type(_v1) is str and _P0.search(_v1) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'memory' in d:
-        _v50 = d['memory']
-        _v3_memory_map(_v50, p + ('memory',), add)
+        _v2 = d['memory']
+        _v2_memory_map(_v2, p + ('memory',), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'model_name' in d:
-        _v51 = d['model_name']
-        if type(_v51) is not str:
+        _v3 = d['model_name']
+        if type(_v3) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'runtimes' in d:
-        _v52 = d['runtimes']
-        if type(_v52) is not list:
+        _v4 = d['runtimes']
+        if type(_v4) is not list:
             add((p + ('runtimes',), 'must be a list'))
         else:
-            if len(_v52) < 1:
+            if len(_v4) < 1:
                 add((p + ('runtimes',), 'needs at least 1 item(s)'))
-            if len(_v52) > 1:
+            if len(_v4) > 1:
                 add((p + ('runtimes',), 'takes at most 1 item(s)'))
-            for _v53, _v54 in enumerate(_v52):
-                if type(_v54) not in (str,) or _v54 not in ('graph', 'aot'):
-                    add((p + ('runtimes',) + (_v53,), "must be one of ['graph', 'aot']"))
+            for _v5, _v6 in enumerate(_v4):
+                if type(_v6) not in (str,) or _v6 not in ('graph', 'aot'):
+                    add((p + ('runtimes',) + (_v5,), "must be one of ['graph', 'aot']"))
     else:
         add((p + ('runtimes',), 'required key is missing'))
     if 'target' in d:
-        _v55 = d['target']
-        if type(_v55) is not dict:
+        _v7 = d['target']
+        if type(_v7) is not dict:
             add((p + ('target',), 'must be an object'))
         else:
-            for _v56, _v57 in _v55.items():
-                if type(_v56) is not str or not _P1.search(_v56):
-                    add((p + ('target',) + (_v56,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v57) is not str:
-                    add((p + ('target',) + (_v56,), 'must be a string'))
+            for _v8, _v9 in _v7.items():
+                if type(_v8) is not str or not _P1.search(_v8):
+                    add((p + ('target',) + (_v8,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v9) is not str:
+                    add((p + ('target',) + (_v8,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'version' in d:
-        _v58 = d['version']
-        if type(_v58) is not int or _v58 != 3:
+        _v10 = d['version']
+        if type(_v10) is not int or _v10 != 3:
             add((p + ('version',), 'must be 3'))
     else:
         add((p + ('version',), 'required key is missing'))
 
 
-def _v3_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v59 = d['functions']
-        _v3_function_memory(_v59, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v60 = d['sids']
-        if type(_v60) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v61, _v62 in enumerate(_v60):
-                _v3_storage_entry(_v62, p + ('sids',) + (_v61,), add)
+class FullModelV3(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
 
+    __slots__ = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    IDENTS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'target', 'version')
+    INT_KEYED = ('target',)
 
-def _v3_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v63 = d['main']
-        if type(_v63) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v64, _v65 in enumerate(_v63):
-                _v3_main_entry(_v65, p + ('main',) + (_v64,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v66 = d['operator_functions']
-        if type(_v66) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v67, _v68 in enumerate(_v66):
-                _v3_operator_function(_v68, p + ('operator_functions',) + (_v67,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v3_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v69 = d['input_binding']
-        if type(_v69) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v70 = d['size_bytes']
-        if not (type(_v70) is int and _v70 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v71 = d['storage_id']
-        if not (type(_v71) is int and _v71 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v3_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v72 = d['constants_size_bytes']
-        if type(_v72) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v73 = d['device']
-        if not (type(_v73) is int and _v73 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'io_size_bytes' in d:
-        _v74 = d['io_size_bytes']
-        if type(_v74) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v75 = d['workspace_size_bytes']
-        if type(_v75) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v3_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v76 = d['function_name']
-        if type(_v76) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v77 = d['workspace']
-        if type(_v77) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v78, _v79 in enumerate(_v77):
-                _v3_device_workspace(_v79, p + ('workspace',) + (_v78,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
-
-
-def _v3_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 3."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'device' in d:
-        _v80 = d['device']
-        if not (type(_v80) is int and _v80 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v81 = d['workspace_size_bytes']
-        if not (type(_v81) is int and _v81 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.export_datetime = d.get('export_datetime')
+        self.memory = MemoryMapV2(d['memory'])
+        self.model_name = d.get('model_name')
+        self.runtimes = d.get('runtimes')
+        self.target = d.get('target')
+        self.version = d.get('version')
 
 
 def _v4_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 4."""
+    """The issues of a full_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -547,64 +573,138 @@ def _v4_full_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('export_datetime', 'memory', 'model_name', 'runtimes', 'style', 'target', 'version'):
             add((p + (k,), 'unknown key'))
     if 'export_datetime' in d:
-        _v82 = d['export_datetime']
-        if not (type(_v82) is str and _P0.search(_v82) is not None):
+        _v1 = d['export_datetime']
+        if not (type(_v1) is str and _P0.search(_v1) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'memory' in d:
-        _v83 = d['memory']
-        _v4_memory_map(_v83, p + ('memory',), add)
+        _v2 = d['memory']
+        _v2_memory_map(_v2, p + ('memory',), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'model_name' in d:
-        _v84 = d['model_name']
-        if type(_v84) is not str:
+        _v3 = d['model_name']
+        if type(_v3) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'runtimes' in d:
-        _v85 = d['runtimes']
-        if type(_v85) is not list:
+        _v4 = d['runtimes']
+        if type(_v4) is not list:
             add((p + ('runtimes',), 'must be a list'))
         else:
-            if len(_v85) < 1:
+            if len(_v4) < 1:
                 add((p + ('runtimes',), 'needs at least 1 item(s)'))
-            if len(_v85) > 1:
+            if len(_v4) > 1:
                 add((p + ('runtimes',), 'takes at most 1 item(s)'))
-            for _v86, _v87 in enumerate(_v85):
-                if type(_v87) not in (str,) or _v87 not in ('graph', 'aot'):
-                    add((p + ('runtimes',) + (_v86,), "must be one of ['graph', 'aot']"))
+            for _v5, _v6 in enumerate(_v4):
+                if type(_v6) not in (str,) or _v6 not in ('graph', 'aot'):
+                    add((p + ('runtimes',) + (_v5,), "must be one of ['graph', 'aot']"))
     else:
         add((p + ('runtimes',), 'required key is missing'))
     if 'style' in d:
-        _v88 = d['style']
-        if type(_v88) is not str or _v88 != 'full-model':
+        _v7 = d['style']
+        if type(_v7) is not str or _v7 != 'full-model':
             add((p + ('style',), "must be 'full-model'"))
     else:
         add((p + ('style',), 'required key is missing'))
     if 'target' in d:
-        _v89 = d['target']
-        if type(_v89) is not dict:
+        _v8 = d['target']
+        if type(_v8) is not dict:
             add((p + ('target',), 'must be an object'))
         else:
-            for _v90, _v91 in _v89.items():
-                if type(_v90) is not str or not _P1.search(_v90):
-                    add((p + ('target',) + (_v90,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v91) is not str:
-                    add((p + ('target',) + (_v90,), 'must be a string'))
+            for _v9, _v10 in _v8.items():
+                if type(_v9) is not str or not _P1.search(_v9):
+                    add((p + ('target',) + (_v9,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v10) is not str:
+                    add((p + ('target',) + (_v9,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'version' in d:
-        _v92 = d['version']
-        if type(_v92) is not int or _v92 != 4:
+        _v11 = d['version']
+        if type(_v11) is not int or _v11 != 4:
             add((p + ('version',), 'must be 4'))
     else:
         add((p + ('version',), 'required key is missing'))
 
 
+class FullModelV4(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
+
+    __slots__ = ('export_datetime', 'memory', 'model_name', 'runtimes', 'style', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'style', 'target', 'version')
+    IDENTS = ('export_datetime', 'memory', 'model_name', 'runtimes', 'style', 'target', 'version')
+    INT_KEYED = ('target',)
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.export_datetime = d.get('export_datetime')
+        self.memory = MemoryMapV2(d['memory'])
+        self.model_name = d.get('model_name')
+        self.runtimes = d.get('runtimes')
+        self.style = d.get('style')
+        self.target = d.get('target')
+        self.version = d.get('version')
+
+
+def _v4_operator_buffer(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a operator_buffer record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('size_bytes', 'shape', 'dtype', 'input_binding'):
+            add((p + (k,), 'unknown key'))
+    if 'size_bytes' in d:
+        _v1 = d['size_bytes']
+        if not (type(_v1) is int and _v1 >= 0):
+            add((p + ('size_bytes',), 'must be an integer >= 0'))
+    else:
+        add((p + ('size_bytes',), 'required key is missing'))
+    if 'shape' in d:
+        _v2 = d['shape']
+        if type(_v2) is not list:
+            add((p + ('shape',), 'must be a list'))
+        else:
+            for _v3, _v4 in enumerate(_v2):
+                if type(_v4) is not int:
+                    add((p + ('shape',) + (_v3,), 'must be an integer'))
+    else:
+        add((p + ('shape',), 'required key is missing'))
+    if 'dtype' in d:
+        _v5 = d['dtype']
+        if type(_v5) is not str:
+            add((p + ('dtype',), 'must be a string'))
+    else:
+        add((p + ('dtype',), 'required key is missing'))
+    if 'input_binding' in d:
+        _v6 = d['input_binding']
+        if not ((type(_v6) is str) or (_v6 is None)):
+            add((p + ('input_binding',), 'must be str or null'))
+    else:
+        add((p + ('input_binding',), 'required key is missing'))
+
+
+class OperatorBufferV4(PlainRecord):
+    """OperatorBuffer: One buffer of an operator PrimFunc (keys in insertion order)."""
+
+    __slots__ = ('size_bytes', 'shape', 'dtype', 'input_binding')
+    RECORD = 'operator_buffer'
+    KEYS = ('size_bytes', 'shape', 'dtype', 'input_binding')
+    IDENTS = ('size_bytes', 'shape', 'dtype', 'input_binding')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.size_bytes = d.get('size_bytes')
+        self.shape = d.get('shape')
+        self.dtype = d.get('dtype')
+        self.input_binding = d.get('input_binding')
+
+
 def _v4_operator_model(d: Any, p: tuple, add: Any) -> None:
-    """operator_model of version 4."""
+    """The issues of a operator_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -612,408 +712,90 @@ def _v4_operator_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'runtimes', 'style'):
             add((p + (k,), 'unknown key'))
     if 'version' in d:
-        _v93 = d['version']
-        if type(_v93) is not int or _v93 != 4:
+        _v1 = d['version']
+        if type(_v1) is not int or _v1 != 4:
             add((p + ('version',), 'must be 4'))
     else:
         add((p + ('version',), 'required key is missing'))
     if 'model_name' in d:
-        _v94 = d['model_name']
-        if type(_v94) is not str:
+        _v2 = d['model_name']
+        if type(_v2) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'export_datetime' in d:
-        _v95 = d['export_datetime']
-        if not (type(_v95) is str and _P0.search(_v95) is not None):
+        _v3 = d['export_datetime']
+        if not (type(_v3) is str and _P0.search(_v3) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'memory' in d:
-        _v96 = d['memory']
-        if type(_v96) is not dict:
+        _v4 = d['memory']
+        if type(_v4) is not dict:
             add((p + ('memory',), 'must be an object'))
         else:
-            for _v97, _v98 in _v96.items():
-                if type(_v98) is not list:
-                    add((p + ('memory',) + (_v97,), 'must be a list'))
+            for _v5, _v6 in _v4.items():
+                if type(_v6) is not list:
+                    add((p + ('memory',) + (_v5,), 'must be a list'))
                 else:
-                    for _v99, _v100 in enumerate(_v98):
-                        _v4_operator_buffer(_v100, p + ('memory',) + (_v97,) + (_v99,), add)
+                    for _v7, _v8 in enumerate(_v6):
+                        _v4_operator_buffer(_v8, p + ('memory',) + (_v5,) + (_v7,), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'target' in d:
-        _v101 = d['target']
-        if type(_v101) is not dict:
+        _v9 = d['target']
+        if type(_v9) is not dict:
             add((p + ('target',), 'must be an object'))
         else:
-            for _v102, _v103 in _v101.items():
-                if type(_v102) is not str or not _P1.search(_v102):
-                    add((p + ('target',) + (_v102,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v103) is not str:
-                    add((p + ('target',) + (_v102,), 'must be a string'))
+            for _v10, _v11 in _v9.items():
+                if type(_v10) is not str or not _P1.search(_v10):
+                    add((p + ('target',) + (_v10,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v11) is not str:
+                    add((p + ('target',) + (_v10,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'runtimes' in d:
-        _v104 = d['runtimes']
-        if type(_v104) is not list:
+        _v12 = d['runtimes']
+        if type(_v12) is not list:
             add((p + ('runtimes',), 'must be a list'))
         else:
-            if len(_v104) > 0:
+            if len(_v12) > 0:
                 add((p + ('runtimes',), 'takes at most 0 item(s)'))
-            for _v105, _v106 in enumerate(_v104):
-                if type(_v106) is not str:
-                    add((p + ('runtimes',) + (_v105,), 'must be a string'))
+            for _v13, _v14 in enumerate(_v12):
+                if type(_v14) is not str:
+                    add((p + ('runtimes',) + (_v13,), 'must be a string'))
     else:
         add((p + ('runtimes',), 'required key is missing'))
     if 'style' in d:
-        _v107 = d['style']
-        if type(_v107) is not str or _v107 != 'operator':
+        _v15 = d['style']
+        if type(_v15) is not str or _v15 != 'operator':
             add((p + ('style',), "must be 'operator'"))
     else:
         add((p + ('style',), 'required key is missing'))
 
 
-def _v4_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v108 = d['functions']
-        _v4_function_memory(_v108, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v109 = d['sids']
-        if type(_v109) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v110, _v111 in enumerate(_v109):
-                _v4_storage_entry(_v111, p + ('sids',) + (_v110,), add)
+class OperatorModelV4(PlainRecord):
+    """OperatorModel: Metadata of a tvm.build operator module (operator style). Written without sort_keys, so the keys appear in this order on one line."""
 
+    __slots__ = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'runtimes', 'style')
+    RECORD = 'operator_model'
+    KEYS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'runtimes', 'style')
+    IDENTS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'runtimes', 'style')
+    INT_KEYED = ('target',)
 
-def _v4_operator_buffer(d: Any, p: tuple, add: Any) -> None:
-    """operator_buffer of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('size_bytes', 'shape', 'dtype', 'input_binding'):
-            add((p + (k,), 'unknown key'))
-    if 'size_bytes' in d:
-        _v112 = d['size_bytes']
-        if not (type(_v112) is int and _v112 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'shape' in d:
-        _v113 = d['shape']
-        if type(_v113) is not list:
-            add((p + ('shape',), 'must be a list'))
-        else:
-            for _v114, _v115 in enumerate(_v113):
-                if type(_v115) is not int:
-                    add((p + ('shape',) + (_v114,), 'must be an integer'))
-    else:
-        add((p + ('shape',), 'required key is missing'))
-    if 'dtype' in d:
-        _v116 = d['dtype']
-        if type(_v116) is not str:
-            add((p + ('dtype',), 'must be a string'))
-    else:
-        add((p + ('dtype',), 'required key is missing'))
-    if 'input_binding' in d:
-        _v117 = d['input_binding']
-        if not ((type(_v117) is str) or (_v117 is None)):
-            add((p + ('input_binding',), 'must be str or null'))
-    else:
-        add((p + ('input_binding',), 'required key is missing'))
-
-
-def _v4_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v118 = d['main']
-        if type(_v118) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v119, _v120 in enumerate(_v118):
-                _v4_main_entry(_v120, p + ('main',) + (_v119,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v121 = d['operator_functions']
-        if type(_v121) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v122, _v123 in enumerate(_v121):
-                _v4_operator_function(_v123, p + ('operator_functions',) + (_v122,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v4_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v124 = d['input_binding']
-        if type(_v124) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v125 = d['size_bytes']
-        if not (type(_v125) is int and _v125 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v126 = d['storage_id']
-        if not (type(_v126) is int and _v126 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v4_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v127 = d['constants_size_bytes']
-        if type(_v127) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v128 = d['device']
-        if not (type(_v128) is int and _v128 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'io_size_bytes' in d:
-        _v129 = d['io_size_bytes']
-        if type(_v129) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v130 = d['workspace_size_bytes']
-        if type(_v130) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v4_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v131 = d['function_name']
-        if type(_v131) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v132 = d['workspace']
-        if type(_v132) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v133, _v134 in enumerate(_v132):
-                _v4_device_workspace(_v134, p + ('workspace',) + (_v133,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
-
-
-def _v4_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 4."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'device' in d:
-        _v135 = d['device']
-        if not (type(_v135) is int and _v135 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v136 = d['workspace_size_bytes']
-        if not (type(_v136) is int and _v136 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v5_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version'):
-            add((p + (k,), 'unknown key'))
-    if 'executors' in d:
-        _v137 = d['executors']
-        if type(_v137) is not list:
-            add((p + ('executors',), 'must be a list'))
-        else:
-            if len(_v137) < 1:
-                add((p + ('executors',), 'needs at least 1 item(s)'))
-            if len(_v137) > 1:
-                add((p + ('executors',), 'takes at most 1 item(s)'))
-            for _v138, _v139 in enumerate(_v137):
-                if type(_v139) not in (str,) or _v139 not in ('graph', 'aot'):
-                    add((p + ('executors',) + (_v138,), "must be one of ['graph', 'aot']"))
-    else:
-        add((p + ('executors',), 'required key is missing'))
-    if 'export_datetime' in d:
-        _v140 = d['export_datetime']
-        if not (type(_v140) is str and _P0.search(_v140) is not None):
-            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
-    else:
-        add((p + ('export_datetime',), 'required key is missing'))
-    if 'external_dependencies' in d:
-        _v141 = d['external_dependencies']
-        if type(_v141) is not list:
-            add((p + ('external_dependencies',), 'must be a list'))
-        else:
-            for _v142, _v143 in enumerate(_v141):
-                _v5_external_dependency(_v143, p + ('external_dependencies',) + (_v142,), add)
-    if 'memory' in d:
-        _v144 = d['memory']
-        _v5_memory_map(_v144, p + ('memory',), add)
-    else:
-        add((p + ('memory',), 'required key is missing'))
-    if 'model_name' in d:
-        _v145 = d['model_name']
-        if type(_v145) is not str:
-            add((p + ('model_name',), 'must be a string'))
-    else:
-        add((p + ('model_name',), 'required key is missing'))
-    if 'style' in d:
-        _v146 = d['style']
-        if type(_v146) is not str or _v146 != 'full-model':
-            add((p + ('style',), "must be 'full-model'"))
-    else:
-        add((p + ('style',), 'required key is missing'))
-    if 'target' in d:
-        _v147 = d['target']
-        if type(_v147) is not dict:
-            add((p + ('target',), 'must be an object'))
-        else:
-            for _v148, _v149 in _v147.items():
-                if type(_v148) is not str or not _P1.search(_v148):
-                    add((p + ('target',) + (_v148,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v149) is not str:
-                    add((p + ('target',) + (_v148,), 'must be a string'))
-    else:
-        add((p + ('target',), 'required key is missing'))
-    if 'version' in d:
-        _v150 = d['version']
-        if type(_v150) is not int or _v150 != 5:
-            add((p + ('version',), 'must be 5'))
-    else:
-        add((p + ('version',), 'required key is missing'))
-
-
-def _v5_operator_model(d: Any, p: tuple, add: Any) -> None:
-    """operator_model of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style'):
-            add((p + (k,), 'unknown key'))
-    if 'version' in d:
-        _v151 = d['version']
-        if type(_v151) is not int or _v151 != 5:
-            add((p + ('version',), 'must be 5'))
-    else:
-        add((p + ('version',), 'required key is missing'))
-    if 'model_name' in d:
-        _v152 = d['model_name']
-        if type(_v152) is not str:
-            add((p + ('model_name',), 'must be a string'))
-    else:
-        add((p + ('model_name',), 'required key is missing'))
-    if 'export_datetime' in d:
-        _v153 = d['export_datetime']
-        if not (type(_v153) is str and _P0.search(_v153) is not None):
-            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
-    else:
-        add((p + ('export_datetime',), 'required key is missing'))
-    if 'memory' in d:
-        _v154 = d['memory']
-        if type(_v154) is not dict:
-            add((p + ('memory',), 'must be an object'))
-        else:
-            for _v155, _v156 in _v154.items():
-                if type(_v156) is not list:
-                    add((p + ('memory',) + (_v155,), 'must be a list'))
-                else:
-                    for _v157, _v158 in enumerate(_v156):
-                        _v5_operator_buffer(_v158, p + ('memory',) + (_v155,) + (_v157,), add)
-    else:
-        add((p + ('memory',), 'required key is missing'))
-    if 'target' in d:
-        _v159 = d['target']
-        if type(_v159) is not dict:
-            add((p + ('target',), 'must be an object'))
-        else:
-            for _v160, _v161 in _v159.items():
-                if type(_v160) is not str or not _P1.search(_v160):
-                    add((p + ('target',) + (_v160,), 'key does not match ^(0|[1-9][0-9]*)$'))
-                if type(_v161) is not str:
-                    add((p + ('target',) + (_v160,), 'must be a string'))
-    else:
-        add((p + ('target',), 'required key is missing'))
-    if 'executors' in d:
-        _v162 = d['executors']
-        if type(_v162) is not list:
-            add((p + ('executors',), 'must be a list'))
-        else:
-            if len(_v162) > 0:
-                add((p + ('executors',), 'takes at most 0 item(s)'))
-            for _v163, _v164 in enumerate(_v162):
-                if type(_v164) is not str:
-                    add((p + ('executors',) + (_v163,), 'must be a string'))
-    else:
-        add((p + ('executors',), 'required key is missing'))
-    if 'style' in d:
-        _v165 = d['style']
-        if type(_v165) is not str or _v165 != 'operator':
-            add((p + ('style',), "must be 'operator'"))
-    else:
-        add((p + ('style',), 'required key is missing'))
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.version = d.get('version')
+        self.model_name = d.get('model_name')
+        self.export_datetime = d.get('export_datetime')
+        self.memory = {_k0: [OperatorBufferV4(_x1) for _x1 in _x0] for _k0, _x0 in d['memory'].items()}
+        self.target = d.get('target')
+        self.runtimes = d.get('runtimes')
+        self.style = d.get('style')
 
 
 def _v5_external_dependency(d: Any, p: tuple, add: Any) -> None:
-    """external_dependency of version 5."""
+    """The issues of a external_dependency record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -1021,228 +803,49 @@ def _v5_external_dependency(d: Any, p: tuple, add: Any) -> None:
         if k not in ('short_name', 'url', 'url_type', 'version_spec'):
             add((p + (k,), 'unknown key'))
     if 'short_name' in d:
-        _v166 = d['short_name']
-        if type(_v166) is not str:
+        _v1 = d['short_name']
+        if type(_v1) is not str:
             add((p + ('short_name',), 'must be a string'))
     else:
         add((p + ('short_name',), 'required key is missing'))
     if 'url' in d:
-        _v167 = d['url']
-        if type(_v167) is not str:
+        _v2 = d['url']
+        if type(_v2) is not str:
             add((p + ('url',), 'must be a string'))
     else:
         add((p + ('url',), 'required key is missing'))
     if 'url_type' in d:
-        _v168 = d['url_type']
-        if type(_v168) is not str:
+        _v3 = d['url_type']
+        if type(_v3) is not str:
             add((p + ('url_type',), 'must be a string'))
     else:
         add((p + ('url_type',), 'required key is missing'))
     if 'version_spec' in d:
-        _v169 = d['version_spec']
-        if type(_v169) is not str:
+        _v4 = d['version_spec']
+        if type(_v4) is not str:
             add((p + ('version_spec',), 'must be a string'))
     else:
         add((p + ('version_spec',), 'required key is missing'))
 
 
-def _v5_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v170 = d['functions']
-        _v5_function_memory(_v170, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v171 = d['sids']
-        if type(_v171) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v172, _v173 in enumerate(_v171):
-                _v5_storage_entry(_v173, p + ('sids',) + (_v172,), add)
+class ExternalDependencyV5(PlainRecord):
+    """ExternalDependency: A dependency shipped inside the archive (the standalone C runtime)."""
+
+    __slots__ = ('short_name', 'url', 'url_type', 'version_spec')
+    RECORD = 'external_dependency'
+    KEYS = ('short_name', 'url', 'url_type', 'version_spec')
+    IDENTS = ('short_name', 'url', 'url_type', 'version_spec')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.short_name = d.get('short_name')
+        self.url = d.get('url')
+        self.url_type = d.get('url_type')
+        self.version_spec = d.get('version_spec')
 
 
-def _v5_operator_buffer(d: Any, p: tuple, add: Any) -> None:
-    """operator_buffer of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('size_bytes', 'shape', 'dtype', 'input_binding'):
-            add((p + (k,), 'unknown key'))
-    if 'size_bytes' in d:
-        _v174 = d['size_bytes']
-        if not (type(_v174) is int and _v174 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'shape' in d:
-        _v175 = d['shape']
-        if type(_v175) is not list:
-            add((p + ('shape',), 'must be a list'))
-        else:
-            for _v176, _v177 in enumerate(_v175):
-                if type(_v177) is not int:
-                    add((p + ('shape',) + (_v176,), 'must be an integer'))
-    else:
-        add((p + ('shape',), 'required key is missing'))
-    if 'dtype' in d:
-        _v178 = d['dtype']
-        if type(_v178) is not str:
-            add((p + ('dtype',), 'must be a string'))
-    else:
-        add((p + ('dtype',), 'required key is missing'))
-    if 'input_binding' in d:
-        _v179 = d['input_binding']
-        if not ((type(_v179) is str) or (_v179 is None)):
-            add((p + ('input_binding',), 'must be str or null'))
-    else:
-        add((p + ('input_binding',), 'required key is missing'))
-
-
-def _v5_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v180 = d['main']
-        if type(_v180) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v181, _v182 in enumerate(_v180):
-                _v5_main_entry(_v182, p + ('main',) + (_v181,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v183 = d['operator_functions']
-        if type(_v183) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v184, _v185 in enumerate(_v183):
-                _v5_operator_function(_v185, p + ('operator_functions',) + (_v184,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v5_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v186 = d['input_binding']
-        if type(_v186) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v187 = d['size_bytes']
-        if not (type(_v187) is int and _v187 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v188 = d['storage_id']
-        if not (type(_v188) is int and _v188 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v5_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v189 = d['constants_size_bytes']
-        if type(_v189) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v190 = d['device']
-        if not (type(_v190) is int and _v190 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'io_size_bytes' in d:
-        _v191 = d['io_size_bytes']
-        if type(_v191) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v192 = d['workspace_size_bytes']
-        if type(_v192) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v5_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v193 = d['function_name']
-        if type(_v193) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v194 = d['workspace']
-        if type(_v194) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v195, _v196 in enumerate(_v194):
-                _v5_device_workspace(_v196, p + ('workspace',) + (_v195,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
-
-
-def _v5_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 5."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'device' in d:
-        _v197 = d['device']
-        if not (type(_v197) is int and _v197 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v198 = d['workspace_size_bytes']
-        if not (type(_v198) is int and _v198 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v6_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 6."""
+def _v5_full_model(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a full_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -1250,69 +853,273 @@ def _v6_full_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version'):
             add((p + (k,), 'unknown key'))
     if 'executors' in d:
-        _v199 = d['executors']
-        if type(_v199) is not list:
+        _v1 = d['executors']
+        if type(_v1) is not list:
             add((p + ('executors',), 'must be a list'))
         else:
-            if len(_v199) < 1:
+            if len(_v1) < 1:
                 add((p + ('executors',), 'needs at least 1 item(s)'))
-            if len(_v199) > 1:
+            if len(_v1) > 1:
                 add((p + ('executors',), 'takes at most 1 item(s)'))
-            for _v200, _v201 in enumerate(_v199):
-                if type(_v201) not in (str,) or _v201 not in ('graph', 'aot'):
-                    add((p + ('executors',) + (_v200,), "must be one of ['graph', 'aot']"))
+            for _v2, _v3 in enumerate(_v1):
+                if type(_v3) not in (str,) or _v3 not in ('graph', 'aot'):
+                    add((p + ('executors',) + (_v2,), "must be one of ['graph', 'aot']"))
     else:
         add((p + ('executors',), 'required key is missing'))
     if 'export_datetime' in d:
-        _v202 = d['export_datetime']
-        if not (type(_v202) is str and _P0.search(_v202) is not None):
+        _v4 = d['export_datetime']
+        if not (type(_v4) is str and _P0.search(_v4) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'external_dependencies' in d:
-        _v203 = d['external_dependencies']
-        if type(_v203) is not list:
+        _v5 = d['external_dependencies']
+        if type(_v5) is not list:
             add((p + ('external_dependencies',), 'must be a list'))
         else:
-            for _v204, _v205 in enumerate(_v203):
-                _v6_external_dependency(_v205, p + ('external_dependencies',) + (_v204,), add)
+            for _v6, _v7 in enumerate(_v5):
+                _v5_external_dependency(_v7, p + ('external_dependencies',) + (_v6,), add)
     if 'memory' in d:
-        _v206 = d['memory']
-        _v6_memory_map(_v206, p + ('memory',), add)
+        _v8 = d['memory']
+        _v2_memory_map(_v8, p + ('memory',), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'model_name' in d:
-        _v207 = d['model_name']
-        if type(_v207) is not str:
+        _v9 = d['model_name']
+        if type(_v9) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'style' in d:
-        _v208 = d['style']
-        if type(_v208) is not str or _v208 != 'full-model':
+        _v10 = d['style']
+        if type(_v10) is not str or _v10 != 'full-model':
             add((p + ('style',), "must be 'full-model'"))
     else:
         add((p + ('style',), 'required key is missing'))
     if 'target' in d:
-        _v209 = d['target']
-        if type(_v209) is not list:
-            add((p + ('target',), 'must be a list'))
+        _v11 = d['target']
+        if type(_v11) is not dict:
+            add((p + ('target',), 'must be an object'))
         else:
-            for _v210, _v211 in enumerate(_v209):
-                if type(_v211) is not str:
-                    add((p + ('target',) + (_v210,), 'must be a string'))
+            for _v12, _v13 in _v11.items():
+                if type(_v12) is not str or not _P1.search(_v12):
+                    add((p + ('target',) + (_v12,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v13) is not str:
+                    add((p + ('target',) + (_v12,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'version' in d:
-        _v212 = d['version']
-        if type(_v212) is not int or _v212 != 6:
+        _v14 = d['version']
+        if type(_v14) is not int or _v14 != 5:
+            add((p + ('version',), 'must be 5'))
+    else:
+        add((p + ('version',), 'required key is missing'))
+
+
+class FullModelV5(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
+
+    __slots__ = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+    IDENTS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+    INT_KEYED = ('target',)
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.executors = d.get('executors')
+        self.export_datetime = d.get('export_datetime')
+        self.external_dependencies = [ExternalDependencyV5(_x0) for _x0 in d['external_dependencies']] if 'external_dependencies' in d else None
+        self.memory = MemoryMapV2(d['memory'])
+        self.model_name = d.get('model_name')
+        self.style = d.get('style')
+        self.target = d.get('target')
+        self.version = d.get('version')
+
+
+def _v5_operator_model(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a operator_model record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style'):
+            add((p + (k,), 'unknown key'))
+    if 'version' in d:
+        _v1 = d['version']
+        if type(_v1) is not int or _v1 != 5:
+            add((p + ('version',), 'must be 5'))
+    else:
+        add((p + ('version',), 'required key is missing'))
+    if 'model_name' in d:
+        _v2 = d['model_name']
+        if type(_v2) is not str:
+            add((p + ('model_name',), 'must be a string'))
+    else:
+        add((p + ('model_name',), 'required key is missing'))
+    if 'export_datetime' in d:
+        _v3 = d['export_datetime']
+        if not (type(_v3) is str and _P0.search(_v3) is not None):
+            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
+    else:
+        add((p + ('export_datetime',), 'required key is missing'))
+    if 'memory' in d:
+        _v4 = d['memory']
+        if type(_v4) is not dict:
+            add((p + ('memory',), 'must be an object'))
+        else:
+            for _v5, _v6 in _v4.items():
+                if type(_v6) is not list:
+                    add((p + ('memory',) + (_v5,), 'must be a list'))
+                else:
+                    for _v7, _v8 in enumerate(_v6):
+                        _v4_operator_buffer(_v8, p + ('memory',) + (_v5,) + (_v7,), add)
+    else:
+        add((p + ('memory',), 'required key is missing'))
+    if 'target' in d:
+        _v9 = d['target']
+        if type(_v9) is not dict:
+            add((p + ('target',), 'must be an object'))
+        else:
+            for _v10, _v11 in _v9.items():
+                if type(_v10) is not str or not _P1.search(_v10):
+                    add((p + ('target',) + (_v10,), 'key does not match ^(0|[1-9][0-9]*)$'))
+                if type(_v11) is not str:
+                    add((p + ('target',) + (_v10,), 'must be a string'))
+    else:
+        add((p + ('target',), 'required key is missing'))
+    if 'executors' in d:
+        _v12 = d['executors']
+        if type(_v12) is not list:
+            add((p + ('executors',), 'must be a list'))
+        else:
+            if len(_v12) > 0:
+                add((p + ('executors',), 'takes at most 0 item(s)'))
+            for _v13, _v14 in enumerate(_v12):
+                if type(_v14) is not str:
+                    add((p + ('executors',) + (_v13,), 'must be a string'))
+    else:
+        add((p + ('executors',), 'required key is missing'))
+    if 'style' in d:
+        _v15 = d['style']
+        if type(_v15) is not str or _v15 != 'operator':
+            add((p + ('style',), "must be 'operator'"))
+    else:
+        add((p + ('style',), 'required key is missing'))
+
+
+class OperatorModelV5(PlainRecord):
+    """OperatorModel: Metadata of a tvm.build operator module (operator style). Written without sort_keys, so the keys appear in this order on one line."""
+
+    __slots__ = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    RECORD = 'operator_model'
+    KEYS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    IDENTS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    INT_KEYED = ('target',)
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.version = d.get('version')
+        self.model_name = d.get('model_name')
+        self.export_datetime = d.get('export_datetime')
+        self.memory = {_k0: [OperatorBufferV4(_x1) for _x1 in _x0] for _k0, _x0 in d['memory'].items()}
+        self.target = d.get('target')
+        self.executors = d.get('executors')
+        self.style = d.get('style')
+
+
+def _v6_full_model(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a full_model record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version'):
+            add((p + (k,), 'unknown key'))
+    if 'executors' in d:
+        _v1 = d['executors']
+        if type(_v1) is not list:
+            add((p + ('executors',), 'must be a list'))
+        else:
+            if len(_v1) < 1:
+                add((p + ('executors',), 'needs at least 1 item(s)'))
+            if len(_v1) > 1:
+                add((p + ('executors',), 'takes at most 1 item(s)'))
+            for _v2, _v3 in enumerate(_v1):
+                if type(_v3) not in (str,) or _v3 not in ('graph', 'aot'):
+                    add((p + ('executors',) + (_v2,), "must be one of ['graph', 'aot']"))
+    else:
+        add((p + ('executors',), 'required key is missing'))
+    if 'export_datetime' in d:
+        _v4 = d['export_datetime']
+        if not (type(_v4) is str and _P0.search(_v4) is not None):
+            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
+    else:
+        add((p + ('export_datetime',), 'required key is missing'))
+    if 'external_dependencies' in d:
+        _v5 = d['external_dependencies']
+        if type(_v5) is not list:
+            add((p + ('external_dependencies',), 'must be a list'))
+        else:
+            for _v6, _v7 in enumerate(_v5):
+                _v5_external_dependency(_v7, p + ('external_dependencies',) + (_v6,), add)
+    if 'memory' in d:
+        _v8 = d['memory']
+        _v2_memory_map(_v8, p + ('memory',), add)
+    else:
+        add((p + ('memory',), 'required key is missing'))
+    if 'model_name' in d:
+        _v9 = d['model_name']
+        if type(_v9) is not str:
+            add((p + ('model_name',), 'must be a string'))
+    else:
+        add((p + ('model_name',), 'required key is missing'))
+    if 'style' in d:
+        _v10 = d['style']
+        if type(_v10) is not str or _v10 != 'full-model':
+            add((p + ('style',), "must be 'full-model'"))
+    else:
+        add((p + ('style',), 'required key is missing'))
+    if 'target' in d:
+        _v11 = d['target']
+        if type(_v11) is not list:
+            add((p + ('target',), 'must be a list'))
+        else:
+            for _v12, _v13 in enumerate(_v11):
+                if type(_v13) is not str:
+                    add((p + ('target',) + (_v12,), 'must be a string'))
+    else:
+        add((p + ('target',), 'required key is missing'))
+    if 'version' in d:
+        _v14 = d['version']
+        if type(_v14) is not int or _v14 != 6:
             add((p + ('version',), 'must be 6'))
     else:
         add((p + ('version',), 'required key is missing'))
+
+
+class FullModelV6(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
+
+    __slots__ = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+    RECORD = 'full_model'
+    KEYS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+    IDENTS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target', 'version')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.executors = d.get('executors')
+        self.export_datetime = d.get('export_datetime')
+        self.external_dependencies = [ExternalDependencyV5(_x0) for _x0 in d['external_dependencies']] if 'external_dependencies' in d else None
+        self.memory = MemoryMapV2(d['memory'])
+        self.model_name = d.get('model_name')
+        self.style = d.get('style')
+        self.target = d.get('target')
+        self.version = d.get('version')
 
 
 def _v6_operator_model(d: Any, p: tuple, add: Any) -> None:
-    """operator_model of version 6."""
+    """The issues of a operator_model record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -1320,682 +1127,87 @@ def _v6_operator_model(d: Any, p: tuple, add: Any) -> None:
         if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style'):
             add((p + (k,), 'unknown key'))
     if 'version' in d:
-        _v213 = d['version']
-        if type(_v213) is not int or _v213 != 6:
+        _v1 = d['version']
+        if type(_v1) is not int or _v1 != 6:
             add((p + ('version',), 'must be 6'))
     else:
         add((p + ('version',), 'required key is missing'))
     if 'model_name' in d:
-        _v214 = d['model_name']
-        if type(_v214) is not str:
+        _v2 = d['model_name']
+        if type(_v2) is not str:
             add((p + ('model_name',), 'must be a string'))
     else:
         add((p + ('model_name',), 'required key is missing'))
     if 'export_datetime' in d:
-        _v215 = d['export_datetime']
-        if not (type(_v215) is str and _P0.search(_v215) is not None):
+        _v3 = d['export_datetime']
+        if not (type(_v3) is str and _P0.search(_v3) is not None):
             add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
     else:
         add((p + ('export_datetime',), 'required key is missing'))
     if 'memory' in d:
-        _v216 = d['memory']
-        if type(_v216) is not dict:
+        _v4 = d['memory']
+        if type(_v4) is not dict:
             add((p + ('memory',), 'must be an object'))
         else:
-            for _v217, _v218 in _v216.items():
-                if type(_v218) is not list:
-                    add((p + ('memory',) + (_v217,), 'must be a list'))
+            for _v5, _v6 in _v4.items():
+                if type(_v6) is not list:
+                    add((p + ('memory',) + (_v5,), 'must be a list'))
                 else:
-                    for _v219, _v220 in enumerate(_v218):
-                        _v6_operator_buffer(_v220, p + ('memory',) + (_v217,) + (_v219,), add)
+                    for _v7, _v8 in enumerate(_v6):
+                        _v4_operator_buffer(_v8, p + ('memory',) + (_v5,) + (_v7,), add)
     else:
         add((p + ('memory',), 'required key is missing'))
     if 'target' in d:
-        _v221 = d['target']
-        if type(_v221) is not list:
+        _v9 = d['target']
+        if type(_v9) is not list:
             add((p + ('target',), 'must be a list'))
         else:
-            for _v222, _v223 in enumerate(_v221):
-                if type(_v223) is not str:
-                    add((p + ('target',) + (_v222,), 'must be a string'))
+            for _v10, _v11 in enumerate(_v9):
+                if type(_v11) is not str:
+                    add((p + ('target',) + (_v10,), 'must be a string'))
     else:
         add((p + ('target',), 'required key is missing'))
     if 'executors' in d:
-        _v224 = d['executors']
-        if type(_v224) is not list:
+        _v12 = d['executors']
+        if type(_v12) is not list:
             add((p + ('executors',), 'must be a list'))
         else:
-            if len(_v224) > 0:
+            if len(_v12) > 0:
                 add((p + ('executors',), 'takes at most 0 item(s)'))
-            for _v225, _v226 in enumerate(_v224):
-                if type(_v226) is not str:
-                    add((p + ('executors',) + (_v225,), 'must be a string'))
+            for _v13, _v14 in enumerate(_v12):
+                if type(_v14) is not str:
+                    add((p + ('executors',) + (_v13,), 'must be a string'))
     else:
         add((p + ('executors',), 'required key is missing'))
     if 'style' in d:
-        _v227 = d['style']
-        if type(_v227) is not str or _v227 != 'operator':
+        _v15 = d['style']
+        if type(_v15) is not str or _v15 != 'operator':
             add((p + ('style',), "must be 'operator'"))
     else:
         add((p + ('style',), 'required key is missing'))
 
 
-def _v6_external_dependency(d: Any, p: tuple, add: Any) -> None:
-    """external_dependency of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('short_name', 'url', 'url_type', 'version_spec'):
-            add((p + (k,), 'unknown key'))
-    if 'short_name' in d:
-        _v228 = d['short_name']
-        if type(_v228) is not str:
-            add((p + ('short_name',), 'must be a string'))
-    else:
-        add((p + ('short_name',), 'required key is missing'))
-    if 'url' in d:
-        _v229 = d['url']
-        if type(_v229) is not str:
-            add((p + ('url',), 'must be a string'))
-    else:
-        add((p + ('url',), 'required key is missing'))
-    if 'url_type' in d:
-        _v230 = d['url_type']
-        if type(_v230) is not str:
-            add((p + ('url_type',), 'must be a string'))
-    else:
-        add((p + ('url_type',), 'required key is missing'))
-    if 'version_spec' in d:
-        _v231 = d['version_spec']
-        if type(_v231) is not str:
-            add((p + ('version_spec',), 'must be a string'))
-    else:
-        add((p + ('version_spec',), 'required key is missing'))
+class OperatorModelV6(PlainRecord):
+    """OperatorModel: Metadata of a tvm.build operator module (operator style). Written without sort_keys, so the keys appear in this order on one line."""
 
+    __slots__ = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    RECORD = 'operator_model'
+    KEYS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    IDENTS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
 
-def _v6_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v232 = d['functions']
-        _v6_function_memory(_v232, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v233 = d['sids']
-        if type(_v233) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v234, _v235 in enumerate(_v233):
-                _v6_storage_entry(_v235, p + ('sids',) + (_v234,), add)
-
-
-def _v6_operator_buffer(d: Any, p: tuple, add: Any) -> None:
-    """operator_buffer of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('size_bytes', 'shape', 'dtype', 'input_binding'):
-            add((p + (k,), 'unknown key'))
-    if 'size_bytes' in d:
-        _v236 = d['size_bytes']
-        if not (type(_v236) is int and _v236 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'shape' in d:
-        _v237 = d['shape']
-        if type(_v237) is not list:
-            add((p + ('shape',), 'must be a list'))
-        else:
-            for _v238, _v239 in enumerate(_v237):
-                if type(_v239) is not int:
-                    add((p + ('shape',) + (_v238,), 'must be an integer'))
-    else:
-        add((p + ('shape',), 'required key is missing'))
-    if 'dtype' in d:
-        _v240 = d['dtype']
-        if type(_v240) is not str:
-            add((p + ('dtype',), 'must be a string'))
-    else:
-        add((p + ('dtype',), 'required key is missing'))
-    if 'input_binding' in d:
-        _v241 = d['input_binding']
-        if not ((type(_v241) is str) or (_v241 is None)):
-            add((p + ('input_binding',), 'must be str or null'))
-    else:
-        add((p + ('input_binding',), 'required key is missing'))
-
-
-def _v6_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v242 = d['main']
-        if type(_v242) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v243, _v244 in enumerate(_v242):
-                _v6_main_entry(_v244, p + ('main',) + (_v243,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v245 = d['operator_functions']
-        if type(_v245) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v246, _v247 in enumerate(_v245):
-                _v6_operator_function(_v247, p + ('operator_functions',) + (_v246,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v6_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v248 = d['input_binding']
-        if type(_v248) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v249 = d['size_bytes']
-        if not (type(_v249) is int and _v249 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v250 = d['storage_id']
-        if not (type(_v250) is int and _v250 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v6_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'io_size_bytes', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v251 = d['constants_size_bytes']
-        if type(_v251) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v252 = d['device']
-        if not (type(_v252) is int and _v252 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'io_size_bytes' in d:
-        _v253 = d['io_size_bytes']
-        if type(_v253) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v254 = d['workspace_size_bytes']
-        if type(_v254) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v6_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v255 = d['function_name']
-        if type(_v255) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v256 = d['workspace']
-        if type(_v256) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v257, _v258 in enumerate(_v256):
-                _v6_device_workspace(_v258, p + ('workspace',) + (_v257,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
-
-
-def _v6_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 6."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'device' in d:
-        _v259 = d['device']
-        if not (type(_v259) is int and _v259 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'workspace_size_bytes' in d:
-        _v260 = d['workspace_size_bytes']
-        if not (type(_v260) is int and _v260 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v7_modules_document(d: Any, p: tuple, add: Any) -> None:
-    """modules_document of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('modules', 'version'):
-            add((p + (k,), 'unknown key'))
-    if 'modules' in d:
-        _v261 = d['modules']
-        if type(_v261) is not dict:
-            add((p + ('modules',), 'must be an object'))
-        else:
-            if len(_v261) < 1:
-                add((p + ('modules',), 'needs at least 1 key(s)'))
-            for _v262, _v263 in _v261.items():
-                _v7_full_model(_v263, p + ('modules',) + (_v262,), add)
-        if type(_v261) is dict:
-            for _key, _item in _v261.items():
-                if type(_item) is dict and _item.get('model_name') != _key:
-                    add((p + ('modules',) + (_key, 'model_name'), 'key differs from its model_name'))
-    else:
-        add((p + ('modules',), 'required key is missing'))
-    if 'version' in d:
-        _v264 = d['version']
-        if type(_v264) is not int or _v264 != 7:
-            add((p + ('version',), 'must be 7'))
-    else:
-        add((p + ('version',), 'required key is missing'))
-
-
-def _v7_operator_model(d: Any, p: tuple, add: Any) -> None:
-    """operator_model of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style'):
-            add((p + (k,), 'unknown key'))
-    if 'version' in d:
-        _v265 = d['version']
-        if type(_v265) is not int or _v265 != 7:
-            add((p + ('version',), 'must be 7'))
-    else:
-        add((p + ('version',), 'required key is missing'))
-    if 'model_name' in d:
-        _v266 = d['model_name']
-        if type(_v266) is not str:
-            add((p + ('model_name',), 'must be a string'))
-    else:
-        add((p + ('model_name',), 'required key is missing'))
-    if 'export_datetime' in d:
-        _v267 = d['export_datetime']
-        if not (type(_v267) is str and _P0.search(_v267) is not None):
-            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
-    else:
-        add((p + ('export_datetime',), 'required key is missing'))
-    if 'memory' in d:
-        _v268 = d['memory']
-        if type(_v268) is not dict:
-            add((p + ('memory',), 'must be an object'))
-        else:
-            for _v269, _v270 in _v268.items():
-                if type(_v270) is not list:
-                    add((p + ('memory',) + (_v269,), 'must be a list'))
-                else:
-                    for _v271, _v272 in enumerate(_v270):
-                        _v7_operator_buffer(_v272, p + ('memory',) + (_v269,) + (_v271,), add)
-    else:
-        add((p + ('memory',), 'required key is missing'))
-    if 'target' in d:
-        _v273 = d['target']
-        if type(_v273) is not list:
-            add((p + ('target',), 'must be a list'))
-        else:
-            for _v274, _v275 in enumerate(_v273):
-                if type(_v275) is not str:
-                    add((p + ('target',) + (_v274,), 'must be a string'))
-    else:
-        add((p + ('target',), 'required key is missing'))
-    if 'executors' in d:
-        _v276 = d['executors']
-        if type(_v276) is not list:
-            add((p + ('executors',), 'must be a list'))
-        else:
-            if len(_v276) > 0:
-                add((p + ('executors',), 'takes at most 0 item(s)'))
-            for _v277, _v278 in enumerate(_v276):
-                if type(_v278) is not str:
-                    add((p + ('executors',) + (_v277,), 'must be a string'))
-    else:
-        add((p + ('executors',), 'required key is missing'))
-    if 'style' in d:
-        _v279 = d['style']
-        if type(_v279) is not str or _v279 != 'operator':
-            add((p + ('style',), "must be 'operator'"))
-    else:
-        add((p + ('style',), 'required key is missing'))
-
-
-def _v7_full_model(d: Any, p: tuple, add: Any) -> None:
-    """full_model of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target'):
-            add((p + (k,), 'unknown key'))
-    if 'executors' in d:
-        _v280 = d['executors']
-        if type(_v280) is not list:
-            add((p + ('executors',), 'must be a list'))
-        else:
-            if len(_v280) < 1:
-                add((p + ('executors',), 'needs at least 1 item(s)'))
-            if len(_v280) > 1:
-                add((p + ('executors',), 'takes at most 1 item(s)'))
-            for _v281, _v282 in enumerate(_v280):
-                if type(_v282) not in (str,) or _v282 not in ('graph', 'aot'):
-                    add((p + ('executors',) + (_v281,), "must be one of ['graph', 'aot']"))
-    else:
-        add((p + ('executors',), 'required key is missing'))
-    if 'export_datetime' in d:
-        _v283 = d['export_datetime']
-        if not (type(_v283) is str and _P0.search(_v283) is not None):
-            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
-    else:
-        add((p + ('export_datetime',), 'required key is missing'))
-    if 'external_dependencies' in d:
-        _v284 = d['external_dependencies']
-        if type(_v284) is not list:
-            add((p + ('external_dependencies',), 'must be a list'))
-        else:
-            for _v285, _v286 in enumerate(_v284):
-                _v7_external_dependency(_v286, p + ('external_dependencies',) + (_v285,), add)
-    if 'memory' in d:
-        _v287 = d['memory']
-        _v7_memory_map(_v287, p + ('memory',), add)
-    else:
-        add((p + ('memory',), 'required key is missing'))
-    if 'model_name' in d:
-        _v288 = d['model_name']
-        if type(_v288) is not str:
-            add((p + ('model_name',), 'must be a string'))
-    else:
-        add((p + ('model_name',), 'required key is missing'))
-    if 'style' in d:
-        _v289 = d['style']
-        if type(_v289) is not str or _v289 != 'full-model':
-            add((p + ('style',), "must be 'full-model'"))
-    else:
-        add((p + ('style',), 'required key is missing'))
-    if 'target' in d:
-        _v290 = d['target']
-        if type(_v290) is not list:
-            add((p + ('target',), 'must be a list'))
-        else:
-            for _v291, _v292 in enumerate(_v290):
-                if type(_v292) is not str:
-                    add((p + ('target',) + (_v291,), 'must be a string'))
-    else:
-        add((p + ('target',), 'required key is missing'))
-
-
-def _v7_operator_buffer(d: Any, p: tuple, add: Any) -> None:
-    """operator_buffer of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('size_bytes', 'shape', 'dtype', 'input_binding'):
-            add((p + (k,), 'unknown key'))
-    if 'size_bytes' in d:
-        _v293 = d['size_bytes']
-        if not (type(_v293) is int and _v293 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'shape' in d:
-        _v294 = d['shape']
-        if type(_v294) is not list:
-            add((p + ('shape',), 'must be a list'))
-        else:
-            for _v295, _v296 in enumerate(_v294):
-                if type(_v296) is not int:
-                    add((p + ('shape',) + (_v295,), 'must be an integer'))
-    else:
-        add((p + ('shape',), 'required key is missing'))
-    if 'dtype' in d:
-        _v297 = d['dtype']
-        if type(_v297) is not str:
-            add((p + ('dtype',), 'must be a string'))
-    else:
-        add((p + ('dtype',), 'required key is missing'))
-    if 'input_binding' in d:
-        _v298 = d['input_binding']
-        if not ((type(_v298) is str) or (_v298 is None)):
-            add((p + ('input_binding',), 'must be str or null'))
-    else:
-        add((p + ('input_binding',), 'required key is missing'))
-
-
-def _v7_external_dependency(d: Any, p: tuple, add: Any) -> None:
-    """external_dependency of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('short_name', 'url', 'url_type', 'version_spec'):
-            add((p + (k,), 'unknown key'))
-    if 'short_name' in d:
-        _v299 = d['short_name']
-        if type(_v299) is not str:
-            add((p + ('short_name',), 'must be a string'))
-    else:
-        add((p + ('short_name',), 'required key is missing'))
-    if 'url' in d:
-        _v300 = d['url']
-        if type(_v300) is not str:
-            add((p + ('url',), 'must be a string'))
-    else:
-        add((p + ('url',), 'required key is missing'))
-    if 'url_type' in d:
-        _v301 = d['url_type']
-        if type(_v301) is not str:
-            add((p + ('url_type',), 'must be a string'))
-    else:
-        add((p + ('url_type',), 'required key is missing'))
-    if 'version_spec' in d:
-        _v302 = d['version_spec']
-        if type(_v302) is not str:
-            add((p + ('version_spec',), 'must be a string'))
-    else:
-        add((p + ('version_spec',), 'required key is missing'))
-
-
-def _v7_memory_map(d: Any, p: tuple, add: Any) -> None:
-    """memory_map of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('functions', 'sids'):
-            add((p + (k,), 'unknown key'))
-    if 'functions' in d:
-        _v303 = d['functions']
-        _v7_function_memory(_v303, p + ('functions',), add)
-    else:
-        add((p + ('functions',), 'required key is missing'))
-    if 'sids' in d:
-        _v304 = d['sids']
-        if type(_v304) is not list:
-            add((p + ('sids',), 'must be a list'))
-        else:
-            for _v305, _v306 in enumerate(_v304):
-                _v7_storage_entry(_v306, p + ('sids',) + (_v305,), add)
-
-
-def _v7_function_memory(d: Any, p: tuple, add: Any) -> None:
-    """function_memory of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('main', 'operator_functions'):
-            add((p + (k,), 'unknown key'))
-    if 'main' in d:
-        _v307 = d['main']
-        if type(_v307) is not list:
-            add((p + ('main',), 'must be a list'))
-        else:
-            for _v308, _v309 in enumerate(_v307):
-                _v7_main_entry(_v309, p + ('main',) + (_v308,), add)
-    else:
-        add((p + ('main',), 'required key is missing'))
-    if 'operator_functions' in d:
-        _v310 = d['operator_functions']
-        if type(_v310) is not list:
-            add((p + ('operator_functions',), 'must be a list'))
-        else:
-            for _v311, _v312 in enumerate(_v310):
-                _v7_operator_function(_v312, p + ('operator_functions',) + (_v311,), add)
-    else:
-        add((p + ('operator_functions',), 'required key is missing'))
-
-
-def _v7_storage_entry(d: Any, p: tuple, add: Any) -> None:
-    """storage_entry of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('input_binding', 'size_bytes', 'storage_id'):
-            add((p + (k,), 'unknown key'))
-    if 'input_binding' in d:
-        _v313 = d['input_binding']
-        if type(_v313) is not str:
-            add((p + ('input_binding',), 'must be a string'))
-    if 'size_bytes' in d:
-        _v314 = d['size_bytes']
-        if not (type(_v314) is int and _v314 >= 0):
-            add((p + ('size_bytes',), 'must be an integer >= 0'))
-    else:
-        add((p + ('size_bytes',), 'required key is missing'))
-    if 'storage_id' in d:
-        _v315 = d['storage_id']
-        if not (type(_v315) is int and _v315 >= 0):
-            add((p + ('storage_id',), 'must be an integer >= 0'))
-    else:
-        add((p + ('storage_id',), 'required key is missing'))
-
-
-def _v7_main_entry(d: Any, p: tuple, add: Any) -> None:
-    """main_entry of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('constants_size_bytes', 'device', 'inputs', 'io_size_bytes', 'outputs', 'workspace_size_bytes'):
-            add((p + (k,), 'unknown key'))
-    if 'constants_size_bytes' in d:
-        _v316 = d['constants_size_bytes']
-        if type(_v316) is not int:
-            add((p + ('constants_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('constants_size_bytes',), 'required key is missing'))
-    if 'device' in d:
-        _v317 = d['device']
-        if not (type(_v317) is int and _v317 >= 0):
-            add((p + ('device',), 'must be an integer >= 0'))
-    else:
-        add((p + ('device',), 'required key is missing'))
-    if 'inputs' in d:
-        _v318 = d['inputs']
-        if type(_v318) is not dict:
-            add((p + ('inputs',), 'must be an object'))
-        else:
-            for _v319, _v320 in _v318.items():
-                _v7_tensor_info(_v320, p + ('inputs',) + (_v319,), add)
-    if 'io_size_bytes' in d:
-        _v321 = d['io_size_bytes']
-        if type(_v321) is not int:
-            add((p + ('io_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('io_size_bytes',), 'required key is missing'))
-    if 'outputs' in d:
-        _v322 = d['outputs']
-        if type(_v322) is not dict:
-            add((p + ('outputs',), 'must be an object'))
-        else:
-            for _v323, _v324 in _v322.items():
-                _v7_tensor_info(_v324, p + ('outputs',) + (_v323,), add)
-    if 'workspace_size_bytes' in d:
-        _v325 = d['workspace_size_bytes']
-        if type(_v325) is not int:
-            add((p + ('workspace_size_bytes',), 'must be an integer'))
-    else:
-        add((p + ('workspace_size_bytes',), 'required key is missing'))
-
-
-def _v7_operator_function(d: Any, p: tuple, add: Any) -> None:
-    """operator_function of version 7."""
-    if type(d) is not dict:
-        add((p, 'must be an object'))
-        return
-    for k in d:
-        if k not in ('function_name', 'workspace'):
-            add((p + (k,), 'unknown key'))
-    if 'function_name' in d:
-        _v326 = d['function_name']
-        if type(_v326) is not str:
-            add((p + ('function_name',), 'must be a string'))
-    else:
-        add((p + ('function_name',), 'required key is missing'))
-    if 'workspace' in d:
-        _v327 = d['workspace']
-        if type(_v327) is not list:
-            add((p + ('workspace',), 'must be a list'))
-        else:
-            for _v328, _v329 in enumerate(_v327):
-                _v7_device_workspace(_v329, p + ('workspace',) + (_v328,), add)
-    else:
-        add((p + ('workspace',), 'required key is missing'))
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.version = d.get('version')
+        self.model_name = d.get('model_name')
+        self.export_datetime = d.get('export_datetime')
+        self.memory = {_k0: [OperatorBufferV4(_x1) for _x1 in _x0] for _k0, _x0 in d['memory'].items()}
+        self.target = d.get('target')
+        self.executors = d.get('executors')
+        self.style = d.get('style')
 
 
 def _v7_tensor_info(d: Any, p: tuple, add: Any) -> None:
-    """tensor_info of version 7."""
+    """The issues of a tensor_info record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
@@ -2003,55 +1215,423 @@ def _v7_tensor_info(d: Any, p: tuple, add: Any) -> None:
         if k not in ('dtype', 'size'):
             add((p + (k,), 'unknown key'))
     if 'dtype' in d:
-        _v330 = d['dtype']
-        if type(_v330) is not str:
+        _v1 = d['dtype']
+        if type(_v1) is not str:
             add((p + ('dtype',), 'must be a string'))
     else:
         add((p + ('dtype',), 'required key is missing'))
     if 'size' in d:
-        _v331 = d['size']
-        if not (type(_v331) is int and _v331 >= 0):
+        _v2 = d['size']
+        if not (type(_v2) is int and _v2 >= 0):
             add((p + ('size',), 'must be an integer >= 0'))
     else:
         add((p + ('size',), 'required key is missing'))
 
 
-def _v7_device_workspace(d: Any, p: tuple, add: Any) -> None:
-    """device_workspace of version 7."""
+class TensorInfoV7(PlainRecord):
+    """TensorInfo: A main input or output tensor."""
+
+    __slots__ = ('dtype', 'size')
+    RECORD = 'tensor_info'
+    KEYS = ('dtype', 'size')
+    IDENTS = ('dtype', 'size')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.dtype = d.get('dtype')
+        self.size = d.get('size')
+
+
+def _v7_main_entry(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a main_entry record."""
     if type(d) is not dict:
         add((p, 'must be an object'))
         return
     for k in d:
-        if k not in ('device', 'workspace_size_bytes'):
+        if k not in ('constants_size_bytes', 'device', 'inputs', 'io_size_bytes', 'outputs', 'workspace_size_bytes'):
             add((p + (k,), 'unknown key'))
+    if 'constants_size_bytes' in d:
+        _v1 = d['constants_size_bytes']
+        if type(_v1) is not int:
+            add((p + ('constants_size_bytes',), 'must be an integer'))
+    else:
+        add((p + ('constants_size_bytes',), 'required key is missing'))
     if 'device' in d:
-        _v332 = d['device']
-        if not (type(_v332) is int and _v332 >= 0):
+        _v2 = d['device']
+        if not (type(_v2) is int and _v2 >= 0):
             add((p + ('device',), 'must be an integer >= 0'))
     else:
         add((p + ('device',), 'required key is missing'))
+    if 'inputs' in d:
+        _v3 = d['inputs']
+        if type(_v3) is not dict:
+            add((p + ('inputs',), 'must be an object'))
+        else:
+            for _v4, _v5 in _v3.items():
+                _v7_tensor_info(_v5, p + ('inputs',) + (_v4,), add)
+    if 'io_size_bytes' in d:
+        _v6 = d['io_size_bytes']
+        if type(_v6) is not int:
+            add((p + ('io_size_bytes',), 'must be an integer'))
+    else:
+        add((p + ('io_size_bytes',), 'required key is missing'))
+    if 'outputs' in d:
+        _v7 = d['outputs']
+        if type(_v7) is not dict:
+            add((p + ('outputs',), 'must be an object'))
+        else:
+            for _v8, _v9 in _v7.items():
+                _v7_tensor_info(_v9, p + ('outputs',) + (_v8,), add)
     if 'workspace_size_bytes' in d:
-        _v333 = d['workspace_size_bytes']
-        if not (type(_v333) is int and _v333 >= 0):
-            add((p + ('workspace_size_bytes',), 'must be an integer >= 0'))
+        _v10 = d['workspace_size_bytes']
+        if type(_v10) is not int:
+            add((p + ('workspace_size_bytes',), 'must be an integer'))
     else:
         add((p + ('workspace_size_bytes',), 'required key is missing'))
 
 
-#: version -> style -> the validator of the whole document
+class MainEntryV7(PlainRecord):
+    """MainEntry: Memory main (`__tvm_main__`) needs on one device."""
+
+    __slots__ = ('constants_size_bytes', 'device', 'inputs', 'io_size_bytes', 'outputs', 'workspace_size_bytes')
+    RECORD = 'main_entry'
+    KEYS = ('constants_size_bytes', 'device', 'inputs', 'io_size_bytes', 'outputs', 'workspace_size_bytes')
+    IDENTS = ('constants_size_bytes', 'device', 'inputs', 'io_size_bytes', 'outputs', 'workspace_size_bytes')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.constants_size_bytes = d.get('constants_size_bytes')
+        self.device = d.get('device')
+        self.inputs = {_k0: TensorInfoV7(_x0) for _k0, _x0 in d['inputs'].items()} if 'inputs' in d else None
+        self.io_size_bytes = d.get('io_size_bytes')
+        self.outputs = {_k0: TensorInfoV7(_x0) for _k0, _x0 in d['outputs'].items()} if 'outputs' in d else None
+        self.workspace_size_bytes = d.get('workspace_size_bytes')
+
+
+def _v7_function_memory(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a function_memory record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('main', 'operator_functions'):
+            add((p + (k,), 'unknown key'))
+    if 'main' in d:
+        _v1 = d['main']
+        if type(_v1) is not list:
+            add((p + ('main',), 'must be a list'))
+        else:
+            for _v2, _v3 in enumerate(_v1):
+                _v7_main_entry(_v3, p + ('main',) + (_v2,), add)
+    else:
+        add((p + ('main',), 'required key is missing'))
+    if 'operator_functions' in d:
+        _v4 = d['operator_functions']
+        if type(_v4) is not list:
+            add((p + ('operator_functions',), 'must be a list'))
+        else:
+            for _v5, _v6 in enumerate(_v4):
+                _v2_operator_function(_v6, p + ('operator_functions',) + (_v5,), add)
+    else:
+        add((p + ('operator_functions',), 'required key is missing'))
+
+
+class FunctionMemoryV7(PlainRecord):
+    """FunctionMemory: Per-function memory use."""
+
+    __slots__ = ('main', 'operator_functions')
+    RECORD = 'function_memory'
+    KEYS = ('main', 'operator_functions')
+    IDENTS = ('main', 'operator_functions')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.main = [MainEntryV7(_x0) for _x0 in d['main']]
+        self.operator_functions = [OperatorFunctionV2(_x0) for _x0 in d['operator_functions']]
+
+
+def _v7_memory_map(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a memory_map record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('functions', 'sids'):
+            add((p + (k,), 'unknown key'))
+    if 'functions' in d:
+        _v1 = d['functions']
+        _v7_function_memory(_v1, p + ('functions',), add)
+    else:
+        add((p + ('functions',), 'required key is missing'))
+    if 'sids' in d:
+        _v2 = d['sids']
+        if type(_v2) is not list:
+            add((p + ('sids',), 'must be a list'))
+        else:
+            for _v3, _v4 in enumerate(_v2):
+                _v1_storage_entry(_v4, p + ('sids',) + (_v3,), add)
+
+
+class MemoryMapV7(PlainRecord):
+    """MemoryMap: The memory summary of a relay build."""
+
+    __slots__ = ('functions', 'sids')
+    RECORD = 'memory_map'
+    KEYS = ('functions', 'sids')
+    IDENTS = ('functions', 'sids')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.functions = FunctionMemoryV7(d['functions'])
+        self.sids = [StorageEntryV1(_x0) for _x0 in d['sids']] if 'sids' in d else None
+
+
+def _v7_full_model(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a full_model record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target'):
+            add((p + (k,), 'unknown key'))
+    if 'executors' in d:
+        _v1 = d['executors']
+        if type(_v1) is not list:
+            add((p + ('executors',), 'must be a list'))
+        else:
+            if len(_v1) < 1:
+                add((p + ('executors',), 'needs at least 1 item(s)'))
+            if len(_v1) > 1:
+                add((p + ('executors',), 'takes at most 1 item(s)'))
+            for _v2, _v3 in enumerate(_v1):
+                if type(_v3) not in (str,) or _v3 not in ('graph', 'aot'):
+                    add((p + ('executors',) + (_v2,), "must be one of ['graph', 'aot']"))
+    else:
+        add((p + ('executors',), 'required key is missing'))
+    if 'export_datetime' in d:
+        _v4 = d['export_datetime']
+        if not (type(_v4) is str and _P0.search(_v4) is not None):
+            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
+    else:
+        add((p + ('export_datetime',), 'required key is missing'))
+    if 'external_dependencies' in d:
+        _v5 = d['external_dependencies']
+        if type(_v5) is not list:
+            add((p + ('external_dependencies',), 'must be a list'))
+        else:
+            for _v6, _v7 in enumerate(_v5):
+                _v5_external_dependency(_v7, p + ('external_dependencies',) + (_v6,), add)
+    if 'memory' in d:
+        _v8 = d['memory']
+        _v7_memory_map(_v8, p + ('memory',), add)
+    else:
+        add((p + ('memory',), 'required key is missing'))
+    if 'model_name' in d:
+        _v9 = d['model_name']
+        if type(_v9) is not str:
+            add((p + ('model_name',), 'must be a string'))
+    else:
+        add((p + ('model_name',), 'required key is missing'))
+    if 'style' in d:
+        _v10 = d['style']
+        if type(_v10) is not str or _v10 != 'full-model':
+            add((p + ('style',), "must be 'full-model'"))
+    else:
+        add((p + ('style',), 'required key is missing'))
+    if 'target' in d:
+        _v11 = d['target']
+        if type(_v11) is not list:
+            add((p + ('target',), 'must be a list'))
+        else:
+            for _v12, _v13 in enumerate(_v11):
+                if type(_v13) is not str:
+                    add((p + ('target',) + (_v12,), 'must be a string'))
+    else:
+        add((p + ('target',), 'required key is missing'))
+
+
+class FullModelV7(PlainRecord):
+    """FullModel: Metadata of one relay build (full-model style): the whole document in versions 1 to 6, one value of `modules` in version 7 (where it has no `version`). The writer sorted the keys; they are listed here in file order."""
+
+    __slots__ = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target')
+    RECORD = 'full_model'
+    KEYS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target')
+    IDENTS = ('executors', 'export_datetime', 'external_dependencies', 'memory', 'model_name', 'style', 'target')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.executors = d.get('executors')
+        self.export_datetime = d.get('export_datetime')
+        self.external_dependencies = [ExternalDependencyV5(_x0) for _x0 in d['external_dependencies']] if 'external_dependencies' in d else None
+        self.memory = MemoryMapV7(d['memory'])
+        self.model_name = d.get('model_name')
+        self.style = d.get('style')
+        self.target = d.get('target')
+
+
+def _v7_modules_document(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a modules_document record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('modules', 'version'):
+            add((p + (k,), 'unknown key'))
+    if 'modules' in d:
+        _v1 = d['modules']
+        if type(_v1) is not dict:
+            add((p + ('modules',), 'must be an object'))
+        else:
+            if len(_v1) < 1:
+                add((p + ('modules',), 'needs at least 1 key(s)'))
+            for _v2, _v3 in _v1.items():
+                _v7_full_model(_v3, p + ('modules',) + (_v2,), add)
+        if type(_v1) is dict:
+            for _key, _item in _v1.items():
+                if type(_item) is dict and _item.get('model_name') != _key:
+                    add((p + ('modules',) + (_key, 'model_name'), 'key differs from its model_name'))
+    else:
+        add((p + ('modules',), 'required key is missing'))
+    if 'version' in d:
+        _v4 = d['version']
+        if type(_v4) is not int or _v4 != 7:
+            add((p + ('version',), 'must be 7'))
+    else:
+        add((p + ('version',), 'required key is missing'))
+
+
+class ModulesDocumentV7(PlainRecord):
+    """ModulesDocument: The version 7 full-model document."""
+
+    __slots__ = ('modules', 'version')
+    RECORD = 'modules_document'
+    KEYS = ('modules', 'version')
+    IDENTS = ('modules', 'version')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.modules = {_k0: FullModelV7(_x0) for _k0, _x0 in d['modules'].items()}
+        self.version = d.get('version')
+
+
+def _v7_operator_model(d: Any, p: tuple, add: Any) -> None:
+    """The issues of a operator_model record."""
+    if type(d) is not dict:
+        add((p, 'must be an object'))
+        return
+    for k in d:
+        if k not in ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style'):
+            add((p + (k,), 'unknown key'))
+    if 'version' in d:
+        _v1 = d['version']
+        if type(_v1) is not int or _v1 != 7:
+            add((p + ('version',), 'must be 7'))
+    else:
+        add((p + ('version',), 'required key is missing'))
+    if 'model_name' in d:
+        _v2 = d['model_name']
+        if type(_v2) is not str:
+            add((p + ('model_name',), 'must be a string'))
+    else:
+        add((p + ('model_name',), 'required key is missing'))
+    if 'export_datetime' in d:
+        _v3 = d['export_datetime']
+        if not (type(_v3) is str and _P0.search(_v3) is not None):
+            add((p + ('export_datetime',), 'must be a string matching ^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z$'))
+    else:
+        add((p + ('export_datetime',), 'required key is missing'))
+    if 'memory' in d:
+        _v4 = d['memory']
+        if type(_v4) is not dict:
+            add((p + ('memory',), 'must be an object'))
+        else:
+            for _v5, _v6 in _v4.items():
+                if type(_v6) is not list:
+                    add((p + ('memory',) + (_v5,), 'must be a list'))
+                else:
+                    for _v7, _v8 in enumerate(_v6):
+                        _v4_operator_buffer(_v8, p + ('memory',) + (_v5,) + (_v7,), add)
+    else:
+        add((p + ('memory',), 'required key is missing'))
+    if 'target' in d:
+        _v9 = d['target']
+        if type(_v9) is not list:
+            add((p + ('target',), 'must be a list'))
+        else:
+            for _v10, _v11 in enumerate(_v9):
+                if type(_v11) is not str:
+                    add((p + ('target',) + (_v10,), 'must be a string'))
+    else:
+        add((p + ('target',), 'required key is missing'))
+    if 'executors' in d:
+        _v12 = d['executors']
+        if type(_v12) is not list:
+            add((p + ('executors',), 'must be a list'))
+        else:
+            if len(_v12) > 0:
+                add((p + ('executors',), 'takes at most 0 item(s)'))
+            for _v13, _v14 in enumerate(_v12):
+                if type(_v14) is not str:
+                    add((p + ('executors',) + (_v13,), 'must be a string'))
+    else:
+        add((p + ('executors',), 'required key is missing'))
+    if 'style' in d:
+        _v15 = d['style']
+        if type(_v15) is not str or _v15 != 'operator':
+            add((p + ('style',), "must be 'operator'"))
+    else:
+        add((p + ('style',), 'required key is missing'))
+
+
+class OperatorModelV7(PlainRecord):
+    """OperatorModel: Metadata of a tvm.build operator module (operator style). Written without sort_keys, so the keys appear in this order on one line."""
+
+    __slots__ = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    RECORD = 'operator_model'
+    KEYS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+    IDENTS = ('version', 'model_name', 'export_datetime', 'memory', 'target', 'executors', 'style')
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self._doc = d
+        self.version = d.get('version')
+        self.model_name = d.get('model_name')
+        self.export_datetime = d.get('export_datetime')
+        self.memory = {_k0: [OperatorBufferV4(_x1) for _x1 in _x0] for _k0, _x0 in d['memory'].items()}
+        self.target = d.get('target')
+        self.executors = d.get('executors')
+        self.style = d.get('style')
+
+
+#: version -> style -> (validator, typed record class) of the whole document
 ROOTS = {
-    1: {'full-model': _v1_full_model},
-    2: {'full-model': _v2_full_model},
-    3: {'full-model': _v3_full_model},
-    4: {'full-model': _v4_full_model, 'operator': _v4_operator_model},
-    5: {'full-model': _v5_full_model, 'operator': _v5_operator_model},
-    6: {'full-model': _v6_full_model, 'operator': _v6_operator_model},
-    7: {'full-model': _v7_modules_document, 'operator': _v7_operator_model},
+    1: {'full-model': (_v1_full_model, FullModelV1)},
+    2: {'full-model': (_v2_full_model, FullModelV2)},
+    3: {'full-model': (_v3_full_model, FullModelV3)},
+    4: {'full-model': (_v4_full_model, FullModelV4), 'operator': (_v4_operator_model, OperatorModelV4)},
+    5: {'full-model': (_v5_full_model, FullModelV5), 'operator': (_v5_operator_model, OperatorModelV5)},
+    6: {'full-model': (_v6_full_model, FullModelV6), 'operator': (_v6_operator_model, OperatorModelV6)},
+    7: {'full-model': (_v7_modules_document, ModulesDocumentV7), 'operator': (_v7_operator_model, OperatorModelV7)},
+}
+#: version -> record name -> its typed record class
+CLASSES = {
+    1: {'storage_entry': StorageEntryV1, 'full_model': FullModelV1},
+    2: {'main_entry': MainEntryV2, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV2, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV2, 'full_model': FullModelV2},
+    3: {'main_entry': MainEntryV2, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV2, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV2, 'full_model': FullModelV3},
+    4: {'main_entry': MainEntryV2, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV2, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV2, 'full_model': FullModelV4, 'operator_buffer': OperatorBufferV4, 'operator_model': OperatorModelV4},
+    5: {'external_dependency': ExternalDependencyV5, 'main_entry': MainEntryV2, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV2, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV2, 'full_model': FullModelV5, 'operator_buffer': OperatorBufferV4, 'operator_model': OperatorModelV5},
+    6: {'external_dependency': ExternalDependencyV5, 'main_entry': MainEntryV2, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV2, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV2, 'full_model': FullModelV6, 'operator_buffer': OperatorBufferV4, 'operator_model': OperatorModelV6},
+    7: {'external_dependency': ExternalDependencyV5, 'tensor_info': TensorInfoV7, 'main_entry': MainEntryV7, 'device_workspace': DeviceWorkspaceV2, 'operator_function': OperatorFunctionV2, 'function_memory': FunctionMemoryV7, 'storage_entry': StorageEntryV1, 'memory_map': MemoryMapV7, 'full_model': FullModelV7, 'modules_document': ModulesDocumentV7, 'operator_buffer': OperatorBufferV4, 'operator_model': OperatorModelV7},
 }
 
 
 def validate(doc: Any, version: int, style: str) -> list[tuple[tuple, str]]:
     """The issues of ``doc`` as a ``version`` document of ``style`` (empty: valid)."""
     out: list[tuple[tuple, str]] = []
-    ROOTS[version][style](doc, (), out.append)
+    ROOTS[version][style][0](doc, (), out.append)
     return out
+
+
+def typed(doc: dict[str, Any], version: int, style: str) -> PlainRecord:
+    """The typed records of ``doc``, a ``version`` document of ``style`` that :func:`validate`
+    accepts (unknown keys aside)."""
+    return ROOTS[version][style][1](doc)

@@ -6,7 +6,6 @@ import builtins
 import contextlib
 import mmap
 import os
-import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -180,7 +179,7 @@ def atomic_writer(path: Path, *, overwrite: bool = True, durable: bool = False) 
     # The name is chosen before the file is made, so that a signal raised at any point
     # (SIGTERM/SIGHUP raise in Python, perhaps just after the file was created) finds the
     # name in the cleanup below.
-    tmp = directory / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"
+    tmp = directory / f"{temp_prefix(path.name)}{os.urandom(4).hex()}.tmp"
     try:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -235,7 +234,7 @@ def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | 
                                         file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
     check_output(path, directory=True)
-    tmp = parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}.tmp"  # named first: see atomic_writer
+    tmp = parent / f"{temp_prefix(path.name)}{os.urandom(4).hex()}.tmp"  # named first: see atomic_writer
     try:
         try:
             parent.mkdir(parents=True, exist_ok=True)

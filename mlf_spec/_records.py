@@ -3,7 +3,9 @@
 The generated models (``generated/*_models.py``) are strict; this module turns pydantic's
 errors into :class:`Issue` objects whose path is a readable JSON path
 (``modules.add.memory.sids[0].size_bytes``) resolved against the document itself, so
-union and discriminator tags never leak into it.
+union and discriminator tags never leak into it. It also reads JSON text the way every
+format's reader does (:func:`load_json`); pydantic is imported only when a model validates,
+so the read path that validates with the generated plain validators never loads it.
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
-
-import pydantic
-
-from mlf_spec.generated._recordlib import LENIENT, unknown_keys
+from typing import TYPE_CHECKING, Any
 
 from .errors import Issue as Issue  # its home is mlf_spec.errors; the readers take it from here
 from .errors import ValidationError
+
+if TYPE_CHECKING:
+    import pydantic
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -111,6 +112,10 @@ def _jsonable(v: Any) -> bool:
 def validate(model: type[pydantic.BaseModel], doc: Any, *, lenient: bool = False) -> tuple[Any, list[Issue]]:
     """Validate ``doc``: (instance or None, issues). In lenient mode unknown keys are kept
     and reported as ``unknown-key`` issues; otherwise they make the document invalid."""
+    import pydantic
+
+    from mlf_spec.generated._recordlib import LENIENT, unknown_keys
+
     try:
         value = model.model_validate(doc, strict=True, context=LENIENT if lenient else None)
     except pydantic.ValidationError as exc:

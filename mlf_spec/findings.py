@@ -139,7 +139,7 @@ class Collector:
 def text(report: Report, verbose: bool = False) -> str:
     """The text form: a verdict line, one line per finding (with its detail when
     ``verbose``), then the TVM verdict and its reasons."""
-    from mlf_spec.cli._text import printable
+    from mlf_spec._text import printable
 
     errors = sum(f.severity == "error" for f in report.findings)
     warnings = sum(f.severity == "warning" for f in report.findings)

@@ -94,7 +94,7 @@ def test_every_broken_finding_in_the_spec_has_a_recipe():
 @given(ms.mlf_archives(), ms.mlf_metadata())
 def test_any_valid_metadata_in_any_archive_gives_a_report(arc, doc):
     """Cross-checks never crash on documents that are valid but unrelated to the files."""
-    from mlf_spec.cli.archive import inspect_document
+    from mlf_spec.mlf.inspection import inspect_document
 
     _, _, data = arc
     version, style, value = doc
@@ -114,8 +114,8 @@ def test_any_readable_archive_is_inspected_and_judged(arc, broken):
     reader verdict is given, never an exception."""
     from mlf_spec.generated.mlf_inspect_output_models import InspectReport
 
-    from mlf_spec.cli.archive import inspect_document
     from mlf_spec.mlf import readers
+    from mlf_spec.mlf.inspection import inspect_document
 
     _, _, data = arc
     text = broken.data

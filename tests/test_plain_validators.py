@@ -1,6 +1,9 @@
-"""The generated plain validators (generated/mlf_plain.py) and the pydantic models accept
-and refuse the same metadata documents: on the conformance vectors, on hypothesis-made
-valid documents and on those documents broken one value, key or type at a time."""
+"""The generated plain back end (generated/mlf_plain.py, graph_json_plain.py: validators and
+typed records) and the pydantic models accept and refuse the same metadata and graph
+documents: on the conformance vectors, on hypothesis-made valid documents and on those
+documents broken one value, key or type at a time; where both accept, the typed records
+read the same (data, dumps, writer revisions). Archive check and inspect run without
+pydantic."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mlf_spec.generated import mlf_plain
+from mlf_spec.generated import graph_json_plain, mlf_plain
 
 from mlf_spec._records import validate as pydantic_validate
+from mlf_spec.cli import COMMANDS
 from mlf_spec.mlf import metadata as md
 from mlf_spec.mlf.strategies import metadata_documents
 
@@ -34,6 +38,32 @@ def _verdicts(doc: Any) -> list[tuple[int, str, bool, bool]]:
 def _agree(doc: Any) -> None:
     for v, s, by_pydantic, by_plain in _verdicts(doc):
         assert by_pydantic == by_plain, (v, s, by_pydantic, mlf_plain.validate(doc, v, s), json.dumps(doc)[:400])
+    _typed_agree(doc)
+
+
+def _typed_agree(doc: Any) -> None:
+    """Where pydantic accepts a document leniently (unknown keys kept), the plain validators
+    find nothing but unknown keys, and the plain typed records read as the model does."""
+    if not isinstance(doc, dict):
+        return
+    for v, s in TARGETS:
+        value, issues = pydantic_validate(md.model_for(v, s), doc, lenient=True)
+        found = mlf_plain.validate(doc, v, s)
+        plain_ok = all(m == "unknown key" for _, m in found)
+        assert (value is not None) == plain_ok, (v, s, issues, found)
+        if value is None:
+            continue
+        typed, checked = md.check_document(doc, v, s)
+        assert isinstance(typed, mlf_plain.PlainRecord) and not [i for i in checked if i.kind != "unknown-key"]
+        assert md.to_data(typed) == md.to_data(value)
+        assert md.dumps(typed, v, s) == md.dumps(value, v, s)
+        assert md.fields_set(typed) == md.fields_set(value)
+        got_modules = md.Metadata(v, s, typed).modules
+        for name, want in md.Metadata(v, s, value).modules.items():
+            got = got_modules[name]
+            for ident in type(want).model_fields:
+                assert md.to_data(getattr(got, ident)) == md.to_data(getattr(want, ident)), (v, s, name, ident)
+        assert md.consistent_revisions(md.Metadata(v, s, typed)) == md.consistent_revisions(md.Metadata(v, s, value))
 
 
 def _vector_documents() -> list[Path]:
@@ -76,7 +106,10 @@ _ODD_VALUES = [None, True, False, 0, 1, -1, 7, 2**70, 1.0, 1.5, "", "x", "7", "2
 def broken_documents(draw: Any) -> Any:
     """A valid document with one place changed: a value replaced, a key dropped or added."""
     _, _, doc = draw(metadata_documents())
-    doc = copy.deepcopy(doc)
+    return _break(draw, copy.deepcopy(doc))
+
+
+def _break(draw: Any, doc: Any) -> Any:
     places: list[tuple[Any, Any]] = []
 
     def walk(node: Any) -> None:
@@ -119,6 +152,70 @@ def test_both_back_ends_agree_on_broken_documents(doc):
     _agree(doc)
 
 
+# ----------------------------------------------------------------- graph JSON
+
+
+def _graph_agree(doc: Any) -> None:
+    """Both back ends give the same verdict, strict and lenient; where they accept, the
+    typed records read as the model does and the unknown keys are the same."""
+    from mlf_spec.generated import graph_json_models
+    from mlf_spec.generated._recordlib import to_data
+
+    from mlf_spec import graph_json
+
+    for lenient in (False, True):
+        value, issues = pydantic_validate(graph_json_models.Graph, doc, lenient=lenient)
+        found = graph_json_plain.validate(doc)
+        plain_ok = not found or (lenient and all(m == "unknown key" for _, m in found))
+        assert (value is not None) == plain_ok, (lenient, issues, found, json.dumps(doc)[:400])
+        if value is None or not isinstance(doc, dict):
+            continue
+        typed = graph_json_plain.typed(doc)
+        assert graph_json_plain.to_data(typed) == to_data(value)
+        g, checked = graph_json.check_document(doc)
+        assert g is not None and isinstance(g.model, graph_json_plain.Graph)
+        assert [i.path for i in checked] == [i.path for i in issues], (checked, issues)
+        for node, want in zip(typed.nodes, value.nodes):
+            assert type(node).__name__ == type(want).__name__ and node.name == want.name
+        if not checked:
+            assert graph_json.structure_issues(g) == graph_json.structure_issues(graph_json.GraphDocument(value, doc))
+
+
+def _graph_vectors() -> list[Path]:
+    out = []
+    for p in sorted((ROOT / "vectors" / "graph-json").glob("*.graph.json")):
+        try:
+            json.loads(p.read_bytes())
+        except ValueError:
+            continue
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("path", _graph_vectors(), ids=lambda p: p.name)
+def test_both_back_ends_agree_on_the_graph_vectors(path):
+    _graph_agree(json.loads(path.read_bytes()))
+
+
+def test_the_graph_vectors_are_there():
+    assert len(_graph_vectors()) >= 15
+
+
+@st.composite
+def broken_graphs(draw: Any) -> Any:
+    """A valid graph with one place changed: a value replaced, a key dropped or added."""
+    from mlf_spec.strategies import graph_jsons
+
+    doc = json.loads(draw(graph_jsons()))
+    return _break(draw, doc) if draw(st.booleans()) else doc
+
+
+@settings(max_examples=60)
+@given(broken_graphs())
+def test_both_back_ends_agree_on_graphs(doc):
+    _graph_agree(doc)
+
+
 def test_shape_detection_gives_the_models_verdicts():
     """metadata.detect finds the versions a document fits with the plain validators; the
     fits are the (version, style) pairs whose pydantic model accepts the document."""
@@ -149,15 +246,28 @@ def _modules_after(argv: list[str]) -> set[str]:
     return set(line[len("MODULES:"):].split(","))
 
 
-def test_reading_params_and_blobs_imports_no_pydantic(tmp_path):
-    """params dump, params check, blob dump and check of a .params file run without
-    pydantic (archives still validate metadata.json through it: see issue 20's notes)."""
+def test_reading_imports_no_pydantic(tmp_path):
+    """params dump, params check, blob dump, check of a .params file and check and inspect
+    of MLF archives (graph and AOT, text and JSON) run without pydantic."""
+    import sys
+
     from mlf_spec import params
 
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from make_example_artifacts import aot_archive_object, small_archive
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
     p = tmp_path / "a.params"
     params.save({"w": __import__("numpy").ones(3, "float32")}, p)
     blob = sorted((ROOT / "vectors" / "blob").glob("*.bin"))[0]
-    for argv in (["params", "dump", str(p)], ["params", "check", str(p)], ["check", str(p)], ["blob", "dump", str(blob)]):
+    graph, aot = tmp_path / "graph.tar", tmp_path / "aot.tar"
+    graph.write_bytes(small_archive())
+    aot_archive_object().write(aot)
+    for argv in (["params", "dump", str(p)], ["params", "check", str(p)], ["check", str(p)], ["blob", "dump", str(blob)],
+                 ["check", str(graph)], ["check", "--json", str(aot)], ["inspect", str(graph)],
+                 ["inspect", "--json", str(aot)]):
         mods = _modules_after(argv)
-        assert f"mlf_spec.cli.{argv[0]}" in mods, argv  # the command ran
+        assert f"mlf_spec.cli.{COMMANDS[argv[0]][0]}" in mods, argv  # the command ran
         assert "pydantic" not in mods, argv
+    assert "mlf_spec.mlf.check" in _modules_after(["check", str(graph)])  # the archive was checked

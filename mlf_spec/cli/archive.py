@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import argparse
 import io
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mlf_spec.errors import MlfError
 from mlf_spec.generated import mlf_revisions_timeline as _revisions
 
 from . import _batch, add_command
 from ._text import printable
-
-if TYPE_CHECKING:
-    from mlf_spec.mlf.archive import Archive
 
 ACCEPT = frozenset({"mlf-archive"})
 #: Metadata versions, for --version (the spec's, from the small generated timeline of revisions).
@@ -46,119 +42,18 @@ def member_limit(args: argparse.Namespace) -> dict[str, int]:
     return {} if args.max_member_size is None else {"max_member_size": args.max_member_size}
 
 
-def _int(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
-
-def _memory(data: Any, style: str | None) -> dict[str, Any]:
-    """The memory summary of one module's metadata as plain data (read defensively: the
-    document may depart from its version's model)."""
-    out: dict[str, Any] = {"main": [], "workspace_size_bytes": 0, "operator_functions": 0, "sids": 0, "sids_bytes": 0}
-    memory = data.get("memory") if isinstance(data, dict) else None
-    if isinstance(memory, list):  # version 1: the storage ids
-        out["sids"] = len(memory)
-        out["sids_bytes"] = sum(_int(s.get("size_bytes")) for s in memory if isinstance(s, dict))
-        return out
-    if not isinstance(memory, dict):
-        return out
-    if style == "operator":  # PrimFunc -> buffers
-        out["operator_functions"] = len(memory)
-        return out
-    fn = memory.get("functions")
-    fn = fn if isinstance(fn, dict) else {}
-    main = [e for e in fn.get("main") or [] if isinstance(e, dict)] if isinstance(fn.get("main"), list) else []
-    ops = fn.get("operator_functions")
-    sids = memory.get("sids") if isinstance(memory.get("sids"), list) else []
-    out.update(main=main, workspace_size_bytes=sum(_int(e.get("workspace_size_bytes")) for e in main),
-               operator_functions=len(ops) if isinstance(ops, list) else 0, sids=len(sids),
-               sids_bytes=sum(_int(s.get("size_bytes")) for s in sids if isinstance(s, dict)))
-    return out
-
-
-def inspect_document(a: Archive, problems: list[str] | None = None) -> dict[str, Any]:
-    """The JSON document of ``inspect --json`` (schema: mlf_inspect_output). Parts that
-    cannot be read (a broken params file or graph) are null and described in ``problems``;
-    a metadata.json that departs from its version's model is shown as far as it goes, the
-    departures in ``deviations``."""
-    from mlf_spec.generated._recordlib import Record, to_data
-    from mlf_spec.graph import codec as _graph
-    from mlf_spec.mlf import check as _check
-    from mlf_spec.mlf import metadata as _md
-
-    problems = [] if problems is None else problems
-    reading = _check.read_metadata(a)
-    v, style, md = reading.version, reading.style, reading.metadata
-    if v is not None and style is not None:
-        placements = a.placements(v, style, list(reading.modules))
-        mods = a.modules_of(reading.modules, v, style)
-    else:
-        placements, mods = {}, {}
-    modules = []
-    for name, mod in mods.items():
-        data = to_data(mod.metadata) if isinstance(mod.metadata, Record) else mod.metadata
-        params = None
-        try:
-            lazy = mod.params
-        except MlfError as exc:
-            problems.append(f"module {name!r}: params unreadable: {exc}")
-            lazy = None
-        if lazy is not None:
-            params = [{"name": i.name, "dtype": i.dtype.name, "shape": list(i.shape), "offset": i.offset,
-                       "nbytes": i.nbytes} for i in lazy.index]
-        graph = None
-        try:
-            g = mod.graph
-        except MlfError as exc:
-            problems.append(f"module {name!r}: graph unreadable: {exc}")
-            g = None
-        if g is not None and _graph.structure_issues(g):
-            problems.append(f"module {name!r}: graph inconsistent: {_graph.structure_issues(g)[0].message}")
-            g = None
-        if g is not None:
-            bound = {p["name"] for p in params or []}
-            graph = {"nodes": len(g.model.nodes), "inputs": [_input_tensor(g, n) for n in g.model_input_names(bound)],
-                     "params": [_input_tensor(g, n) for n in g.parameter_names(bound)],
-                     "outputs": [{"name": g.model.nodes[h[0]].name, "dtype": g.entry_dtype(g.entry_id(h[0], h[1])),
-                                  "shape": g.entry_shape(g.entry_id(h[0], h[1]))} for h in g.model.heads]}
-        executors = mod.field("executors") or mod.field("runtimes") or []
-        when = mod.field("export_datetime")
-        modules.append({"name": name, "targets": mod.targets,
-                        "executors": [x for x in executors if isinstance(x, str)] if isinstance(executors, list) else [],
-                        "export_datetime": when if isinstance(when, str) else None, "memory": _memory(data, style),
-                        "params": params, "graph": graph, "files": {k: list(x) for k, x in mod.files.items()}})
-    files = []
-    for m in a.members:
-        pl = placements.get(m.path)
-        files.append({"name": m.name, "type": "directory" if m.is_dir else "file", "size": m.size,
-                      "kind": pl.kind if pl is not None else None, "module": pl.module if pl is not None else None})
-    revs = _md.consistent_revisions(md) if md is not None else []
-    for pl in placements.values():
-        if pl is not None:
-            revs = [r for r in revs if r in pl.present_in]
-    unknown = list(md.unknown) if md is not None else [f.path for f in reading.findings
-                                                       if f.code == "metadata.unknown-key"]
-    return {"path": a.file, "container": "directory" if a.container == "directory" else "tar",
-            "compression": a.compression, "version": v, "style": style, "revisions": revs,
-            "unknown_keys": unknown, "deviations": [f.to_dict() for f in reading.findings],
-            "modules": modules, "files": files}
-
-
-def _input_tensor(g: Any, name: str) -> dict[str, Any]:
-    eid = g.input_entry(name)
-    return {"name": name, "dtype": g.entry_dtype(eid), "shape": g.entry_shape(eid)}
-
-
 def _inspect(args: argparse.Namespace) -> int:
     return _batch.run(args, _inspect_one, accept=ACCEPT, what="an MLF archive")
 
 
 def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import archive as _archive
+    from mlf_spec.mlf.inspection import inspect_document
 
     _batch.guard(inp, ACCEPT, "an MLF archive")
     problems: list[str] = []
     with _archive.open(inp.source, **member_limit(args)) as a:
-        doc = inspect_document(a, problems)
+        doc: dict[str, Any] = dict(inspect_document(a, problems))
     doc["path"] = inp.name
     schema = [f for f in doc["deviations"] if f["severity"] == "error"]
     if schema:

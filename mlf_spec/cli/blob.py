@@ -65,26 +65,6 @@ def register(sub: Any) -> None:
     ext.set_defaults(handler=_extract)
 
 
-def dump_document(b: Blob) -> dict[str, Any]:
-    """The JSON document of ``blob dump --json`` for one blob (schema: generated/schemas/blob_dump)."""
-    import hashlib
-
-    from mlf_spec._text import text_and_hex
-
-    modules = []
-    for e in b.entries:
-        kind, kind_hex = text_and_hex(e.kind)
-        modules.append({"index": e.index, "kind": kind, **({"kind_hex": kind_hex} if kind_hex is not None else {}),
-                        "payload_bytes": e.payload_size, "payload_offset": e.payload_offset,
-                        "payload_sha256": hashlib.sha256(b.payload_bytes(e)).hexdigest()
-                        if e.payload_offset is not None else None,
-                        "functions": [text_and_hex(f)[0] for f in e.functions]})
-    tree = None if b.row_ptr is None else {"row_ptr": list(b.row_ptr), "child_indices": list(b.child_indices or ())}
-    findings = [{"code": f.code, "severity": f.severity, "message": f.message, "module": f.module} for f in b.findings]
-    return {"format": b.format, "symbol": b.full_symbol, "size": len(b.data), "file_offset": b.file_offset,
-            "era": b.era_label, "modules": modules, "import_tree": tree, "findings": findings}
-
-
 def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
     """Every blob of one input (none for a TVM library without one; NotAnArtifactError for a
     file without a blob that nothing shows TVM wrote)."""
@@ -111,6 +91,8 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         return _batch.Outcome(0, text=f"{inp.name}: no module blob ({why}): export_library embeds one only when "
                               "the root module has imports")
     if args.json:
+        from mlf_spec.blob.listing import dump_document
+
         return _batch.Outcome(0, doc={"path": inp.name, "blobs": [dump_document(b) for b in blobs]})
     out = io.StringIO()
     for b in blobs:

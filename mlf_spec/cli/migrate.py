@@ -72,10 +72,10 @@ def _run(args: argparse.Namespace) -> int:
     command: str = args.migrate_command
     if not args.dry_run and not args.output:
         return _fail(f"{command} needs -o OUT (or --dry-run)", 2)
-    unknown = [n for n in args.accept_loss if n not in _migrate.LOSSES]
-    if unknown:
-        return _fail(f"no loss is called {unknown[0]!r}; the names are listed in generated/docs/mlf_migrations.md "
-                     f"(e.g. {', '.join(sorted(_migrate.LOSSES)[:2])})", 2)
+    try:
+        _migrate.check_loss_names(args.accept_loss)
+    except MigrationError as exc:
+        return _fail(exc.message, 2)
     args.to_version = args.to if args.to is not None else _md.LATEST
     args.skipped = []
     inputs = list(_batch.expand(args.paths, ACCEPT, args.skipped))
@@ -139,9 +139,9 @@ def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         return r.outcome(None, "refused", str(exc), 1, exc=exc)
     with plan:
         plan.source = inp.name
-        wrong = (command == "upgrade" and to < plan.source_version) or \
-                (command == "downgrade" and to > plan.source_version)
-        if wrong:
+        try:
+            _migrate.check_direction(command, plan.source_version, to)
+        except MigrationError:
             other = "downgrade" if command == "upgrade" else "upgrade"
             why = (f"this is version {plan.source_version}, already {'below' if command == 'downgrade' else 'above'}"
                    f" {to}; {command} --to {to} goes the other way (use `mlf-spec {other}`)")
@@ -180,11 +180,12 @@ def _refused_text(plan: _migrate.Plan, missing: list[str]) -> str:
 def document(args: argparse.Namespace, name: str, to: int, plan: _migrate.Plan | None, status: str,
              reason: str | None, exc: Exception | None = None, output: str | None = None) -> dict[str, Any]:
     """The JSON report of one input (schema: mlf_migrate_output)."""
+    from mlf_spec.mlf import migrate as _migrate
+
     d = plan.to_dict() if plan is not None and status != "skipped" else {}
     err = exc if isinstance(exc, MigrationError) else None
     source_version = plan.source_version if plan is not None else err.source_version if err else None
-    direction = "none" if source_version is None or source_version == to else (
-        "upgrade" if to > source_version else "downgrade")
+    direction = "none" if source_version is None else _migrate.direction(source_version, to)
     return {
         "input": name, "output": output, "kind": plan.kind if plan else err.kind if err else None,
         "style": plan.style if plan else err.style if err else None, "from_version": source_version,

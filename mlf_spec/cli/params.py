@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import io
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _batch, add_command
 from ._options import dialect
 from ._text import printable, table
-
-if TYPE_CHECKING:
-    from mlf_spec.params.codec import LazyParams
 
 ACCEPT = frozenset({"params"})
 #: Kinds ``params convert`` reads, with the reader's format name.
@@ -64,41 +61,17 @@ def register(sub: Any) -> None:
     conv.set_defaults(handler=_convert)
 
 
-def dump_document(lazy: LazyParams, *, stats: bool = False, values: int | None = None) -> dict[str, Any]:
-    """The JSON document of ``params dump --json`` (schema: generated/schemas/params_dump);
-    ``stats`` and ``values`` add each tensor's numbers and first elements."""
-    import hashlib
-
-    from mlf_spec.params import stats as _stats
-    from mlf_spec.params.codec import json_name
-
-    tensors = []
-    for info in lazy.index:
-        digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
-        entry = {**json_name(info.name), "dtype": info.dtype.name, "shape": list(info.shape),
-                 "offset": info.offset, "nbytes": info.nbytes, "sha256": digest}
-        if stats or values:
-            flat = _stats.values_of(lazy.tensor(info), lazy.dialect)
-            if stats:
-                entry["stats"] = _stats.tensor_stats(flat)
-            if values:
-                entry["values"] = _stats.first_values(flat, values)
-        tensors.append(entry)
-    return {"format": "tvm-params", "dialect": lazy.dialect.id, "dialect_choice": lazy.choice.to_dict(),
-            "trailing_bytes": lazy.trailing_bytes, "tensors": tensors}
-
-
 def _dump(args: argparse.Namespace) -> int:
     return _batch.run(args, _dump_one, accept=ACCEPT, what="a .params file")
 
 
 def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.params import codec as _params
+    from mlf_spec.params.listing import dump_document
 
     _batch.guard(inp, ACCEPT, "a .params file")
     with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
-        doc = dump_document(lazy, stats=args.stats, values=args.values)
-        doc = {"path": inp.name, **doc}
+        doc = dump_document(lazy, path=inp.name, stats=args.stats, values=args.values)
         if args.json:
             return _batch.Outcome(0, doc=doc)
         out = io.StringIO()

@@ -75,7 +75,8 @@ READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.
            "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource", "mlf_spec.blob.export_tar",
            "mlf_spec.graph.codec", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
            "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
-           "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params")
+           "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
+           "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing")
 
 
 def register(t: Target) -> Target:
@@ -693,7 +694,8 @@ def _json_output(what: str, text: str) -> None:
 
 
 @target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
-        modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params"),
+        modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
+                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing"),
         imports=READERS, max_len=1 << 17)
 def cli(data: bytes) -> None:
     """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
@@ -786,7 +788,8 @@ RENDER_BASE = 64 << 10
 
 
 @target("text_render", "cli", seeds="container", mutator=container_mutator, memory=MemoryBudget(512),
-        modules=("mlf_spec.cli.blob", "mlf_spec.cli.archive", "mlf_spec.diff.blob", "mlf_spec.cli._text"),
+        modules=("mlf_spec.cli.blob", "mlf_spec.cli.archive", "mlf_spec.diff.blob", "mlf_spec.cli._text",
+                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing"),
         imports=READERS, max_len=1 << 17)
 def text_render(data: bytes) -> None:
     """The text output of ``blob dump``, ``inspect``, ``params dump`` and ``diff`` (the input

@@ -13,6 +13,11 @@ An MLF archive stores the compiler's string verbatim; :func:`dumps` is for new g
 (strategies, hand-built archives) and reproduces dmlc's JSONWriter layout: newline and two
 spaces per level, ``", "`` then a newline between members, integer arrays of at most 10
 elements on one line, strings escaped only for ``\\r \\n \\\\ \\t \\"``.
+
+Documents are validated with the generated plain validators and read into the generated
+plain typed records (``mlf_spec.generated.graph_json_plain``: no pydantic); the pydantic
+model (:data:`Graph`, loaded when asked for) words the issues of an invalid document and
+gives the JSON Schema. A test keeps both back ends in agreement.
 """
 
 from __future__ import annotations
@@ -20,22 +25,25 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlf_spec._records import Issue, load_json, raise_issues, validate
+from mlf_spec._records import Issue, json_path, load_json, raise_issues, validate
 from mlf_spec.errors import ValidationError
-from mlf_spec.generated import graph_json_models as _models
-from mlf_spec.generated.graph_json_models import Graph
+
+if TYPE_CHECKING:
+    from mlf_spec.generated.graph_json_models import Graph  # noqa: F401  # the pydantic model, loaded lazily (__getattr__)
 
 _SIZE_RE = re.compile(r"^[a-zA-Z]+([0-9]+)$")
 
 
 @dataclass
 class GraphDocument:
-    """A parsed and validated graph: ``model`` (typed), ``data`` (plain JSON, key order kept),
-    ``text`` (the text read, verbatim) and ``unknown`` (paths of unknown keys, lenient mode)."""
+    """A parsed and validated graph: ``model`` (typed: the plain records of
+    ``generated.graph_json_plain``, attribute names as in the pydantic :data:`Graph`),
+    ``data`` (plain JSON, key order kept), ``text`` (the text read, verbatim) and ``unknown``
+    (paths of unknown keys, lenient mode)."""
 
-    model: Graph
+    model: Any
     data: dict[str, Any]
     text: str | None = None
     unknown: tuple[str, ...] = ()
@@ -91,7 +99,7 @@ def parse(text: bytes | str, *, lenient: bool = False, file: str | None = None) 
     data = load_json(text, file, "graph JSON")
     if not isinstance(data, dict):
         raise ValidationError(f"graph JSON is a {type(data).__name__}, not an object", file=file)
-    model, issues = validate(Graph, data, lenient=lenient)
+    model, issues = _validate(data, lenient)
     errors = [i for i in issues if i.kind != "unknown-key" or not lenient]
     if model is None or errors:
         raise_issues(errors or issues, file, "not a valid GraphExecutor JSON")
@@ -103,10 +111,33 @@ def check_document(data: Any) -> tuple[GraphDocument | None, list[Issue]]:
     """Every schema issue of parsed graph JSON (unknown keys reported, not fatal)."""
     if not isinstance(data, dict):
         return None, [Issue("", f"graph JSON is a {type(data).__name__}, not an object")]
-    model, issues = validate(Graph, data, lenient=True)
+    model, issues = _validate(data, True)
     if model is None:
         return None, issues
     return GraphDocument(model, data, None, tuple(i.path for i in issues if i.kind == "unknown-key")), issues
+
+
+def _validate(data: dict[str, Any], lenient: bool) -> tuple[Any, list[Issue]]:
+    """(typed graph or None, issues): the plain records when the plain validators find no
+    issue (unknown keys aside, when ``lenient``), else the pydantic model's verdict and words."""
+    from mlf_spec.generated import graph_json_plain as _plain
+
+    found = _plain.validate(data)
+    if not found or (lenient and all(message == "unknown key" for _, message in found)):
+        return _plain.typed(data), [Issue(json_path(path), "unknown key", "unknown-key") for path, _ in found]
+    return validate(_models().Graph, data, lenient=lenient)
+
+
+def _models() -> Any:
+    from mlf_spec.generated import graph_json_models
+
+    return graph_json_models
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Graph":  # the pydantic model, loaded when asked for
+        return _models().Graph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _bits(dtype: str) -> int | None:
@@ -214,7 +245,7 @@ def dumps(data: Any) -> str:
     plain JSON data or a :class:`GraphDocument` (whose ``data`` keeps the key order)."""
     if isinstance(data, GraphDocument):
         data = data.data
-    multiline = [tuple(p) for p in _models.MULTILINE_PATHS]
+    multiline = [tuple(p) for p in _models().MULTILINE_PATHS]
     out: list[str] = []
 
     def write(v: Any, path: tuple, depth: int) -> None:

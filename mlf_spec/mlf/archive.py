@@ -28,7 +28,6 @@ import mmap
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -586,6 +585,8 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
         with contextlib.suppress(Exception):
             seekable = source.seekable() and source.tell() == 0
         if not seekable:
+            import tempfile  # only for compressed input: not on every start
+
             tmp = tempfile.TemporaryFile()
             total = 0
             while True:

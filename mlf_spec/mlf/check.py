@@ -75,7 +75,12 @@ def check(source: Any, *, version: int | None = None, max_member_size: int = _ar
     declared version is an error finding); ``tvm`` adds the verdict of that TVM version's
     readers (``report.tvm``, see :mod:`mlf_spec.mlf.readers`). The size limits are those of
     :func:`mlf_spec.archive.open`. Raises MlfError when the input cannot be read at all
-    (not a tar, unsafe members, a limit exceeded)."""
+    (not a tar, unsafe members, a limit exceeded), UnsupportedError before reading for a
+    ``tvm`` that names no TVM version the spec describes."""
+    if tvm is not None:
+        from mlf_spec import versions as _versions
+
+        _versions.known(tvm)
     name = source if isinstance(source, str) else (os.fspath(source) if isinstance(source, os.PathLike) else None)
     with _archive.open(source, max_member_size=max_member_size, max_members=max_members,
                        max_total_size=max_total_size) as a:
@@ -595,7 +600,7 @@ def _sids_checks(md: _md.Metadata, rec: Any, base: tuple, g: _graph.GraphDocumen
     except MlfError as exc:
         c.add("sids.mismatch", json_path(where), f"the writer could not derive sids from the graph: {exc.message}", member=member)
         return
-    have = [_md._recordlib.to_data(s) for s in sids]
+    have = [_md.to_data(s) for s in sids]
     for i in range(max(len(want), len(have))):
         w = want[i] if i < len(want) else None
         h = have[i] if i < len(have) else None

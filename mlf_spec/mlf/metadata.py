@@ -12,24 +12,37 @@ Everything version-specific comes from the spec (spec/records/mlf.yaml through t
 required, their types and rules, the roots (full-model and operator documents) and how TVM
 dumped each of them. :func:`spec` returns a version's spec as data (records, keys, docs,
 revisions) for engines such as migrations.
+
+Two back ends state the same rules: the pydantic models (the typed public API: :func:`parse`,
+:func:`load`, :func:`build`) and the generated plain validators and typed records
+(``mlf_spec.generated.mlf_plain``), which :func:`check_document` and :func:`detect` use so
+that checking and inspecting an archive never import pydantic when the document is valid
+(pydantic then only words the issues of an invalid one). Both kinds of typed document
+answer the same attribute names; :func:`to_data`, :func:`dumps` and
+:func:`consistent_revisions` take either.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
+import functools
 import importlib
 import os
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlf_spec._records import Issue, json_path, load_json, raise_issues, validate
 from mlf_spec.errors import MlfError, ValidationError
-from mlf_spec.generated import _recordlib
 from mlf_spec.generated import mlf_ir as _ir
 from mlf_spec.generated import mlf_revisions_timeline as _timeline
+
+if TYPE_CHECKING:
+    from mlf_spec.generated import _recordlib
 
 VERSIONS: tuple[int, ...] = tuple(_ir.VERSIONS)
 LATEST: int = VERSIONS[-1]
@@ -116,13 +129,12 @@ def detect(doc: Any, *, shapes: bool = True) -> Detection:
     style = style_of(doc, version) if version is not None else None
     fits: list[tuple[int, str]] = []
     if shapes and isinstance(doc, dict):
-        from mlf_spec.generated import mlf_plain as _plain
-
+        plain = _plain()
         for v in VERSIONS:
             trial = dict(doc)
             trial["version"] = v
             s = style_of(trial, v)
-            if not _plain.validate(trial, v, s):  # the pydantic models' verdict, without building them
+            if not plain.validate(trial, v, s):  # the pydantic models' verdict, without building them
                 fits.append((v, s))
         if style is None and fits:
             style = fits[-1][1]
@@ -131,10 +143,11 @@ def detect(doc: Any, *, shapes: bool = True) -> Detection:
 
 class Metadata:
     """A validated metadata document: ``version``, ``style``, the typed ``document`` (a model
-    of ``mlf_v<N>_models``), ``modules`` (module name -> per-module metadata), ``raw`` (the
+    of ``mlf_v<N>_models``, or a plain typed record of ``mlf_plain`` when read by the
+    checks), ``modules`` (module name -> per-module metadata), ``raw`` (the
     bytes read, if any) and ``unknown`` (JSON paths of unknown keys kept by lenient reading)."""
 
-    def __init__(self, version: int, style: str, document: _recordlib.Record, *, raw: bytes | None = None,
+    def __init__(self, version: int, style: str, document: Any, *, raw: bytes | None = None,
                  unknown: list[str] | None = None, file: str | None = None) -> None:
         self.version = version
         self.style = style
@@ -144,7 +157,7 @@ class Metadata:
         self.file = file
 
     @property
-    def modules(self) -> dict[str, _recordlib.Record]:
+    def modules(self) -> dict[str, Any]:
         """Module name -> its metadata: the ``modules`` of a version 7 full-model document,
         else the document itself under its ``model_name``."""
         doc = self.document
@@ -155,7 +168,7 @@ class Metadata:
 
     def to_data(self) -> dict[str, Any]:
         """The document as plain JSON data (declared keys in spec order, then unknown keys)."""
-        return _recordlib.to_data(self.document)
+        return to_data(self.document)
 
     def dumps(self) -> bytes:
         """The bytes TVM's writer produced for this content (its json.dump options)."""
@@ -163,6 +176,39 @@ class Metadata:
 
     def __repr__(self) -> str:
         return f"<Metadata v{self.version} {self.style} modules={list(self.modules)}>"
+
+
+def _plain() -> ModuleType:
+    from mlf_spec.generated import mlf_plain
+
+    return mlf_plain
+
+
+def _is_model(value: Any) -> bool:
+    """Whether ``value`` is a pydantic record (none exists unless their library was loaded)."""
+    lib = sys.modules.get("mlf_spec.generated._recordlib")
+    return lib is not None and isinstance(value, lib.Record)
+
+
+def to_data(value: Any, numeric_keys: bool = False) -> Any:
+    """Plain JSON data of a typed document or record, pydantic or plain (declared keys that
+    are set in spec order, then unknown keys; lists, dicts and plain values as they are).
+    With ``numeric_keys``, maps declared with int keys get int keys (for ``sort_keys``)."""
+    if _is_model(value):
+        return sys.modules["mlf_spec.generated._recordlib"].to_data(value, numeric_keys)
+    if isinstance(value, dict):
+        return {k: to_data(v, numeric_keys) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_data(v, numeric_keys) for v in value]
+    return _plain().to_data(value, numeric_keys)
+
+
+def fields_set(value: Any) -> frozenset[str]:
+    """The attribute names of the declared keys a typed record (pydantic or plain) was read
+    with (unknown keys are not fields)."""
+    if _is_model(value):
+        return frozenset(value.model_fields_set & set(type(value).model_fields))
+    return value.fields_set
 
 
 def validate_document(doc: Any, version: int, style: str, *, lenient: bool = False) -> tuple[Any, list[Issue]]:
@@ -211,10 +257,15 @@ def unknown_keys(doc: Any, version: int, style: str) -> list[str]:
 def check_document(doc: Any, version: int, style: str) -> tuple[Any, list[Issue]]:
     """Every issue of a parsed document against ``version``/``style``: all unknown keys
     (``unknown-key``) and the schema problems; the typed document when there are none
-    except unknown keys (read leniently)."""
+    except unknown keys (read leniently). The typed document is a plain typed record of
+    ``mlf_spec.generated.mlf_plain`` (no pydantic); the issues of an invalid document are
+    worded by the pydantic model."""
     if not isinstance(doc, dict):
         return None, [Issue("", f"a metadata document is a JSON object, not {type(doc).__name__}")]
     unknown = [Issue(p, "unknown key", "unknown-key") for p in unknown_keys(doc, version, style)]
+    plain = _plain()
+    if all(message == "unknown key" for _, message in plain.validate(doc, version, style)):
+        return plain.typed(doc, version, style), unknown
     value, issues = validate(model_for(version, style), doc, lenient=True)
     return value, unknown + [i for i in issues if i.kind != "unknown-key"]
 
@@ -282,16 +333,29 @@ def dumps(value: Metadata | _recordlib.Record | dict[str, Any], version: int | N
             for r in _ir.PROJECTIONS[v]["roots"]:
                 if r["class"] == name and type(value).__module__.endswith(f"_v{v}_models"):
                     version, style = v, r["style"]
+            for s, (_, cls) in _plain().ROOTS[v].items() if not _is_model(value) else ():
+                if type(value) is cls:
+                    version, style = v, s
     if version is None or style is None:
         raise MlfError("cannot tell the version and style of this document; pass them")
-    text = _recordlib.dump_json(value, **json_options(version, style))
+    lib = sys.modules["mlf_spec.generated._recordlib"] if _is_model(value) else _plain()
+    text = lib.dump_json(value, **json_options(version, style))
     return text.encode("ascii" if json_options(version, style)["ensure_ascii"] else "utf-8")
+
+
+#: TVM's format written out with its usual zero padding: such text needs no strptime
+_DATETIME_PADDED = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
 
 
 def datetime_valid(text: str) -> bool:
     """Whether ``export_datetime`` is a real date and time in TVM's format."""
+    m = _DATETIME_PADDED.fullmatch(text) if isinstance(text, str) else None
     try:
-        datetime.datetime.strptime(text, DATETIME_FORMAT)
+        if m is not None:  # strptime's verdict on such text, without importing _strptime (start-up)
+            y, mo, d, h, mi, sec = (int(g) for g in m.groups())
+            datetime.datetime(y, mo, d, h, mi, sec)
+        else:
+            datetime.datetime.strptime(text, DATETIME_FORMAT)
     except (ValueError, TypeError):
         return False
     return True
@@ -354,11 +418,12 @@ def compose(values: dict[str, Any], version: int, style: str, revision: str | No
 # ----------------------------------------------------------------- revisions
 
 
-def _span(since: str | None, until: str | None) -> set[str]:
+@functools.cache
+def _span(since: str | None, until: str | None) -> frozenset[str]:
     ids = [r["id"] for r in _timeline.REVISIONS]
     lo = ids.index(since) if since else 0
     hi = ids.index(until) if until else len(ids)
-    return set(ids[lo:hi])
+    return frozenset(ids[lo:hi])
 
 
 def _admits(type_text: str, value: Any) -> bool:
@@ -380,16 +445,20 @@ def consistent_revisions(md: Metadata) -> list[str]:
     allowed &= set(root["present_in"])
     by_class = {rec["class"]: name for name, rec in proj["records"].items()}
 
+    plain = _plain()
+
     def visit(value: Any) -> None:
         nonlocal allowed
-        if isinstance(value, _recordlib.Record):
-            rname = by_class.get(type(value).__name__)
+        model = _is_model(value)
+        if model or isinstance(value, plain.PlainRecord):
+            rname = by_class.get(type(value).__name__) if model else value.RECORD
             if rname is None:
                 return
             rec = proj["records"][rname]
             allowed &= set(rec["present_in"])
+            present = fields_set(value)
             for f in rec["fields"]:
-                if f["ident"] in value.model_fields_set:
+                if f["ident"] in present:
                     v = getattr(value, f["ident"])
                     entries = [e for e in _ir.RECORDS[rname]["fields"] if e["name"] == f["name"]]
                     ok: set[str] = set()
@@ -412,6 +481,6 @@ def consistent_revisions(md: Metadata) -> list[str]:
 
 
 __all__ = ["DATETIME_FORMAT", "LATEST", "STYLES", "VERSIONS", "Candidates", "Detection", "Metadata", "build",
-           "check_document", "compose", "consistent_revisions", "datetime_valid", "declared_version", "detect", "dumps", "from_document",
+           "check_document", "compose", "consistent_revisions", "datetime_valid", "declared_version", "detect", "dumps", "fields_set", "from_document",
            "json_options", "json_path", "load", "model_for", "models", "parse", "revisions", "spec", "style_of",
-           "styles", "unknown_keys", "validate_document"]
+           "styles", "to_data", "unknown_keys", "validate_document"]

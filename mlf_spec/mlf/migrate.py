@@ -1127,10 +1127,7 @@ def apply(p: Plan, accept_loss: Iterable[str] = (), *, output: str | os.PathLike
     only with ``overwrite``; never over the input). All or nothing: a failure leaves the
     output path as it was."""
     accept = list(accept_loss)
-    unknown = [n for n in accept if n not in LOSSES]
-    if unknown:
-        raise MigrationError(f"no loss is called {unknown[0]!r}; losses are named step.loss, e.g. "
-                             f"{', '.join(sorted(LOSSES)[:3])} (see generated/docs/mlf_migrations.md)")
+    check_loss_names(accept)
     missing = p.unaccepted(accept)
     if missing:
         lines = []
@@ -1178,7 +1175,14 @@ def migrate(source: Source, to: int | None = None, *, accept_loss: Iterable[str]
     """:func:`plan` then :func:`apply` (see both). The source archive stays open only while
     this runs, so write the result with ``output`` (or pass an opened Archive and keep it
     open while using the result)."""
+    return _migrate(None, source, to, accept_loss, output, overwrite)
+
+
+def _migrate(wanted: str | None, source: Source, to: int | None, accept_loss: Iterable[str],
+             output: str | os.PathLike | None, overwrite: bool) -> Result:
     with plan(source, to) as p:
+        if wanted is not None:
+            check_direction(wanted, p.source_version, p.target_version)
         result = apply(p, accept_loss, output=output, overwrite=overwrite)
         if p._owned is not None and result.archive is not None and output is None:
             data = result.archive.to_bytes()
@@ -1187,13 +1191,46 @@ def migrate(source: Source, to: int | None = None, *, accept_loss: Iterable[str]
 
 
 def upgrade(source: Source, to: int | None = None, **kw: Any) -> Result:
-    """:func:`migrate` to a later version (default: the latest)."""
-    return migrate(source, to, **kw)
+    """:func:`migrate` to a later version (default: the latest); MigrationError (refusal
+    ``direction``) for a source already above ``to``."""
+    return _directed("upgrade", source, to, **kw)
 
 
 def downgrade(source: Source, to: int, **kw: Any) -> Result:
-    """:func:`migrate` to an earlier version."""
-    return migrate(source, to, **kw)
+    """:func:`migrate` to an earlier version; MigrationError (refusal ``direction``) for a
+    source already below ``to``."""
+    return _directed("downgrade", source, to, **kw)
+
+
+def _directed(wanted: str, source: Source, to: int | None, *, accept_loss: Iterable[str] = (),
+              output: str | os.PathLike | None = None, overwrite: bool = False) -> Result:
+    return _migrate(wanted, source, to, accept_loss, output, overwrite)
+
+
+def direction(source_version: int, to: int) -> str:
+    """``upgrade`` (``to`` is a later version), ``downgrade`` (an earlier one) or ``none``."""
+    return "none" if to == source_version else "upgrade" if to > source_version else "downgrade"
+
+
+def check_direction(wanted: str, source_version: int, to: int) -> None:
+    """Refuse (MigrationError, refusal ``direction``) a migration from ``source_version`` to
+    ``to`` that goes the other way than ``wanted`` (``upgrade`` or ``downgrade``); staying
+    at the same version goes neither way and passes."""
+    if wanted not in ("upgrade", "downgrade"):
+        raise ValueError(f"a direction is upgrade or downgrade, not {wanted!r}")
+    if direction(source_version, to) not in (wanted, "none"):
+        other = "downgrade" if wanted == "upgrade" else "upgrade"
+        raise MigrationError(f"this is version {source_version}, already {'below' if wanted == 'downgrade' else 'above'}"
+                             f" {to}; {wanted} to {to} goes the other way ({other} does that)", refusal="direction",
+                             source_version=source_version)
+
+
+def check_loss_names(names: Iterable[str]) -> None:
+    """Refuse (MigrationError) a name that is no loss of any step (:func:`loss_names`)."""
+    unknown = [n for n in names if n not in LOSSES]
+    if unknown:
+        raise MigrationError(f"no loss is called {unknown[0]!r}; losses are named step.loss, e.g. "
+                             f"{', '.join(sorted(LOSSES)[:3])} (see generated/docs/mlf_migrations.md)")
 
 
 def loss_names() -> list[str]:
@@ -1201,5 +1238,5 @@ def loss_names() -> list[str]:
     return sorted(LOSSES)
 
 
-__all__ = ["LOSSES", "STEPS", "Derived", "Loss", "Operation", "Plan", "Result", "Step", "apply", "downgrade",
-           "group_losses", "loss_names", "migrate", "plan", "upgrade"]
+__all__ = ["LOSSES", "STEPS", "Derived", "Loss", "Operation", "Plan", "Result", "Step", "apply", "check_direction",
+           "check_loss_names", "direction", "downgrade", "group_losses", "loss_names", "migrate", "plan", "upgrade"]

@@ -203,8 +203,9 @@ def verdict(a: _archive.Archive, version: str) -> _verdict.Verdict:
     """The verdict of TVM ``version``'s readers (``0.12``, ``v0.11.1``, ``0.16.dev0``) on an
     archive: each reader of that version with its verdict, the reasons (rules broken), the
     worst of the general readers as the verdict. A version without readers (before 0.8,
-    from 0.19) rejects with that reason. ValueError for a text that is no TVM version."""
-    reader = _versions.required(version)
+    from 0.19) rejects with that reason. UnsupportedError for a text that names no TVM version
+    the spec describes (:func:`mlf_spec.versions.known`, as every ``--tvm`` is checked)."""
+    reader = _versions.known(version)
     revision = None
     try:
         revs = _md.consistent_revisions(a.metadata)

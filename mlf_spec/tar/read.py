@@ -21,7 +21,6 @@ import contextlib
 import math
 import os
 import tarfile
-import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import IO
@@ -355,6 +354,8 @@ def decompressed(src: IO[bytes], kind: str, limit: int, *, file: str | None,
     """A temporary file holding ``src`` (a ``kind`` stream: gzip, bzip2 or xz) decompressed,
     at offset 0; refuses more than ``limit`` bytes (see :func:`mlf_spec._compress.decompress_to`).
     The caller closes it."""
+    import tempfile  # only for compressed input: not on every start
+
     tmp = tempfile.TemporaryFile()
     try:
         _compress.decompress_to(src, kind, tmp, limit, file=file, memlimit=memlimit)

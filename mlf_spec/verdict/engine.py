@@ -82,7 +82,8 @@ def _in(v: Version, since: Version | None, until: Version | None) -> bool:
 
 
 def reader_version(text: str) -> Version:
-    """The (major, minor) of a TVM version the spec describes; UnsupportedError otherwise."""
+    """The (major, minor) of a TVM version the spec describes; UnsupportedError otherwise
+    (:func:`mlf_spec.versions.known`, the one check of every ``--tvm``)."""
     return _versions.known(text)
 
 
@@ -193,7 +194,7 @@ class Verdict:
     def text(self) -> list[str]:
         """The text form, indented by two: the verdict line, then each reader with its
         reasons (or the reasons and notes), one line each."""
-        from mlf_spec.cli._text import printable
+        from mlf_spec._text import printable
 
         by = f", written by {self.writer_text or self.writer} ({self.writer_source})" if self.writer else ""
         lines = [f"  TVM {self.version}{by}: {self.verdict}"]

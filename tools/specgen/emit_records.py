@@ -7,6 +7,7 @@ import keyword
 import types
 
 from .common import camel, header
+from .emit_documents import emit_documents
 from .emit_fast import Code
 from .load import Model
 
@@ -111,6 +112,7 @@ def emit_records(model: Model, name: str) -> dict[str, str]:
         page.append("")
     page += [f"JSON Schema: [`schemas/{name}.schema.json`](../schemas/{name}.schema.json)", ""]
     return {
+        f"{name}_documents.py": emit_documents(model, name),
         f"{name}_models.py": module_src,
         f"schemas/{name}.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
         f"docs/{name}.md": "\n".join(page),

@@ -428,11 +428,14 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
     if spec.examples:
         page += _lenient_examples(mods[f"{name}_models"], roots, spec, doc)
     page += [f"JSON Schema: [`schemas/{name}.schema.json`](../schemas/{name}.schema.json)", ""]
-    return {
+    files = {
         f"{name}_models.py": src,
         f"schemas/{name}.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
         f"docs/{name}.md": "\n".join(page),
     }
+    if spec.plain:
+        files[f"{name}_plain.py"] = emit_plain(model, name)
+    return files
 
 
 def _uses_closure(model: Model, name: str) -> list[str]:

@@ -288,6 +288,8 @@ class RecordsSpec(Strict):
     timeline: str | None = Field(None, description="A timeline spec: since/until name its revisions; one model per version.")
     roots: list[RootSpec] = Field(default_factory=list, description="With a timeline: the document kinds (styles).")
     lenient: bool = Field(False, description="Models can be read leniently: unknown keys are kept and reported.")
+    plain: bool = Field(False, description="A lenient spec without a timeline: also emit plain validators and typed "
+                        "records (<name>_plain.py), the read path without pydantic (specs with a timeline always have them).")
     aliases: list[RecordAlias] = Field(default_factory=list)
     examples: list[RecordsExample] = Field(default_factory=list)
 
