@@ -3,6 +3,7 @@ the limits the README's "Safety and limits" section states.
 
     python benchmarks/hostile.py            # prints a Markdown table
     python benchmarks/hostile.py --cli      # the command-line cases: time, peak RSS, output size
+    python benchmarks/hostile.py --cli --only TEXT   # only the cases whose label holds TEXT
 
 Each case builds its input, runs the reader once to warm up imports and once measured
 (wall time; peak allocation traced by tracemalloc in a second run, since tracing slows the
@@ -209,6 +210,8 @@ CLI_CASES: list[tuple[str, Callable[[], dict[str, Any]], list[str], Callable[[],
      ["params", "convert", "in.npz", "out.params"], None),
     ("`params dump`, 10^6 zero-dimensional tensors", lambda: {"in.params": _params_many(1_000_000, 1_000_000)},
      ["params", "dump", "in.params"], None),
+    ("`params dump --json`, 10^6 zero-dimensional tensors",
+     lambda: {"in.params": _params_many(1_000_000, 1_000_000)}, ["params", "dump", "--json", "in.params"], None),
 ]
 
 
@@ -243,11 +246,14 @@ def run_cli(files: dict[str, Any], argv: list[str], stdin: bytes | None) -> tupl
         return seconds, usage.ru_maxrss * 1024, p.returncode, printed
 
 
-def main_cli() -> None:
-    """The command-line cases: each in a fresh child (peak RSS is the child's high-water mark)."""
+def main_cli(only: str | None = None) -> None:
+    """The command-line cases (those whose label holds ``only``): each in a fresh child
+    (peak RSS is the child's high-water mark)."""
     print("| command and input | input | time | peak RSS | exit | printed |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, make, argv, stdin in CLI_CASES:
+        if only is not None and only not in label:
+            continue
         files = make()
         data_in = stdin() if stdin else None
         size = sum(len(d[0]) + d[1] if isinstance(d, tuple) else len(d) for d in files.values()) + len(data_in or b"")
@@ -288,6 +294,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if "--cli" in sys.argv:
-        main_cli()
+        main_cli(sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None)
     else:
         main()

@@ -66,46 +66,51 @@ def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int)
 
 
 def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
-    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk. The
-    bulk window starts small and doubles while the run lasts, so strings of varying
-    length never make it look far ahead."""
+    """Read ``n`` length-prefixed strings in one pass. Once 8 strings in a row have one
+    length, the rest of that run is sliced in bulk; the bulk window starts small and
+    doubles while the run lasts, so strings of varying length never make it look far
+    ahead (and cost one comparison each)."""
     out: list = []
     append = out.append
     window = 32
     i = 0
+    last = -1
+    same = 0
     while i < n:
         if end - pos < 8:
             raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
         ln = U64(buf, pos)[0]
         if ln > end - pos - 8:
             raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
-        stride = 8 + ln
-        k = min(n - i, (end - pos) // stride, window)
-        # a run is probed only when the next length is the same (names of varying length
-        # then cost one comparison each)
-        if k >= 32 and U64(buf, pos + stride)[0] == ln and all(U64(buf, pos + j * stride)[0] == ln for j in range(2, 9)):
-            import numpy as np
+        if ln != last:
+            last, same, window = ln, 0, 32
+        elif same < 8:
+            same += 1
+        elif n - i >= 32:
+            stride = 8 + ln
+            k = min(n - i, (end - pos) // stride, window)
+            if k >= 32:
+                import numpy as np
 
-            lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
-            same = lens == ln
-            m = k if bool(same.all()) else int(same.argmin())
-            raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
-            if text and raw.isascii():
-                joined = raw.decode("ascii")
-                out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
-            elif text:
-                out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
-                           if ln else [""] * m)
-            else:
-                out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
-            pos += m * stride
-            i += m
-            window = min(window * 2, 1 << 16) if m == k else 32
-            continue
-        window = 32
-        chunk = buf[pos + 8:pos + stride]
-        append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
-        pos += stride
+                lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
+                eq = lens == ln
+                m = k if bool(eq.all()) else int(eq.argmin())
+                raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
+                if text and raw.isascii():
+                    joined = raw.decode("ascii")
+                    out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
+                elif text:
+                    out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
+                               if ln else [""] * m)
+                else:
+                    out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
+                pos += m * stride
+                i += m
+                window = min(window * 2, 1 << 16) if m == k else 32
+                continue
+        nxt = pos + 8 + ln
+        append(str(buf[pos + 8:nxt], "utf-8", "surrogateescape") if text else bytes(buf[pos + 8:nxt]))
+        pos = nxt
         i += 1
     return out, pos
 

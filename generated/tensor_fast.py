@@ -256,3 +256,42 @@ TENSOR_RECORD_OFFSETS = {'magic': 0, 'reserved': 8, 'device': 16, 'ndim': 24, 'd
 def start_of_tensor_record(rec: TensorRecord) -> int:
     """Offset of the first byte of ``rec`` in the buffer it was read from."""
     return rec.data_offset - (40 + len(rec.shape) * 8)
+
+
+#: The values of a tensor_record header as ``read_tensor_record_heads`` gives them: one flat tuple,
+#: the entries of ``shape`` in the place of ``shape``.
+TENSOR_RECORD_HEAD_FIELDS = ('magic', 'reserved', 'device_type', 'device_id', 'ndim', 'dtype_code', 'dtype_bits', 'dtype_lanes', 'shape', 'data_byte_size')
+_TENSOR_RECORD_HEADS = tuple(struct.Struct('<QQiiiBBH' + 'q' * _k + 'q') for _k in range(5))
+_TENSOR_RECORD_COUNT = struct.Struct('<i').unpack_from
+
+
+def read_tensor_record_heads(buf: Buffer, pos: int, stop: int, end: int, n: int, base: int, heads: list, offsets: list, era: tuple[int, ...] = LATEST) -> int:
+    """Read up to ``n`` consecutive tensor_record records from ``pos`` whose headers end by ``stop``,
+    each header in one unpack when ``shape`` has fewer than 5 entries (else by ``read_tensor_record``),
+    with every check of ``read_tensor_record``; a record that breaks one is read again by
+    ``read_tensor_record``, which raises the error it names. Appends each header's values to
+    ``heads`` (a flat tuple, see TENSOR_RECORD_HEAD_FIELDS) and ``base`` plus where its data starts
+    to ``offsets``; the payload must end by ``end``. Returns the offset after the last
+    record read (fewer than ``n`` when the next header does not end by ``stop``)."""
+    table = _TENSOR_RECORD_HEADS
+    append, place = heads.append, offsets.append
+    while n > 0 and stop - pos >= 28:
+        _k = _TENSOR_RECORD_COUNT(buf, pos + 24)[0]
+        at = pos + 40 + 8 * _k
+        if 0 <= _k < 5 and at <= stop:
+            v = table[_k].unpack_from(buf, pos)
+            shape = v[8:-1]
+            if v[0] != 0xdd5e40f096b4a13f or not (v[2] == 1) or not (0 <= v[4] <= 64) or (shape and (min(shape) < 0)) or v[-1] != _prod(shape) * -(-v[6] // 8) or v[-1] < 0 or v[-1] > end - at:
+                read_tensor_record(buf, pos, end, era)  # raises the error it names
+        elif _k < 0 or at > stop:
+            if _k < 0 or at > end:  # past every input: ``read_tensor_record`` names it
+                read_tensor_record(buf, pos, end, era)
+            break
+        else:
+            rec, _ = read_tensor_record(buf, pos, end, era)
+            v = (rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], rec[7], *rec[8], rec[9])
+        append(v)
+        place(base + at)
+        pos = at + v[-1]
+        n -= 1
+    return pos

@@ -25,13 +25,15 @@ def describe(source: Any) -> str:
 
 
 @contextlib.contextmanager
-def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
-    """Yield (buffer, size, fd or None) for a path (memory-mapped), bytes-like object or
-    binary file object (read from its current position).
+def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int, int | None]]:
+    """Yield (buffer, size, fd or None) for a path (memory-mapped; with ``mapped=False``
+    read into memory), bytes-like object or binary file object (read from its current
+    position).
 
     A mapped file must not shrink while its views are in use: as with ``numpy.memmap``,
     touching a page that another process truncated away raises SIGBUS, which no Python
-    code can catch. Read a file that may change from a copy, or as bytes."""
+    code can catch. Read a file that may change with ``mapped=False`` (a file that shrinks
+    while it is read is then an MlfError), or as bytes."""
     if isinstance(source, (str, os.PathLike)):
         try:
             f = builtins.open(source, "rb")
@@ -42,7 +44,13 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
             if size == 0:
                 yield b"", 0, None
                 return
+            if not mapped:
+                yield memoryview(read_whole(f.fileno(), size)), size, f.fileno()
+                return
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if len(mm) < size:
+                mm.close()
+                raise MlfError("file shrank while it was being read", file=os.fspath(source), offset=size)
             try:
                 yield mm, size, f.fileno()
             finally:
@@ -64,6 +72,20 @@ def read_source(source: Source) -> Iterator[tuple[Any, int, int | None]]:
         yield memoryview(data), len(data), None
         return
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def read_whole(fd: int, size: int) -> bytearray:
+    """The ``size`` bytes of the file ``fd`` read into memory by pread (MlfError if the file
+    ends first: it shrank while it was being read)."""
+    out = bytearray(size)
+    view = memoryview(out)
+    done = 0
+    while done < size:
+        got = os.preadv(fd, [view[done:]], done)
+        if got <= 0:
+            raise MlfError("file shrank while it was being read", offset=done)
+        done += got
+    return out
 
 
 def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:

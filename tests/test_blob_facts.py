@@ -61,3 +61,12 @@ def test_the_symbol_a_version_writes_follows_since_and_until() -> None:
 
 def test_the_params_magic_is_the_generated_constant() -> None:
     assert sniff.PARAMS_MAGIC_BYTES == struct.pack("<Q", params_ir.CONSTANTS["PARAMS_MAGIC"])
+
+
+def test_symbol_for_takes_the_conformance_scope_value_latest():
+    """Vectors scope eras as 'latest'; the symbol of the newest grammar of each layout."""
+    from mlf_spec import blob
+
+    assert blob.symbol_for("ffi", "latest") == "__tvm_ffi__library_bin"
+    assert blob.symbol_for("legacy", "latest") == "__tvm_ffi_library_bin"
+    assert blob.symbol_for("legacy", "0.20") == "__tvm_dev_mblob"

@@ -192,3 +192,71 @@ def test_mlf_spec_written_caches_load_in_both_tvm_loaders(tmp_path):
             obs = seen[(m["id"], loader)]
             assert obs["status"] == "ok", obs
             assert {n: t["sha256"] for n, t in obs["tensors"].items()} == {n: t["sha256"] for n, t in exp.items()}
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+_UPDATES = {
+    "same-size": ({"w": np.full((64, 48), 0.5, "f4"), "b": np.arange(7, dtype="i4")}, {}),
+    "new-and-updated": ({"b": -np.arange(7, dtype="i4"), "n1": np.ones(3000, "f4"), "n2": np.arange(5, dtype="u1"),
+                         "n3": np.zeros((0, 2), "f4")}, {"meta_data": {"k": "new"}}),
+    "encode-changes": ({"h": np.ones((100, 30), "f2"), "f": np.linspace(0, 1, 40, dtype="f4")},
+                       {"encode_format": "f32-to-bf16"}),
+}
+
+
+@pytest.mark.parametrize("first_format", ["raw", "f32-to-bf16"])
+@pytest.mark.parametrize("update", sorted(_UPDATES))
+def test_update_if_exists_byte_identical_to_dump_tensor_cache(tmp_path, first_format, update):
+    """dump_tensor_cache(..., update_if_exists=True) on a cache either writer made, and
+    mlf-spec's update of the same cache: the same folder, byte for byte (other files kept)."""
+    import shutil
+
+    base = {k: v for k, v in _params(5).items() if k in ("w", "b", "h", "big", "u")}
+    params, kw = _UPDATES[update]
+    kw = {"encode_format": "raw", **kw}
+    for first in ("tvm", "ours"):
+        start = tmp_path / f"{first}-start"
+        if first == "tvm":
+            _dump_tvm(base, start, encode_format=first_format, shard_cap_mb=0.05, meta_data={"m": 1})
+        else:
+            cache.write(start, base, encode_format=first_format, shard_cap_mb=0.05, metadata={"m": 1},
+                        keep_empty=False)
+        (start / "tokenizer.json").write_text("{}")
+        theirs, ours = tmp_path / f"{first}-tvm", tmp_path / f"{first}-ours"
+        shutil.copytree(start, theirs)
+        shutil.copytree(start, ours)
+        try:
+            _dump_tvm(params, theirs, shard_cap_mb=0.05, update_if_exists=True, **kw)
+        except ValueError as exc:  # a size mismatch: mlf-spec refuses it too, and changes nothing
+            assert "size mismatch" in str(exc)
+            from mlf_spec.errors import MlfError
+
+            with pytest.raises(MlfError, match="size mismatch"):
+                cache.write(ours, params, shard_cap_mb=0.05, update_if_exists=True, keep_empty=False,
+                            metadata=kw.get("meta_data"), encode_format=kw["encode_format"])
+            assert _tree(ours) == _tree(start)
+            continue
+        cache.write(ours, params, shard_cap_mb=0.05, update_if_exists=True, keep_empty=False,
+                    metadata=kw.get("meta_data"), encode_format=kw["encode_format"])
+        assert _tree(theirs) == _tree(ours), (first, sorted(_tree(theirs)), sorted(_tree(ours)))
+        assert (ours / "tokenizer.json").read_text() == "{}"
+        with cache.open(ours) as lazy:  # what it wrote opens strictly (md5 sums match)
+            assert not [p for p in lazy.problems(md5=True) if p.code == "shard.md5"]
+
+
+def test_update_if_exists_refuses_a_size_change_and_leaves_the_folder_as_it_was(tmp_path):
+    from mlf_spec.errors import MlfError
+
+    cache.write(tmp_path / "c", {"w": np.ones(4, "f4")}, encode_format="raw")
+    before = _tree(tmp_path / "c")
+    with pytest.raises(ValueError, match="size mismatch"):
+        _dump_tvm({"w": np.ones(5, "f4")}, tmp_path / "c", encode_format="raw", update_if_exists=True)
+    (tmp_path / "c2").mkdir()
+    with pytest.raises(MlfError, match="size mismatch"):
+        cache.write(tmp_path / "c", {"x": np.ones(2, "f4"), "w": np.ones(5, "f4")}, encode_format="raw",
+                    update_if_exists=True)
+    assert _tree(tmp_path / "c") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "c2"]  # nothing left beside it

@@ -87,6 +87,22 @@ def test_netron_reads_params_and_graphs_with_its_listed_divergences(tmp_path):
     assert cases["graph-json.broken.unknown_key.graph"]["outcome"] == "xfail"
 
 
+@needs_node
+def test_web_runtime_reads_cache_folders_with_its_listed_divergences(tmp_path):
+    """@mlc-ai/web-runtime's JavaScript (record slicing, index and shard URLs) on the
+    folder-shaped cases: a testee in Node.js that speaks the protocol itself (input_dir)."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    cases = _run("web-runtime", tmp_path)
+    assert cases["tensor-cache.valid.base"]["outcome"] == "pass"  # f32-to-bf16 decoded, digests agree
+    assert cases["tensor-cache.valid.sharded"]["outcome"] == "pass"
+    assert cases["tensor-cache.broken.out-of-shard"]["outcome"] == "pass"  # getTensorCacheRecordBytes refuses
+    assert cases["tensor-cache.broken.shard-longer"]["outcome"] == "xfail"  # no shard size check
+    assert cases["tensor-cache.broken.nbytes"]["outcome"] == "xfail"  # checked in wasm, not run
+    assert _outcome(cases, "tensor-cache.v1.") == {"skip"}  # the 0.27 package fetches tensor-cache.json
+    assert _outcome(cases, "params.") == {"skip"}
+
+
 def test_mlonmcu_facts_and_its_listed_divergences(tmp_path):
     pytest.importorskip("mlonmcu")
     cases = _run("mlonmcu", tmp_path)

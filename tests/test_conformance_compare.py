@@ -102,3 +102,26 @@ def test_reading_validation_names_the_problem():
     bad = reading()
     bad["tensors"][0]["sha256"] = "xyz"
     assert "sha256" in compare.validate_reading("params", bad)
+
+
+def test_the_identical_reading_shortcut_only_takes_the_same_json_document():
+    """Case.check passes a reading that is the expected one as JSON without the rule walk and
+    the schema check: true is not 1 and 1 is not 1.0 there (the walk decides those), and every
+    expected reading of the suite matches its schema (the premise of the shortcut)."""
+    from mlf_spec.conformance import vectors
+    from mlf_spec.conformance.vectors import Answer
+
+    r = reading()
+    assert compare.same_json(r, copy.deepcopy(r))
+    assert compare.same_json({"a": 1, "b": [1, 2]}, {"b": [1, 2], "a": 1})
+    assert not compare.same_json({"a": True}, {"a": 1})
+    assert not compare.same_json([1.0], [1]) and cmp("params", [1.0], [1]) == []  # the walk: numbers by value
+    assert not compare.same_json(float("nan"), float("nan"))
+    suite = vectors.load_suite()
+    accepted = [c for c in suite if c.expected["outcome"] == "accept" and c.role != "encode"]
+    assert all(compare.validate_reading(c.kind, c.expected["reading"]) is None for c in accepted)
+    case = next(c for c in accepted if c.format == "params" and c.expected["reading"]["tensors"])
+    odd = copy.deepcopy(case.expected["reading"])
+    odd["tensors"][0]["shape"] = [True if x == 1 else x for x in odd["tensors"][0]["shape"]] + [True]
+    assert case.check(Answer.ok(reading=odd)).outcome == "fail"
+    assert case.check(Answer.ok(reading=copy.deepcopy(case.expected["reading"]))).outcome == "pass"

@@ -25,7 +25,7 @@ def suite():
 
 
 def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
-    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in suite if "rule" in c.features)
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in suite if "rule" in c.features)
     one_sided = {r: s for r, s in table.items() if not (s["accept"] and s["reject"])}
     assert not one_sided, one_sided
     # every record of .params and both blob layouts (their payloads included) has its rules in the table
@@ -33,8 +33,92 @@ def test_every_rule_a_vector_names_is_probed_on_both_sides(suite):
                  "tensor_record.device.range", "params_file.count.equals", "params_file.names.length",
                  "dl_datatype.code.table", "params_file.truncation", "ffi_body.row_ptr.range",
                  "ffi_body.child_indices.range", "ffi_module.kind.range", "import_tree.child_indices.range",
-                 "ffi_blob.truncation", "legacy_blob.truncation", "device_binary.fmap.length"):
+                 "ffi_blob.truncation", "legacy_blob.truncation", "device_binary.fmap.length",
+                 # invariants over several fields, and the era rule of the legacy layout
+                 "import_tree.rows_within.invariant", "ffi_body.rows_within.invariant",
+                 "legacy_body.tree_fits_modules.invariant", "legacy_body.single_lib.invariant"):
         assert must in table, must
+
+
+def test_every_rule_of_the_graph_json_spec_is_probed_on_both_sides(suite):
+    """Each rule of spec/records/graph_json.yaml (every field's type, required key, constant,
+    pattern, element count, unknown keys, the rules declared on fields) and of the JSON text
+    has a vector on each side: a rule added to the spec without vectors fails here."""
+    from mlf_spec.conformance.suite import graph
+
+    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in suite
+                        if c.format == "graph-json" and "rule" in c.features)
+    declared = graph.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    for must in ("graph.node_row_ptr.size", "graph.node_row_ptr.step", "graph.arg_nodes.null-nodes",
+                 "graph_attrs.storage_scope.entries", "op_attrs.num_inputs.equals", "node_entry.items",
+                 "graph.text.surrogate", "graph.text.duplicate-key"):
+        assert must in declared, must
+    by_id = {c.id: c for c in suite}
+    # a 32-bit reader wraps these back to valid values: refused
+    for vid in ("graph.arg_nodes.null-nodes.2-32-plus-1", "op_attrs.num_inputs.equals.2-32-plus-2",
+                "graph.node_row_ptr.start.from-2-32"):
+        assert by_id[f"graph-json.bound.{vid}"].expected["outcome"] == "reject", vid
+    assert by_id["graph-json.bound.graph.node_row_ptr.size.no-nodes"].expected["outcome"] == "accept"
+
+
+def test_every_rule_of_every_metadata_version_is_probed_on_both_sides(suite):
+    """Each rule of the metadata of versions 1 to 7 (every key's type, required, constant,
+    enum, pattern, minimum, element count, map keys, keys of other versions, unknown keys)
+    has a vector on each side, scoped to its version."""
+    from mlf_spec.conformance.suite import metadata
+
+    cases = [c for c in suite if c.format == "mlf-metadata" and "rule" in c.features]
+    table = rules.sides((c.features["rule"], c.expected["outcome"]) for c in cases)
+    declared = metadata.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    assert {r.split(".")[0] for r in declared} == {f"mlf_v{v}" for v in range(1, 8)}
+    for c in cases:  # a rule of version N is probed with a document of version N
+        assert {r.split(".")[0] for r in c.features["rule"]} == {f"mlf_v{c.scope['version']}"}, c.id
+    by_id = {c.id: c for c in cases}
+    assert by_id["mlf-metadata.bound.mlf_v4.full_model.executors.absent.present"].expected["outcome"] == "reject"
+    assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.0x0"].expected["outcome"] == "accept"
+    assert by_id["mlf-metadata.bound.mlf_v7.storage_entry.size_bytes.range.-0x1"].expected["outcome"] == "reject"
+
+
+def test_every_layout_rule_of_every_version_is_probed_on_both_sides(suite):
+    """Each entry of spec/layouts/mlf_layout.yaml that a version requires is present (clean)
+    and taken out (layout.missing); each entry some version or style lacks is present where
+    it belongs and added where it does not (layout.unexpected)."""
+    from mlf_spec.conformance.suite import layout
+
+    cases = [c for c in suite if c.format == "mlf-archive" and "rule" in c.features]
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in cases)
+    declared = layout.rule_ids()
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert set(table) <= set(declared), set(table) - set(declared)
+    by_id = {c.id: c for c in cases}
+    assert by_id["mlf-archive.bound.mlf_layout.relay_root.forbidden.v4.full-model"].expected["reading"]["findings"] \
+        == ["layout.unexpected"]
+    assert "layout.missing" in by_id["mlf-archive.bound.mlf_layout.graph_v1.required.v4.v4.graph"] \
+        .expected["reading"]["findings"]
+
+
+def test_every_rule_of_the_vm_executable_grammar_is_probed_on_both_sides(suite):
+    """Each rule of spec/binary/vm.yaml (relax VM bodies of every constant-tag era, relay VM
+    bodies of 0.8, 0.9-0.13 and 0.14+) is met at its exact value and broken, through blobs of
+    both layouts that hold one VM executable."""
+    from mlf_spec.generated import payloads_ir
+
+    from mlf_spec.conformance.suite.blob import vm_structs
+
+    table = rules.sides((c.features["rule"], rules.side(c.expected, c.format)) for c in suite
+                        if c.format == "blob" and "rule" in c.features)
+    declared = rules.rules_of(payloads_ir.STRUCTS, sorted(vm_structs()))
+    missing = {r: table.get(r) for r in declared if not (table.get(r, {}).get("accept") and table[r].get("reject"))}
+    assert not missing, missing
+    assert {"relax_vm_body.memory_scopes.length", "relay_vm_body.const_device_indexes.equals",
+            "relay_vm_body.virtual_devices_v09.length", "relax_constant_v016.tag.range"} <= set(declared)
 
 
 def test_the_overflow_vectors_are_refused_and_zero_beside_huge_is_read(suite):
@@ -73,6 +157,37 @@ def test_the_vectors_kill_the_mutants_of_the_independent_ffi_blob_reader(suite):
     print("\n".join(report.lines()))
     assert report.score() >= 0.90, report.lines()
     assert report.baseline_cases > 300
+
+
+@needs_gcc
+def test_the_vectors_kill_the_mutants_of_the_independent_legacy_blob_reader(suite):
+    """The legacy reader parses the string-structured payload grammars only and says so in its
+    handshake (`payloads`): the vectors holding other kinds are skipped, not listed as failures."""
+    report = harness.mutate(HERE / "legacy_blob_reader.c", suite, formats=["blob"],
+                            equivalents=HERE / "legacy_blob_reader.equivalent")
+    print("\n".join(report.lines()))
+    assert report.score() >= 0.90, report.lines()
+    assert report.baseline_cases > 400
+    assert not (HERE / "legacy_blob_reader.known-failures").exists()
+
+
+@needs_gcc
+def test_the_legacy_reader_passes_every_era_and_skips_only_undeclared_payloads(suite, tmp_path):
+    from mlf_spec.conformance import runner
+    from mlf_spec.conformance.testee import Persistent
+
+    binary, _ = harness.build(HERE / "legacy_blob_reader.c", harness.DEFAULT_BUILD, tmp_path)
+    legacy = [c for c in suite if c.format == "blob" and c.options.get("layout") == "legacy"]
+    result = runner.run(Persistent([str(binary)]), legacy, progress=False, strict_errors=True)
+    assert set(result.counts) == {"pass", "skip"}, result.counts
+    skipped = [r for r in result.results if r["outcome"] == "skip"]
+    assert all("`payloads` does not declare" in r["message"] for r in skipped)
+    ran = {r["id"] for r in result.results if r["outcome"] == "pass"}
+    eras = {c.options["era"] for c in legacy if c.id in ran}
+    assert eras >= {"0.6", "0.7", "0.8", "0.14", "0.20", "0.21"}, eras
+    for vid in ("blob.legacy.0.7.tree.two-libs", "blob.legacy.0.8.tree.two-libs", "blob.legacy.0.6.tree.flat",
+                "blob.legacy.0.21.device_binary", "blob.legacy.0.14.tree.root-without-imports"):
+        assert vid in ran, vid
 
 
 @needs_gcc

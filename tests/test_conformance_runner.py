@@ -38,7 +38,8 @@ def test_the_reference_adapter_passes_every_vector():
     bad = [r for r in result.results if r["outcome"] != "pass"]
     assert not bad, bad[:3]
     assert result.exit_status == 0
-    assert {r["format"] for r in result.results} == {"params", "blob", "graph-json", "mlf-metadata", "mlf-archive"}
+    assert {r["format"] for r in result.results} == {"params", "blob", "graph-json", "mlf-metadata", "mlf-archive",
+                                                     "tensor-cache"}
     assert {r["role"] for r in result.results} == {"decode", "encode", "migrate"}
 
 
@@ -183,7 +184,7 @@ def test_every_known_failure_of_the_tvm_adapter_has_a_reason_and_matches_a_case(
     path = adapters.load("tvm").known_failures_path()
     known = KnownFailures.load(path)
     assert len(known) > 10
-    ids = {c.id for c in vectors.load_suite(formats=["params"])}
+    ids = {c.id for c in vectors.load_suite(formats=["params", "tensor-cache"])}
     unused = [e.pattern for e in known.unused(ids) if not e.pattern.startswith("gen.")]
     assert not unused
 
@@ -244,7 +245,8 @@ def test_testee_info_is_a_valid_handshake(capfd):
     info = json.loads(capfd.readouterr().out)
     schema = json.loads((SCHEMAS / "conformance_protocol.schema.json").read_text())
     jsonschema.validate(info, schema)
-    assert {f["format"] for f in info["formats"]} == {"params", "blob", "graph-json", "mlf-metadata", "mlf-archive"}
+    assert {f["format"] for f in info["formats"]} == {"params", "blob", "graph-json", "mlf-metadata", "mlf-archive",
+                                                      "tensor-cache"}
 
 
 def test_memory_limit_applies_to_the_testee():

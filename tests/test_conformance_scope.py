@@ -124,6 +124,18 @@ def test_a_partial_reader_may_refuse_an_input_that_holds_nothing_it_reads():
     assert case("mlf-archive.valid.v7.graph").check(refused, reads=["facts"]).outcome == "fail"
 
 
+def test_a_testee_that_reports_no_reading_is_judged_on_accepting_or_refusing():
+    valid, broken = case("graph-json.valid.basic"), case("graph-json.broken.unknown_key.graph")
+    accepted = vectors.Answer.ok(reading={"format": "graph-json"})
+    refused = vectors.Answer.rejected("key x_unknown is not supported")
+    assert valid.check(accepted, reads=[]).outcome == "pass"
+    assert valid.check(refused, reads=[]).outcome == "fail"  # a valid input must be accepted
+    assert broken.check(refused, reads=[]).outcome == "pass"
+    assert broken.check(accepted, reads=[]).outcome == "fail"
+    assert "does not declare" in valid.check(vectors.Answer.ok(reading={"format": "graph-json", "nodes": []}),
+                                             reads=[]).message
+
+
 def test_rejections_a_testee_does_not_claim_are_skipped_and_the_others_still_run():
     lenient = info("mlf-metadata", not_checked=["invalid_document"])
     schema = case("mlf-metadata.broken.unknown_key-full_model.v1.graph")

@@ -30,8 +30,33 @@ def test_tvm_passes_or_is_listed_on_the_whole_suite_and_generated_cases(tmp_path
     assert by_id["params.encode.w-and-b"]["outcome"] == "pass"
     assert by_id["params.dtype.v0.21.float32.2-32"]["outcome"] == "pass"  # the same reading in TVM 0.27's dialect
     assert by_id["params.dtype.v0.13.e4m3_float8.6-8"]["outcome"] == "skip"  # another dtype numbering
+    # the tensor cache through load_tensor_cache (folder-shaped cases of index version 2)
+    assert by_id["tensor-cache.valid.sharded"]["outcome"] == "pass"
+    assert by_id["tensor-cache.broken.out-of-shard"]["outcome"] == "pass"  # Python asserts, unlike C++
+    assert by_id["tensor-cache.broken.metadata-missing"]["outcome"] == "xfail"
+    assert by_id["tensor-cache.v1.valid.base"]["outcome"] == "skip"
     generated = [r for r in cases if r["id"].startswith("gen.")]
     assert generated and {r["outcome"] for r in generated} == {"xfail"}
     assert sorted(p.name for p in (tmp_path / "tvm-generated").glob("*.case.json"))  # replayable vectors
     stale = compat_pages.stale("tvm", records, page)
     assert not stale, f"{', '.join(stale)} out of date: run `python tools/compat_pages.py tvm`"
+
+
+def test_tvm_cpp_cache_loader_passes_or_is_listed_on_the_cache_cases(tmp_path):
+    """apache-tvm's C++ tensor cache loader on the folder-shaped cases of its index version:
+    reads past a shard's end and the empty f32-to-bf16 tensor are listed, the rest passes;
+    docs/conformance/compat/tvm-cpp.md is up to date."""
+    status, records, page = compat_pages.run("tvm-cpp", tmp_path)
+    cases = [r for r in records if r["type"] == "case"]
+    by_id = {r["id"]: r for r in cases}
+    assert status == 0, [r for r in cases if r["outcome"] in ("fail", "error", "xpass")]
+    assert {r["format"] for r in cases if r["outcome"] != "skip"} == {"tensor-cache"}
+    assert sum(r["outcome"] == "pass" for r in cases) >= 30
+    for known in ("tensor-cache.broken.out-of-shard", "tensor-cache.valid.empty-encoded",
+                  "tensor-cache.unreadable.data-path-dotdot-back"):
+        assert by_id[known]["outcome"] == "xfail", by_id[known]
+    for good in ("tensor-cache.valid.base", "tensor-cache.valid.sharded", "tensor-cache.broken.shard-shorter"):
+        assert by_id[good]["outcome"] == "pass", by_id[good]
+    assert by_id["tensor-cache.v1.valid.base"]["outcome"] == "skip"  # 0.27 opens tensor-cache.json only
+    stale = compat_pages.stale("tvm-cpp", records, page)
+    assert not stale, f"{', '.join(stale)} out of date: run `python tools/compat_pages.py tvm-cpp`"

@@ -42,7 +42,9 @@ def test_the_suite_is_the_repository_vectors_and_small(suite):
     assert vectors.default_suite().resolve() == (ROOT / "vectors").resolve()
     assert len({c.id for c in suite}) == len(suite) > 700
     size = sum(p.stat().st_size for p in (ROOT / "vectors").rglob("*") if p.is_file())
-    assert size < 6 << 20
+    # every rule of every format on both sides (3,316 cases, 9.9 MiB); about half is the MLF
+    # archives, tar files padded to 10 KiB records as TVM's writer made them
+    assert size < 12 << 20
 
 
 def test_every_case_and_reading_matches_its_schema(suite):

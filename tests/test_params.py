@@ -370,20 +370,29 @@ def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch):
     path, data = _sparse_file(tmp_path)
     raw = path.read_bytes()
     calls = []
-    real = codec._sparse_runs
-    monkeypatch.setattr(codec, "_sparse_runs", lambda *a: calls.append(1) or real(*a))
+    real = codec.read_tensor_record_heads
+    monkeypatch.setattr(codec, "read_tensor_record_heads", lambda *a: calls.append(1) or real(*a))
     with params.open(path) as by_pread:
-        assert calls == [1]  # the headers were read by pread
+        assert calls  # the headers were read by the generated heads reader, from pread windows
+        assert by_pread._mem is None  # nothing mapped until the data is asked for
         index = [tuple(i) for i in by_pread.index]
         assert {k: np.array(by_pread[k]).tolist() for k in by_pread} == {k: v.tolist() for k, v in data.items()}
-    with params.open(raw) as in_memory:  # bytes: the generated reader over the buffer
+        assert by_pread._mem is not None
+    with params.open(path, mapped=False) as copies:  # never mapped: data read by pread
+        assert {k: np.array(copies[k]).tolist() for k in copies} == {k: v.tolist() for k, v in data.items()}
+        assert copies._mem is None and bytes(copies.raw_file()) == raw
+    with params.open(raw) as in_memory:  # bytes: the heads reader over the buffer
         assert index == [tuple(i) for i in in_memory.index]
+    monkeypatch.setattr(codec, "_sparse", lambda *a: False)
+    with params.open(raw) as as_runs:  # the runs reader agrees
+        assert index == [tuple(i) for i in as_runs.index]
     assert by_pread.trailing_bytes == 0
+    assert params.load(path).entries.__len__() == len(data)
 
 
 @pytest.mark.parametrize("which", [1, 2, 3, 5, 8])
 @pytest.mark.parametrize("damage", ["magic", "ndim", "size", "cut", "device"])
-def test_lazy_open_by_pread_reports_what_the_generated_reader_reports(tmp_path, which, damage):
+def test_lazy_open_by_pread_reports_what_the_generated_reader_reports(tmp_path, monkeypatch, which, damage):
     path, _ = _sparse_file(tmp_path)
     raw = bytearray(path.read_bytes())
     with params.open(path) as lazy:
@@ -404,5 +413,52 @@ def test_lazy_open_by_pread_reports_what_the_generated_reader_reports(tmp_path, 
         params.open(bytes(raw))
     with pytest.raises(MlfError) as from_file:
         params.open(path)
-    assert (from_file.value.field, from_file.value.offset, str(from_file.value).split(": ", 1)[-1]) == (
-        from_bytes.value.field, from_bytes.value.offset, str(from_bytes.value).split(": ", 1)[-1])
+    with pytest.raises(MlfError) as from_copies:
+        params.open(path, mapped=False)
+    from mlf_spec.params import codec
+
+    with monkeypatch.context() as m:
+        m.setattr(codec, "_sparse", lambda *a: False)
+        with pytest.raises(MlfError) as from_runs:  # the runs reader: the reference
+            params.open(bytes(raw))
+
+    def said(e):
+        return e.value.field, e.value.offset, str(e.value).split(": ", 1)[-1]
+
+    assert said(from_file) == said(from_bytes) == said(from_copies) == said(from_runs)
+
+
+def test_lazy_open_by_pread_reads_every_shape_and_long_name_tables(tmp_path, monkeypatch):
+    """Shapes of 5 to 7 dimensions (read by the full generated reader inside the heads
+    reader), a name table longer than the first pread window, a bool tensor (its bytes
+    decide the dialect) and an unknown code under strict: as the runs reader reads them."""
+    from mlf_spec.params import codec
+
+    rng = np.random.default_rng(5)
+    data = {("n" * 300) + f"{i:04d}": rng.standard_normal(shape).astype(np.float32)
+            for i, shape in enumerate([(3, 4, 5, 6, 7), (4096,), (2, 2, 2, 2, 2, 2, 130), (64, 64, 4)] * 20)}
+    data["flags"] = np.ones(20000, np.bool_)
+    data["odd"] = params.StoredTensor.of(0, 4, 1, (40000,), bytes(40000))
+    data["unknown"] = params.StoredTensor.of(99, 8, 1, (20000,), bytes(20000))
+    path = tmp_path / "shapes.params"
+    params.save(data, path)
+    raw = path.read_bytes()
+    assert raw.index(b"flags") > codec._FIRST  # the names alone pass the first window
+    for strict in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(codec, "_sparse", lambda *a: False)
+            try:
+                ref = params.open(raw, strict=strict)
+            except MlfError as exc:
+                ref = exc
+        assert isinstance(ref, MlfError) == strict  # the unknown code
+        for source, kw in ((path, {}), (path, {"mapped": False}), (raw, {})):
+            try:
+                got = params.open(source, strict=strict, **kw)
+            except MlfError as exc:
+                assert isinstance(ref, MlfError) and (exc.field, exc.offset) == (ref.field, ref.offset)
+                continue
+            assert not isinstance(ref, MlfError)
+            assert [tuple(i) for i in got.index] == [tuple(i) for i in ref.index]
+            assert got.choice.dialect is ref.choice.dialect and got.choice.by_data == ref.choice.by_data
+            got.close()

@@ -94,12 +94,16 @@ def _check(python: str, reader: str, cases: list[tc.Case], work: Path, results: 
     results = results if results is not None else tc.run(python, cases, work)
     outcome = compare(cases, results, reader)
     assert outcome["disagree"] == [], outcome["disagree"][:10]
-    # the comparison sees enough: most cases fully, every large overrun as a crash, most small ones too
+    # the comparison sees enough: most cases fully, every large overrun as a crash
     assert len(outcome["agree"]) >= 0.75 * len(cases)
     if reader == "0.16":  # one element per byte in memory before 0.21: no overrun to predict
         assert outcome["crash_predicted"] == outcome["crash_seen"] == []
     else:
-        assert len(outcome["crash_seen"]) >= 0.6 * len(outcome["crash_predicted"]) > 0
+        # how many small overruns crash depends on the allocator and the heap's history (58-70 % seen
+        # on different machines); a large one always crashes, so that is what is asserted
+        by_id = {c.id: c for c in cases}
+        large = [i for i in outcome["crash_predicted"] if _copied(by_id[i]) >= ALWAYS_CRASHES]
+        assert len(large) >= 10 and set(large) <= set(outcome["crash_seen"]), (len(large), outcome["slack"][:5])
     print(f"TVM {reader}: {len(cases)} cases, {len(outcome['agree'])} agree, {len(outcome['partial'])} agree as far "
           f"as TVM shows, {len(outcome['slack'])} predicted crashes absorbed by allocator slack, "
           f"{len(outcome['crash_seen'])}/{len(outcome['crash_predicted'])} predicted crashes seen")

@@ -38,9 +38,11 @@ _VOLATILE = ("mlf_spec", "version")
 RUNS: dict[str, list[str]] = {
     "mlf-spec": ["--generate", "100", "--seed", "1", "--generate-budget", "20"],
     "tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
+    "tvm-cpp": ["-j", "2", "--memory-limit", "4096"],
+    "web-runtime": [],
     "hhb-tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
     "tvm-ffi": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "1", "--generate-budget", "30"],
-    "netron": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
+    "netron": ["--timeout", "5", "--generate", "200", "--seed", "1", "--generate-budget", "20"],
     "mlonmcu": ["-j", "2", "--generate", "60", "--seed", "1", "--generate-budget", "30"],
     "kaitai-python": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],
     "kaitai-js": ["--generate", "200", "--seed", "1", "--generate-budget", "20"],

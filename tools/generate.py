@@ -36,9 +36,10 @@ from specgen.emit_versioned import (  # noqa: E402
     emit_versioned_strategies,
 )
 from specgen.kaitai_node import NodeToolsError, render_diagrams  # noqa: E402
-from specgen.load import Model, load  # noqa: E402
+from specgen.load import load  # noqa: E402
 from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
 from specgen.migrations import emit_pages as emit_migration_pages  # noqa: E402
+from specgen.model import Model  # noqa: E402
 from specgen.verdicts import emit as emit_verdicts  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
 

@@ -887,6 +887,8 @@ def _era_of(era: str | tuple[int, ...] | None, format: str) -> tuple[int, ...]: 
         return LATEST if format == "ffi" else (0, 20)
     if isinstance(era, tuple):
         return tuple(int(x) for x in era[:2])
+    if era == "latest":  # the conformance scope value for the newest grammar of the layout
+        return LATEST
     return _versions.required(str(era))
 
 

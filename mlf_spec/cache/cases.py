@@ -195,6 +195,11 @@ def all_cases() -> list[Case]:
         Case("unreadable.data-path-dotdot", "a dataPath that climbs out with ..",
              _edit(b, lambda d: d["records"][0].update(dataPath="../params_shard_0.bin")), "dataPath",
              error="UnsafePathError"),
+        Case("unreadable.data-path-dotdot-back", "a dataPath that climbs out with .. and back into the folder "
+             "(a loader that follows it finds the shard)",
+             _edit(b, lambda d: d["records"][0].update(
+                 dataPath="../unreadable.data-path-dotdot-back/params_shard_0.bin")), "dataPath",
+             error="UnsafePathError"),
     ]
     return cases
 

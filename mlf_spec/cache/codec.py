@@ -8,7 +8,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import hashlib
-import json
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,6 +21,7 @@ from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 from . import dtypes, encodings, rules
 from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
+from .planning import _b16_records, _shard_chunks, index_text, plan
 
 _MAX_INDEX = 1 << 30  # an index larger than this is refused before it is read
 
@@ -266,114 +266,25 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], Any]:
 
 # -- writing -----------------------------------------------------------------------------
 
-def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
-    """The array and the dtype spelling dump_tensor_cache records for it."""
-    if isinstance(value, np.ndarray) or np.isscalar(value):
-        arr = np.asarray(value)
-        spelling = None
-    elif hasattr(value, "numpy"):  # a tvm.runtime.Tensor: TVM records its own dtype
-        spelling = str(value.dtype)
-        arr = value.numpy()
-    else:
-        arr = np.asarray(value)
-        spelling = None
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    if spelling is None:
-        spelling = dtypes.spelling_of(arr.dtype)
-    dt = dtypes.parse(spelling)
-    if dt is None or dt.numpy is None or dt.numpy.itemsize != arr.dtype.itemsize:
-        raise UnsupportedError(f"NumPy dtype {arr.dtype} has no TVM dtype a tensor cache can hold", field=name)
-    return (arr if arr.flags.c_contiguous else arr.copy(order="C")), spelling
-
-
-def _format_of(encode_format: str | Mapping[str, str]) -> Any:
-    """name -> encode format, as dump_tensor_cache resolves its argument: a string for every
-    tensor, or (0.27) a mapping by name with ``"*"`` for the names it does not list."""
-    if isinstance(encode_format, str):
-        formats: Mapping[str, str] = {"*": encode_format}
-    elif isinstance(encode_format, Mapping):
-        formats = encode_format
-    else:
-        raise UnsupportedError("encode_format is a string or a mapping of names to formats")
-    for name, fmt in formats.items():
-        if fmt not in encodings.WRITABLE:
-            raise UnsupportedError(f"encode_format {fmt!r} (for {name!r}): dump_tensor_cache takes "
-                                   f"{' or '.join(encodings.WRITABLE)}")
-
-    def resolve(name: str) -> str:
-        fmt = formats.get(name, formats.get("*"))
-        if fmt is None:
-            raise UnsupportedError(f"no encode_format for {name!r} (and no '*')", field=name)
-        return fmt
-    return resolve
-
-
-def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str, str] = "f32-to-bf16",
-         shard_cap_mb: float = 32, keep_empty: bool = True) -> tuple[list[list[tuple[dict, np.ndarray, bool]]], bool]:
-    """The shards dump_tensor_cache makes: per shard the records (in the writer's key order)
-    with their arrays and whether to encode them; and whether f32-to-bf16 applied to some
-    tensor. A tensor of at least half the cap that does not fit goes to a shard of its own at
-    once (the shard being filled stays open); records of no bytes left in an unwritten shard
-    at the end are dropped by TVM, and kept in a shard of 0 bytes when ``keep_empty``."""
-    resolve = _format_of(encode_format)
-    cap = shard_cap_mb * (1 << 20)
-    shards: list[list[tuple[dict, np.ndarray, bool]]] = []
-    pending: list[tuple[dict, np.ndarray, bool]] = []
-    pending_n = 0
-    names: set[str] = set()
-    for name, value in params:
-        if not isinstance(name, str):
-            raise UnsupportedError(f"tensor names are strings, not {type(name).__name__}", field=repr(name))
-        if name in names:
-            raise ValidationError(f"duplicate name {name!r} (dump_tensor_cache refuses it too)", field=name)
-        names.add(name)
-        arr, spelling = _as_numpy(value, name)
-        fmt = resolve(name)
-        encode = encodings.applies(fmt, spelling)
-        n = arr.size * 2 if encode else arr.nbytes
-        rec = {"name": name, "shape": [int(d) for d in arr.shape], "dtype": spelling, "format": fmt, "nbytes": n}
-        if pending_n + n >= cap:
-            if n * 2 >= cap:
-                rec["byteOffset"] = 0
-                shards.append([(rec, arr, encode)])
-                continue
-            if pending_n:
-                shards.append(pending)
-                pending, pending_n = [], 0
-        rec["byteOffset"] = pending_n
-        pending.append((rec, arr, encode))
-        pending_n += n
-    if pending and (pending_n or keep_empty):
-        shards.append(pending)
-    triggered = any(encode for s in shards for _, _, encode in s)
-    return shards, triggered
-
-
-def _shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]:
-    for _rec, arr, encode in entries:
-        if arr.nbytes == 0:
-            continue
-        if encode:
-            yield encodings.f32_to_bf16(arr)
-        else:
-            yield arr.reshape(-1).view(np.uint8).data
-
-
-def index_text(metadata: Any, shards: list[dict]) -> str:
-    """The index as ``json.dump(..., indent=4)`` writes it."""
-    return json.dumps({"metadata": metadata, "records": shards}, indent=4)
-
-
 def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
           encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
-          version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False) -> CacheIndex:
+          version: int = LATEST, keep_empty: bool = True, b16: bool = True, replace: bool = False,
+          update_if_exists: bool = False) -> CacheIndex:
     """Write a cache folder at ``path`` as dump_tensor_cache does (shards params_shard_<n>.bin
     of at most ``shard_cap_mb`` MiB, md5sum, the index ``tensor-cache.json`` for version 2 or
     ``ndarray-cache.json`` for 1, and the bf16 copy of the index when f32-to-bf16 applied).
     The folder is filled beside ``path`` and renamed in when complete; an existing non-empty
-    folder is replaced only with ``replace``. Returns the index written."""
+    folder is replaced only with ``replace``. With ``update_if_exists``, an existing cache is
+    updated as ``dump_tensor_cache(..., update_if_exists=True)`` updates it (new tensors in new
+    shards, known names overwritten in place, other files kept: :mod:`.update`), atomically
+    too. Returns the index written."""
     from mlf_spec._io import atomic_directory
+
+    if update_if_exists:
+        from .update import update
+
+        return update(path, params, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
+                      version=version, keep_empty=keep_empty, b16=b16)
 
     if version not in INDEX_NAMES:
         raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
@@ -425,13 +336,3 @@ def render(params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
     return files
 
 
-def _b16_records(records: list[dict]) -> list[dict]:
-    """The records of the bf16 index: the f32-to-bf16 float32 tensors relabelled bfloat16 / raw
-    (0.27; earlier writers relabelled every float32 tensor, and wrote the file whenever the
-    encoding applied to a tensor, even one the index then dropped)."""
-    out = []
-    for shard in records:
-        recs = [{**r, "format": "raw", "dtype": "bfloat16"} if r["dtype"] == "float32" and r["format"] == "f32-to-bf16"
-                else r for r in shard["records"]]
-        out.append({**shard, "records": recs})
-    return out

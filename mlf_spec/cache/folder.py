@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from mlf_spec.errors import MlfError, UnsupportedError
+from mlf_spec.errors import MlfError, UnsafeArchiveError, UnsupportedError
 
 from .index import INDEX_NAMES, LATEST
 
@@ -19,8 +19,9 @@ _DIRFLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os
 _FILEFLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-class UnsafePathError(MlfError):
-    """A dataPath that would leave the cache folder (absolute, ``..``, a symbolic link)."""
+class UnsafePathError(UnsafeArchiveError):
+    """A dataPath that would leave the cache folder (absolute, ``..``, a symbolic link): the
+    same hazard as an archive member escaping its root (conformance error class ``unsafe``)."""
 
 
 def data_path_problem(data_path: str) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from mlf_spec._text import printable, terminal_safe
 
-__all__ = ["SafeStream", "elide", "printable", "safe_output", "table", "terminal_safe", "width"]
+__all__ = ["SafeStream", "elide", "printable", "safe_output", "table", "terminal_safe", "width", "write_table"]
 
 
 #: The widest a table cell is shown (longer text is elided in the middle).
@@ -55,6 +55,13 @@ def _take(text: str, columns: int) -> str:
 def table(rows: list[tuple[str, ...]], right: int) -> list[str]:
     """Rows padded into columns by display width (cells longer than :data:`CELL` columns
     elided); columns from index ``right`` on are right-aligned."""
+    columns = list(zip(*rows))
+    if all("".join(col).isascii() and max(map(len, col)) <= CELL for col in columns):
+        # plain ASCII cells (the common case): widths are lengths, padding is done in C
+        widths = [max(map(len, col)) for col in columns]
+        padded = [list(map(str.ljust if i < right else str.rjust, col, [w] * len(col)))
+                  for i, (col, w) in enumerate(zip(columns, widths))]
+        return [line.rstrip() for line in map("  ".join, zip(*padded))]
     rows = [tuple(elide(c) for c in r) for r in rows]
     widths = [max(width(r[i]) for r in rows) for i in range(len(rows[0]))]
 
@@ -63,6 +70,23 @@ def table(rows: list[tuple[str, ...]], right: int) -> list[str]:
         return c + fill if i < right else fill + c
 
     return ["  ".join(pad(c, w, i) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+
+
+def write_table(out: Any, columns: list[list[str]], right: int, chunk: int = 4096) -> None:
+    """Write the rows of ``columns`` (one list of cells per column) to ``out`` as
+    :func:`table` lays them out, ``chunk`` rows at a time: the padded cells and lines of
+    a long table are never all in memory at once."""
+    n = len(columns[0]) if columns else 0
+    if not all("".join(col).isascii() and max(map(len, col)) <= CELL for col in columns):
+        for line in table(list(zip(*columns)), right):
+            out.write(line + "\n")
+        return
+    widths = [max(map(len, col)) for col in columns]
+    pads = [str.ljust if i < right else str.rjust for i in range(len(columns))]
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        padded = [list(map(pad, col[lo:hi], [w] * (hi - lo))) for pad, col, w in zip(pads, columns, widths)]
+        out.write("".join(line.rstrip() + "\n" for line in map("  ".join, zip(*padded))))
 
 
 class SafeStream:

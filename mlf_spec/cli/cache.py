@@ -72,14 +72,6 @@ def register(sub: Any) -> None:
     c.set_defaults(handler=_convert)
 
 
-def _sha256(arr: Any) -> str:
-    import hashlib
-
-    import numpy as np
-
-    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data).hexdigest()
-
-
 def _stats(arr: Any) -> dict[str, Any]:
     import numpy as np
 
@@ -100,27 +92,9 @@ def _stats(arr: Any) -> dict[str, Any]:
 
 def dump_document(lazy: Any, *, stats: bool = False) -> dict[str, Any]:
     """The JSON document of ``cache dump --json`` (schema: generated/schemas/cache_dump)."""
-    import hashlib
+    from mlf_spec.cache.reading import document
 
-    from mlf_spec.errors import UnsupportedError
-
-    tensors = []
-    for t in lazy.tensors:
-        entry: dict[str, Any] = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
-                                 "shard": lazy.index.shards[t.shard].data_path, "offset": t.offset, "nbytes": t.nbytes}
-        try:
-            arr = lazy.array(t)
-        except UnsupportedError:  # no NumPy type (int4, vectors): the stored bytes, as the C++ loader copies them
-            entry["sha256"] = hashlib.sha256(lazy.raw(t)).hexdigest()
-            entry["sha256_of"] = "stored"
-        else:
-            entry["sha256"] = _sha256(arr)
-            entry["sha256_of"] = "decoded"
-            if stats:
-                entry["stats"] = _stats(arr)
-        tensors.append(entry)
-    return {"format": "tensor-cache", "index": lazy.index_name, "version": lazy.index.version,
-            "shards": len(lazy.index.shards), "metadata": lazy.metadata, "tensors": tensors}
+    return document(lazy, stats=_stats if stats else None)
 
 
 def _dump(args: argparse.Namespace) -> int:

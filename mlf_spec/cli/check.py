@@ -96,8 +96,9 @@ def artifact_outcome(report: Any, args: argparse.Namespace) -> _batch.Outcome:
 def _check_params(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.params import check as _pcheck
 
+    # read into memory, never mapped: a file truncated meanwhile is an error, not SIGBUS
     return artifact_outcome(_pcheck.check(inp.source, dialect=getattr(args, "dialect", None), tvm=args.tvm,
-                                          writer=args.writer, name=inp.name), args)
+                                          writer=args.writer, name=inp.name, mapped=False), args)
 
 
 def _check_blob(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive")
+FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
 
 
 def register(sub: Any) -> None:
@@ -117,6 +117,10 @@ def register(sub: Any) -> None:
     mut.add_argument("--generate", type=int, default=0, metavar="N",
                      help="also draw N generated cases against each survivor")
     mut.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
+    mut.add_argument("--generate-alone", action="store_true",
+                     help="run the --generate cases against every mutant too: the score of the generated cases alone")
+    mut.add_argument("--generate-budget", type=float, default=30.0, metavar="S",
+                     help="seconds of generated cases per mutant (default 30)")
     mut.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
                      help="exit 1 when fewer than PCT %% of the non-equivalent mutants are killed by the vectors")
     mut.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -132,7 +136,8 @@ def _mutate(args: argparse.Namespace) -> int:
     cases = load_suite(args.vectors, formats=args.format)
     report = mutate(args.source, cases, build_cmd=args.build or DEFAULT_BUILD, testee_cmd=args.testee,
                     equivalents=args.equivalent, jobs=args.jobs, generate=args.generate, seed=args.seed,
-                    formats=args.format, known_failures=args.known_failures)
+                    formats=args.format, known_failures=args.known_failures, generate_alone=args.generate_alone,
+                    generate_budget=args.generate_budget)
     print(json.dumps(report.as_dict(), indent=1) if args.json else "\n".join(report.lines()))
     return 1 if 100 * report.score() < args.fail_under else 0
 
@@ -358,5 +363,8 @@ def _request(args: argparse.Namespace) -> int:
             raise MlfError(f"the case has no option {key!r} (its options: {', '.join(case.options) or 'none'})",
                            file=args.case)
         case = case.with_option(key, value)
-    sys.stdout.write(json.dumps({"id": args.request_id, **case.request()}, ensure_ascii=False) + "\n")
+    request = case.request()
+    if "output_dir" in request:  # a folder-shaped encode: a new empty folder the testee writes into
+        print(f"the testee writes into {request['output_dir']}", file=sys.stderr)
+    sys.stdout.write(json.dumps({"id": args.request_id, **request}, ensure_ascii=False) + "\n")
     return 0

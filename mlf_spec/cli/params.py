@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _batch, add_command
 from ._options import dialect
-from ._text import printable, table
+from ._text import printable, table, write_table
 
 ACCEPT = frozenset({"params"})
 #: Kinds ``params convert`` reads, with the reader's format name.
@@ -67,25 +67,32 @@ def _dump(args: argparse.Namespace) -> int:
 
 def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.params import codec as _params
-    from mlf_spec.params.listing import dump_document
+    from mlf_spec.params.listing import digests, dump_document
 
     _batch.guard(inp, ACCEPT, "a .params file")
-    with _params.open(inp.source, dialect=args.dialect, strict=False) as lazy:
-        doc = dump_document(lazy, path=inp.name, stats=args.stats, values=args.values)
-        if args.json:
-            return _batch.Outcome(0, doc=doc)
+    # data read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
+    with _params.open(inp.source, dialect=args.dialect, strict=False, mapped=False) as lazy:
+        if args.json or args.stats or args.values:
+            doc = dump_document(lazy, path=inp.name, stats=args.stats, values=args.values)
+            if args.json:
+                return _batch.Outcome(0, doc=doc)
         out = io.StringIO()
-        total = sum(t["nbytes"] for t in doc["tensors"])
-        out.write(f"{inp.name}: {len(doc['tensors'])} tensors, {total} data bytes, {lazy.size} bytes in all\n")
+        index = lazy.index
+        total = sum(i.nbytes for i in index)
+        out.write(f"{inp.name}: {len(index)} tensors, {total} data bytes, {lazy.size} bytes in all\n")
         out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
-        rows = [("name", "dtype", "shape", "offset", "nbytes", "sha256")]
-        for t in doc["tensors"]:
-            rows.append((printable(t["name"]), t["dtype"], "x".join(map(str, t["shape"])) or "scalar",
-                         str(t["offset"]), str(t["nbytes"]), t["sha256"][:16]))
-        for line in table(rows, right=3):
-            out.write(line + "\n")
+        shapes: dict[tuple[int, ...], str] = {}
+        for i in index:
+            if i.shape not in shapes:
+                shapes[i.shape] = "x".join(map(str, i.shape)) or "scalar"
+        short: dict[str, str] = {}  # a digest shown for many tensors is one string
+        columns = [["name", *map(printable, (i.name for i in index))], ["dtype", *(i.dtype.name for i in index)],
+                   ["shape", *(shapes[i.shape] for i in index)], ["offset", *(str(i.offset) for i in index)],
+                   ["nbytes", *(str(i.nbytes) for i in index)],
+                   ["sha256", *(short.get(d) or short.setdefault(d, d[:16]) for d in digests(lazy))]]
+        write_table(out, columns, right=3)
         if args.stats:
             out.write(_stats_table(doc["tensors"]))
         if args.values:

@@ -25,13 +25,14 @@ from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 from mlf_spec.generated import conformance_errors_table as _errors
 
 #: The formats of the kit, and what the reference implementation does with each.
-FORMATS: tuple[str, ...] = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive")
+FORMATS: tuple[str, ...] = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
 ROLES: dict[str, tuple[str, ...]] = {
     "params": ("decode", "encode"),
     "blob": ("decode",),
     "graph-json": ("decode", "encode"),
     "mlf-metadata": ("decode", "encode", "migrate"),
     "mlf-archive": ("decode", "migrate"),
+    "tensor-cache": ("decode", "encode"),
 }
 #: error class -> the mlf_spec.errors class name standing for it (most specific first)
 ERROR_CLASSES: dict[str, str] = {row["error_class"]: row["mlf_error"] for row in _errors.ROWS}
@@ -399,7 +400,14 @@ ENCODERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, str] | None], byte
 
 
 def decode(format: str, data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:  # noqa: A002
-    """The canonical reading of ``data`` in ``format``. Raises MlfError for rejected input."""
+    """The canonical reading of ``data`` in ``format`` (for a folder-shaped format, ``data``
+    is the folder's path: :mod:`.canonical_cache`). Raises MlfError for rejected input."""
+    from .folders import is_folder_format
+
+    if is_folder_format(format):
+        from .canonical_cache import decode_folder
+
+        return decode_folder(format, data, options)  # data is the folder path here
     if format not in DECODERS:
         raise UnsupportedError(f"no decoder for format {format!r}; formats: {', '.join(FORMATS)}")
     return DECODERS[format](bytes(data), options)

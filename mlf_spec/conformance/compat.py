@@ -46,7 +46,8 @@ def _declared(info: dict[str, Any]) -> list[str]:
     lines = ["| format | roles | scope | compared | not required to reject |", "|---|---|---|---|---|"]
     for f in info.get("formats", []):
         scope = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted((f.get("scope") or {}).items())) or "all"
-        reads = ", ".join(f["reads"]) if f.get("reads") is not None else "the whole reading"
+        reads = "the whole reading" if f.get("reads") is None else \
+            ", ".join(f["reads"]) or "no reading (accepted or refused)"
         if f.get("payloads") is not None:
             reads += "; payloads of " + (", ".join(f["payloads"]) or "no kind") + " parsed"
         not_checked = ", ".join(f.get("not_checked") or []) or "—"

@@ -33,7 +33,7 @@ from hypothesis.errors import HypothesisException
 from mlf_spec.errors import MlfError
 
 from .known_failures import KnownFailures
-from .runner import out_of_scope, reads_of, skip_reason
+from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
 from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, save_case
@@ -248,6 +248,8 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
                 return
             answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
+            if unsupported_skip(case, answer, info) is not None:  # a payload grammar the handshake leaves out
+                return
             verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
             if verdict.outcome == "pass":
                 return

@@ -20,9 +20,11 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 from typing import IO, Any
 
 from .adapters.base import Adapter, Crashed, Rejected
+from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format
 
 PROTOCOL = "mlf-conformance/1"
 ROLES = ("decode", "encode", "migrate")
@@ -37,6 +39,17 @@ def parse_options(args: list[str]) -> dict[str, str]:
             raise ValueError(f"an option is key=value, got {a!r}")
         out[key] = value
     return out
+
+
+def folder_argument(value: Any, key: str = INPUT_DIR) -> Path:
+    """The folder a folder-shaped request names (``input_dir``, for encode ``output_dir``): an
+    absolute path to a folder; ValueError otherwise (a bad request)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"a folder-shaped format needs {key}=PATH (the folder holding the artifact)")
+    path = Path(value)
+    if not path.is_absolute() or not path.is_dir():
+        raise ValueError(f"{key} must be the absolute path of a folder, got {value!r}")
+    return path
 
 
 def carry_out(adapter: Adapter, op: str, fmt: str, options: dict[str, str], payload: Any) -> Any:
@@ -71,8 +84,14 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
     op, fmt = argv[0], argv[1]
     try:
         options = parse_options(argv[2:])
-        raw = stdin.read()
-        payload: Any = json.loads(raw) if op == "encode" else raw
+        payload: Any
+        if is_folder_format(fmt) and op != "encode":
+            payload = folder_argument(options.pop(INPUT_DIR, None))
+        else:
+            raw = stdin.read()
+            payload = json.loads(raw) if op == "encode" else raw
+        if is_folder_format(fmt) and op == "encode":  # the adapter writes into options["output_dir"]
+            options[OUTPUT_DIR] = str(folder_argument(options.get(OUTPUT_DIR), OUTPUT_DIR))
     except ValueError as exc:
         print(f"bad request: {exc}", file=stderr)
         return 2
@@ -97,7 +116,8 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
                                 ensure_ascii=True).encode("utf-8") + b"\n")
         return 1
     if op == "encode":
-        stdout.write(result)
+        if not is_folder_format(fmt):  # a folder-shaped artifact is in output_dir
+            stdout.write(result)
         return 0
     try:
         text = (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8")
@@ -168,7 +188,13 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
         req = json.loads(line)
         rid = req["id"] if isinstance(req.get("id"), int) else -1
         op, fmt, options = req["op"], req["format"], dict(req.get("options") or {})
-        payload = req["reading"] if op == "encode" else base64.b64decode(req["input"], validate=True)
+        payload: Any
+        if is_folder_format(fmt) and op != "encode":
+            payload = folder_argument(req.get(INPUT_DIR))
+        else:
+            payload = req["reading"] if op == "encode" else base64.b64decode(req["input"], validate=True)
+        if is_folder_format(fmt) and op == "encode":
+            options[OUTPUT_DIR] = str(folder_argument(req.get(OUTPUT_DIR), OUTPUT_DIR))
     except RecursionError:  # json nests one call per bracket
         return {"id": rid, "ok": False, "error": {"class": "protocol", "message": "bad request: nested too deeply"}}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -184,8 +210,10 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
     except Exception as exc:
         return {"id": rid, "ok": False, "error": {"class": "internal", "message": f"{type(exc).__name__}: {exc}"}}
     if op == "encode":
+        if is_folder_format(fmt):  # written into output_dir
+            return {"id": rid, "ok": True}
         return {"id": rid, "ok": True, "output": base64.b64encode(result).decode("ascii")}
     return {"id": rid, "ok": True, "reading": result}
 
 
-__all__ = ["PROTOCOL", "ROLES", "carry_out", "one_shot", "parse_options", "respond", "serve"]
+__all__ = ["PROTOCOL", "ROLES", "carry_out", "folder_argument", "one_shot", "parse_options", "respond", "serve"]

@@ -25,11 +25,13 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from mlf_spec.errors import MlfError
 
 from .adapters.base import Adapter, Crashed, Rejected
+from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format, private_copy, read_output, scratch
 from .protocol import carry_out
 from .vectors import Answer, Case
 
@@ -200,6 +202,17 @@ def _tail(stderr: str) -> str:
     return f": {lines[-1][:300]}" if lines else ""
 
 
+def _with_written(answer: Answer, out: Path) -> Answer:
+    """An ok answer to a folder-shaped encode, with the files the testee wrote into ``out``
+    (a folder holding a link or a special file is a protocol error)."""
+    if answer.status != "ok":
+        return answer
+    try:
+        return Answer.ok(files=read_output(out))
+    except MlfError as exc:
+        return Answer.failed("protocol", f"the folder written is not plain files: {exc}")
+
+
 class Testee:
     """A testee the runner can ask: ``info()`` once, then ``ask(case)`` per case."""
 
@@ -246,7 +259,18 @@ class InProcess(Testee):
         return self.adapter.info()
 
     def ask(self, case: Case) -> Answer:
-        """Call the adapter with the case's request."""
+        """Call the adapter with the case's request (a folder-shaped input as the path of a
+        private copy of its folder)."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self.ask_raw(case.role, case.format, case.options, folder)
+        if case.is_folder:  # encode: the adapter writes into options["output_dir"]
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                answer = self.ask_raw(case.role, case.format, {**case.options, OUTPUT_DIR: str(out)},
+                                      case.reading_input())
+                return _with_written(answer, out)
         payload = case.reading_input() if case.role == "encode" else case.input()
         return self.ask_raw(case.role, case.format, case.options, payload)
 
@@ -261,6 +285,8 @@ class InProcess(Testee):
         except Exception as exc:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return Answer.failed("internal", f"{type(exc).__name__}: {exc} ({where.filename}:{where.lineno})")
+        if op == "encode" and is_folder_format(fmt):
+            return Answer.ok()  # the files are in options["output_dir"]: _with_written reads them
         if op == "encode":
             if not isinstance(result, (bytes, bytearray)):
                 return Answer.failed("protocol", f"encode returned {type(result).__name__}, not bytes")
@@ -311,17 +337,31 @@ class OneShot(Testee):
         return check_info(doc, self.describe())
 
     def ask(self, case: Case) -> Answer:
-        """Run ``CMD ROLE FORMAT k=v ...`` with the input on stdin."""
+        """Run ``CMD ROLE FORMAT k=v ...`` with the input on stdin; a folder-shaped input
+        as ``input_dir=PATH`` (a private copy of its folder), stdin empty."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self._ask(case.role, case.format, case.options, b"", {INPUT_DIR: str(folder)})
+        if case.is_folder:  # encode: the testee writes into output_dir
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                return _with_written(self._ask(case.role, case.format, case.options, case.input(),
+                                               {OUTPUT_DIR: str(out)}), out)
         payload = case.input()
         return self._ask(case.role, case.format, case.options, payload)
 
     def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
-        """Run one request."""
+        """Run one request (a folder-shaped input: ``payload`` is the folder's path)."""
+        if is_folder_format(fmt) and op != "encode":
+            return self._ask(op, fmt, options, b"", {INPUT_DIR: str(Path(payload).resolve())})
         data = (json.dumps(payload) + "\n").encode() if op == "encode" else bytes(payload)
         return self._ask(op, fmt, options, data)
 
-    def _ask(self, op: str, fmt: str, options: dict[str, str], data: bytes) -> Answer:
-        argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())]
+    def _ask(self, op: str, fmt: str, options: dict[str, str], data: bytes,
+             folder_args: dict[str, str] | None = None) -> Answer:
+        argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())] + \
+            [f"{k}={v}" for k, v in (folder_args or {}).items()]
         try:
             run = run_capped(argv, data, self.limits)
         except OSError as exc:
@@ -342,6 +382,8 @@ class OneShot(Testee):
             if cls == "internal":
                 return Answer.failed(internal_kind(sig), str(message), signal=sig)
             return Answer.rejected(message, cls)
+        if op == "encode" and is_folder_format(fmt):
+            return Answer.ok()
         if op == "encode":
             return Answer.ok(output=run.stdout)
         try:
@@ -350,8 +392,15 @@ class OneShot(Testee):
             return Answer.failed("protocol", f"stdout is not JSON: {run.stdout[:80]!r}")
 
     def reproduce(self, case: Case) -> str:
-        """``CMD decode FORMAT k=v < INPUT``."""
+        """``CMD decode FORMAT k=v < INPUT``; a folder-shaped input: ``... input_dir=FOLDER``
+        (the vector's own folder; the run used a private copy of it)."""
         args = [case.role, case.format] + [f"{k}={v}" for k, v in sorted(case.options.items())]
+        if case.is_folder and case.role != "encode":
+            args.append(f"{INPUT_DIR}={case.input_path.resolve()}")
+            return f"{shlex.join(self.command + args)} < /dev/null"
+        if case.is_folder:  # the folder written is left for inspection
+            return (f"OUT=$(mktemp -d) && {shlex.join(self.command + args)} {OUTPUT_DIR}=\"$OUT\" < "
+                    f"{shlex.quote(str(case.input_path))} && echo \"written to $OUT\"")
         return f"{shlex.join(self.command + args)} < {shlex.quote(str(case.input_path))}"
 
 
@@ -517,13 +566,24 @@ class Persistent(Testee):
         self._local.server = None
 
     def ask(self, case: Case) -> Answer:
-        """One request line for the case."""
+        """One request line for the case (a folder-shaped input: ``input_dir``, the path of a
+        private copy of its folder)."""
+        if case.is_folder and case.role != "encode":
+            with private_copy(case.input_files(), case.input_path.name) as folder:
+                return self._ask(case.request(folder))
+        if case.is_folder:  # encode: the server writes into output_dir
+            with scratch() as base:
+                out = base / "out"
+                out.mkdir()
+                return _with_written(self._ask(case.request(out)), out)
         return self._ask(case.request())
 
     def ask_raw(self, op: str, fmt: str, options: dict[str, str], payload: Any) -> Answer:
-        """One request line."""
+        """One request line (a folder-shaped input: ``payload`` is the folder's path)."""
         req: dict[str, Any] = {"op": op, "format": fmt, "options": dict(options)}
-        if op == "encode":
+        if is_folder_format(fmt) and op != "encode":
+            req[INPUT_DIR] = str(Path(payload).resolve())
+        elif op == "encode":
             req["reading"] = payload
         else:
             req["input"] = base64.b64encode(bytes(payload)).decode("ascii")
@@ -539,6 +599,8 @@ class Persistent(Testee):
             self._drop(s)
             return Answer.failed(status, resp, signal=sig)
         if resp["ok"]:
+            if request["op"] == "encode" and is_folder_format(request["format"]):
+                return Answer.ok()
             if request["op"] == "encode":
                 try:
                     return Answer.ok(output=base64.b64decode(resp["output"], validate=True))
@@ -556,7 +618,13 @@ class Persistent(Testee):
         return Answer.rejected(str(err.get("message", "")), cls)
 
     def request_line(self, case: Case) -> str:
-        """The request line the case is sent as (id 1)."""
+        """The request line the case is sent as (id 1; a folder-shaped encode names the output
+        folder ``<temp>/mlf-conf-out``, which the reader of the report makes)."""
+        if case.is_folder and case.role == "encode":
+            import tempfile
+
+            return json.dumps({"id": 1, **case.request(Path(tempfile.gettempdir()) / "mlf-conf-out")},
+                              ensure_ascii=False)
         return json.dumps({"id": 1, **case.request()}, ensure_ascii=False)
 
     def reproduce(self, case: Case) -> str:

@@ -26,7 +26,7 @@ from mlf_spec._io import atomic_write_bytes
 from mlf_spec.errors import MlfError
 
 from . import canonical
-from .compare import compare, short, validate_reading
+from .compare import compare, same_json, short, validate_reading
 
 CASE_SUFFIX = ".case.json"
 
@@ -45,11 +45,12 @@ class Answer:
     message: str = ""
     error_kind: str | None = None
     signal: str | None = None
+    files: dict[str, bytes] | None = None  # encode of a folder-shaped format: what was written
 
     @classmethod
-    def ok(cls, reading: Any = None, output: bytes | None = None) -> Answer:
+    def ok(cls, reading: Any = None, output: bytes | None = None, files: dict[str, bytes] | None = None) -> Answer:
         """A successful answer."""
-        return cls("ok", reading=reading, output=output)
+        return cls("ok", reading=reading, output=output, files=files)
 
     @classmethod
     def rejected(cls, message: str, error_class: str | None = None) -> Answer:
@@ -119,9 +120,17 @@ class Case:
     input_sha256: str
     path: Path
     data: bytes | None = None  # the input, for a case made in memory (generated cases)
+    files: dict[str, bytes] | None = None  # a folder-shaped input made in memory
 
     def __str__(self) -> str:
         return self.id
+
+    @property
+    def is_folder(self) -> bool:
+        """Whether the input is a folder (a folder-shaped format: tensor-cache)."""
+        from .folders import is_folder_format
+
+        return is_folder_format(self.format)
 
     @property
     def kind(self) -> str:
@@ -170,8 +179,23 @@ class Case:
         case ran with (a case retargeted to v0.26 counts for v0.26)."""
         return {k: ([options[k]] if options and k in options else v) for k, v in self.features.items()}
 
+    def input_files(self) -> dict[str, bytes]:
+        """A folder-shaped case's input: relative path -> bytes (checked against
+        ``input_sha256``, the SHA-256 of the folder's manifest: :mod:`.folders`)."""
+        from .folders import folder_sha256, read_files
+
+        if self.files is not None:
+            return dict(self.files)
+        files = read_files(self.input_path)
+        if folder_sha256(files) != self.input_sha256:
+            raise MlfError(f"input folder of case {self.id} does not match its input_sha256 (the manifest's "
+                           "SHA-256)", file=str(self.input_path))
+        return files
+
     def input(self) -> bytes:
         """The input file's bytes (checked against ``input_sha256``)."""
+        if self.is_folder and self.role != "encode":
+            raise MlfError(f"case {self.id} has a folder as its input (input_files)", file=str(self.input_path))
         if self.data is not None:
             return self.data
         try:
@@ -190,12 +214,21 @@ class Case:
         except ValueError as exc:
             raise MlfError(f"not JSON: {exc}", file=str(self.input_path)) from None
 
-    def request(self) -> dict[str, Any]:
-        """The request of the persistent protocol (without its id)."""
+    def request(self, folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The request of the persistent protocol (without its id). A folder-shaped input is
+        sent as ``input_dir``: ``folder`` (a private copy), else the vector's own folder; a
+        folder-shaped encode names ``output_dir``: ``folder``, else a new empty temporary one."""
         req: dict[str, Any] = {"op": self.role, "format": self.format, "options": dict(self.options)}
+        if self.is_folder and self.role != "encode":
+            req["input_dir"] = str(Path(folder if folder is not None else self.input_path).resolve())
+        if self.is_folder and self.role == "encode":
+            import tempfile
+
+            req["output_dir"] = str(Path(folder if folder is not None else tempfile.mkdtemp(prefix="mlf-conf-out-"))
+                                    .resolve())
         if self.role == "encode":
             req["reading"] = self.reading_input()
-        else:
+        elif not self.is_folder:
             req["input"] = base64.b64encode(self.input()).decode("ascii")
         return req
 
@@ -220,13 +253,20 @@ class Case:
             return Verdict("fail", f"accepted an input the spec rejects ({want.get('error_class')})",
                            diff=[f"expected a rejection ({want.get('error_class')}), got a reading"])
         if answer.status == "rejected":
-            if reads is not None and not any(want["reading"].get(k) for k in reads):
+            if reads and not any(want["reading"].get(k) for k in reads):
                 return Verdict("pass", note=f"a partial reader refused an input that holds nothing it reads ({', '.join(reads)} "
                                f"empty): {_one_line(answer.message)}")
             cls = f" [{answer.error_class}]" if answer.error_class else ""
             return Verdict("fail", f"rejected a valid input{cls}: {_one_line(answer.message)}")
         got = answer.reading
-        if self.role == "encode":
+        if self.role == "encode" and self.is_folder:
+            if answer.files is None:
+                return Verdict("error", "no files written", error_kind="protocol")
+            try:
+                got = _decode_written(self.format, answer.files, self.options)
+            except MlfError as exc:
+                return Verdict("fail", f"the folder written does not read: {_one_line(str(exc))}")
+        elif self.role == "encode":
             if answer.output is None:
                 return Verdict("error", "no output bytes", error_kind="protocol")
             try:
@@ -248,10 +288,14 @@ class Case:
                                    diff=[f"{k}: missing, expected {short(expected_reading[k])}" for k in missing])
                 # the keys it does not read are taken as expected, so that the schema checks the rest
                 got = {**{k: v for k, v in expected_reading.items() if k not in reads}, **got}
+            if same_json(expected_reading, got):  # the expected reading matches its schema (a test checks every one)
+                return Verdict("pass")
             problem = validate_reading(self.kind, got)
             if problem is not None:
                 return Verdict("fail", f"the reading does not match canonical_{self.kind.replace('-', '_')}: "
                                f"{problem}", diff=[problem])
+        if same_json(want["reading"], got):
+            return Verdict("pass")
         diffs = compare(self.kind, want["reading"], got, role=self.role)
         if diffs:
             return Verdict("fail", str(diffs[0]), diff=[str(d) for d in diffs])
@@ -265,17 +309,49 @@ def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (E
     canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
     bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
     class)."""
-    payload = case.reading_input() if case.role == "encode" else case.input()
+    if case.is_folder and case.role != "encode":
+        from .folders import private_copy
+
+        with private_copy(case.input_files(), case.input_path.name) as folder:
+            _verify_with(case, fn, folder, rejects, error_class, strict_errors)
+        return
+    if case.is_folder:  # encode: fn(reading, options) writes into options["output_dir"]
+        from .folders import read_output, scratch
+
+        with scratch() as base:
+            out = base / "out"
+            out.mkdir()
+            opts = {**case.options, "output_dir": str(out)}
+            _verify_with(case, lambda reading, _o: fn(reading, opts), case.reading_input(), rejects, error_class,
+                         strict_errors, written=lambda: read_output(out))
+        return
+    _verify_with(case, fn, case.reading_input() if case.role == "encode" else case.input(), rejects, error_class,
+                 strict_errors)
+
+
+def _verify_with(case: Case, fn: Any, payload: Any, rejects: tuple[type[BaseException], ...], error_class: Any,
+                 strict_errors: bool, written: Any = None) -> None:
     try:
         result = fn(payload, dict(case.options))
     except rejects as exc:
         answer = Answer.rejected(f"{type(exc).__name__}: {exc}", error_class(exc) if error_class else None)
     else:
-        answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
+        if written is not None:
+            answer = Answer.ok(files=written())
+        else:
+            answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
     v = case.check(answer, strict_errors=strict_errors)
     if v.outcome != "pass":
         lines = [f"{case.id} ({case.description}): {v.message}", *[f"  {d}" for d in v.diff]]
         raise AssertionError("\n".join(lines))
+
+
+def _decode_written(fmt: str, files: dict[str, bytes], options: dict[str, str]) -> Any:
+    """mlf-spec's reading of the folder a testee wrote (the files, in a private copy)."""
+    from .folders import private_copy
+
+    with private_copy(files, "written") as folder:
+        return canonical.decode(fmt, folder, options)  # a folder format takes its path
 
 
 def _one_line(text: str) -> str:
@@ -313,8 +389,15 @@ def load_case(path: Path) -> Case:
     if doc["expected"]["outcome"] == "accept" and "reading" not in doc["expected"]:
         raise MlfError("an accepted case needs expected.reading", file=str(path), field="expected.reading")
     input_path = path.parent / doc["input"]
-    if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"]:
+    if not input_path.resolve().is_relative_to(path.parent.resolve()) or "/" in doc["input"] or "\\" in doc["input"] \
+            or doc["input"] in ("", ".", ".."):
         raise MlfError("input must be a file next to the case file", file=str(path), field="input")
+    from .folders import is_folder_format
+
+    if is_folder_format(doc["format"]) and doc["role"] != "encode" and \
+            (input_path.is_symlink() or not input_path.is_dir()):
+        raise MlfError(f"the input of a {doc['format']} case must be a folder next to the case file", file=str(path),
+                       field="input")
     return case_of_document(doc, path)
 
 
@@ -368,7 +451,13 @@ def write_suite(out: str | os.PathLike, formats: Iterable[str] | None = None, *,
             dest = out_dir / rel
             dest.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(dest / case.path.name, case.path.read_bytes())
-            atomic_write_bytes(dest / case.input_path.name, case.input())
+            if case.is_folder and case.role != "encode":
+                from .folders import write_files
+
+                (dest / case.input_path.name).mkdir(exist_ok=True)
+                write_files(dest / case.input_path.name, case.input_files())
+            else:
+                atomic_write_bytes(dest / case.input_path.name, case.input())
             n += 1
     return n
 

@@ -70,8 +70,10 @@ def _params(a: Any, b: Any, na: str, nb: str, ignore_times: bool) -> list[Change
 
     from . import params
 
-    with _opened(codec.open, a, na, strict=False) as x, _opened(codec.open, b, nb, strict=False) as y:
-        return params.compare(x, y, a_bytes=x.raw_file(), b_bytes=y.raw_file())
+    # read by pread, never mapped: a file another process truncates meanwhile is an MlfError, not SIGBUS
+    with _opened(codec.open, a, na, strict=False, mapped=False) as x, \
+            _opened(codec.open, b, nb, strict=False, mapped=False) as y:
+        return params.compare(x, y, a_bytes=x, b_bytes=y)
 
 
 def _archives(a: Any, b: Any, na: str, nb: str, ignore_times: bool) -> list[Change]:

@@ -25,7 +25,8 @@ def compare(a: LazyParams, b: LazyParams, *, member: str | None = None, module: 
             a_bytes: Any = None, b_bytes: Any = None) -> list[Change]:
     """The changes from ``a`` to ``b`` (two opened .params files). ``member``/``module``
     say where they sit inside an archive. ``a_bytes``/``b_bytes``, when given, are the
-    whole files, so that a difference outside the tensors is reported too."""
+    whole files (buffers, or the opened files themselves: then compared a piece at a
+    time), so that a difference outside the tensors is reported too."""
     where: dict[str, Any] = {"member": member, "module": module}
     out: list[Change] = []
     if a.dialect.id != b.dialect.id:
@@ -52,7 +53,7 @@ def compare(a: LazyParams, b: LazyParams, *, member: str | None = None, module: 
     if a.trailing_bytes != b.trailing_bytes:
         out.append(Change("file", "changed", "trailing_bytes", a.trailing_bytes, b.trailing_bytes,
                           f"bytes after the last tensor: {a.trailing_bytes} -> {b.trailing_bytes}", **where))
-    if not out and a_bytes is not None and b_bytes is not None and not same_bytes(a_bytes, b_bytes):
+    if not out and a_bytes is not None and b_bytes is not None and not _same_files(a_bytes, b_bytes):
         out.append(Change("file", "changed", "encoding", None, None,
                           "the tensors are the same; the files differ outside them (header words, device "
                           "fields or trailing bytes)", **where))
@@ -63,6 +64,20 @@ def same_bytes(x: Any, y: Any) -> bool:
     """Whether two buffers hold the same bytes (compared without copying)."""
     mx, my = memoryview(x).cast("B"), memoryview(y).cast("B")
     return mx.nbytes == my.nbytes and bool(np.array_equal(np.frombuffer(mx, np.uint8), np.frombuffer(my, np.uint8)))
+
+
+def _same_files(x: Any, y: Any, piece: int = 1 << 22) -> bool:
+    """``same_bytes`` of two whole files, given as buffers or as opened files (LazyParams:
+    read a piece at a time, so a file opened with ``mapped=False`` is never whole in memory)."""
+    from mlf_spec.params.codec import LazyParams
+
+    if not isinstance(x, LazyParams) or not isinstance(y, LazyParams):
+        return same_bytes(x.raw_file() if isinstance(x, LazyParams) else x,
+                          y.raw_file() if isinstance(y, LazyParams) else y)
+    if x.size != y.size:
+        return False
+    return all(same_bytes(x.read_bytes(at, min(piece, x.size - at)), y.read_bytes(at, min(piece, x.size - at)))
+               for at in range(0, x.size, piece))
 
 
 def _match(a: list[TensorInfo], b: list[TensorInfo]) -> tuple[list[tuple[int, int]], list[int], list[int]]:

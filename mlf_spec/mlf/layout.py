@@ -9,7 +9,7 @@ kind, group and condition comes from the generated ``mlf_layout_ir``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -74,7 +74,7 @@ class Placement:
         return self.entry.get("group", "main")
 
 
-def _module_of(entry: dict[str, Any], values: dict[str, str], modules: list[str]) -> tuple[str | None, str | None]:
+def _module_of(entry: dict[str, Any], values: dict[str, str], modules: Sequence[str]) -> tuple[str | None, str | None]:
     for name, value in values.items():
         role = ROLES.get(name)
         if role == "module":
@@ -90,7 +90,16 @@ def classify(path: str, version: int, style: str, modules: list[str]) -> Placeme
     """The layout entry of ``path`` (relative, ``.`` for the root) in ``version``/``style``,
     or None when no entry of that layout matches. ``present_in`` of the placement holds the
     revisions of every entry that matches (e.g. ``lib0.c`` fits both the ``.c`` and the
-    ``.{src_ext}`` entries)."""
+    ``.{src_ext}`` entries). A fresh placement each call (the same paths recur in every
+    archive: the matching is done once per path, version, style and module names)."""
+    hit = _classify(path, version, style, tuple(modules))
+    if hit is None:
+        return None
+    return Placement(hit.entry, dict(hit.values), hit.module, hit.unknown_module, hit.present_in)
+
+
+@lru_cache(maxsize=8192)
+def _classify(path: str, version: int, style: str, modules: tuple[str, ...]) -> Placement | None:
     found: Placement | None = None
     fallback: Placement | None = None
     revisions: set[str] = set()

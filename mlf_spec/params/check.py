@@ -89,14 +89,16 @@ class _File:
 
 
 def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, writer: str | None = None,
-          name: str | None = None) -> ArtifactReport:
+          name: str | None = None, mapped: bool = True) -> ArtifactReport:
     """Check a .params file (path, bytes or binary file object). ``dialect`` reads the
     dtype codes as that TVM version's (default: detected); ``tvm`` adds the verdict of that
     TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
     then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
-    MlfError when the file's structure cannot be followed."""
+    MlfError when the file's structure cannot be followed. ``mapped=False`` reads a path
+    into memory instead of mapping it (a file that shrinks meanwhile is an MlfError, not
+    SIGBUS)."""
     reader = _engine().reader_version(tvm) if tvm is not None else None
-    r = _read(source, dialect, writer, name)
+    r = _read(source, dialect, writer, name, mapped)
     c = Collector(FINDINGS)
     _file_findings(r.file, c)
     _dialect_findings(r.choice, r.detected, r.keys, r.max_bytes, c)
@@ -126,13 +128,13 @@ class _Reading:
     choice: _dt.DialectChoice
 
 
-def _read(source: Any, dialect: str | None, writer: str | None, name: str | None) -> _Reading:
+def _read(source: Any, dialect: str | None, writer: str | None, name: str | None, mapped: bool = True) -> _Reading:
     label = name or describe(source)
     given = _dt.dialect(dialect) if dialect is not None else None
     if given is None and writer is not None:
         given = _dt.of_version(_engine().writer_range(writer)[0])  # the writer's codes
     try:
-        with read_source(source) as (buf, size, _fd):
+        with read_source(source, mapped) as (buf, size, _fd):
             pf = _scan(buf, size)
             max_bytes = _max_bytes(buf, pf.records)
     except MlfError as exc:

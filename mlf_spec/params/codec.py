@@ -19,7 +19,6 @@ their DLDataType, never reinterpreted.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import functools
 import gc
@@ -27,7 +26,7 @@ import mmap
 import os
 import struct
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
@@ -39,11 +38,12 @@ from mlf_spec.errors import MlfError, UnsupportedError
 from mlf_spec.generated._fastlib import Record
 from mlf_spec.generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
 from mlf_spec.generated.tensor_fast import (
+    TENSOR_RECORD_HEAD_FIELDS,
     TENSOR_RECORD_OFFSETS,
     TensorRecord,
     new_tensor_record,
     read_tensor_record,
-    read_tensor_record_runs,
+    read_tensor_record_heads,
     start_of_tensor_record,
 )
 
@@ -113,12 +113,36 @@ Run = tuple[TensorRecord, int, int]
 
 
 class _Index:
-    __slots__ = ("names", "runs", "magic", "reserved", "end", "choice")
+    """What the headers say: the names, and the records either as runs of identical
+    headers (``runs``) or as flat header tuples with their data offsets (``heads``,
+    ``offsets``: see ``read_tensor_record_heads``); runs are made from heads when asked for."""
 
-    def __init__(self, names: list[str], runs: list[Run], magic: int, reserved: int, end: int,
-                 choice: _dt.DialectChoice) -> None:
-        self.names, self.runs, self.magic, self.reserved, self.end, self.choice = (
+    __slots__ = ("names", "_runs", "magic", "reserved", "end", "choice", "heads", "offsets")
+
+    def __init__(self, names: list[str], runs: list[Run] | None, magic: int, reserved: int, end: int,
+                 choice: _dt.DialectChoice, heads: list[tuple] | None = None, offsets: list[int] | None = None
+                 ) -> None:
+        self.names, self._runs, self.magic, self.reserved, self.end, self.choice = (
             names, runs, magic, reserved, end, choice)
+        self.heads, self.offsets = heads, offsets
+
+    @property
+    def runs(self) -> list[Run]:
+        """The records as runs (first record, count, stride) of identical headers."""
+        if self._runs is None:
+            assert self.heads is not None and self.offsets is not None
+            runs: list[Run] = []
+            last: tuple | None = None
+            for v, at in zip(self.heads, self.offsets):
+                if v == last:
+                    r, m, stride = runs[-1]
+                    if at - r.data_offset == m * stride or (m == 1 and at > r.data_offset):
+                        runs[-1] = (r, m + 1, at - r.data_offset if m == 1 else stride)
+                        continue
+                runs.append((_record_of_head(v, at), 1, 0))
+                last = v
+            self._runs = runs
+        return self._runs
 
     @property
     def records(self) -> list[TensorRecord]:
@@ -130,11 +154,26 @@ class _Index:
         return out
 
 
+def _record_of_head(v: tuple, at: int) -> TensorRecord:
+    return _new_record(v[:_H_SHAPE] + (v[_H_SHAPE:len(v) - _H_TAIL],) + v[len(v) - _H_TAIL:] + (at,))
+
+
 def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool, fd: int | None = None) -> _Index:
     """The index in one pass over the header bytes: the names, and the records as runs of
-    identical headers (one record object per run, not per tensor). With ``fd`` (the file
-    behind an mmap ``buf``), the headers of a file of large tensors are read by pread."""
-    rec, end = read_params_file(buf, 0, size, runs=True if fd is None else _runs_reader(fd))
+    identical headers (one record object per run, not per tensor), or for a file of large
+    tensors (``_sparse``) as flat header tuples: with ``fd`` (the file behind ``buf``)
+    read by pread, else from ``buf``."""
+    if _sparse(buf, size):
+        if fd is not None:
+            idx = _pread_index(fd, size, dialect, strict, False)
+            if idx is not None:
+                return idx
+        else:
+            try:
+                return _buffer_index(buf, size, dialect, strict)
+            except _Doubt:
+                pass  # the runs reader below reads it (or names its error)
+    rec, end = read_params_file(buf, 0, size, runs=True)
     runs: list[Run] = rec.arrays
     keys = {(r.dtype_code, r.dtype_bits, r.dtype_lanes) for r, _, _ in runs}
     choice = _dt.detect(keys, _max_bytes_of_runs(buf, runs)) if dialect is None else _dt.given(_dt.dialect(dialect))
@@ -148,74 +187,163 @@ def _index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool,
     return _Index(rec.names, runs, rec.magic, rec.reserved, end, choice)
 
 
-_SPARSE_MIN = 16 << 10  # tensors this large on average: each header would fault in its own page
-_WINDOW = 16 << 10  # bytes read per pread: a header and, for small tensors, the next headers
-_HEAD_ROOM = 1024  # a header starting closer than this to a window's end gets a new window
+def _sparse(buf: Any, size: int) -> bool:
+    """Whether the file's tensors average ``_SPARSE_MIN`` bytes or more (from its first 24
+    bytes: the name count), so that record headers are best read one by one."""
+    if size < 24:
+        return False
+    n = _U64(buf, 16)[0]
+    return bool(n) and size // n >= _SPARSE_MIN
 
 
-def _runs_reader(fd: int) -> Any:
-    """A reader of the records as runs (the signature of ``read_tensor_record_runs``) for an
-    mmap of the file ``fd``. In a file of large tensors every header lies on its own page,
-    and touching them through the mmap costs a page fault each (plus their unmapping);
-    pread of a window per header is cheaper. Any error, or any doubt, goes back to the
-    generated reader over the mmap, which then reports it with its exact offsets."""
+def _buffer_index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
+    """The index of a file of large tensors held in ``buf``, its headers read by the
+    generated ``read_tensor_record_heads``."""
 
-    def read(buf: Any, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[list[Run], int]:
-        if n and (end - pos) // n >= _SPARSE_MIN:
-            try:
-                return _sparse_runs(fd, pos, end, n, era)
-            except (MlfError, struct.error, OSError):
-                pass
-        return read_tensor_record_runs(buf, pos, end, n, era)
+    def read(b: Any, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[tuple[list, list], int]:
+        heads: list[tuple] = []
+        offsets: list[int] = []
+        try:
+            pos = read_tensor_record_heads(b, pos, end, end, n, 0, heads, offsets, era)
+            if len(heads) < n:  # the input ends inside a header
+                read_tensor_record(b, pos, end, era)  # names the error
+                raise _Doubt
+        except MlfError as exc:
+            raise exc.prefixed(f"[{len(heads)}]") from None
+        return (heads, offsets), pos
+
+    rec, end = read_params_file(buf, 0, size, runs=read)
+    return _choose(rec, end, dialect, strict, lambda v, at: int(np.frombuffer(buf, np.uint8, v[-1], at).max()))
+
+
+_SPARSE_MIN = 16 << 10  # tensors this large on average: each header lies on its own page
+_FIRST = 16 << 10  # bytes of the first pread: the file header, the names and the first records
+_WINDOW = 32 << 10  # the largest further pread, large tensors: the next few small ones
+_HEAD_WINDOW = 1 << 10  # the smallest: a header (at most 552 bytes) and maybe the next ones
+_DENSE_WINDOW = 256 << 10  # the same, small tensors: many headers per pread
+_H_CODE, _H_BITS, _H_LANES, _H_SHAPE = (TENSOR_RECORD_HEAD_FIELDS.index(f) for f in
+                                        ("dtype_code", "dtype_bits", "dtype_lanes", "shape"))
+_H_TAIL = len(TENSOR_RECORD_HEAD_FIELDS) - 1 - _H_SHAPE  # values after the shape (data_byte_size)
+_H_KEY = itemgetter(_H_CODE, _H_BITS, _H_LANES)
+
+
+class _Doubt(Exception):
+    """The heads reader cannot decide (a record it does not read): the runs reader decides."""
+
+
+def _shrank(offset: int) -> MlfError:
+    return MlfError("file shrank while it was being read", offset=offset)
+
+
+def _pread(fd: int, n: int, offset: int) -> bytes:
+    """``n`` bytes at ``offset`` (MlfError if the file ends first: it shrank since its size was taken)."""
+    got = os.pread(fd, n, offset)
+    if len(got) < n:
+        while len(got) < n:  # a short read need not be the end; one that returns nothing is
+            more = os.pread(fd, n - len(got), offset + len(got))
+            if not more:
+                raise _shrank(offset + len(got))
+            got += more
+    return got
+
+
+def _pread_index(fd: int, size: int, dialect: str | _dt.Dialect | None, strict: bool,
+                 dense: bool) -> _Index | None:
+    """The index from pread alone (no mmap): the header and the names from the first
+    window, then the record headers a window at a time, read by the generated
+    ``read_tensor_record_heads`` with every check (errors name their true offsets). None
+    for a file of small tensors unless ``dense`` (the caller reads those as runs)."""
+    first = _pread(fd, min(size, _FIRST), 0)
+    sparse = _sparse(first, size)
+    if not (sparse or dense):
+        return None
+    window = _WINDOW if sparse else _DENSE_WINDOW
+    while True:
+        try:
+            rec, end = read_params_file(first, 0, size, runs=_heads_reader(fd, first, window))
+            break
+        except (struct.error, TypeError, ValueError):
+            # the names go on past the first window (the reader over a window too short
+            # raises one of these, never returns): read more of the file
+            if len(first) >= size:
+                raise
+            first = _pread(fd, min(size, len(first) * 8), 0)
+    return _choose(rec, end, dialect, strict, lambda v, at: _data_max(fd, at, v[-1]))
+
+
+def _choose(rec: Any, end: int, dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
+    """The index of a file read as heads: the dialect detected (``top(head, offset)`` gives
+    the largest byte of a tensor whose bytes tell dialects apart) or given."""
+    heads, offsets = rec.arrays
+    keys = set(map(_H_KEY, heads))
+    if dialect is None:
+        tops: dict[tuple[int, int, int], int] = {}
+        for k in keys:
+            if _dt.needs_data(k[0], k[1]):
+                for v, at in zip(heads, offsets):
+                    if _H_KEY(v) == k:
+                        tops[k] = max(tops.get(k, -1), top(v, at) if v[-1] else -1)
+        choice = _dt.detect(keys, tops)
+    else:
+        choice = _dt.given(_dt.dialect(dialect))
+    d = choice.dialect
+    if strict and not all(_dt.lookup(d, *k).known for k in keys):
+        for i, (v, at) in enumerate(zip(heads, offsets)):
+            r = _record_of_head(v, at)
+            _dt.require_known(_dt.lookup(d, *_H_KEY(v)), d, f"arrays[{i}].dtype",
+                              start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
+    return _Index(rec.names, None, rec.magic, rec.reserved, end, choice, heads, offsets)
+
+
+def _heads_reader(fd: int, first: bytes, window: int) -> Any:
+    """A reader of ``n`` records in place of ``read_tensor_record_runs`` (its signature),
+    giving (heads, offsets): the headers read by pread, ``window`` bytes at a time, each
+    window starting at the first header the last one did not hold whole."""
+
+    def read(buf: Any, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[tuple[list, list], int]:
+        heads: list[tuple] = []
+        offsets: list[int] = []
+        win, base = first, 0
+        try:
+            while True:
+                nxt = read_tensor_record_heads(win, pos - base, len(win), end - base, n - len(heads), base, heads,
+                                               offsets, era) + base
+                if len(heads) == n:
+                    return (heads, offsets), nxt
+                if nxt == base:  # a fresh window held no whole header: the file ends inside it
+                    read_tensor_record(win, 0, end - base, era)  # names the error
+                    raise _shrank(base)  # (not reached: the header fits when the file is whole)
+                pos = nxt
+                # the next records are guessed to be as large as the last one: a window for
+                # two of them, unless that one was large (then a header's worth)
+                last = heads[-1][-1] if heads else window
+                want = min(end - pos, window if window == _DENSE_WINDOW or last <= window and 2 * last > window
+                           else _HEAD_WINDOW if last > window else 2 * last + _HEAD_WINDOW)
+                win, base = os.pread(fd, want, pos), pos
+                if len(win) < want:
+                    win = win + _pread(fd, want - len(win), pos + len(win))
+        except MlfError as exc:
+            raise exc.shifted(base).prefixed(f"[{len(heads)}]") from None
 
     return read
 
 
-def _sparse_runs(fd: int, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[list[Run], int]:
-    """``n`` records from ``pos`` as runs, their headers read with pread. Each distinct
-    header is read and checked once by the generated reader (on a window that holds its
-    bytes, positions shifted by the window's start: the checks see the file's true end);
-    a header whose bytes equal one already checked parses to the same values and passes
-    the same checks, so it only needs its data to fit before the end of the file."""
-    out: list[Run] = []
-    seen: dict[int, dict[bytes, TensorRecord]] = {}  # header length -> header bytes -> record
-    win = b""
-    base = 0
-    last: TensorRecord | None = None
-    done = 0
+def _data_max(fd: int, at: int, n: int) -> int:
+    """The largest byte of ``n`` bytes at ``at``, read by pread in pieces (never mapped,
+    never whole in memory)."""
+    top, done = -1, 0
     while done < n:
-        rel = pos - base
-        if rel + _HEAD_ROOM > len(win) and base + len(win) < end:
-            win = os.pread(fd, min(_WINDOW, end - pos), pos)
-            base, rel = pos, 0
-        rec = None
-        for length, heads in seen.items():
-            rec = heads.get(win[rel:rel + length])
-            if rec is not None:
-                break
-        if rec is None:
-            got, _ = read_tensor_record(win, rel, end - base, era)
-            length = got[_AT] - rel
-            rec = _new_record(got[:_AT] + (pos + length,))
-            seen.setdefault(length, {})[win[rel:rel + length]] = rec
-        else:
-            if rec[_SIZE] > end - pos - length:
-                raise MlfError("data past the end")  # the generated reader names it exactly
-        nxt = pos + length + rec[_SIZE]
-        if rec is last:
-            first, m, stride = out[-1]
-            out[-1] = (first, m + 1, stride)
-        else:
-            out.append((rec if rec[_AT] == pos + length else _new_record(rec[:_AT] + (pos + length,)), 1, nxt - pos))
-            last = rec
-        done += 1
-        pos = nxt
-    return out, pos
+        piece = _pread(fd, min(n - done, 1 << 20), at + done)
+        top = max(top, int(np.frombuffer(piece, np.uint8).max()))
+        done += len(piece)
+    return top
 
 
 _new_record = functools.partial(tuple.__new__, TensorRecord)
 _SIZE, _AT = TensorRecord._fields.index("data_byte_size"), TensorRecord._fields.index("data_offset")
 assert _AT == len(TensorRecord._fields) - 1  # a record at another offset: its fields before _AT, then it
+assert TensorRecord._fields[:_AT] == TENSOR_RECORD_HEAD_FIELDS  # a head is a record without its data offset
+_U64 = struct.Struct("<Q").unpack_from
 
 
 def max_bytes(buf: Any, records: list[TensorRecord]) -> dict[tuple[int, int, int], int]:
@@ -389,16 +517,36 @@ def _numpy_holds(dt: _dt.DType, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True) -> ParamsFile:
+def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = True,
+         mapped: bool = True) -> ParamsFile:
     """Read a .params file from a path, bytes or a binary file object.
 
     Tensor data is copied once, from the input into one 64-byte-aligned arena, and the
     arrays are views of that arena (writable, independent of the input). ``dialect``
     names the TVM version whose dtype codes apply (default: detected; see
     ``ParamsFile.choice``). With ``strict`` (default) a code the dialect does not define
-    is an error; without, such tensors come back as StoredTensor. Raises MlfError.
+    is an error; without, such tensors come back as StoredTensor. ``mapped=False`` reads a
+    path by pread alone, never mapping it (a file another process truncates meanwhile is
+    then an MlfError, "file shrank while it was being read", not SIGBUS). Raises MlfError.
     """
     name = describe(source)
+    if not mapped and isinstance(source, (str, os.PathLike)):
+        try:
+            file_fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        try:
+            size = os.fstat(file_fd).st_size
+            with _gc_paused():
+                if not size:
+                    _index(b"", 0, dialect, strict)  # names the error
+                idx = _pread_index(file_fd, size, dialect, strict, True)
+                assert idx is not None
+                return _materialise(idx, None, size, file_fd)
+        except MlfError as exc:
+            raise exc.with_file(name) from None
+        finally:
+            os.close(file_fd)
     try:
         with read_source(source) as (buf, size, fd), _gc_paused():
             idx = _index(buf, size, dialect, strict)
@@ -439,7 +587,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
     shift = (-raw.ctypes.data) % ALIGNMENT
     arena = raw[shift:shift + total]
     dst = memoryview(arena)
-    src = memoryview(buf) if not isinstance(buf, memoryview) else buf
+    src = (memoryview(buf) if not isinstance(buf, memoryview) else buf) if buf is not None else None
     values: list[Any] = []
     records: list[TensorRecord | None] = []
     new_array = np.ndarray
@@ -452,7 +600,15 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         if m >= 8 and 0 < n < _PREAD_MIN:
             # a run of identical headers: one strided copy; the arrays are made on first use
             block = new_array((m, n), np.uint8, arena, start, (step, 1))
-            block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
+            if src is not None:
+                block[...] = new_array((m, n), np.uint8, buf, r.data_offset, (stride, 1))
+            else:  # by pread, some rows at a time
+                per_read = max(1, _PREAD_MIN // stride)
+                assert fd is not None
+                for j in range(0, m, per_read):
+                    k = min(per_read, m - j)
+                    span = _pread(fd, stride * (k - 1) + n, r.data_offset + j * stride)
+                    block[j:j + k] = new_array((k, n), np.uint8, span, 0, (stride, 1))
             if dt.numpy is not None:  # n > 0 here, so the shape fits the file and NumPy
                 itemsize = dt.numpy.itemsize
                 inner = tuple(np.cumprod((1,) + r.shape[:0:-1])[::-1] * itemsize) if r.shape else ()
@@ -466,9 +622,10 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
             for j in range(m):
                 s0 = start + j * step
                 if n:
-                    if fd is not None and n >= _PREAD_MIN:
+                    if fd is not None and (n >= _PREAD_MIN or src is None):
                         _pread_into(fd, dst[s0:s0 + n], at)
                     else:
+                        assert src is not None
                         dst[s0:s0 + n] = src[at:at + n]
                 values.append(new_array(r.shape, dt.numpy, arena, s0) if fits else StoredTensor(dt, r.shape, arena[s0:s0 + n]))
                 at += stride
@@ -476,7 +633,11 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         records += [r] * m
         start += step * m
         i += m
-    trailing = bytes(src[idx.end:size])
+    if src is not None:
+        trailing = bytes(src[idx.end:size])
+    else:
+        assert fd is not None
+        trailing = _pread(fd, size - idx.end, idx.end)
     return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice)
 
 
@@ -490,44 +651,74 @@ def _pread_into(fd: int, view: memoryview, offset: int) -> None:
 
 
 class LazyParams(Mapping):
-    """A .params file opened over an mmap: ``index`` was built from the headers only;
-    ``self[name]`` is a zero-copy read-only view of the file's bytes.
+    """A .params file opened lazily: ``index`` was built from the headers only;
+    ``self[name]`` is a zero-copy read-only view of the file's bytes (an mmap of a path,
+    made on the first data access), or with ``mapped=False`` a copy read by pread.
 
     The format has no padding, so views may be unaligned (NumPy handles that, at some
     cost for vectorised math); use ``load`` or ``np.array(view)`` for aligned copies.
     Close it (or use ``with``) to release the mapping; views must not outlive it.
+
+    As with ``numpy.memmap``, a view of a file that another process truncates raises
+    SIGBUS when a page past the new end is touched, which no Python code can catch: open
+    a file that may change while it is read with ``mapped=False`` (what the CLI does).
+    Its reads then fail with an MlfError ("file shrank while it was being read").
     """
 
-    def __init__(self, idx: _Index, buf: Any, size: int, closer: Any, name: str) -> None:
-        self._buf = buf
-        self._closer = closer
+    def __init__(self, idx: _Index, buf: Any, size: int, fd: int | None, name: str, mapped: bool = True,
+                 mm: mmap.mmap | None = None) -> None:
+        self._mem = buf  # None: a path whose mapping is made on the first data access
+        self._mm = mm  # the mapping this object made (and closes)
+        self._fd = fd
+        self._mapped = mapped
         self.file = name
         self.choice = idx.choice
         self.size = size
         self.reserved = idx.reserved
         self.trailing_bytes = size - idx.end
+        self._idx = idx
         self._names = idx.names
-        self._runs = idx.runs
         self._index: list[TensorInfo] | None = None
         # name -> position of its last tensor (a repeated name reads as the later one, as in TVM)
         self._by_name: dict[str, int] = dict(zip(idx.names, range(len(idx.names))))
 
     @property
+    def _buf(self) -> Any:
+        """The file's bytes: the buffer given, or the mapping of the path (made now)."""
+        if self._mem is None:
+            if self._fd is None:
+                raise ValueError("the file is closed")
+            self._mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            self._mem = self._mm
+        return self._mem
+
+    @property
     def index(self) -> list[TensorInfo]:
         """(name, dtype, shape, offset, nbytes) of every tensor in file order, duplicates
-        included (made on first use from the runs of identical headers)."""
+        included (made on first use from the headers)."""
         if self._index is None:
             d = self.choice.dialect
             lookup, new = _dt.lookup, tuple.__new__
             out: list[TensorInfo] = []
             names = self._names
-            i = 0
-            for r, m, stride in self._runs:
-                dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
-                shape, at, n = r.shape, r.data_offset, r.data_byte_size
-                for j in range(m):
-                    out.append(new(TensorInfo, (names[i + j], dt, shape, at + j * stride, n)))
-                i += m
+            idx = self._idx
+            if idx.heads is not None:
+                assert idx.offsets is not None
+                types: dict[tuple[int, int, int], _dt.DType] = {}
+                for name, v, at in zip(names, idx.heads, idx.offsets):
+                    key = _H_KEY(v)
+                    dt = types.get(key)
+                    if dt is None:
+                        dt = types[key] = lookup(d, *key)
+                    out.append(new(TensorInfo, (name, dt, v[_H_SHAPE:len(v) - _H_TAIL], at, v[-1])))
+            else:
+                i = 0
+                for r, m, stride in idx.runs:
+                    dt = lookup(d, r.dtype_code, r.dtype_bits, r.dtype_lanes)
+                    shape, at, n = r.shape, r.data_offset, r.data_byte_size
+                    for j in range(m):
+                        out.append(new(TensorInfo, (names[i + j], dt, shape, at + j * stride, n)))
+                    i += m
             self._index = out
         return self._index
 
@@ -541,22 +732,61 @@ class LazyParams(Mapping):
         """The dtype dialect used to name the codes."""
         return self.choice.dialect
 
+    def read_bytes(self, offset: int, n: int) -> Any:
+        """``n`` bytes of the file at ``offset``: a view, or with ``mapped=False`` a copy
+        read by pread (MlfError if the file shrank meanwhile)."""
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise ValueError(f"{n} bytes at {offset} are not inside the file's {self.size}")
+        return self._read(offset, n)
+
+    def _read(self, offset: int, n: int) -> Any:
+        if self._mapped or self._fd is None:
+            return memoryview(self._buf)[offset:offset + n]
+        try:
+            return memoryview(_pread(self._fd, n, offset))
+        except MlfError as exc:
+            raise exc.with_file(self.file) from None
+
     def raw(self, name: str | TensorInfo) -> memoryview:
         """The stored data bytes of tensor ``name`` (the last of that name, as TVM reads
-        it) or of one :attr:`index` entry (zero-copy)."""
+        it) or of one :attr:`index` entry (zero-copy unless opened with ``mapped=False``)."""
         info = self._info(name)
-        return memoryview(self._buf)[info.offset : info.offset + info.nbytes]
+        return self._read(info.offset, info.nbytes)
+
+    def raws(self, infos: list[TensorInfo] | None = None) -> Iterator[memoryview]:
+        """The stored bytes of each of ``infos`` (default: every :attr:`index` entry), in
+        order: views, or with ``mapped=False`` copies read by pread, a window of up to
+        1 MiB at a time when they lie close together (many small tensors: one read for many)."""
+        infos = self.index if infos is None else infos
+        if self._mapped or self._fd is None:
+            whole = memoryview(self._buf) if self.size else memoryview(b"")
+            for info in infos:
+                yield whole[info.offset:info.offset + info.nbytes]
+            return
+        win, lo, hi = memoryview(b""), 0, 0
+        for info in infos:
+            at, n = info.offset, info.nbytes
+            if lo <= at and at + n <= hi:
+                yield win[at - lo:at - lo + n]
+            elif n >= _RAWS_WINDOW:
+                yield self._read(at, n)
+            else:
+                hi = at + min(_RAWS_WINDOW, self.size - at)
+                win, lo = self._read(at, hi - at), at
+                yield win[:n]
 
     def raw_file(self) -> memoryview:
-        """The whole file's bytes (zero-copy)."""
-        return memoryview(self._buf)[: self.size]
+        """The whole file's bytes (zero-copy unless opened with ``mapped=False``)."""
+        return self._read(0, self.size)
 
     def tensor(self, info: TensorInfo) -> Tensor:
         """The tensor of one :attr:`index` entry (duplicates included): a zero-copy array,
         or a StoredTensor for dtypes NumPy cannot hold."""
         if not _numpy_holds(info.dtype, info.shape):
             return StoredTensor(info.dtype, info.shape, self.raw(info))
-        return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
+        if self._mapped or self._fd is None:
+            return np.ndarray(info.shape, info.dtype.numpy, self._buf, info.offset)
+        return np.ndarray(info.shape, info.dtype.numpy, self.raw(info))
 
     def __getitem__(self, name: str) -> Tensor:
         return self.tensor(self._info(name))
@@ -564,14 +794,24 @@ class LazyParams(Mapping):
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_name)
 
+    def keys(self) -> KeysView[str]:
+        """The names, in file order (a repeated name once)."""
+        return self._by_name.keys()
+
     def __len__(self) -> int:
         return len(self._by_name)
 
     def close(self) -> None:
-        """Release the mapping."""
-        if self._closer is not None:
-            self._closer()
-            self._closer = None
+        """Release the mapping and the file."""
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:  # views still exported; the mapping goes when they do
+                pass
+            self._mm = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> LazyParams:
         return self
@@ -580,38 +820,45 @@ class LazyParams(Mapping):
         self.close()
 
 
-def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = False) -> LazyParams:  # noqa: A001
+def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = False,  # noqa: A001
+         mapped: bool = True) -> LazyParams:
     """Open a .params file lazily: build the index (name, dtype, shape, offset, nbytes)
     from the headers without touching tensor bytes; arrays are zero-copy views on request.
-    Paths are memory-mapped; bytes are used in place. Raises MlfError."""
+    A path's headers are read by pread and the file is memory-mapped on the first data
+    access; with ``mapped=False`` it is never mapped, and data is read by pread (copies:
+    safe when another process may truncate the file). Bytes are used in place. Raises
+    MlfError."""
     name = describe(source)
     if isinstance(source, (str, os.PathLike)):
         try:
-            f = builtins.open(source, "rb")
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        mm: mmap.mmap | None = None
         try:
-            size = os.fstat(f.fileno()).st_size
-            mm: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        except BaseException:
-            f.close()
+            size = os.fstat(fd).st_size
+            was_enabled = gc.isenabled()
+            gc.disable()  # many small acyclic objects: a collection pass would cost more than reading them
+            try:
+                idx = _pread_index(fd, size, dialect, strict, not mapped) if size else None
+                if idx is not None:
+                    return LazyParams(idx, None, size, fd, name, mapped)
+                # small tensors: their headers are read as runs over a mapping
+                mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else None
+                if mm is not None and len(mm) < size:
+                    raise _shrank(len(mm))
+                idx = _index(mm if mm is not None else b"", size, dialect, strict)
+                return LazyParams(idx, mm, size, fd, name, mapped, mm)
+            finally:
+                if was_enabled:
+                    gc.enable()
+        except BaseException as exc:
+            if mm is not None:
+                mm.close()
+            os.close(fd)
+            if isinstance(exc, MlfError):
+                raise exc.with_file(name) from None
             raise
-
-        def closer() -> None:
-            if isinstance(mm, mmap.mmap):
-                try:
-                    mm.close()
-                except BufferError:  # views still exported; the mapping goes when they do
-                    pass
-            f.close()
-
-        try:
-            with _gc_paused():
-                idx = _index(mm, size, dialect, strict, f.fileno() if size else None)
-                return LazyParams(idx, mm, size, closer, name)
-        except MlfError as exc:
-            closer()
-            raise exc.with_file(name) from None
     with read_source(source) as (buf, size, _):
         try:
             idx = _index(buf, size, dialect, strict)
@@ -749,6 +996,7 @@ def save(params: Mapping[str, Any] | ParamsFile, path: str | os.PathLike, *,
 
 
 _JOIN_BELOW = 16 << 20
+_RAWS_WINDOW = 1 << 20
 
 
 __all__ = [

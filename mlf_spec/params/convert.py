@@ -103,7 +103,7 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
     name = os.fspath(source) if is_path else "<bytes>"
     fmt = fmt or (format_of(source) if is_path else "params")
     if fmt == "params":
-        p = _params.load(source, dialect=dialect, strict=False)
+        p = _params.load(source, dialect=dialect, strict=False, mapped=False)  # by pread: never SIGBUS
         if p.choice.ambiguous:
             raise AmbiguousDialectError(ambiguity_message(p), [c.id for c in p.choice.candidates], file=name)
         return dict(p.items())

@@ -14,6 +14,7 @@ order its name, dtype, shape, offset, size and SHA-256, optionally with its numb
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 from mlf_spec._io import describe
@@ -29,11 +30,13 @@ def dump_document(lazy: _codec.LazyParams, *, path: str, stats: bool = False,
     from . import stats as _stats
 
     tensors: list[TensorEntry] = []
-    for info in lazy.index:
-        digest = hashlib.sha256(lazy.raw(info) if info.nbytes else b"").hexdigest()
+    shapes: dict[tuple[int, ...], list[int]] = {}  # one list per distinct shape (the document is only read)
+    for info, digest in zip(lazy.index, digests(lazy)):
+        shape = shapes.get(info.shape)
+        if shape is None:
+            shape = shapes[info.shape] = list(info.shape)
         entry: TensorEntry = {**_codec.json_name(info.name), "dtype": info.dtype.name,  # name (and name_hex)
-                              "shape": list(info.shape), "offset": info.offset, "nbytes": info.nbytes,
-                              "sha256": digest}
+                              "shape": shape, "offset": info.offset, "nbytes": info.nbytes, "sha256": digest}
         if stats or values:
             flat = _stats.values_of(lazy.tensor(info), lazy.dialect)
             if stats:
@@ -46,6 +49,23 @@ def dump_document(lazy: _codec.LazyParams, *, path: str, stats: bool = False,
             "trailing_bytes": lazy.trailing_bytes, "tensors": tensors}
 
 
+def digests(lazy: _codec.LazyParams) -> Iterator[str]:
+    """The SHA-256 (hex) of every tensor's stored bytes, in file order, read a window at a
+    time (:meth:`LazyParams.raws`); small contents are hashed once each (files of many tiny
+    tensors repeat them)."""
+    sha256 = hashlib.sha256
+    small: dict[bytes, str] = {}
+    for data in lazy.raws():
+        if len(data) <= 64:
+            key = bytes(data)
+            digest = small.get(key)
+            if digest is None:
+                digest = small[key] = sha256(key).hexdigest()
+            yield digest
+        else:
+            yield sha256(data).hexdigest()
+
+
 def dump(source: Any, *, dialect: str | None = None, stats: bool = False, values: int | None = None,
          name: str | None = None) -> ParamsDump:
     """The document of the .params file ``source`` (a path, bytes or binary file object),
@@ -53,8 +73,8 @@ def dump(source: Any, *, dialect: str | None = None, stats: bool = False, values
     ``path`` is ``name`` or a description of the source. Raises MlfError when the file
     cannot be read."""
     label = name if name is not None else describe(source)
-    with _codec.open(source, dialect=dialect, strict=False) as lazy:
+    with _codec.open(source, dialect=dialect, strict=False, mapped=False) as lazy:  # by pread: never SIGBUS
         return dump_document(lazy, path=label, stats=stats, values=values)
 
 
-__all__ = ["dump", "dump_document"]
+__all__ = ["digests", "dump", "dump_document"]

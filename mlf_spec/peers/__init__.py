@@ -8,6 +8,6 @@ request loop that runs there (:mod:`.worker`, :mod:`.client`).
 from __future__ import annotations
 
 from .client import Peer, PeerCrashed, PeerRefused
-from .venvs import PEERS, PeerSetupError, ensure
+from .venvs import PEERS, PeerSetupError, ensure, environment, resolve
 
-__all__ = ["PEERS", "Peer", "PeerCrashed", "PeerRefused", "PeerSetupError", "ensure"]
+__all__ = ["PEERS", "Peer", "PeerCrashed", "PeerRefused", "PeerSetupError", "ensure", "environment", "resolve"]

@@ -40,6 +40,9 @@ class PeerSpec:
     tvm_version: str
     python: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: (requirement, python version): a wheel for another Python whose packages are unpacked
+    #: into the venv instead of installed (pip refuses its tags), its dependencies in ``requirements``
+    unpack: tuple[str, str] | None = None
 
 
 PEERS: dict[str, PeerSpec] = {
@@ -52,7 +55,20 @@ PEERS: dict[str, PeerSpec] = {
     # imported by its tvm.relay / tvm.relay.testing without being declared
     "hhb": PeerSpec("hhb", "hhb-tvm-3.2.3", "hhb-tvm 3.2.3 (TVM 0.16.dev0)",
                     ("hhb-tvm==3.2.3", "numpy<2", "ml_dtypes", "tqdm", "tflite", "pytest"), "0.16", python="3.10"),
+    # where no Python 3.10 exists: the cp310 wheel's pure-Python tvm package and its libtvm run on
+    # 3.11 once TVM's FFI goes through ctypes (its Cython core is built for 3.10). The runtime's
+    # dependencies are installed, then the wheel is unpacked beside them: enough for what the
+    # adapter runs (load_param_dict, load_module, the GraphExecutor); relay.testing also needs
+    # scipy, tqdm, tflite and pytest, which this runtime-only venv leaves out
+    "hhb-py311": PeerSpec("hhb-py311", "hhb-tvm-3.2.3-py311-ctypes-runtime",
+                          "hhb-tvm 3.2.3 (TVM 0.16.dev0) on Python 3.11 with TVM_FFI=ctypes",
+                          ("numpy<2", "ml_dtypes", "attrs", "cloudpickle", "decorator", "psutil", "tornado",
+                           "typing-extensions"), "0.16", python="3.11",
+                          env={"TVM_FFI": "ctypes"}, unpack=("hhb-tvm==3.2.3", "3.10")),
 }
+#: peer -> the peer that stands in for it when its Python is missing (or when
+#: ``$MLF_SPEC_HHB_PY311`` is 1: the fallback used on purpose, as a test does)
+FALLBACKS: dict[str, str] = {"hhb": "hhb-py311"}
 
 
 def cache_root() -> Path:
@@ -63,6 +79,28 @@ def cache_root() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mlf-spec" / "tvm-venvs"
+
+
+def resolve(key: str) -> str:
+    """The peer that serves ``key`` here: ``key`` itself, or its fallback when the forcing
+    variable is set or when ``key``'s venv is not made and its Python cannot be found while the
+    fallback's can."""
+    fallback = FALLBACKS.get(key)
+    if fallback is None:
+        return key
+    if os.environ.get("MLF_SPEC_HHB_PY311") == "1":
+        return fallback
+    if is_ready(key) or is_ready(fallback):
+        return key if is_ready(key) else fallback
+    spec, alt = PEERS[key], PEERS[fallback]
+    if spec.python and find_python(spec.python) is None and alt.python and find_python(alt.python) is not None:
+        return fallback
+    return key
+
+
+def environment(key: str) -> dict[str, str]:
+    """What peer ``key`` (as resolved) needs in its environment to run."""
+    return dict(PEERS[resolve(key)].env)
 
 
 def venv_python(key: str) -> Path:
@@ -124,6 +162,8 @@ def _install(spec: PeerSpec, base: str, partial: Path) -> None:
     pip = ([sys.executable, "-m", "pip", "--python", str(partial / "bin" / "python")] if via_this_pip
            else [str(partial / "bin" / "python"), "-m", "pip"])
     _run([*pip, "install", "-q", "--disable-pip-version-check", *spec.requirements], "pip install", spec.label)
+    if spec.unpack is not None:
+        _unpack_wheel(spec, pip, partial)
     env = {**os.environ, **spec.env}
     got = _run([str(partial / "bin" / "python"), "-c", "import tvm; print(tvm.__version__)"], "import tvm",
                spec.label, env).strip()
@@ -132,10 +172,39 @@ def _install(spec: PeerSpec, base: str, partial: Path) -> None:
     (partial / ".installed").write_text(got + "\n")
 
 
+def _unpack_wheel(spec: PeerSpec, pip: list[str], partial: Path) -> None:
+    """Download ``spec.unpack``'s wheel for its Python and unpack it into the venv's
+    site-packages (its packages and its dist-info, so that the distribution is known)."""
+    import zipfile
+
+    assert spec.unpack is not None
+    requirement, version = spec.unpack
+    folder = partial / ".wheel"
+    _run([*pip, "download", "-q", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:",
+          "--python-version", version, "--implementation", "cp", "--abi", "cp" + version.replace(".", ""),
+          "--platform", "manylinux1_x86_64", "-d", str(folder), requirement], "pip download", spec.label)
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels:
+        raise PeerSetupError(f"cannot set up {spec.label}: pip download gave no wheel of {requirement}")
+    site = _run([str(partial / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                "python -c sysconfig", spec.label).strip()
+    with zipfile.ZipFile(wheels[0]) as whl:
+        for info in whl.infolist():
+            target = os.path.realpath(os.path.join(site, info.filename))
+            if not target.startswith(os.path.realpath(site) + os.sep):
+                raise PeerSetupError(f"cannot set up {spec.label}: the wheel holds {info.filename!r}, outside its folder")
+            whl.extract(info, site)
+            mode = info.external_attr >> 16
+            if mode & 0o111:
+                os.chmod(target, 0o755)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def ensure(key: str, progress: bool = True) -> Path:
-    """The interpreter of peer ``key``'s venv, made first if need be (a progress line on
-    standard error when ``progress``); PeerSetupError if it cannot be made."""
-    spec = PEERS[key]
+    """The interpreter of peer ``key``'s venv (or of its fallback, :func:`resolve`), made first
+    if need be (a progress line on standard error when ``progress``); PeerSetupError if it
+    cannot be made."""
+    spec = PEERS[resolve(key)]
     root = cache_root()
     target = root / spec.folder
     python = target / "bin" / "python"
@@ -151,8 +220,9 @@ def ensure(key: str, progress: bool = True) -> Path:
             return python
         base = sys.executable if spec.python is None else find_python(spec.python)
         if base is None:
-            raise PeerSetupError(f"cannot set up {spec.label}: it needs Python {spec.python} (its wheels are cp310) "
-                                 f"and none was found (python{spec.python} on PATH, pyenv versions, "
+            alt = f" (or Python {PEERS[FALLBACKS[key]].python} for its ctypes fallback)" if key in FALLBACKS else ""
+            raise PeerSetupError(f"cannot set up {spec.label}: it needs Python {spec.python}{alt} (its wheels are "
+                                 f"cp310) and none was found (python{spec.python} on PATH, pyenv versions, "
                                  f"$MLF_SPEC_PYTHON{spec.python.replace('.', '') if spec.python else ''})")
         if progress:
             print(f"mlf-spec: setting up {spec.label} in {target} (first use only; a minute or two)...",
@@ -172,4 +242,5 @@ def ensure(key: str, progress: bool = True) -> Path:
     return python
 
 
-__all__ = ["PEERS", "PeerSetupError", "PeerSpec", "cache_root", "ensure", "find_python", "is_ready", "venv_python"]
+__all__ = ["FALLBACKS", "PEERS", "PeerSetupError", "PeerSpec", "cache_root", "ensure", "environment", "find_python",
+           "is_ready", "resolve", "venv_python"]

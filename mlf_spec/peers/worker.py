@@ -10,7 +10,8 @@ original standard output; TVM's own prints are sent to standard error.
 
 Requests (``data`` and ``record`` are base64):
 
-* ``{"op": "version"}`` -> ``{"tvm": "0.16.dev0", "python": "3.10.13"}``
+* ``{"op": "version"}`` -> ``{"tvm": "0.16.dev0", "python": "3.10.13", "loaders": [...]}`` (the module
+  kinds with a ``runtime.module.loadbinary_<kind>`` loader; [] where TVM has none of that name)
 * ``{"op": "params_load", "data": ...}`` -> ``{"tensors": [{"name", "record", "dtype"?}]}``: the
   names in the order of the Map ``load_param_dict`` returns; per tensor the record
   ``save_param_dict({"x": t})`` writes for it alone, and its dtype string if TVM has one
@@ -18,6 +19,20 @@ Requests (``data`` and ``record`` are base64):
   ``{"output": ...}``: ``save_param_dict`` of tensors allocated with that DLDataType and filled
   with those bytes
 * ``{"op": "load_module", "path": ...}`` -> ``{"tree": [kind, [imports...]]}``
+       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp,
+* ``{"op": "blob_load", "data": ..., "symbol": "__tvm_dev_mblob"}`` -> what ``load_module`` of a
+  shared object holding that blob did: each payload loader's call in order (``kind``, the
+  stream's read position before and after, the ``type_key`` and handle of the module it
+  returned), the modules reachable from the root (handle -> ``type_key`` and imported
+  handles, in import order) and the root's handle; ``stream: null`` when the stream the
+  loaders are handed is not the ``dmlc::MemoryFixedSizeStream`` over the blob that TVM up to
+  0.20 hands them (then no position is read)
+* ``{"op": "graph_create", "data": ...}`` -> the runtime's GraphExecutor factory
+  (``tvm.graph_executor.create``) on the graph's bytes, a CPU device and a library exporting
+  every function the executor asks for (each a packed C function that does nothing, found from
+  its "no such function in module" refusals): ``{"functions": [...], "inputs": [{"name",
+  "shape", "dtype"}], "outputs": [{"shape", "dtype"}]}``, as ``get_input`` / ``get_output``
+  show them
 
 A refusal is ``{"error": "the exception's last line", "type": "TVMError"}``.
 """
@@ -26,10 +41,13 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import hashlib
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from typing import Any
 
 #: seconds a request may take before its child is stopped (hangs on corrupted heaps)
@@ -130,13 +148,214 @@ def _load_module(req: dict) -> dict:
     return {"tree": _tree(tvm.runtime.load_module(req["path"]))}
 
 
+def _cache_tensor(name: str, arr: Any) -> dict:
+    """One array a cache loader returned: dtype, shape, SHA-256 of ``.numpy()``'s bytes."""
+    import hashlib
+
+    import numpy as np
+
+    entry: dict[str, Any] = {"name": name, "dtype": str(arr.dtype), "shape": [int(d) for d in arr.shape]}
+    try:
+        a = np.ascontiguousarray(arr.numpy())
+    except Exception as exc:  # noqa: BLE001 - e.g. int4 has no NumPy type
+        entry.update(sha256=None, numpy_error=_last_line(exc))
+    else:
+        entry["sha256"] = hashlib.sha256(a.reshape(-1).view(np.uint8).data).hexdigest()
+    return entry
+
+
+def _cache_load(req: dict) -> dict:
+    import tvm
+    from tvm.contrib import tvmjs
+
+    load = getattr(tvmjs, "load_tensor_cache", None) or tvmjs.load_ndarray_cache
+    arrays, metadata = load(req["path"], tvm.cpu())
+    return {"metadata": metadata, "tensors": [_cache_tensor(n, a) for n, a in arrays.items()]}
+
+
+def _cache_load_cpp(req: dict) -> dict:
+    import tvm
+
+    folder = req["path"]
+    prefix = "vm.builtin.tensor_cache" if tvm.get_global_func("vm.builtin.tensor_cache.load", True) \
+        else "vm.builtin.ndarray_cache"
+    tvm.get_global_func(prefix + ".clear")()
+    tvm.get_global_func(prefix + ".load")(folder, 1, 0)  # kDLCPU, device 0
+    get = tvm.get_global_func(prefix + ".get")
+    index = "tensor-cache.json" if prefix.startswith("vm.builtin.tensor") else "ndarray-cache.json"
+    with open(os.path.join(folder, index), "rb") as f:  # the names: the loader has no listing
+        names = [r["name"] for s in json.load(f)["records"] for r in s["records"]]
+    out = []
+    for name in dict.fromkeys(names):
+        arr = get(name)
+        if arr is not None:
+            out.append(_cache_tensor(name, arr))
+    return {"tensors": out}
+
+
+def _compile_blob(blob: bytes, symbol: str, work: str) -> str:
+    """A shared object defining ``symbol`` as the blob's bytes and a writable
+    ``__tvm_module_ctx`` (what export_library's devc.c and the host module define), built
+    with ``cc -shared -fPIC``."""
+    import subprocess
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("a C compiler (cc or gcc) is needed to build the library")
+    src, so = os.path.join(work, "blob.c"), os.path.join(work, "blob.so")
+    with open(src, "w", encoding="ascii") as f:
+        f.write(f"const unsigned char {symbol}[{len(blob)}] = {{{','.join(map(str, blob))}}};\n"
+                "void* __tvm_module_ctx = 0;\n")
+    r = subprocess.run([cc, "-shared", "-fPIC", "-o", so, src], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cc failed: {r.stderr.strip()[-300:]}")
+    return so
+
+
+_LOADER = "runtime.module.loadbinary_"
+
+
+def _blob_load(req: dict) -> dict:
+    import tvm
+
+    blob = base64.b64decode(req["data"])
+    symbol = req.get("symbol", "__tvm_dev_mblob")
+    so = _compile_blob(blob, symbol, req["_work"])
+    lib = ctypes.CDLL(so)  # the handle TVM's dlopen gets too: the blob's address is the loader's
+    base = ctypes.addressof(ctypes.c_ubyte.in_dll(lib, symbol)) if blob else 0
+    nbytes = int.from_bytes(blob[:8], "little") if len(blob) >= 8 else None
+    names = [n for n in tvm._ffi.registry.list_global_func_names() if n.startswith(_LOADER)]
+    real = {n[len(_LOADER):]: tvm.get_global_func(n) for n in names}
+    calls: list[dict] = []
+    keep: list = []  # the modules handed back (alive, so that their handles identify them)
+    layout = {"ok": None}
+
+    def position(stream: Any) -> int | None:
+        # dmlc::MemoryFixedSizeStream: vtable, p_buffer_, buffer_size_, curr_ptr_ (ProcessModuleBlob
+        # makes one over the body, blob + 8); used only when the first two fields say so
+        address = stream.value if hasattr(stream, "value") else stream
+        if not address:
+            return None
+        fields = (ctypes.c_uint64 * 4).from_address(address)
+        if layout["ok"] is None:
+            layout["ok"] = fields[1] == base + 8 and fields[2] == nbytes
+        return int(fields[3]) if layout["ok"] else None
+
+    def wrap(kind: str) -> Any:
+        def load(stream: Any) -> Any:
+            call: dict[str, Any] = {"kind": kind, "start": position(stream)}
+            calls.append(call)
+            module = real[kind](stream)
+            end = position(stream)
+            if end is not None and call["start"] is not None and end >= call["start"]:
+                # the bytes this loader consumed, as it saw them (they may lie past the array)
+                payload = ctypes.string_at(base + 8 + call["start"], end - call["start"])
+                call["sha256"] = hashlib.sha256(payload).hexdigest()
+            call.update(end=end, type_key=module.type_key, handle=module.handle.value)
+            keep.append(module)
+            return module
+        return load
+
+    for kind in real:
+        tvm.register_func(_LOADER + kind, wrap(kind), override=True)
+    root = tvm.runtime.load_module(so)
+    modules: dict[int, dict] = {}
+    stack = [root, *keep]
+    while stack:
+        m = stack.pop()
+        h = m.handle.value
+        if h in modules:
+            continue
+        imports = list(m.imported_modules)
+        modules[h] = {"type_key": m.type_key, "imports": [i.handle.value for i in imports]}
+        stack.extend(imports)
+    return {"calls": calls, "stream": layout["ok"], "root": root.handle.value,
+            "modules": [{"handle": h, **v} for h, v in modules.items()]}
+
+
+_NO_FUNCTION = "no such function in module: "
+
+
+def _function_library(names: list[str], work: str, n: int) -> str:
+    """A shared object whose exported symbols are ``names``, each a packed C function
+    (TVMBackendPackedCFunc) that returns 0: the functions a graph's tvm_op nodes call."""
+    import subprocess
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("a C compiler (cc or gcc) is needed to build the library")
+    src, so = os.path.join(work, f"funcs{n}.c"), os.path.join(work, f"funcs{n}.so")
+    lines = ["void* __tvm_module_ctx = 0;"]
+    for i, name in enumerate(names):
+        label = json.dumps(name)  # a C string literal: the symbol may be any text
+        lines.append(f"int mlf_f{i}(void* a, int* t, int n, void* r, int* rt, void* h) __asm__({label});")
+        lines.append(f"int mlf_f{i}(void* a, int* t, int n, void* r, int* rt, void* h) {{ return 0; }}")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    r = subprocess.run([cc, "-shared", "-fPIC", "-o", so, src], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cc failed: {r.stderr.strip()[-300:]}")
+    return so
+
+
+#: this loop's own folder (the library without functions), removed when the loop ends
+_SESSION: dict[str, str] = {}
+
+
+def _empty_library() -> str:
+    so = os.path.join(_SESSION["dir"], "funcs-none.so")
+    if not os.path.exists(so):
+        os.replace(_function_library([], _SESSION["dir"], os.getpid()), so)
+    return so
+
+
+def _graph_create(req: dict) -> dict:
+    import tvm
+
+    data = bytearray(base64.b64decode(req["data"]))
+    create = tvm.get_global_func("tvm.graph_executor.create")
+    names: list[str] = []
+    for attempt in range(65):
+        # the library without functions is built once per loop (most refusals come before any lookup)
+        so = _empty_library() if not names else _function_library(names, req["_work"], attempt)
+        lib = tvm.runtime.load_module(so)
+        try:
+            executor = create(data, lib, 1, 0)  # the graph's bytes as given, a CPU device
+            break
+        except Exception as exc:  # noqa: BLE001 - the executor's refusal, or a function it looked up
+            line = _last_line(exc)
+            if _NO_FUNCTION not in line or attempt == 64:
+                raise
+            names.append(line.split(_NO_FUNCTION, 1)[1])
+    get_input, get_output = executor["get_input"], executor["get_output"]
+    info = executor["get_input_info"]()
+    index = executor["get_input_index"]
+    names_by_index = {int(index(name)): str(name) for name in info["shape"].keys()}
+    inputs = []
+    for i in range(int(executor["get_num_inputs"]())):
+        t = get_input(i)
+        inputs.append({"name": names_by_index.get(i), "shape": [int(x) for x in t.shape], "dtype": str(t.dtype)})
+    outputs = []
+    for i in range(int(executor["get_num_outputs"]())):
+        t = get_output(i)
+        outputs.append({"shape": [int(x) for x in t.shape], "dtype": str(t.dtype)})
+    return {"functions": names, "inputs": inputs, "outputs": outputs}
+
+
 def _version(req: dict) -> dict:
     import tvm
 
-    return {"tvm": tvm.__version__, "python": ".".join(map(str, sys.version_info[:3]))}
+    try:
+        names = tvm._ffi.registry.list_global_func_names()
+    except AttributeError:  # the tvm-ffi era: its loaders have other names
+        names = []
+    loaders = sorted(n[len(_LOADER):] for n in names if n.startswith(_LOADER))
+    return {"tvm": tvm.__version__, "python": ".".join(map(str, sys.version_info[:3])), "loaders": loaders}
 
 
-OPS = {"version": _version, "params_load": _params_load, "params_save": _params_save, "load_module": _load_module}
+OPS = {"version": _version, "params_load": _params_load, "params_save": _params_save, "load_module": _load_module,
+       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp,
+       "blob_load": _blob_load, "graph_create": _graph_create}
 
 
 def _answer(req: dict) -> dict:
@@ -150,6 +369,14 @@ def _answer(req: dict) -> dict:
 
 
 def _in_child(req: dict) -> dict:
+    work = tempfile.mkdtemp(prefix="mlf-spec-peer-")  # the request's files: removed here, whatever the child did
+    try:
+        return _forked({**req, "_work": work})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _forked(req: dict) -> dict:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer, write, leave without running any cleanup of the parent's
@@ -187,6 +414,15 @@ def main() -> int:
     import tvm  # noqa: F401 - once, before forking
     from tvm import runtime  # noqa: F401
 
+    _SESSION["dir"] = tempfile.mkdtemp(prefix="mlf-spec-peer-loop-")
+    try:
+        _serve(out)
+    finally:
+        shutil.rmtree(_SESSION["dir"], ignore_errors=True)
+    return 0
+
+
+def _serve(out: Any) -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -199,7 +435,6 @@ def main() -> int:
             reply["id"] = req.get("id")
         out.write(json.dumps(reply) + "\n")
         out.flush()
-    return 0
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ derived sizes become ``Rebuild`` so building fills them in."""
 
 from __future__ import annotations
 
+from . import runtime
 from .common import header
 from .emit_fast import Code
 from .expr import Expr
-from .load import Binary, Model, RField, vkey
+from .model import Binary, Model, RField
+from .versions import era_condition
 
 _CONSTRUCT_SCALAR = {
     "u8": "Int8ul", "u16": "Int16ul", "u32": "Int32ul", "u64": "Int64ul",
@@ -16,7 +18,7 @@ _CONSTRUCT_SCALAR = {
 }
 
 
-def _ctx(e: Expr, consts: dict[str, int], each: bool = False) -> str:
+def _ctx(e: Expr, consts: dict[str, int | str], each: bool = False) -> str:
     def name(dotted: str) -> str:
         if dotted in consts:
             return repr(consts[dotted])
@@ -34,7 +36,7 @@ def _type(t: str, encoding: str | None) -> str:
     return t
 
 
-def _field(f: RField, consts: dict[str, int]) -> list[str]:
+def _field(f: RField, consts: dict[str, int | str]) -> list[str]:
     s = f.spec
     out: list[str] = []
     if f.kind == "switch":
@@ -65,11 +67,7 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
         base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['derive'], consts)})"
     elif s.canonical is not None:
         base = f"Default({base}, {s.canonical!r})"
-    cond = []
-    if s.since:
-        cond.append(f"_era(ctx) >= {vkey(s.since)!r}")
-    if s.until:
-        cond.append(f"_era(ctx) < {vkey(s.until)!r}")
+    cond = era_condition(s.since, s.until, "_era(ctx)")
     if "when" in f.exprs:
         cond.append(f"({_ctx(f.exprs['when'], consts)})")
     if cond:
@@ -80,8 +78,8 @@ def _field(f: RField, consts: dict[str, int]) -> list[str]:
     guard = "" if not cond else f"not {inner} or " if len(cond) == 1 and inner.startswith("(") else f"not ({inner}) or "
     for key in ("equals", "derive"):
         if key in f.exprs:
-            value = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
-            out.append(f"Check(lambda ctx: {guard}{value} == {_ctx(f.exprs[key], consts)}),")
+            subject = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
+            out.append(f"Check(lambda ctx: {guard}{subject} == {_ctx(f.exprs[key], consts)}),")
     if "constraint" in f.exprs:
         e = f.exprs["constraint"]
         if "each" in e.names and (f.is_array or f.kind == "vec"):
@@ -127,8 +125,7 @@ def emit_construct(model: Model, binary: Binary) -> str:
         for inv, e, _loc in rs.invariants:
             if inv.severity != "error":
                 continue
-            cond = ([f"_era(ctx) < {vkey(inv.since)!r}"] if inv.since else []) + (
-                [f"_era(ctx) >= {vkey(inv.until)!r}"] if inv.until else [])
+            cond = era_condition(inv.since, inv.until, "_era(ctx)", outside=True)
             rule = _ctx(e, consts)
             c(f"Check(lambda ctx: {' or '.join(cond + [rule])}),  # invariant {inv.name}")
         c.dedent()
@@ -151,31 +148,4 @@ def _helpers(binary: Binary) -> list[str]:
     return sorted(used)
 
 
-CONSTRUCT_LIB = '''"""Small Construct pieces shared by the generated grammars."""
-
-from __future__ import annotations
-
-from typing import Any
-
-from construct import Adapter, GreedyBytes, Int64ul, Prefixed
-
-_Str = Prefixed(Int64ul, GreedyBytes)
-
-
-class _TextAdapter(Adapter):
-    """A length-prefixed string decoded as UTF-8 without losing undecodable bytes."""
-
-    def _decode(self, obj: bytes, context: Any, path: str) -> str:
-        return obj.decode("utf-8", "surrogateescape")
-
-    def _encode(self, obj: str, context: Any, path: str) -> bytes:
-        return obj.encode("utf-8", "surrogateescape")
-
-
-_Text = _TextAdapter(_Str)
-
-
-def _era(ctx: Any) -> tuple[int, ...]:
-    era = getattr(ctx._params, "era", None)
-    return tuple(era) if era is not None else (999, 0)
-'''
+CONSTRUCT_LIB = runtime.source("construct_lib")

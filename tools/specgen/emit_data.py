@@ -11,10 +11,11 @@ from .common import camel, header
 from .emit_fast import Code
 from .expr import Expr
 from .ir import SCALARS
-from .load import Binary, Model, RField, table_dialects, vkey
+from .model import Binary, Model, RField, table_dialects
+from .versions import vkey
 
 
-def _ns(dotted: str, consts: dict[str, int]) -> str:
+def _ns(dotted: str, consts: dict[str, int | str]) -> str:
     if dotted in consts:
         return repr(consts[dotted])
     if dotted == "each":
@@ -23,7 +24,7 @@ def _ns(dotted: str, consts: dict[str, int]) -> str:
     return "ns" + "".join(f"[{p!r}]" for p in parts)
 
 
-def _field(f: RField, consts: dict[str, int]) -> str:
+def _field(f: RField, consts: dict[str, int | str]) -> str:
     s = f.spec
     d: dict[str, object] = {"name": s.name, "kind": f.kind, "type": s.type, "doc": s.doc.strip()}
     if f.kind == "scalar" or s.type in SCALARS:
@@ -52,9 +53,10 @@ def _field(f: RField, consts: dict[str, int]) -> str:
     if s.strategy:
         d["strategy"] = s.strategy.model_dump(exclude_none=True)
     if s.switch:
-        d["switch"] = {"on": s.switch.on, "cases": dict(s.switch.cases), "default": s.switch.default}
+        switch: dict[str, object] = {"on": s.switch.on, "cases": dict(s.switch.cases), "default": s.switch.default}
         if s.switch.extensible:
-            d["switch"]["extensible"] = s.switch.extensible
+            switch["extensible"] = s.switch.extensible
+        d["switch"] = switch
     lines = [pformat(d, width=100, sort_dicts=False)[:-1] + ","]
     for key, e in f.exprs.items():
         lines.append(f"  {key!r}: ({e.source!r}, {_lambda(e, consts)}),")
@@ -72,7 +74,7 @@ def _field(f: RField, consts: dict[str, int]) -> str:
     return "\n".join(lines) + "}"
 
 
-def _lambda(e: Expr, consts: dict[str, int]) -> str:
+def _lambda(e: Expr, consts: dict[str, int | str]) -> str:
     """A lambda over a field namespace ``ns`` (dict tree); ``remaining`` is passed by the
     engine where the expression asks for remaining()."""
     body = e.translate(lambda n: _ns(n, consts), func_prefix="_", remaining="remaining", attr_items=True)

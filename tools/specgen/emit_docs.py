@@ -6,7 +6,7 @@ from typing import Any
 
 from .common import header
 from .ir import SCALARS
-from .load import Binary, Model, RField, RStruct, table_dialects
+from .model import Binary, Model, RField, RStruct, table_dialects
 
 
 def _type_text(f: RField) -> str:

@@ -11,273 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import runtime
 from .code import Code
-from .common import camel, header, inline_scalars, min_size
+from .common import camel, header, inline_scalars
+from .emit_heads import emit_heads
 from .expr import Expr
+from .fields import has_many, kind_of
+from .fields.base import read_struct
 from .ir import SCALARS
-from .load import Binary, Model, RField, RStruct, vkey
+from .model import Binary, Model, RField, RStruct
+from .versions import era_condition
 
-FASTLIB = '''"""Helpers shared by the generated fast readers and writers."""
-
-from __future__ import annotations
-
-import struct
-
-from typing import Any
-
-from mlf_spec.errors import LengthError, TruncatedError
-
-U64 = struct.Struct("<Q").unpack_from
-U64P = struct.Struct("<Q").pack
-LATEST = (999, 0)
-_ARRAYS: dict[tuple, struct.Struct] = {}
-
-
-class Record(tuple):
-    """Base of the generated records: a tuple with named, read-only fields (like a
-    NamedTuple, but without the per-class code generation that slows imports)."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
-        return f"{type(self).__name__}({inner})"
-
-    def _asdict(self) -> dict[str, Any]:
-        return dict(zip(self._fields, self))
-
-    def _replace(self, **changes: Any) -> Any:
-        values = [changes.pop(k, v) for k, v in zip(self._fields, self)]
-        if changes:
-            raise TypeError(f"unknown fields {sorted(changes)}")
-        return tuple.__new__(type(self), values)
-
-
-def array_struct(code: str, n: int) -> struct.Struct:
-    """A cached Struct for ``n`` little-endian scalars of format ``code``."""
-    s = _ARRAYS.get((code, n))
-    if s is None:
-        s = _ARRAYS[(code, n)] = struct.Struct(f"<{n}{code}")
-    return s
-
-
-def array_run_struct(code: str, n: int, tail: str) -> struct.Struct:
-    """A cached Struct for ``n`` scalars of format ``code`` followed by the fixed ``tail``."""
-    key = (code, n, tail)
-    s = _ARRAYS.get(key)  # type: ignore[call-overload]
-    if s is None:
-        s = _ARRAYS[key] = struct.Struct(f"<{n}{code}{tail}")  # type: ignore[index]
-    return s
-
-
-def same_heads(buf: Any, first: int, start: int, stride: int, head: int, k: int) -> int:
-    """How many of the ``k`` records at ``start``, ``start + stride``, ... begin with the
-    same ``head`` bytes as the record at ``first`` (compared in C by NumPy, no copy)."""
-    import numpy as np
-
-    if head == 0:
-        return k
-    ref = np.ndarray((head,), np.uint8, buf, first)
-    block = np.ndarray((k, head), np.uint8, buf, start, (stride, 1))
-    same = (block == ref).all(axis=1)
-    return k if bool(same.all()) else int(same.argmin())
-
-
-def read_strs(buf: Any, pos: int, end: int, n: int, text: bool) -> tuple[list, int]:
-    """Read ``n`` length-prefixed strings; runs of equal length are sliced in bulk. The
-    bulk window starts small and doubles while the run lasts, so strings of varying
-    length never make it look far ahead."""
-    out: list = []
-    append = out.append
-    window = 32
-    i = 0
-    while i < n:
-        if end - pos < 8:
-            raise TruncatedError("input ends inside a string length", field=f"[{i}]", offset=pos)
-        ln = U64(buf, pos)[0]
-        if ln > end - pos - 8:
-            raise LengthError(f"string claims {ln} bytes but {end - pos - 8} remain", field=f"[{i}]", offset=pos)
-        stride = 8 + ln
-        k = min(n - i, (end - pos) // stride, window)
-        # a run is probed only when the next length is the same (names of varying length
-        # then cost one comparison each)
-        if k >= 32 and U64(buf, pos + stride)[0] == ln and all(U64(buf, pos + j * stride)[0] == ln for j in range(2, 9)):
-            import numpy as np
-
-            lens = np.ndarray((k,), "<u8", buf, pos, (stride,))
-            same = lens == ln
-            m = k if bool(same.all()) else int(same.argmin())
-            raw = np.ndarray((m, ln), np.uint8, buf, pos + 8, (stride, 1)).tobytes()
-            if text and raw.isascii():
-                joined = raw.decode("ascii")
-                out.extend([joined[j:j + ln] for j in range(0, m * ln, ln)] if ln else [""] * m)
-            elif text:
-                out.extend([str(raw[j:j + ln], "utf-8", "surrogateescape") for j in range(0, m * ln, ln)]
-                           if ln else [""] * m)
-            else:
-                out.extend([raw[j:j + ln] for j in range(0, m * ln, ln)] if ln else [b""] * m)
-            pos += m * stride
-            i += m
-            window = min(window * 2, 1 << 16) if m == k else 32
-            continue
-        window = 32
-        chunk = buf[pos + 8:pos + stride]
-        append(str(chunk, "utf-8", "surrogateescape") if text else bytes(chunk))
-        pos += stride
-        i += 1
-    return out, pos
-
-
-def write_strs(append: Any, items: list, text: bool) -> None:
-    """Append a vec<str>: the count, then each length and its bytes, as one chunk."""
-    if text:
-        enc = [s.encode("utf-8", "surrogateescape") if type(s) is str else s for s in items]
-    else:
-        enc = items
-    append(U64P(len(enc)))
-    append(b"".join([part for e in enc for part in (U64P(len(e)), e)]))
-
-
-def era_text(era: tuple[int, ...]) -> str:
-    """A writer's era for messages: ``0.16``, or ``0.24 and later`` for LATEST."""
-    return "0.24 and later" if era == LATEST else ".".join(map(str, era))
-
-
-def numel(shape: tuple[int, ...] | list[int]) -> int:
-    """Number of elements of a shape (1 for a 0-d shape)."""
-    n = 1
-    for extent in shape:
-        n *= extent
-    return n
-
-
-def ceil_div(a: int, b: int) -> int:
-    """Ceiling of a / b for non-negative a and positive b."""
-    return -(-a // b)
-
-
-def truncated(pos: int, end: int, ends: tuple[tuple[int, int, str], ...]) -> TruncatedError:
-    """The error for a fixed-size run cut short: names the first field that does not fit."""
-    avail = end - pos
-    for start, stop, name in ends:
-        if stop > avail:
-            return TruncatedError(
-                f"input ends inside {name}: it needs {stop - start} bytes, {max(avail - start, 0)} remain",
-                field=name,
-                offset=pos + start,
-            )
-    return TruncatedError("input ends early", offset=pos)
-
-
-# ------------------------------------------------------------------ expression helpers
-# (used by specs that say so: import trees, keyed lists, version-dependent sections)
-
-def nondecreasing(seq: Any) -> bool:
-    """Whether every element is >= the one before."""
-    return all(a <= b for a, b in zip(seq, seq[1:]))
-
-
-def unique(seq: Any) -> bool:
-    """Whether no element occurs twice."""
-    return len(set(seq)) == len(seq)
-
-
-def _field_of(rec: Any, name: str) -> Any:
-    return rec[name] if isinstance(rec, dict) else getattr(rec, name)
-
-
-def count_where(seq: Any, name: str, value: Any) -> int:
-    """How many records of ``seq`` have ``value`` in field ``name``."""
-    return sum(1 for rec in seq if _field_of(rec, name) == value)
-
-
-def find_where(seq: Any, name: str, value: Any) -> Any:
-    """The first record of ``seq`` with ``value`` in field ``name`` (None if there is none)."""
-    for rec in seq:
-        if _field_of(rec, name) == value:
-            return rec
-    return None
-
-
-def find_last_where(seq: Any, name: str, value: Any) -> Any:
-    """The last record of ``seq`` with ``value`` in field ``name`` (None if there is none)."""
-    found = None
-    for rec in seq:
-        if _field_of(rec, name) == value:
-            found = rec
-    return found
-
-
-def acyclic(row_ptr: Any, child_indices: Any) -> bool:
-    """Whether the CSR graph (row i -> child_indices[row_ptr[i]:row_ptr[i+1]]) has no
-    cycle. Iterative, linear in its size; indices out of range are not edges."""
-    n = max(len(row_ptr) - 1, 0)
-    m = len(child_indices)
-    state = [0] * n  # 0 new, 1 on the stack, 2 done
-    for start in range(n):
-        if state[start]:
-            continue
-        stack = [(start, min(row_ptr[start], m))]
-        state[start] = 1
-        while stack:
-            node, j = stack[-1]
-            stop = min(row_ptr[node + 1], m)
-            if j >= stop:
-                state[node] = 2
-                stack.pop()
-                continue
-            stack[-1] = (node, j + 1)
-            child = child_indices[j]
-            if child >= n:
-                continue
-            if state[child] == 1:
-                return False
-            if state[child] == 0:
-                state[child] = 1
-                stack.append((child, min(row_ptr[child], m)))
-    return True
-
-
-def _version_key(v: Any) -> tuple[int, ...]:
-    if isinstance(v, tuple):
-        return v
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        v = bytes(v).decode("ascii", "replace")
-    import re
-
-    m = re.match(r"v?([0-9]{1,4})[.]([0-9]{1,4})", v)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
-
-def at_least(version: Any, minimum: str) -> bool:
-    """Whether a TVM version (a string such as 0.16.dev0, or a tuple) is ``minimum`` or later;
-    an unreadable version counts as the oldest."""
-    return _version_key(version) >= _version_key(minimum)
-
-
-def decimal(s: Any) -> int:
-    """The value of a decimal string of at most 19 digits, -1 for anything else."""
-    if isinstance(s, (bytes, bytearray, memoryview)):
-        s = bytes(s).decode("ascii", "replace")
-    return int(s) if 0 < len(s) <= 19 and s.isascii() and s.isdigit() else -1
-
-
-#: Runtime registries of extra switch cases (spec `switch.extensible`): registry name ->
-#: {case value -> codec with read(buf, pos, end, era) -> (value, pos) and
-#: write(append, value, era)}. mlf_spec.blob.register_payload fills "module_payloads".
-EXTENSIONS: dict[str, dict[Any, Any]] = {}
-
-
-def ext_lookup(registry: str, key: Any) -> Any:
-    """The codec registered for ``key`` in ``registry``, or None."""
-    table = EXTENSIONS.get(registry)
-    return table.get(key) if table else None
-'''
+FASTLIB = runtime.source("fastlib")
 
 
 class StructEmitter:
-    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int]) -> None:
+    def __init__(self, model: Model, binary: Binary, rs: RStruct, out: Code, consts: dict[str, int | str]) -> None:
         self.model, self.binary, self.rs, self.c = model, binary, rs, out
         self.consts = consts
         self.locals: dict[str, str] = {}  # dotted name -> local variable
@@ -536,25 +285,14 @@ class StructEmitter:
             self.read_str_into(target, path_expr, encoding, append=True)
         else:
             assert struct is not None
-            c("try:")
-            c.indent()
-            c(f"_v, pos = read_{struct.name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({path_expr}) from None")
-            c.dedent()
+            read_struct(self, struct.name, "_v", path_expr)
             c(f"{target}.append(_v)")
 
     def emit_field(self, f: RField) -> None:
         c = self.c
         s = f.spec
         name = f.name
-        cond_parts = []
-        if s.since:
-            cond_parts.append(f"era >= {vkey(s.since)!r}")
-        if s.until:
-            cond_parts.append(f"era < {vkey(s.until)!r}")
+        cond_parts = era_condition(s.since, s.until)
         if "when" in f.exprs:
             cond_parts.append(f"({self.py(f.exprs['when'])})")
         slot_name = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
@@ -569,154 +307,7 @@ class StructEmitter:
             self.sized_open(name)
         start = "_start_" + name
         c(f"{start} = pos")
-        if f.kind == "scalar" and f.is_array:
-            size, code = SCALARS[s.type]
-            c(f"_n = {self.py(f.exprs['count'])}")
-            c("if _n < 0:")
-            c.indent()
-            c(f"raise ConstraintError(f\"{name} count is {{_n}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"if _n * {size} > end - pos:")
-            c.indent()
-            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} x {size} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
-            c(f"pos += _n * {size}")
-            self.slots.append((name, "tuple"))
-        elif f.kind == "scalar":
-            size, code = SCALARS[s.type]
-            c(f"if end - pos < {size}:")
-            c.indent()
-            c(f"raise TruncatedError(\"input ends inside {name}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c(f"{name} = _arr({code!r}, 1).unpack_from(buf, pos)[0]")
-            c(f"pos += {size}")
-            self.slots.append((name, "float" if code in "fd" else "int"))
-        elif f.kind == "str" and not f.is_array:
-            self.read_str_into(name, repr(name), s.encoding, append=False)
-            self.slots.append((name, "str" if s.encoding else "bytes"))
-        elif f.kind == "bytes":
-            c(f"_n = {self.py(f.exprs['size'])}")
-            c("if _n < 0:")
-            c.indent()
-            c(f"raise ConstraintError(f\"{name} size is {{_n}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            c("if _n > end - pos:")
-            c.indent()
-            c(f"raise TruncatedError(f\"input ends inside {name}: {{_n}} bytes needed, {{end - pos}} remain\", field={name!r}, offset=pos)")
-            c.dedent()
-            if s.lazy:
-                c(f"{slot_name} = pos")
-                self.slots.append((slot_name, "int"))
-            else:
-                c(f"{name} = bytes(buf[pos:pos + _n])")
-                self.slots.append((name, "bytes"))
-            c("pos += _n")
-        elif f.kind in ("vec", "map") or f.is_array:
-            if f.is_array:
-                c(f"_n = {self.py(f.exprs['count'])}")
-                elem_type = s.type
-                elem_struct = f.struct if f.kind == "struct" else None
-            else:
-                self.read_u64("_n", name, "count")
-                elem_type = f.elem if f.kind == "vec" else None
-                elem_struct = f.elem_struct
-            if f.kind == "map":
-                unit = (SCALARS[f.key][0] if f.key in SCALARS else 8) + (
-                    SCALARS[f.value][0] if f.value in SCALARS else 8 if f.value == "str" else min_size(f.value_struct)  # type: ignore[arg-type]
-                )
-            elif elem_type in SCALARS:
-                unit = SCALARS[elem_type][0]
-            elif elem_type == "str":
-                unit = 8
-            else:
-                assert elem_struct is not None
-                unit = min_size(elem_struct)
-            count_off = "pos" if f.is_array else "pos - 8"
-            self.check_room("_n", max(unit, 1), name, "elements", count_off)
-            if f.kind != "map" and elem_type in SCALARS:
-                size, code = SCALARS[elem_type]
-                c(f"{name} = _arr({code!r}, _n).unpack_from(buf, pos)")
-                c(f"pos += _n * {size}")
-            elif f.kind != "map" and (elem_type == "str" or (elem_struct is not None and has_many(elem_struct))):
-                # bulk readers: runs of equal-length strings / identical record headers in one go
-                c("try:")
-                c.indent()
-                if elem_type == "str":
-                    c(f"{name}, pos = _read_strs(buf, pos, end, _n, {bool(s.encoding)!r})")
-                elif f is self.rs.fields[-1] and not any(inv.severity == "error" for inv, _, _ in self.rs.invariants):
-                    # the last field: a caller may take the records as runs (read_<s>(..., runs=True))
-                    self.takes_runs = True
-                    es = elem_struct.name  # type: ignore[union-attr]
-                    # ``runs`` may also be a reader of the runs with read_<s>_runs's signature (one that
-                    # reads the headers another way, e.g. from a file by pread)
-                    c(f"_rr = runs if callable(runs) else read_{es}_runs if runs else read_{es}_many")
-                    c(f"{name}, pos = _rr(buf, pos, end, _n, era)")
-                else:
-                    c(f"{name}, pos = read_{elem_struct.name}_many(buf, pos, end, _n, era)")  # type: ignore[union-attr]
-                c.dedent()
-                c("except MlfError as _e:")
-                c.indent()
-                c(f"raise _e.prefixed({name!r}) from None")
-                c.dedent()
-            else:
-                c(f"{name} = []")
-                c("for _i in range(_n):")
-                c.indent()
-                path = f"f\"{name}[{{_i}}]\""
-                if f.kind == "map":
-                    c("_pair = []")
-                    self.read_element(f.key or "", "_pair", path + " + '.key'", s.encoding, None)
-                    self.read_element(f.value or "", "_pair", path + " + '.value'", s.encoding, f.value_struct)
-                    c(f"{name}.append(tuple(_pair))")
-                else:
-                    self.read_element(elem_type or "", name, path, s.encoding, elem_struct)
-                c.dedent()
-            self.slots.append((name, "tuple" if f.kind != "map" and elem_type in SCALARS else "list"))
-        elif f.kind == "struct":
-            assert f.struct is not None
-            c("try:")
-            c.indent()
-            c(f"{name}, pos = read_{f.struct.name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({name!r}) from None")
-            c.dedent()
-            self.slots.append((name, camel(f.struct.name)))
-        elif f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            c(f"_k = {self.py(f.switch_on)}")
-            first = True
-            if s.switch.extensible:
-                # a codec registered at run time takes precedence over the spec's cases
-                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
-                c("if _x is not None:")
-                c.indent()
-                c("try:")
-                c.indent()
-                c(f"{name}, pos = _x.read(buf, pos, end, era)")
-                c.dedent()
-                c("except MlfError as _e:")
-                c.indent()
-                c(f"raise _e.prefixed({name!r}) from None")
-                c.dedent()
-                c.dedent()
-                first = False
-            for value, type_name in s.switch.cases.items():
-                c(f"{'if' if first else 'elif'} _k == {value!r}:")
-                first = False
-                c.indent()
-                self.emit_switch_case(name, type_name)
-                c.dedent()
-            c("else:")
-            c.indent()
-            if s.switch.default:
-                self.emit_switch_case(name, s.switch.default)
-            else:
-                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r}, offset=pos)")
-            c.dedent()
-            self.slots.append((name, "object"))
+        kind_of(f).read(self, f, slot_name)
         if s.sized:
             self.sized_close(name)
         if s.keep_span:
@@ -728,18 +319,10 @@ class StructEmitter:
         if cond_parts:
             c.dedent()
 
-    def era_condition(self, since: str | None, until: str | None) -> list[str]:
-        out = []
-        if since:
-            out.append(f"era >= {vkey(since)!r}")
-        if until:
-            out.append(f"era < {vkey(until)!r}")
-        return out
-
     def invariant_check(self, inv: Any, e: Expr) -> None:
         """An error invariant: raise at the first field the rule names (or the struct start)."""
         c = self.c
-        cond = self.era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
+        cond = era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
         first = next((n.split(".")[0] for n in e.names if n.split(".")[0] in self.started), None)
         offset = f"_start_{first}" if first else "_pos0"
         summary = inv.doc.strip().split(". ")[0].rstrip(".").replace('"', "'").replace("{", "{{").replace("}", "}}")
@@ -764,7 +347,7 @@ class StructEmitter:
             c(f"{', '.join(slots)}{',' if len(slots) == 1 else ''} = rec")
         c("out: list[tuple[str, str]] = []")
         for inv, e in warnings:
-            cond = self.era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
+            cond = era_condition(inv.since, inv.until) + [f"not ({self.py(e)})"]
             c(f"if {' and '.join(cond)}:")
             c.indent()
             c(f"out.append(({inv.name!r}, {' '.join(inv.doc.split())!r}))")
@@ -810,14 +393,7 @@ class StructEmitter:
         elif type_name == "str":
             self.read_str_into(name, repr(name), None, append=False)
         else:
-            c("try:")
-            c.indent()
-            c(f"{name}, pos = read_{type_name}(buf, pos, end, era)")
-            c.dedent()
-            c("except MlfError as _e:")
-            c.indent()
-            c(f"raise _e.prefixed({name!r}) from None")
-            c.dedent()
+            read_struct(self, type_name, name, repr(name))
 
     def emit_reader(self) -> list[str]:
         c = self.c
@@ -915,11 +491,7 @@ class StructEmitter:
         s = f.spec
         name = f.name
         var = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
-        cond = []
-        if s.since:
-            cond.append(f"era >= {vkey(s.since)!r}")
-        if s.until:
-            cond.append(f"era < {vkey(s.until)!r}")
+        cond = era_condition(s.since, s.until)
         if "when" in f.exprs:
             cond.append(f"({self.py(f.exprs['when'])})")
         if cond:
@@ -933,73 +505,7 @@ class StructEmitter:
             c(f"_outer_{name} = append")
             c(f"_sub_{name}: list = []")
             c(f"append = _sub_{name}.append")
-        enc = "'utf-8', 'surrogateescape'"
-        if f.kind == "scalar" and f.is_array:
-            size, code = SCALARS[s.type]
-            c(f"append(_arr({code!r}, len({name})).pack(*{name}))")
-        elif f.kind == "scalar":
-            c(f"append(_arr({SCALARS[s.type][1]!r}, 1).pack({name}))")
-        elif f.kind == "str":
-            c(f"_b = {name}.encode({enc}) if isinstance({name}, str) else {name}")
-            c("append(_U64P(len(_b)))")
-            c("append(_b)")
-        elif f.kind == "bytes":
-            if s.lazy:
-                c(f"append(lazy({name!r}, rec) if lazy is not None else b'')")
-            else:
-                c(f"append({name})")
-        elif f.kind == "vec" and f.elem == "str" and not f.is_array:
-            c(f"_write_strs(append, {name}, {bool(s.encoding)!r})")
-        elif f.kind in ("vec", "map") or f.is_array:
-            if not f.is_array:
-                c(f"append(_U64P(len({name})))")
-            if f.kind == "map":
-                c(f"for _k, _v in {name}:")
-                c.indent()
-                self.write_element(f.key or "", "_k")
-                self.write_element(f.value or "", "_v", f.value_struct)
-                c.dedent()
-            else:
-                elem = s.type if f.is_array else f.elem
-                struct = f.struct if f.is_array else f.elem_struct
-                if elem in SCALARS:
-                    c(f"append(_arr({SCALARS[elem][1]!r}, len({name})).pack(*{name}))")
-                elif struct is not None and has_many(struct):
-                    c(f"write_{struct.name}_many(append, {name}, lazy, era)")
-                else:
-                    c(f"for _v in {name}:")
-                    c.indent()
-                    self.write_element(elem or "", "_v", struct)
-                    c.dedent()
-        elif f.kind == "struct":
-            assert f.struct is not None
-            c(f"write_{f.struct.name}(append, {name}, lazy, era)")
-        elif f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            c(f"_k = {self.py(f.switch_on)}")
-            first = True
-            if s.switch.extensible:
-                c(f"_x = _ext_lookup({s.switch.extensible!r}, _k)")
-                c("if _x is not None:")
-                c.indent()
-                c(f"_x.write(append, {name}, era)")
-                c.dedent()
-                first = False
-            cases = list(s.switch.cases.items()) + ([(None, s.switch.default)] if s.switch.default else [])
-            for value, type_name in cases:
-                if value is None:
-                    c("else:")
-                else:
-                    c(f"{'if' if first else 'elif'} _k == {value!r}:")
-                first = False
-                c.indent()
-                self.write_element(type_name, name, None if type_name in SCALARS or type_name == "str" else self.binary.structs.get(type_name))
-                c.dedent()
-            if not s.switch.default:
-                c("else:")
-                c.indent()
-                c(f"raise UnsupportedError(f\"no layout for {name} when {s.switch.on} is {{_k!r}}\", field={name!r})")
-                c.dedent()
+        kind_of(f).write(self, f)
         if s.sized:
             c(f"append = _outer_{name}")
             c(f"_b = b''.join(_sub_{name})")
@@ -1007,7 +513,7 @@ class StructEmitter:
             c("append(_b)")
         if cond:
             c.dedent()
-            sized = f.kind in ("vec", "map", "str") or f.is_array or (f.kind == "bytes" and not s.lazy)
+            sized = kind_of(f).has_len(f)
             c(f"elif {var} is not None{f' and len({var}) != 0' if sized else ''}:  # an empty one loses nothing")
             c(f"    raise ConstraintError(f\"{name} has no place in this layout in TVM {{_era_text(era)}}, but the record "
               f"holds one (it was read or made for another TVM version)\", field={name!r})")
@@ -1080,13 +586,6 @@ class StructEmitter:
             c.dedent()
         c(f"return _new({cls}, ({', '.join(slots)}{',' if len(slots) == 1 else ''}))")
         c.dedent()
-
-
-def has_many(rs: RStruct) -> bool:
-    """Structs that end in lazy bytes get a bulk reader for runs of identical headers."""
-    last = rs.fields[-1] if rs.fields else None
-    return bool(last is not None and last.kind == "bytes" and last.spec.lazy and not last.conditional
-                and not any(f.kind == "bytes" and f.spec.lazy for f in rs.fields[:-1]))
 
 
 def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
@@ -1326,7 +825,7 @@ def emit_fast(model: Model, binary: Binary) -> str:
     extras = _helpers_used(binary)
     if extras:
         c(f"from ._fastlib import {', '.join(f'{h} as _{h}' for h in extras)}  # noqa: F401")
-    consts: dict[str, int] = {}
+    consts: dict[str, int | str] = {}
     for used in binary.spec.uses:
         ub = model.binaries[used]
         names = [f"read_{s}, write_{s}, new_{s}, {camel(s)}" + (f", read_{s}_many, read_{s}_runs, write_{s}_many, start_of_{s}" if has_many(ub.structs[s]) else "")
@@ -1356,4 +855,5 @@ def emit_fast(model: Model, binary: Binary) -> str:
             emit_many(c, rs, slots)
             emit_write_many(c, rs, slots)
             emit_start_of(c, rs, em)
+            emit_heads(c, rs, em.segments, slots)
     return c.text()

@@ -28,594 +28,56 @@ into the types' docs and the reference page ``docs/kaitai.md`` instead of being 
 from __future__ import annotations
 
 import ast
-import keyword
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from .common import element_min_size, header
+from .common import header
 from .expr import Expr, _dotted
-from .load import Binary, Model, RField, RStruct, table_dialects, vkey
-
-PREFIX = "tvm_"
-STREAM = "tvm_stream"
-ERA = "tvm_minor"
-KS_VERSION = "0.11"
-JS_SAFE = 2**53 - 1
-
-KSY_SCALAR = {"u8": "u1", "u16": "u2", "u32": "u4", "u64": "u8", "i8": "s1", "i16": "s2", "i32": "s4",
-              "i64": "s8", "f32": "f4", "f64": "f8"}
-# Names that break a target: Python keywords (the generated Python is a SyntaxError), words of
-# Kaitai's expression language, built-in type names (a user type named u8 is silently ignored)
-# and classes of the runtimes.
-_BUILTIN_TYPES = ({f"{s}{n}" for s in "us" for n in (1, 2, 4, 8)} | {f"{s}{n}{e}" for s in "us" for n in (2, 4, 8)
-                  for e in ("le", "be")} | {"f4", "f8", "f4le", "f4be", "f8le", "f8be", "str", "strz", "bytes"}
-                  | {f"b{n}" for n in range(1, 65)})
-RESERVED = (set(keyword.kwlist) | set(keyword.softkwlist) | {"true", "false", "not", "and", "or", "io", "root",
-            "parent", "kaitai_struct", "kaitai_stream", "struct", "enum"} | _BUILTIN_TYPES)
-
-
-class KsyError(ValueError):
-    """The spec uses something this back end cannot translate at all."""
-
-
-class Untranslatable(Exception):
-    """An expression Kaitai's expression language cannot state (the reason is the message)."""
-
-
-@dataclass
-class Rule:
-    """What one rule of the spec became in the .ksy: ``status`` is ``yes`` (the generated parser
-    enforces it), ``partly`` or ``no``; ``how`` says how, or why not."""
-
-    spec: str  # spec name
-    struct: str
-    where: str  # field name or "rule <invariant>"
-    rule: str
-    status: str
-    how: str
-
-    def line(self) -> str:
-        what = "checked only in part" if self.status == "partly" else "not checked"
-        return f"`{self.struct}.{self.where}`: `{self.rule}` {what}: {self.how}"
-
-
-def ksy_id(name: str) -> str:
-    """The Kaitai id of a spec name (Python keywords and built-in names get a trailing _)."""
-    if not re.match(r"^[a-z][a-z0-9_]*$", name):
-        raise KsyError(f"{name!r} is not a valid Kaitai identifier (^[a-z][a-z0-9_]*$)")
-    return name + "_" if name in RESERVED else name
-
-
-def file_id(spec_name: str) -> str:
-    """meta.id (and file name without .ksy) of a binary spec."""
-    return PREFIX + spec_name
-
-
-def lower_camel(name: str) -> str:
-    parts = name.split("_")
-    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
-
-
-def upper_camel(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
-
-
-def check_collisions(names: list[str], where: str, transform: Any) -> None:
-    """Kaitai's JavaScript output silently merges ids equal after case conversion."""
-    seen: dict[str, str] = {}
-    for n in names:
-        t = transform(n)
-        if t in seen and seen[t] != n:
-            raise KsyError(f"{where}: ids {seen[t]!r} and {n!r} are both {t!r} in JavaScript")
-        seen[t] = n
-
-
-def clean_doc(text: str) -> str:
-    """A doc text that every target can paste: Kaitai copies docs verbatim into Python
-    docstrings and JavaScript comments."""
-    text = " ".join(text.split())
-    text = text.replace("\\", "\\\\").replace('"""', '" " "').replace("*/", "* /")
-    if text.endswith('"'):
-        text += "."
-    return text
-
-
-def _lit_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _bytes_lit(value: int, size: int = 8) -> str:
-    return "[" + ", ".join(f"0x{b:02x}" for b in (value % (1 << (8 * size))).to_bytes(size, "little")) + "]"
-
-
-class HexInt(int):
-    """An int written in hex in the .ksy (magic bytes)."""
-
-
-def _hex_repr(dumper: yaml.SafeDumper, value: HexInt) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:int", f"0x{int(value):02x}")
-
-
-class FlowList(list):
-    """A list written on one line in the .ksy (magic bytes)."""
-
-
-def _flow_repr(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(HexInt, _hex_repr)
-_Dumper.add_representer(FlowList, _flow_repr)
-
-
-def ksy_text(obj: dict[str, Any], comment: str) -> str:
-    """The YAML text of a .ksy object (key order kept, deterministic)."""
-    body = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110, default_flow_style=False)
-    return comment + body
-
-
-def plain(obj: Any) -> Any:
-    """The object without HexInt (for JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [plain(v) for v in obj]
-    if isinstance(obj, HexInt):
-        return int(obj)
-    return obj
-
-
-# --------------------------------------------------------------------------------------------
-# tvm_stream.ksy
-
-
-def stream_ksy() -> dict[str, Any]:
-    """The primitives every other file imports."""
-    return {
-        "meta": {"id": STREAM, "title": "Length-prefixed strings of TVM's binary streams", "ks-version": KS_VERSION,
-                 "endian": "le"},
-        "doc": clean_doc(
-            "TVM writes a std::string, ffi::String or ffi::Bytes as a u64 byte length followed by the bytes, and "
-            "a vector as a u64 element count followed by the elements; all integers little-endian, nothing "
-            "padded. Vectors are written inline by the other files (num_<x>, then <x> repeated); strings need a "
-            "type because each has its own length. Plus helpers for rules Kaitai has no operator for."),
-        "types": {
-            "lp_str": {
-                "doc": clean_doc("A string of text: u64 length, then the bytes. `value` decodes them as UTF-8 "
-                                 "when it is read (TVM never validates the bytes, so a parse does not depend on "
-                                 "it); `raw` keeps them."),
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "raw", "size": "len_value", "doc": "The bytes, as stored."},
-                ],
-                "instances": {"value": {"value": 'raw.to_s("UTF-8")', "doc": "The bytes decoded as UTF-8."}},
-            },
-            "lp_bytes": {
-                "doc": "A byte string (binary payloads, source text of no fixed encoding): u64 length, then the bytes.",
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "value", "size": "len_value", "doc": "The bytes."},
-                ],
-            },
-            "lp_version": {
-                "doc": clean_doc("A TVM version string such as 0.16.dev0 (lp_str with the numbers parsed, for "
-                                 "rules that depend on the writer's version)."),
-                "seq": [
-                    {"id": "len_value", "type": "u8", "valid": {"max": REMAINING}, "-mlf-error": "LengthError",
-                     "doc": "Byte length (at most the bytes left)."},
-                    {"id": "parts", "size": "len_value", "type": "version_parts", "doc": "The string, split at dots."},
-                ],
-                "instances": {
-                    "raw": {"value": "parts.raw", "doc": "The bytes, as stored."},
-                    "value": {"value": "parts.text", "doc": "The string."},
-                    "major": {"value": "parts.major", "doc": "The number before the first dot."},
-                    "minor": {"value": "parts.minor", "doc": "The number after it."},
-                },
-            },
-            "version_parts": {
-                "doc": "The digits of a version string up to its first two dots.",
-                "seq": [
-                    {"id": "major_digits", "type": "str", "encoding": "ASCII", "terminator": HexInt(0x2E),
-                     "eos-error": False, "doc": "Up to the first dot."},
-                    {"id": "minor_digits", "type": "str", "encoding": "ASCII", "terminator": HexInt(0x2E),
-                     "eos-error": False, "doc": "Up to the second dot (or the end)."},
-                    {"id": "rest", "size-eos": True, "doc": "Whatever follows (e.g. dev0)."},
-                ],
-                "instances": {
-                    "raw": {"pos": 0, "size-eos": True, "doc": "The whole string."},
-                    "text": {"pos": 0, "size-eos": True, "type": "str", "encoding": "UTF-8", "doc": "The whole string."},
-                    "major": {"value": "major_digits.to_i"},
-                    "minor": {"value": "minor_digits.to_i"},
-                },
-            },
-            "product_step": {
-                "doc": clean_doc("One step of a running product (Kaitai has no reduction over an array): a "
-                                 "zero-byte element whose value is prev * factor."),
-                "params": [{"id": "prev", "type": "s8"}, {"id": "factor", "type": "s8"}],
-                "instances": {"value": {"value": "prev * factor"}},
-            },
-            "unsupported": {
-                "doc": clean_doc("The case of a switch whose value has no layout: reading it fails (without it "
-                                 "Kaitai would read nothing and go on with the next field)."),
-                "seq": [{"id": "no_layout_for_this_value", "size": 0, "valid": {"expr": "false"},
-                         "-mlf-error": "UnsupportedError",
-                         "doc": "Always fails."}],
-            },
-        },
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Expressions
-
-
-@dataclass
-class Scope:
-    """What names mean while translating the expressions of one struct."""
-
-    struct: RStruct
-    consts: dict[str, int | str]
-    subject: str | None = None  # the field being validated: its name becomes `_`
-    element: bool = False  # validating one element of `subject` (each -> `_`)
-    count_level: bool = False  # validating the count of `subject` (len(subject) -> `_`)
-    bytes_fields: set[str] = field(default_factory=set)  # u64 fields read as 8 bytes
-    versions: set[str] = field(default_factory=set)  # str fields read as lp_version
-    helpers: dict[str, str] = field(default_factory=dict)  # numel(x) -> instance name
-    selectors: set[tuple[str, str]] = field(default_factory=set)  # (struct, field): str read inline
-
-
-def _field_of(rs: RStruct, name: str) -> RField | None:
-    for f in rs.fields:
-        if f.name == name:
-            return f
-    return None
-
-
-class Translator:
-    """Translate one checked spec expression into Kaitai's expression language."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.s = scope
-
-    def __call__(self, e: Expr) -> str:
-        return self.node(e.tree.body)
-
-    # names ------------------------------------------------------------------------------
-    def resolve(self, dotted: str) -> tuple[str, RField | None]:
-        """Kaitai path of a dotted spec name and the field it ends at (None for constants)."""
-        parts = dotted.split(".")
-        if parts[0] == "each":
-            if not self.s.element:
-                raise Untranslatable("`each` outside an element rule")
-            return "_", None
-        rs: RStruct | None = self.s.struct
-        out: list[str] = []
-        f: RField | None = None
-        self.last_inline = False
-        for i, p in enumerate(parts):
-            if rs is None:
-                raise Untranslatable(f"{dotted}: {parts[i - 1]} is not a struct")
-            f = _field_of(rs, p)
-            if f is None:
-                raise Untranslatable(f"unknown name {dotted}")
-            self.last_inline = (rs.name, p) in self.s.selectors
-            if i == 0 and p == self.s.subject and not self.s.element:
-                out.append("_")
-            else:
-                out.append(ksy_id(p))
-            rs = f.struct if f.kind == "struct" else None
-        return ".".join(out), f
-
-    def value_of(self, node: ast.AST) -> str:
-        dotted = _dotted(node)
-        assert dotted is not None
-        if dotted in self.s.consts:
-            v = self.s.consts[dotted]
-            return _lit_str(v) if isinstance(v, str) else self.int_lit(v)
-        path, f = self.resolve(dotted)
-        if f is None:
-            return path
-        if f.kind == "str":
-            return path if self.last_inline else f"{path}.value"
-        if f.kind == "scalar" and f.name in self.s.bytes_fields and path.split(".")[0] != "_":
-            return path
-        if self.s.element and path.split(".")[0] == "_" and f.name == self.s.subject:
-            return "_"
-        return path
-
-    def int_lit(self, v: int) -> str:
-        if abs(v) > JS_SAFE:
-            raise Untranslatable(f"the integer {v:#x} is beyond 2^53 (JavaScript reads u8 as a double)")
-        return str(v)
-
-    # nodes ------------------------------------------------------------------------------
-    def node(self, n: ast.AST) -> str:  # noqa: C901
-        if isinstance(n, ast.BoolOp):
-            op = " and " if isinstance(n.op, ast.And) else " or "
-            return "(" + op.join(self.node(v) for v in n.values) + ")"
-        if isinstance(n, ast.UnaryOp):
-            if isinstance(n.op, ast.Not):
-                return f"(not {self.node(n.operand)})"
-            return f"(-{self.node(n.operand)})"
-        if isinstance(n, ast.BinOp):
-            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Mod: "%", ast.BitAnd: "&",
-                   ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>"}
-            return f"({self.node(n.left)} {ops[type(n.op)]} {self.node(n.right)})"
-        if isinstance(n, ast.Compare):
-            return self.compare(n)
-        if isinstance(n, ast.Constant):
-            if isinstance(n.value, bool) or not isinstance(n.value, (int, str)):
-                raise Untranslatable(f"literal {n.value!r}")
-            return _lit_str(n.value) if isinstance(n.value, str) else self.int_lit(n.value)
-        if isinstance(n, (ast.Name, ast.Attribute)):
-            if _dotted(n) is None:  # an attribute of a computed value: find_where(...).payload
-                raise Untranslatable("a field of a computed record (find_where)")
-            return self.value_of(n)
-        if isinstance(n, ast.Subscript):
-            return self.subscript(n)
-        if isinstance(n, ast.Call):
-            return self.call(n)
-        raise Untranslatable(f"{type(n).__name__} has no Kaitai form")
-
-    def compare(self, n: ast.Compare) -> str:
-        items = [n.left, *n.comparators]
-        parts = []
-        for (a, b), op in zip(zip(items, items[1:]), n.ops):
-            if isinstance(op, (ast.In, ast.NotIn)):
-                if not isinstance(b, (ast.Tuple, ast.List)):
-                    raise Untranslatable("`in` over something other than a literal tuple")
-                eq = "==" if isinstance(op, ast.In) else "!="
-                join = " or " if isinstance(op, ast.In) else " and "
-                left = self.node(a) if not self.is_bytes(a) else self.value_of(a)
-                alts = [f"{left} {eq} {self.operand(elt, a)}" for elt in b.elts]
-                parts.append("(" + join.join(alts) + ")")
-                continue
-            sym = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
-            if self.is_bytes(a) or self.is_bytes(b):
-                if sym not in ("==", "!="):
-                    raise Untranslatable("ordering of a 64-bit value read as bytes")
-                x, y = (a, b) if self.is_bytes(a) else (b, a)
-                parts.append(f"{self.value_of(x)} {sym} {self.operand(y, x)}")
-            else:
-                parts.append(f"{self.node(a)} {sym} {self.node(b)}")
-        return parts[0] if len(parts) == 1 else "(" + " and ".join(parts) + ")"
-
-    def is_bytes(self, n: ast.AST) -> bool:
-        d = _dotted(n)
-        return d is not None and "." not in d and d in self.s.bytes_fields
-
-    def operand(self, n: ast.AST, other: ast.AST) -> str:
-        """``n`` compared with ``other``: an int constant becomes 8 bytes if ``other`` is read as bytes."""
-        if self.is_bytes(other):
-            v = _int_value(n, self.s.consts)
-            if v is None:
-                raise Untranslatable("a 64-bit value read as bytes compared with a non-constant")
-            return _bytes_lit(v)
-        return self.node(n)
-
-    def subscript(self, n: ast.Subscript) -> str:
-        base = _dotted(n.value)
-        idx = _int_value(n.slice, {})
-        if base is None or idx is None:
-            raise Untranslatable("subscript")
-        if self.s.element and base == self.s.subject:
-            if idx != 0:
-                raise Untranslatable("an element rule naming another element than the first")
-            raise _FirstElement()
-        path, f = self.resolve(base)
-        if f is None or f.kind not in ("vec", "map") and not f.is_array:
-            raise Untranslatable(f"subscript of {base}")
-        if idx == -1:
-            return f"{path}.last"
-        if idx == 0:
-            return f"{path}.first"
-        if idx < 0:
-            raise Untranslatable("negative subscripts other than -1")
-        return f"{path}[{idx}]"
-
-    def length(self, arg: ast.AST) -> str:
-        d = _dotted(arg)
-        if d is None:
-            raise Untranslatable("len() of a computed value")
-        if self.s.count_level and d == self.s.subject:
-            return "_"
-        path, f = self.resolve(d)
-        assert f is not None
-        if f.kind in ("vec", "map"):
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated list inside its own rule")
-            return f"{head + '.' if head else ''}num_{last}"
-        if f.is_array:
-            return f"{path}.size"
-        if f.kind == "str" and self.last_inline:
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated string inside its own rule")
-            return f"{head + '.' if head else ''}len_{last}"
-        if f.kind == "str":
-            return f"{path}.len_value"
-        if f.kind == "bytes":
-            return f"{path}.size"
-        raise Untranslatable(f"len() of {d}")
-
-    def call(self, n: ast.Call) -> str:
-        assert isinstance(n.func, ast.Name)
-        fn, args = n.func.id, n.args
-        if fn == "len":
-            return self.length(args[0])
-        if fn == "ceil_div":
-            a, b = self.node(args[0]), args[1]
-            bv = _int_value(b, self.s.consts)
-            if bv is not None and bv > 0:
-                return f"(({a} + {bv - 1}) / {bv})"
-            return f"(-((-{a}) / {self.node(b)}))"
-        if fn in ("min", "max") and len(args) == 1:  # of a list: Kaitai's array .min / .max
-            return f"{self.node(args[0])}.{fn}"
-        if fn in ("min", "max"):
-            a, b = (self.node(x) for x in args)
-            return f"({a} {'<' if fn == 'min' else '>'} {b} ? {a} : {b})"
-        if fn == "numel":
-            d = _dotted(args[0])
-            if d is None or d not in self.s.helpers:
-                raise Untranslatable("numel() of something other than an integer list of this struct")
-            return self.s.helpers[d]
-        if fn == "at_least":
-            d = _dotted(args[0])
-            if d is None or d not in self.s.versions:
-                raise Untranslatable("at_least() of something other than a version string of this struct")
-            path, _ = self.resolve(d)
-            assert isinstance(args[1], ast.Constant)
-            major, minor = vkey(args[1].value)[:2]
-            return f"({path}.major > {major} or ({path}.major == {major} and {path}.minor >= {minor}))"
-        if fn == "decimal":
-            return f"{self.node(args[0])}.to_i"
-        if fn == "nondecreasing":
-            d = _dotted(args[0])
-            if self.s.element and d == self.s.subject:
-                raise _Nondecreasing()
-            raise Untranslatable("nondecreasing() outside the list's own element rule")
-        reasons = {
-            "unique": "no set or reduction over an array in Kaitai expressions",
-            "count_where": "no reduction over an array in Kaitai expressions (kaitai_struct#291)",
-            "find_where": "no search over an array in Kaitai expressions",
-            "find_last_where": "no search over an array in Kaitai expressions",
-            "acyclic": "a graph walk needs a visited set and a loop; Kaitai expressions have neither",
-            "remaining": "remaining() outside a size",
-        }
-        raise Untranslatable(reasons.get(fn, f"{fn}()"))
-
-
-class _FirstElement(Exception):
-    pass
-
-
-class _Nondecreasing(Exception):
-    pass
-
-
-
-
-def _int_value(node: ast.AST, consts: dict[str, int | str]) -> int | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _int_value(node.operand, consts)
-        return -v if v is not None else None
-    d = _dotted(node)
-    if d is not None and isinstance(consts.get(d), int):
-        return consts[d]  # type: ignore[return-value]
-    return None
-
-
-def _conjuncts(e: Expr) -> list[ast.AST]:
-    body = e.tree.body
-    if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And):
-        return list(body.values)
-    return [body]
-
-
-def _names_in(node: ast.AST) -> set[str]:
-    out: set[str] = set()
-    for n in ast.walk(node):
-        d = _dotted(n)
-        if d is not None:
-            out.add(d.split(".")[0])
-    return out
-
-
-class Checks:
-    """The conditions on one value; ``valid()`` is the most specific Kaitai ``valid`` form
-    (``eq``, ``min``/``max``, ``any-of`` for a single condition that has one, else ``expr``)."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any] | None]] = []
-        self.errors: list[str] = []
-
-    def add(self, cond: str, form: dict[str, Any] | None = None, error: str = "ConstraintError") -> None:
-        """A condition; ``error`` is the mlf_spec.errors class mlf-spec raises when it fails."""
-        self.items.append((cond, form))
-        self.errors.append(error)
-
-    def apply(self, entry: dict[str, Any]) -> None:
-        """Put ``valid`` on a seq entry, if there are conditions, and ``-mlf-error``: the error
-        class, or per key of the form (``{min: ConstraintError, max: LengthError}``)."""
-        if not self.items:
-            return
-        entry["valid"] = self.valid()
-        keys = [list(form) if form else ["expr"] for _c, form in self.items]
-        if len(self.items) > 1 and "expr" not in entry["valid"] and len(set(self.errors)) > 1:
-            entry["-mlf-error"] = {k: err for ks, err in zip(keys, self.errors) for k in ks}
-        else:
-            entry["-mlf-error"] = self.errors[0]
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def valid(self) -> dict[str, Any]:
-        forms = [form for _c, form in self.items]
-        if len(forms) == 1 and forms[0]:
-            return forms[0]
-        bounds = [f for f in forms if f and set(f) <= {"min", "max"}]
-        if len(bounds) == len(forms) and sum(len(f) for f in bounds) == len({k for f in bounds for k in f}):
-            return {k: v for f in bounds for k, v in f.items()}  # e.g. {min: 1, max: bytes left}
-        return {"expr": " and ".join(c for c, _ in self.items)}
-
-
-#: The bytes left in the stream being read: a length or count read from the input is checked
-#: against it before anything is read (JavaScript's readBytes wraps sizes from 2^31 on).
-REMAINING = "_io.size - _io.pos"
-
-
-def _length_guard(checks: Checks, unit: int = 1) -> None:
-    """The element count (``unit``: the fewest bytes of one element) or byte length must fit."""
-    if unit <= 0:
-        return
-    limit = REMAINING if unit == 1 else f"({REMAINING}) / {unit}"
-    checks.add(f"_ <= {limit}", {"max": limit}, "LengthError")
-
-
-def _bounds_form(bounds: tuple[int | None, int | None]) -> dict[str, Any] | None:
-    lo, hi = bounds
-    if lo is not None and lo == hi:
-        return {"eq": lo}
-    out: dict[str, Any] = {}
-    if lo is not None:
-        out["min"] = lo
-    if hi is not None:
-        out["max"] = hi
-    return out or None
-
-
-def _len_bounds(node: ast.AST, name: str) -> tuple[int | None, int | None] | None:
-    """The bounds of ``len(name) OP literal`` chains (None for anything else)."""
-    if not isinstance(node, ast.Compare) or not all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
-        return None
-    items = []
-    for item in [node.left, *node.comparators]:
-        if (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "len"
-                and _dotted(item.args[0]) == name):
-            items.append("n_")
-        elif _int_value(item, {}) is not None:
-            items.append(str(_int_value(item, {})))
-        else:
-            return None
-    ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-    src = items[0] + "".join(f" {ops[type(op)]} {x}" for op, x in zip(node.ops, items[1:]))
-    return Expr(src).int_bounds("n_")
-
-
-# --------------------------------------------------------------------------------------------
-# The emitter
+from .fields import kind_of
+from .ksy_base import (
+    ERA,
+    JS_SAFE,
+    KS_VERSION,
+    KSY_SCALAR,
+    PREFIX,
+    REMAINING,
+    STREAM,
+    Checks,
+    FlowList,
+    HexInt,
+    KsyError,
+    KsyField,
+    Rule,
+    Untranslatable,
+    bounds_form,
+    bytes_lit,
+    check_collisions,
+    clean_doc,
+    file_id,
+    ksy_id,
+    ksy_text,
+    length_guard,
+    lit_str,
+    lower_camel,
+    plain,
+    stream_ksy,
+    upper_camel,
+)
+from .ksy_expr import (
+    FirstElement,
+    Nondecreasing,
+    Scope,
+    Translator,
+    conjuncts,
+    field_of,
+    int_value,
+    len_bounds,
+    names_in,
+    only_len_of,
+    replace_first,
+)
+from .model import Binary, Model, RField, RStruct, table_dialects
+from .versions import era_condition, vkey
 
 
 class KsyEmitter:
@@ -651,9 +113,9 @@ class KsyEmitter:
     def _refs(self, rs: RStruct) -> list[RStruct]:
         out = []
         for f in rs.fields:
-            for t in (f.struct, f.elem_struct, f.value_struct):
-                if t is not None:
-                    out.append(t)
+            for ref in (f.struct, f.elem_struct, f.value_struct):
+                if ref is not None:
+                    out.append(ref)
             if f.spec.switch is not None:
                 for t in list(f.spec.switch.cases.values()) + [f.spec.switch.default]:
                     if t:
@@ -781,98 +243,23 @@ class KsyEmitter:
         return (f"{name}({ERA})" if era else name), n1 | n2
 
     def emit_struct(self, b: Binary, rs: RStruct, consts: dict[str, int | str],
-                    enums: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:  # noqa: C901
-        spec_name = b.name
+                    enums: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+        """The .ksy type of one struct and the files it needs."""
         needs: set[str] = set()
         seq: list[dict[str, Any]] = []
         instances: dict[str, Any] = {}
         rules_before = len(self.rules)
-        scope = Scope(rs, consts)
-        # u64 fields compared with constants beyond 2^53 are read as 8 bytes
-        for f in rs.fields:
-            if f.kind == "scalar" and f.spec.type in ("u64", "i64"):
-                big = isinstance(f.spec.const, int) and abs(f.spec.const) > JS_SAFE
-                if "constraint" in f.exprs:
-                    ch = f.exprs["constraint"].choices(f.name) or []
-                    big |= any(abs(_int_value(ast.parse(str(c), mode="eval").body, consts) or 0) > JS_SAFE
-                               for c in ch)
-                if big:
-                    scope.bytes_fields.add(f.name)
-        # str fields used as TVM versions
-        for f in rs.fields:
-            for e in f.exprs.values():
-                for node in ast.walk(e.tree):
-                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least"
-                            and _dotted(node.args[0])):
-                        scope.versions.add(_dotted(node.args[0]))  # type: ignore[arg-type]
-        # strings that select a layout (switch-on, if) are read inline and decoded while parsing
-        for f in rs.fields:
-            sources = ([f.switch_on] if f.switch_on is not None else []) + ([f.exprs["when"]] if "when" in f.exprs else [])
-            for e in sources:
-                for name in e.names:
-                    g = _field_of(rs, name.split(".")[0])
-                    if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
-                        scope.selectors.add((rs.name, g.name))
-        # selectors of switches without default: any-of over the known values
-        selector_values: dict[str, list[str]] = {}
-        for f in rs.fields:
-            sw = f.spec.switch
-            if sw is None or sw.default or f.spec.sized:
-                continue
-            on = _dotted(f.switch_on.tree.body) if f.switch_on is not None else None
-            on_field = _field_of(rs, on) if on else None
-            if on_field is None or on_field.kind != "str":
-                continue
-            values = [str(k) for k in sw.cases]
-            ok = True
-            if "when" in f.exprs:
-                w = f.exprs["when"].tree.body
-                if (isinstance(w, ast.Compare) and len(w.ops) == 1 and isinstance(w.ops[0], ast.NotEq)
-                        and _dotted(w.left) == on and isinstance(w.comparators[0], ast.Constant)):
-                    values.insert(0, str(w.comparators[0].value))
-                else:
-                    ok = False
-            if ok:
-                selector_values[on] = values
-        invariants_after: dict[str, list[tuple[Any, Expr]]] = {}
-        for inv, e, _loc in rs.invariants:
-            if inv.severity != "error":
-                try:
-                    cond = Translator(scope)(e)
-                except Untranslatable as exc:
-                    self.note(rs, f"rule {inv.name}", f"{inv.rule} (warning)", "no", str(exc))
-                    continue
-                instances[ksy_id(inv.name)] = {"value": cond, "doc": clean_doc(
-                    f"The warning rule {inv.name} (true if it holds; a validation would stop the parse): {inv.doc}")}
-                self.note(rs, f"rule {inv.name}", f"{inv.rule} (warning)", "yes",
-                          f"a boolean value instance `{ksy_id(inv.name)}` (a warning does not stop a parse)")
-                continue
-            named = [n.split(".")[0] for n in e.names if n.split(".")[0] in {x.name for x in rs.fields}]
-            last = max(named, key=lambda n: [x.name for x in rs.fields].index(n)) if named else rs.fields[-1].name
-            invariants_after.setdefault(last, []).append((inv, e))
-
+        scope = self.struct_scope(rs, consts)
+        selector_values = self.selector_values(rs)
+        invariants_after = self.place_invariants(rs, scope, instances)
         for f in rs.fields:
             entries, n = self.emit_field(b, rs, f, scope, selector_values.get(f.name))
             needs |= n
             seq.extend(entries)
             for inv, e in invariants_after.get(f.name, []):
-                try:
-                    cond = Translator(scope)(e)
-                except Untranslatable as exc:
-                    self.note(rs, f"rule {inv.name}", inv.rule, "no", str(exc))
-                    continue
-                self.note(rs, f"rule {inv.name}", inv.rule, "yes", f"a zero-byte check field `{ksy_id(inv.name)}`")
-                check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
-                                         "-mlf-error": "ConstraintError",
-                                         "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
-                era_conds = []
-                if inv.since:
-                    era_conds.append(f"{ERA} < {vkey(inv.since)[1]}")
-                if inv.until:
-                    era_conds.append(f"{ERA} >= {vkey(inv.until)[1]}")
-                if era_conds:
-                    check["valid"] = {"expr": " or ".join(era_conds + [cond])}
-                seq.append(check)
+                check = self.invariant_check(rs, scope, inv, e)
+                if check is not None:
+                    seq.append(check)
             if f.spec.table:
                 self.table_instances(rs, f, instances, enums)
         for h_field, inst in scope.helpers.items():
@@ -892,26 +279,129 @@ class KsyEmitter:
                 f"({i}) {t}." for i, t in enumerate(notes, 1))
         body["doc"] = clean_doc(body["doc"])
         ids = [e["id"] for e in seq] + list(instances) + [p["id"] for p in body.get("params", [])]
-        check_collisions(ids, f"{file_id(spec_name)}::{rs.name}", lower_camel)
+        check_collisions(ids, f"{file_id(b.name)}::{rs.name}", lower_camel)
         return body, needs
 
+    def struct_scope(self, rs: RStruct, consts: dict[str, int | str]) -> Scope:
+        """The names in reach of the struct's rules, with the fields read in a special way: u64s
+        read as bytes, strings used as versions, strings that select a layout."""
+        scope = Scope(rs, consts)
+        # u64 fields compared with constants beyond 2^53 are read as 8 bytes
+        for f in rs.fields:
+            if f.kind == "scalar" and f.spec.type in ("u64", "i64"):
+                big = isinstance(f.spec.const, int) and abs(f.spec.const) > JS_SAFE
+                if "constraint" in f.exprs:
+                    ch = f.exprs["constraint"].choices(f.name) or []
+                    big |= any(abs(int_value(ast.parse(str(c), mode="eval").body, consts) or 0) > JS_SAFE
+                               for c in ch)
+                if big:
+                    scope.bytes_fields.add(f.name)
+        # str fields used as TVM versions
+        for f in rs.fields:
+            for e in f.exprs.values():
+                for node in ast.walk(e.tree):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least"
+                            and _dotted(node.args[0])):
+                        scope.versions.add(_dotted(node.args[0]))  # type: ignore[arg-type]
+        # strings that select a layout (switch-on, if) are read inline and decoded while parsing
+        for f in rs.fields:
+            sources = ([f.switch_on] if f.switch_on is not None else []) + ([f.exprs["when"]] if "when" in f.exprs else [])
+            for e in sources:
+                for name in e.names:
+                    g = field_of(rs, name.split(".")[0])
+                    if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
+                        scope.selectors.add((rs.name, g.name))
+        return scope
+
+    def selector_values(self, rs: RStruct) -> dict[str, list[str]]:
+        """Selectors of switches without default: the values that have a layout (for any-of)."""
+        out: dict[str, list[str]] = {}
+        for f in rs.fields:
+            sw = f.spec.switch
+            if sw is None or sw.default or f.spec.sized:
+                continue
+            on = _dotted(f.switch_on.tree.body) if f.switch_on is not None else None
+            on_field = field_of(rs, on) if on else None
+            if on_field is None or on_field.kind != "str":
+                continue
+            values = [str(k) for k in sw.cases]
+            ok = True
+            if "when" in f.exprs:
+                w = f.exprs["when"].tree.body
+                if (isinstance(w, ast.Compare) and len(w.ops) == 1 and isinstance(w.ops[0], ast.NotEq)
+                        and _dotted(w.left) == on and isinstance(w.comparators[0], ast.Constant)):
+                    values.insert(0, str(w.comparators[0].value))
+                else:
+                    ok = False
+            if ok and on is not None:
+                out[on] = values
+        return out
+
+    def place_invariants(self, rs: RStruct, scope: Scope, instances: dict[str, Any]) -> dict[str, list[tuple[Any, Expr]]]:
+        """Warning rules become boolean instances; error rules go after the last field they name
+        (returned by field name)."""
+        after: dict[str, list[tuple[Any, Expr]]] = {}
+        for inv, e, _loc in rs.invariants:
+            if inv.severity != "error":
+                try:
+                    cond = Translator(scope)(e)
+                except Untranslatable as exc:
+                    self.note(rs, f"rule {inv.name}", f"{inv.rule} (warning)", "no", str(exc))
+                    continue
+                instances[ksy_id(inv.name)] = {"value": cond, "doc": clean_doc(
+                    f"The warning rule {inv.name} (true if it holds; a validation would stop the parse): {inv.doc}")}
+                self.note(rs, f"rule {inv.name}", f"{inv.rule} (warning)", "yes",
+                          f"a boolean value instance `{ksy_id(inv.name)}` (a warning does not stop a parse)")
+                continue
+            named = [n.split(".")[0] for n in e.names if n.split(".")[0] in {x.name for x in rs.fields}]
+            last = max(named, key=lambda n: [x.name for x in rs.fields].index(n)) if named else rs.fields[-1].name
+            after.setdefault(last, []).append((inv, e))
+        return after
+
+    def invariant_check(self, rs: RStruct, scope: Scope, inv: Any, e: Expr) -> dict[str, Any] | None:
+        """The zero-byte check field of an error rule (None, and a gap noted, if it cannot be stated)."""
+        try:
+            cond = Translator(scope)(e)
+        except Untranslatable as exc:
+            self.note(rs, f"rule {inv.name}", inv.rule, "no", str(exc))
+            return None
+        self.note(rs, f"rule {inv.name}", inv.rule, "yes", f"a zero-byte check field `{ksy_id(inv.name)}`")
+        check: dict[str, Any] = {"id": ksy_id(inv.name), "size": 0, "valid": {"expr": cond},
+                                 "-mlf-error": "ConstraintError",
+                                 "doc": clean_doc(f"Zero-byte check of the rule {inv.name}: {inv.doc}")}
+        era_conds = era_condition(inv.since, inv.until, ERA, minor=True, outside=True)
+        if era_conds:
+            check["valid"] = {"expr": " or ".join(era_conds + [cond])}
+        return check
+
     def emit_field(self, b: Binary, rs: RStruct, f: RField, scope: Scope,
-                   any_of: list[str] | None) -> tuple[list[dict[str, Any]], set[str]]:  # noqa: C901
+                   any_of: list[str] | None) -> tuple[list[dict[str, Any]], set[str]]:
+        """The seq entries of one field and the files they need: what all fields share here (the
+        ``if``, the checks), the rest from the field's kind (:mod:`specgen.fields`)."""
+        kf = self.field_start(b, rs, f, scope, any_of)
+        kind = kind_of(f)
+        vtype = kind.ksy_type(self, kf)
+        self.const_check(kf)
+        self.expr_checks(kf)
+        self.constraint_checks(kf)
+        if any_of is not None:
+            lits = [lit_str(v) for v in any_of]
+            kf.value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
+            kf.doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
+                       "a parser that does not know it cannot go on.")
+        self.helper_notes(kf)
+        return kind.ksy_entries(self, kf, vtype), kf.needs
+
+    def field_start(self, b: Binary, rs: RStruct, f: RField, scope: Scope, any_of: list[str] | None) -> KsyField:
+        """The field's ``if`` (since/until and ``if``) and the notes on its era, condition, sized and table."""
         s = f.spec
-        spec_name = b.name
         fid = ksy_id(f.name)
-        needs: set[str] = set()
-        conds: list[str] = []
-        if s.since:
-            conds.append(f"{ERA} >= {vkey(s.since)[1]}")
-        if s.until:
-            conds.append(f"{ERA} < {vkey(s.until)[1]}")
+        conds: list[str] = era_condition(s.since, s.until, ERA, minor=True)
         if "when" in f.exprs:
             try:
                 conds.append(Translator(scope)(f.exprs["when"]))
             except Untranslatable as exc:
                 raise KsyError(f"{rs.name}.{f.name}: its condition {s.when!r} cannot be stated: {exc}") from None
-        cond = " and ".join(conds) if conds else None
         if s.since or s.until:
             era_rule = " ".join(x for x in (f"since {s.since}" if s.since else "", f"until {s.until}" if s.until else "") if x)
             self.note(rs, f.name, era_rule, "yes", f"`if: {' and '.join(conds[:len(conds) - ('when' in f.exprs)])}`")
@@ -922,159 +412,154 @@ class KsyEmitter:
         if s.table:
             self.note(rs, f.name, f"table: {s.table}", "yes", f"an enum per dialect (`{fid}_v0_<n>` instances) "
                       "and TVM's spelling (`spelling` instance)")
-        doc = s.doc
-        out: list[dict[str, Any]] = []
+        return KsyField(b, rs, f, scope, any_of, " and ".join(conds) if conds else None, s.doc)
 
-        def entry(id_: str, **kw: Any) -> dict[str, Any]:
-            e: dict[str, Any] = {"id": id_}
-            if id_ == fid and fid != f.name:
-                e["-orig-id"] = f.name
-            e.update(kw)
-            if cond:
-                e["if"] = cond
-            return e
+    def value_type(self, kf: KsyField) -> Any:
+        """The Kaitai type of a scalar, str or struct value (or of each element of an array)."""
+        vtype, n = self.element_type(kf.f.spec.type, kf.f.spec.encoding, kf.rs, kf.b.name,
+                                     versions=kf.f.name in kf.scope.versions)
+        kf.needs |= n
+        return vtype
 
-        # the element/value type
-        if f.kind == "switch":
-            assert s.switch is not None and f.switch_on is not None
-            on_src = Translator(scope)(f.switch_on)
-            on_field = _field_of(rs, _dotted(f.switch_on.tree.body) or "")
-            cases: dict[str, str] = {}
-            for k, t in s.switch.cases.items():
-                key = _lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
-                kt, n = self.element_type(t, None, rs, spec_name)
-                needs |= n
-                cases[key] = kt
-            if s.switch.default:
-                kt, n = self.element_type(s.switch.default, None, rs, spec_name)
-                needs |= n
-                cases["_"] = kt
-            elif not s.sized:
-                cases["_"] = f"{STREAM}::unsupported"
-            if s.switch.default:
-                how = "`switch-on`; other values: the default case"
-            elif s.sized:
-                how = "`switch-on`; other values: a failing `_` case"
-            elif any_of is not None:
-                how = "`switch-on`; other values: `valid: any-of` on the selector (and a failing `_` case)"
-            else:
-                how = "`switch-on`; other values: a failing `_` case (Kaitai would otherwise read nothing)"
-            self.note(rs, f.name, f"switch on {s.switch.on}", "yes", how)
-            if s.switch.extensible:
-                self.note(rs, f.name, f"extensible: {s.switch.extensible}", "partly",
-                          "codecs registered at run time do not exist in a generated parser: add a case to the "
-                          ".ksy (or use Kaitai's opaque types)")
-            vtype: Any = {"switch-on": on_src, "cases": cases}
-        elif f.kind == "map":
-            vtype, n = self.map_entry(b, rs, f)
-            needs |= n
-        elif f.kind == "vec":
-            vtype, n = self.element_type(f.elem or "", s.encoding, rs, spec_name)
-            needs |= n
-        elif f.kind in ("str", "scalar", "struct"):
-            vtype, n = self.element_type(s.type, s.encoding, rs, spec_name, versions=f.name in scope.versions)
-            needs |= n
+    def switch_type(self, kf: KsyField) -> Any:
+        """``switch-on`` over the cases (a failing ``_`` case where there is no default)."""
+        f, s, rs = kf.f, kf.f.spec, kf.rs
+        assert s.switch is not None and f.switch_on is not None
+        on_src = Translator(kf.scope)(f.switch_on)
+        on_field = field_of(rs, _dotted(f.switch_on.tree.body) or "")
+        cases: dict[str, str] = {}
+        for k, t in s.switch.cases.items():
+            key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
+            kt, n = self.element_type(t, None, rs, kf.b.name)
+            kf.needs |= n
+            cases[key] = kt
+        if s.switch.default:
+            kt, n = self.element_type(s.switch.default, None, rs, kf.b.name)
+            kf.needs |= n
+            cases["_"] = kt
+        elif not s.sized:
+            cases["_"] = f"{STREAM}::unsupported"
+        if s.switch.default:
+            how = "`switch-on`; other values: the default case"
+        elif s.sized:
+            how = "`switch-on`; other values: a failing `_` case"
+        elif kf.any_of is not None:
+            how = "`switch-on`; other values: `valid: any-of` on the selector (and a failing `_` case)"
         else:
-            vtype = None  # bytes
+            how = "`switch-on`; other values: a failing `_` case (Kaitai would otherwise read nothing)"
+        self.note(rs, f.name, f"switch on {s.switch.on}", "yes", how)
+        if s.switch.extensible:
+            self.note(rs, f.name, f"extensible: {s.switch.extensible}", "partly",
+                      "codecs registered at run time do not exist in a generated parser: add a case to the "
+                      ".ksy (or use Kaitai's opaque types)")
+        return {"switch-on": on_src, "cases": cases}
 
-        value_checks = Checks()  # on the value (`_`)
-        elem_checks = Checks()  # on each element of a list
-        count_checks = Checks()  # on the count of a vec / map
-        contents: list[HexInt] | None = None
-        read_as_bytes = f.name in scope.bytes_fields
-        inline_str = (rs.name, f.name) in scope.selectors
-        list_like = f.kind in ("vec", "map") or f.is_array
+    def _sub_scope(self, kf: KsyField, **kw: Any) -> Scope:
+        scope = kf.scope
+        return Scope(kf.rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
+                     helpers=scope.helpers, selectors=scope.selectors, **kw)
 
-        def sub_scope(**kw: Any) -> Scope:
-            return Scope(rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
-                         helpers=scope.helpers, selectors=scope.selectors, **kw)
+    def const_check(self, kf: KsyField) -> None:
+        """``const``: ``contents`` for a 64-bit value read as bytes, else ``valid`` on the value."""
+        f, s = kf.f, kf.f.spec
+        if s.const is None:
+            return
+        if isinstance(s.const, int) and kf.read_as_bytes:
+            kf.contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
+        elif isinstance(s.const, int):
+            kf.value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
+        elif s.encoding and kf.inline_str:
+            kf.value_checks.add(f"_ == {lit_str(s.const)}", {"eq": lit_str(s.const)}, "ConstMismatchError")
+        elif s.encoding:
+            kf.value_checks.add(f"_.value == {lit_str(s.const)}", None, "ConstMismatchError")
+        else:  # compared as bytes
+            raw = s.const.encode("utf-8")
+            kf.value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
+        self.note(kf.rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
+                  "`contents` (compared as bytes: JavaScript reads u8 as a double)" if kf.contents is not None
+                  else "`valid`")
 
-        # const
-        if s.const is not None:
-            if isinstance(s.const, int) and read_as_bytes:
-                contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
-            elif isinstance(s.const, int):
-                value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
-            elif s.encoding and inline_str:
-                value_checks.add(f"_ == {_lit_str(s.const)}", {"eq": _lit_str(s.const)}, "ConstMismatchError")
-            elif s.encoding:
-                value_checks.add(f"_.value == {_lit_str(s.const)}", None, "ConstMismatchError")
-            else:  # compared as bytes
-                raw = s.const.encode("utf-8")
-                value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
-            self.note(rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
-                      "`contents` (compared as bytes: JavaScript reads u8 as a double)" if contents is not None
-                      else "`valid`")
+    def expr_checks(self, kf: KsyField) -> None:
+        """``equals`` / ``derive``: ``valid: {eq}`` on the value (on the count of a vec or map)."""
+        f = kf.f
         for key in ("equals", "derive"):
             if key not in f.exprs:
                 continue
             rule = f"{key}: {f.exprs[key].source}"
             try:
-                rhs = Translator(sub_scope())(f.exprs[key])
+                rhs = Translator(self._sub_scope(kf))(f.exprs[key])
             except Untranslatable as exc:
-                self.note(rs, f.name, rule, "no", str(exc))
+                self.note(kf.rs, f.name, rule, "no", str(exc))
                 continue
             on_count = key == "equals" and f.kind in ("vec", "map")
-            (count_checks if on_count else value_checks).add(
+            (kf.count_checks if on_count else kf.value_checks).add(
                 f"_ == {rhs}", {"eq": rhs}, "CountMismatchError" if key == "equals" else "ConstraintError")
-            self.note(rs, f.name, rule, "yes", f"`valid: {{eq: {rhs}}}` on " + (f"`num_{fid}`" if on_count else "the value"))
-        if "constraint" in f.exprs:
-            e = f.exprs["constraint"]
-            for c in _conjuncts(e):
-                src = ast.unparse(c)
-                sub = Expr(src)
-                try:
-                    if "each" in _names_in(c):
-                        t = Translator(sub_scope(subject=f.name, element=True))(sub)
-                        elem_checks.add(t, _bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
-                        self.note(rs, f.name, src, "yes", "`valid` on each element")
-                        continue
-                    if (list_like or inline_str) and _only_len_of(c, f.name):
-                        t = Translator(sub_scope(subject=f.name, count_level=True))(sub)
-                        count_checks.add(t, _bounds_form(_len_bounds(c, f.name)) if _len_bounds(c, f.name) else None)
-                        self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if inline_str else 'num'}_{fid}`")
-                        continue
-                    if list_like:
-                        try:
-                            Translator(sub_scope(subject=f.name, element=True))(sub)
-                            raise Untranslatable(f"a rule over the whole list {f.name}")
-                        except _FirstElement:
-                            inner = _replace_first(c, f.name)
-                            t = Translator(sub_scope(subject=f.name, element=True))(Expr(ast.unparse(inner)))
-                            elem_checks.add(f"(_index != 0 or {t})")
-                            self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
-                        except _Nondecreasing:
-                            elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
-                            self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
-                                      f"(`{fid}[_index - 1]`)")
-                        continue
-                    if read_as_bytes:
-                        ch = sub.choices(f.name)
-                        if ch is None:
-                            raise Untranslatable("a rule on a 64-bit value read as bytes")
-                        vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
-                        lits = [_bytes_lit(int(v)) for v in vals]
-                        value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
-                        self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
-                                  "JavaScript reads u8 as a double)")
-                        continue
-                    t = Translator(sub_scope(subject=f.name))(sub)
-                    form = None
-                    if f.kind == "scalar" and sub.is_pure_bounds(f.name):
-                        form = _bounds_form(sub.int_bounds(f.name))
-                    ch = sub.choices(f.name) if f.kind == "scalar" else None
-                    if ch is not None:
-                        form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
-                    value_checks.add(t, form)
-                    self.note(rs, f.name, src, "yes", "`valid` on the value")
-                except Untranslatable as exc:
-                    self.note(rs, f.name, src, "no", str(exc))
-                    doc += f" Not checked here: {src} ({exc})."
-        if any_of is not None:
-            lits = [_lit_str(v) for v in any_of]
-            value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits}, "UnsupportedError")
-            doc += (" Only the values that have a layout are accepted: the payload that follows has no length, so "
-                    "a parser that does not know it cannot go on.")
+            self.note(kf.rs, f.name, rule, "yes", "`valid: {eq: " + rhs + "}` on "
+                      + (f"`num_{kf.fid}`" if on_count else "the value"))
+
+    def constraint_checks(self, kf: KsyField) -> None:
+        """``constraint``, conjunct by conjunct: on each element, on the count, on the value, or a gap."""
+        if "constraint" not in kf.f.exprs:
+            return
+        for c in conjuncts(kf.f.exprs["constraint"]):
+            src = ast.unparse(c)
+            try:
+                self._conjunct_check(kf, c, src)
+            except Untranslatable as exc:
+                self.note(kf.rs, kf.f.name, src, "no", str(exc))
+                kf.doc += f" Not checked here: {src} ({exc})."
+
+    def _conjunct_check(self, kf: KsyField, c: ast.AST, src: str) -> None:
+        f, rs, fid, scope = kf.f, kf.rs, kf.fid, kf.scope
+        sub = Expr(src)
+        if "each" in names_in(c):
+            t = Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
+            kf.elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
+            self.note(rs, f.name, src, "yes", "`valid` on each element")
+            return
+        if (kf.list_like or kf.inline_str) and only_len_of(c, f.name):
+            t = Translator(self._sub_scope(kf, subject=f.name, count_level=True))(sub)
+            bounds = len_bounds(c, f.name)
+            kf.count_checks.add(t, bounds_form(bounds) if bounds else None)
+            self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if kf.inline_str else 'num'}_{fid}`")
+            return
+        if kf.list_like:
+            try:
+                Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
+                raise Untranslatable(f"a rule over the whole list {f.name}")
+            except FirstElement:
+                inner = replace_first(c, f.name)
+                t = Translator(self._sub_scope(kf, subject=f.name, element=True))(Expr(ast.unparse(inner)))
+                kf.elem_checks.add(f"(_index != 0 or {t})")
+                self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
+            except Nondecreasing:
+                kf.elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
+                self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
+                          f"(`{fid}[_index - 1]`)")
+            return
+        if kf.read_as_bytes:
+            ch = sub.choices(f.name)
+            if ch is None:
+                raise Untranslatable("a rule on a 64-bit value read as bytes")
+            vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
+            lits = [bytes_lit(int(v)) for v in vals]
+            kf.value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
+            self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
+                      "JavaScript reads u8 as a double)")
+            return
+        t = Translator(self._sub_scope(kf, subject=f.name))(sub)
+        form = None
+        if f.kind == "scalar" and sub.is_pure_bounds(f.name):
+            form = bounds_form(sub.int_bounds(f.name))
+        ch = sub.choices(f.name) if f.kind == "scalar" else None
+        if ch is not None:
+            form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
+        kf.value_checks.add(t, form)
+        self.note(rs, f.name, src, "yes", "`valid` on the value")
+
+    def helper_notes(self, kf: KsyField) -> None:
+        """decimal() and at_least() translate with a difference: noted once per rule."""
+        f, rs = kf.f, kf.rs
         for e_ in f.exprs.values():
             for h, why in (("decimal", "to_i raises ValueError (Python) or gives NaN (JavaScript) where mlf-spec's "
                                        "decimal() gives -1 for a string that is not a plain decimal number"),
@@ -1085,113 +570,120 @@ class KsyEmitter:
                                                and g.status == "partly" for g in self.rules):
                     self.note(rs, f.name, e_.source, "partly", why)
 
-        # sized values: a length, then the value in a substream that it must fill
-        if s.sized:
-            if f.kind not in ("struct", "switch") or f.is_array:
-                raise KsyError(f"{rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
-            guard = Checks()
-            _length_guard(guard)
-            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
-            guard.apply(le)
-            out.append(le)
-            e = entry(fid, size=f"len_{fid}", type=vtype, doc=clean_doc(doc))
-            value_checks.apply(e)
-            out.append(e)
-            out.append(entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"}, **{"-mlf-error": "LengthError"},
-                             doc=clean_doc(f"Zero-byte check: the value of {f.name} fills its length exactly.")))
-            return out, needs
+    # entries -------------------------------------------------------------------------------
+    def sized_entries(self, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        """A sized value: a length, then the value in a substream that it must fill."""
+        f, fid = kf.f, kf.fid
+        if f.kind not in ("struct", "switch") or f.is_array:
+            raise KsyError(f"{kf.rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
+        guard = Checks()
+        length_guard(guard)
+        le = kf.entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
+        guard.apply(le)
+        e = kf.entry(fid, size=f"len_{fid}", type=vtype, doc=clean_doc(kf.doc))
+        kf.value_checks.apply(e)
+        return [le, e, kf.entry(f"{fid}_fully_read", size=0, valid={"expr": f"{fid}._io.eof"},
+                                **{"-mlf-error": "LengthError"},
+                                doc=clean_doc(f"Zero-byte check: the value of {f.name} fills its length exactly."))]
 
-        if f.kind == "bytes":
-            size_e = f.exprs["size"]
-            if "remaining" in size_e.helpers:
-                e = entry(fid, **{"size-eos": True})
-            else:
-                try:
-                    size_src = Translator(scope)(size_e)
-                except Untranslatable as exc:
-                    raise KsyError(f"{rs.name}.{f.name}: size {s.size!r}: {exc}") from None
-                out.append(entry(f"{fid}_fits", size=0, valid={"expr": f"{size_src} <= {REMAINING}"},
-                                 **{"-mlf-error": "LengthError"},
-                                 doc=clean_doc(f"Zero-byte check: the {size_src} bytes of {f.name} are there "
-                                               "(checked before they are read).")))
-                e = entry(fid, size=size_src)
-            if s.lazy:
-                doc += " (Kaitai's Python runtime copies these bytes; its JavaScript runtime gives a view.)"
-            e["doc"] = clean_doc(doc)
-            value_checks.apply(e)
-            out.append(e)
-            return out, needs
-
-        if inline_str:
-            _length_guard(count_checks)
-            le = entry(f"len_{fid}", type="u8", doc=f"Byte length of {f.name}.")
-            count_checks.apply(le)
-            e = entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
-            value_checks.apply(e)
-            e["doc"] = clean_doc(doc + " Decoded while parsing, since it selects what follows.")
-            self.note(rs, f.name, "encoding: utf-8", "partly",
-                      "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
-                      "Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them "
-                      "(surrogateescape)")
-            return [le, e], needs
-
-        if f.kind in ("vec", "map"):
-            if f.kind == "vec":
-                unit = element_min_size(self.model, f.elem or "", f.elem_struct)
-            else:
-                unit = (element_min_size(self.model, f.key or "", None)
-                        + element_min_size(self.model, f.value or "", f.value_struct))
-            _length_guard(count_checks, unit)
-            ce = entry(f"num_{fid}", type="u8", doc=f"Number of elements of {f.name}.")
-            count_checks.apply(ce)
-            out.append(ce)
-            count = f"num_{fid}"
-        elif f.is_array:
-            try:
-                count = Translator(scope)(f.exprs["count"])
-            except Untranslatable as exc:
-                raise KsyError(f"{rs.name}.{f.name}: count {s.count!r}: {exc}") from None
-            if count_checks:
-                raise KsyError(f"{rs.name}.{f.name}: a rule on the count of a counted array")
+    def bytes_entries(self, kf: KsyField) -> list[dict[str, Any]]:
+        """``size`` bytes (``size-eos`` for remaining()), after a zero-byte check that they are there."""
+        f, s, fid = kf.f, kf.f.spec, kf.fid
+        out: list[dict[str, Any]] = []
+        size_e = f.exprs["size"]
+        if "remaining" in size_e.helpers:
+            e = kf.entry(fid, **{"size-eos": True})
         else:
-            count = None
+            try:
+                size_src = Translator(kf.scope)(size_e)
+            except Untranslatable as exc:
+                raise KsyError(f"{kf.rs.name}.{f.name}: size {s.size!r}: {exc}") from None
+            out.append(kf.entry(f"{fid}_fits", size=0, valid={"expr": f"{size_src} <= {REMAINING}"},
+                                **{"-mlf-error": "LengthError"},
+                                doc=clean_doc(f"Zero-byte check: the {size_src} bytes of {f.name} are there "
+                                              "(checked before they are read).")))
+            e = kf.entry(fid, size=size_src)
+        if s.lazy:
+            kf.doc += " (Kaitai's Python runtime copies these bytes; its JavaScript runtime gives a view.)"
+        e["doc"] = clean_doc(kf.doc)
+        kf.value_checks.apply(e)
+        out.append(e)
+        return out
 
-        if read_as_bytes:
-            if contents is not None:
-                e = entry(fid, contents=contents, **{"-mlf-error": "ConstMismatchError"})
-            else:
-                e = entry(fid, size=8)
-                value_checks.apply(e)
-            doc += " Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart."
-            e["doc"] = clean_doc(doc)
-            out.append(e)
-            return out, needs
+    def inline_str_entries(self, kf: KsyField) -> list[dict[str, Any]]:
+        """A string that selects a layout: its length, then the text decoded while parsing."""
+        fid = kf.fid
+        length_guard(kf.count_checks)
+        le = kf.entry(f"len_{fid}", type="u8", doc=f"Byte length of {kf.f.name}.")
+        kf.count_checks.apply(le)
+        e = kf.entry(fid, type="str", size=f"len_{fid}", encoding="UTF-8")
+        kf.value_checks.apply(e)
+        e["doc"] = clean_doc(kf.doc + " Decoded while parsing, since it selects what follows.")
+        self.note(kf.rs, kf.f.name, "encoding: utf-8", "partly",
+                  "a string that selects a layout is decoded while parsing: bytes that are not UTF-8 stop the "
+                  "Python parser (UnicodeDecodeError) and become U+FFFD in JavaScript; mlf-spec keeps them "
+                  "(surrogateescape)")
+        return [le, e]
 
-        e = entry(fid, type=vtype)
+    def count_entry(self, kf: KsyField, unit: int) -> dict[str, Any]:
+        """``num_<x>``: the u64 element count of a vec or map (guarded by the bytes that remain)."""
+        length_guard(kf.count_checks, unit)
+        ce = kf.entry(f"num_{kf.fid}", type="u8", doc=f"Number of elements of {kf.f.name}.")
+        kf.count_checks.apply(ce)
+        return ce
+
+    def array_count(self, kf: KsyField) -> str:
+        """The ``repeat-expr`` of a counted array."""
+        try:
+            count = Translator(kf.scope)(kf.f.exprs["count"])
+        except Untranslatable as exc:
+            raise KsyError(f"{kf.rs.name}.{kf.f.name}: count {kf.f.spec.count!r}: {exc}") from None
+        if kf.count_checks:
+            raise KsyError(f"{kf.rs.name}.{kf.f.name}: a rule on the count of a counted array")
+        return count
+
+    def u64_bytes_entry(self, kf: KsyField) -> dict[str, Any]:
+        """A u64 read as 8 bytes (``contents`` for a const)."""
+        if kf.contents is not None:
+            e = kf.entry(kf.fid, contents=kf.contents, **{"-mlf-error": "ConstMismatchError"})
+        else:
+            e = kf.entry(kf.fid, size=8)
+            kf.value_checks.apply(e)
+        kf.doc += " Read as 8 bytes (little-endian): JavaScript reads a u8 as a double, which cannot tell these values apart."
+        e["doc"] = clean_doc(kf.doc)
+        return e
+
+    def value_entries(self, kf: KsyField, vtype: Any, count: str | None,
+                      out: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The value (``repeat-expr: count`` for a list) after the entries ``out``, and for a list
+        whose numel() a later rule takes, a zero-byte running product."""
+        f, fid = kf.f, kf.fid
+        out = list(out or [])
+        e = kf.entry(fid, type=vtype)
         if count is not None:
             e["repeat"] = "expr"
             e["repeat-expr"] = count
-            elem_checks.apply(e)
-            if value_checks:
-                raise KsyError(f"{rs.name}.{f.name}: a rule on a whole list")
+            kf.elem_checks.apply(e)
+            if kf.value_checks:
+                raise KsyError(f"{kf.rs.name}.{f.name}: a rule on a whole list")
         else:
-            value_checks.apply(e)
+            kf.value_checks.apply(e)
         if f.spec.keep_span:
-            doc += " (Compile with --read-pos / debug mode for its offsets.)"
-        e["doc"] = clean_doc(doc)
+            kf.doc += " (Compile with --read-pos / debug mode for its offsets.)"
+        e["doc"] = clean_doc(kf.doc)
         out.append(e)
         # numel(x) in a later rule: a running product right after x
-        if list_like and self._numel_used(rs, f.name):
+        if kf.list_like and self._numel_used(kf.rs, f.name):
             inst = f"{fid}_numel"
             prev = f"({fid}_products[_index - 1].value)"
-            out.append(entry(f"{fid}_products",
-                             type=f"{STREAM}::product_step(_index == 0 ? 1 : {prev}, {fid}[_index])",
-                             repeat="expr", **{"repeat-expr": count},
-                             doc=clean_doc(f"Zero bytes: {fid}_products[i].value = {f.name}[0] * ... * {f.name}[i] "
-                                           "(Kaitai has no product over an array).")))
-            needs.add(STREAM)
-            scope.helpers[f.name] = inst
-        return out, needs
+            out.append(kf.entry(f"{fid}_products",
+                                type=f"{STREAM}::product_step(_index == 0 ? 1 : {prev}, {fid}[_index])",
+                                repeat="expr", **{"repeat-expr": count},
+                                doc=clean_doc(f"Zero bytes: {fid}_products[i].value = {f.name}[0] * ... * {f.name}[i] "
+                                              "(Kaitai has no product over an array).")))
+            kf.needs.add(STREAM)
+            kf.scope.helpers[f.name] = inst
+        return out
 
     def _numel_used(self, rs: RStruct, name: str) -> bool:
         for f in rs.fields:
@@ -1252,8 +744,8 @@ class KsyEmitter:
         """The spelling rule of the table (or its boolean ``column`` for the same rows) as one
         conditional expression."""
         code = ksy_id(f.name)
-        bits = "bits" if _field_of(rs, "bits") else None
-        lanes = "lanes" if _field_of(rs, "lanes") else None
+        bits = "bits" if field_of(rs, "bits") else None
+        lanes = "lanes" if field_of(rs, "lanes") else None
         if bits is None or lanes is None:
             raise KsyError(f"{rs.name}: a {tspec.name} code needs sibling fields bits and lanes for the spelling")
 
@@ -1266,7 +758,7 @@ class KsyEmitter:
                 elif p == "{code}":
                     out.append(f"{code}.to_s")
                 elif p:
-                    out.append(_lit_str(p))
+                    out.append(lit_str(p))
             return " + ".join(out) if out else '""'
 
         ordered = [r for r in tspec.rows if r.get("bits") is not None] + [r for r in tspec.rows if r.get("bits") is None]
@@ -1276,21 +768,19 @@ class KsyEmitter:
                 f"{code} >= {row['code']}", f"{code} <= {row['code_max']}"]
             if row.get("bits") is not None:
                 c.append(f"{bits} == {row['bits']}")
-            if row.get("since"):
-                c.append(f"{ERA} >= {vkey(str(row['since']))[1]}")
-            if row.get("until"):
-                c.append(f"{ERA} < {vkey(str(row['until']))[1]}")
+            since, until = (str(row[k]) if row.get(k) else None for k in ("since", "until"))
+            c += era_condition(since, until, ERA, minor=True)
             branches.append((" and ".join(c), template(row["spelling"]) if column == "spelling" else
                              ("true" if row[column] else "false")))
         if column != "spelling":
             base = "true"
-            for c, t in reversed(branches):
+            for when, t in reversed(branches):
                 if t != base:
-                    base = f"{c} ? {t} : {base}"
+                    base = f"{when} ? {t} : {base}"
             return base
         base = f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"'
-        for c, t in reversed(branches):
-            base = f"{c} ? {t} : {base}"
+        for when, t in reversed(branches):
+            base = f"{when} ? {t} : {base}"
         return base
 
     @staticmethod
@@ -1298,34 +788,6 @@ class KsyEmitter:
         """The lanes suffix: x<lanes> for vectors, xvscalex<n> for scalable ones (negative as int16)."""
         return (f'base_spelling.substring(0, 8) == "unknown(" or not spells_lanes ? base_spelling : base_spelling + '
                 f'({lanes} >= 32768 ? "xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
-
-
-def _only_len_of(node: ast.AST, name: str) -> bool:
-    """True if the only mention of ``name`` is inside len(name)."""
-    found = False
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and _dotted(n.args[0]) == name:
-            found = True
-    bare = sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name)
-    lens = sum(1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "len" and _dotted(n.args[0]) == name)
-    return found and bare == lens
-
-
-def _replace_first(node: ast.AST, name: str) -> ast.AST:
-    """``name[0]`` -> ``each`` (the element rule then applies to element 0 only)."""
-
-    class R(ast.NodeTransformer):
-        def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-            if _dotted(n.value) == name:
-                return ast.Name(id="each", ctx=ast.Load())
-            return self.generic_visit(n)
-
-    return R().visit(ast.parse(ast.unparse(node), mode="eval")).body
-
-
-# --------------------------------------------------------------------------------------------
-# entry points
 
 
 def emit_kaitai(model: Model) -> tuple[dict[str, str], dict[str, dict[str, Any]], list[Rule]]:

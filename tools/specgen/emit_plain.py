@@ -133,10 +133,10 @@ class _Emitter:
             out(f"    add(({path}, {f'must be an array of {n}'!r}))")
             out("else:")
             out.indent()
-            for i, a in enumerate(t.args):
+            for k_arg, a in enumerate(t.args):
                 item = self.var()
-                out(f"{item} = {v}[{i}]")
-                self.check(a, {}, None, item, f"{path} + ({i},)")
+                out(f"{item} = {v}[{k_arg}]")
+                self.check(a, {}, None, item, f"{path} + ({k_arg},)")
             out.dedent()
         elif k in ("map", "intmap"):
             out(f"if type({v}) is not dict:")

@@ -9,7 +9,7 @@ import types
 from .common import camel, header
 from .emit_documents import emit_documents
 from .emit_fast import Code
-from .load import Model
+from .model import Model
 
 _BASIC = {"str": "str", "int": "int", "bool": "bool", "float": "float", "null": "None", "any": "Any"}
 

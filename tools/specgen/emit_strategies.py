@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .common import header
 from .emit_fast import Code
-from .load import Binary, Model, RField, RStruct
+from .model import Binary, Model, RField, RStruct
 
 
 def broken_kinds(binary: Binary) -> list[str]:

@@ -184,6 +184,14 @@ class TableSpec(Strict):
     rows: list[dict[str, Any]]
 
 
+class FieldRule(Strict):
+    """A rule a field carries beyond its type and constraints (a relation to other fields);
+    its id is ``<record>.<field>.<id>`` in the conformance vectors."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    doc: str
+
+
 class RecordField(Strict):
     name: str
     doc: str
@@ -209,6 +217,9 @@ class RecordField(Strict):
         default_factory=list,
         description="How the conformance kit compares this key of a reading (see spec/README.md): unordered, "
         "writer_order, may_omit, informative, payload_fields.")
+    rules: list[FieldRule] = Field(
+        default_factory=list,
+        description="Rules of this field that relate it to other fields (rule ids `<record>.<field>.<id>`).")
 
 
 class RecordAlias(Strict):

@@ -38,9 +38,9 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
     for i, s in enumerate(spec.subjects):
         if not s.facts and not s.tests:
             raise doc.error(("subjects", i), f"subject {s.name!r} has neither facts nor tests")
-    for i, r in enumerate(spec.readers):
+    for i, reader in enumerate(spec.readers):
         for key in ("since", "until"):
-            check_version_known(model, doc, ("readers", i, key), getattr(r, key))
+            check_version_known(model, doc, ("readers", i, key), getattr(reader, key))
     if spec.without_reader and not spec.readers:
         raise doc.error(("without_reader",), "without_reader needs declared readers")
     for i, w in enumerate(spec.without_reader):

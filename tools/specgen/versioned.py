@@ -244,7 +244,7 @@ def project(model: Any, name: str) -> list[Projection]:
                                    root.match.model_dump() if root.match else None,
                                    root.json_dump.model_dump(exclude={"doc"}), [tl.ids[i] for i in present]))
         records: dict[str, PRecord] = {}
-        todo = [(r.record, r.present_in) for r in roots]
+        todo: list[tuple[str, list[str] | None]] = [(r.record, r.present_in) for r in roots]
         while todo:
             rname, _ = todo.pop(0)
             if rname in records or rname in aliases:
@@ -437,7 +437,8 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         if clash:
             raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
         known |= {r.name for r in other[0].records} | {a.name for a in other[0].aliases}
-    seen, todo = set(), list(spec.uses)
+    seen: set[str] = set()
+    todo = list(spec.uses)
     while todo:
         used = todo.pop()
         if used == spec.name:
@@ -504,9 +505,9 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
                 same = [g for g in r.fields if g.name == f.name]
                 if len(same) > 1:
                     spans = [tl.span(g.since, g.until) for g in same]
-                    for a in range(len(spans)):
-                        for b in range(a + 1, len(spans)):
-                            if spans[a] & spans[b]:
+                    for j in range(len(spans)):
+                        for k in range(j + 1, len(spans)):
+                            if spans[j] & spans[k]:
                                 raise doc.error(loc + ("name",), f"entries of field {f.name!r} overlap in revisions")
             elif sum(1 for g in r.fields if g.name == f.name) > 1:
                 raise doc.error(loc + ("name",), f"field {f.name!r} appears twice in {r.name}")
@@ -514,10 +515,10 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         styles = {r.style for r in spec.roots}
         for p in project(model, spec.name):
             for rname, rec in p.records.items():
-                for f in rec.fields:
-                    for ref in f.type.refs():
+                for pf in rec.fields:
+                    for ref in pf.type.refs():
                         if ref in names and ref not in p.records:
-                            raise doc.error(("records",), f"v{p.version}: {rname}.{f.name} uses {ref}, absent in v{p.version}")
+                            raise doc.error(("records",), f"v{p.version}: {rname}.{pf.name} uses {ref}, absent in v{p.version}")
         for i, ex in enumerate(spec.examples):
             if ex.version is None or ex.style not in styles:
                 raise doc.error(("examples", i), "an example needs `version` and a `style` of the roots")

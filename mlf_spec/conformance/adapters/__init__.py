@@ -1,9 +1,10 @@
 """Adapters: implementations under test as Python objects (see :mod:`.base`).
 
 Built in: ``mlf-spec`` (the reference, in process), ``tvm`` (apache-tvm's .params reader and
-writer), ``tvm-ffi`` (apache-tvm-ffi's module-blob loader), ``netron`` (Netron's TVM reader, in
+writer, and its Python tensor cache loader), ``tvm-cpp`` (apache-tvm's C++ tensor cache loader), ``tvm-ffi`` (apache-tvm-ffi's module-blob loader), ``netron`` (Netron's TVM reader, in
 Node.js), ``mlonmcu`` (MLonMCU's MLF metadata functions) and ``kaitai-python`` / ``kaitai-js``
-(the parsers Kaitai Struct generates from the exported .ksy files). ``--adapter`` also takes ``package.module:Class``, and a
+(the parsers Kaitai Struct generates from the exported .ksy files), ``web-runtime``
+(@mlc-ai/web-runtime's tensor cache reading, in Node.js). ``--adapter`` also takes ``package.module:Class``, and a
 package can register adapters under the entry point group ``mlf_spec.conformance.adapters``.
 
 ``python -m mlf_spec.conformance.adapters NAME ARGS...`` speaks the testee protocol for an
@@ -21,12 +22,14 @@ from .base import Adapter, Crashed, Rejected
 BUILTIN: dict[str, str] = {
     "mlf-spec": "mlf_spec.conformance.adapters.mlf_spec:MlfSpecAdapter",
     "tvm": "mlf_spec.conformance.adapters.tvm:TvmAdapter",
+    "tvm-cpp": "mlf_spec.conformance.adapters.tvm_cache:TvmCppCacheAdapter",
     "tvm-ffi": "mlf_spec.conformance.adapters.tvm_ffi:TvmFfiAdapter",
     "netron": "mlf_spec.conformance.adapters.netron:NetronAdapter",
     "mlonmcu": "mlf_spec.conformance.adapters.mlonmcu:MlonmcuAdapter",
     "kaitai-python": "mlf_spec.conformance.adapters.kaitai:KaitaiPythonAdapter",
     "kaitai-js": "mlf_spec.conformance.adapters.kaitai:KaitaiJsAdapter",
     "hhb-tvm": "mlf_spec.conformance.adapters.tvm_peer:HhbTvmAdapter",
+    "web-runtime": "mlf_spec.conformance.adapters.webruntime:WebRuntimeAdapter",
     "tvm-0.25": "mlf_spec.conformance.adapters.tvm_peer:Tvm025Adapter",
     "tvm-0.26": "mlf_spec.conformance.adapters.tvm_peer:Tvm026Adapter",
 }

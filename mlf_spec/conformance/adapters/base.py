@@ -69,11 +69,14 @@ class Adapter:
         raise NotImplementedError
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
-        """The canonical reading of ``data``; raise Rejected to refuse it."""
+        """The canonical reading of ``data``; raise Rejected to refuse it. For a folder-shaped
+        format (tensor-cache), ``data`` is the path of the folder (a private copy)."""
         raise Rejected(f"{self.name} does not decode {format}")
 
     def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
-        """The bytes of a canonical reading; raise Rejected to refuse it."""
+        """The bytes of a canonical reading; raise Rejected to refuse it. For a folder-shaped
+        format, write the files into the empty folder ``options["output_dir"]`` instead (the
+        return value is not used)."""
         raise Rejected(f"{self.name} does not encode {format}")
 
     def migrate(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002

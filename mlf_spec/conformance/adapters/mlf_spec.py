@@ -8,6 +8,7 @@ from typing import Any
 from mlf_spec.errors import MlfError
 
 from .. import canonical
+from ..folders import FOLDER_FORMATS, OUTPUT_DIR
 from .base import Adapter, Rejected
 
 
@@ -31,8 +32,13 @@ class MlfSpecAdapter(Adapter):
             raise Rejected(str(exc), canonical.error_class(exc)) from None
 
     def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
-        """mlf-spec's writer."""
+        """mlf-spec's writer (a folder-shaped format: into ``options["output_dir"]``)."""
         try:
+            if format in FOLDER_FORMATS:
+                from ..canonical_cache import encode_folder
+
+                encode_folder(format, reading, options, options[OUTPUT_DIR])
+                return b""
             return canonical.encode(format, reading, options)
         except MlfError as exc:
             raise Rejected(str(exc), canonical.error_class(exc)) from None

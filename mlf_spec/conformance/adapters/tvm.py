@@ -83,6 +83,7 @@ class TvmAdapter(Adapter):
         """Import TVM once (the served requests run in forked children)."""
         import tvm_ffi  # noqa: F401
         from tvm import runtime  # noqa: F401
+        from tvm.contrib import tvmjs  # noqa: F401
         from tvm.runtime import _ffi_api  # noqa: F401
 
     def info(self) -> dict[str, Any]:
@@ -92,11 +93,21 @@ class TvmAdapter(Adapter):
         from mlf_spec.params import dtypes
 
         dialect = dtypes.dialect(tvm.__version__).id
+        from .tvm_cache import cache_support, index_versions
+
         return {"protocol": "mlf-conformance/1", "name": "apache-tvm", "version": tvm.__version__, "serve": True,
-                "formats": [{"format": "params", "roles": ["decode", "encode"], "scope": {"dialect": [dialect]}}]}
+                "formats": [{"format": "params", "roles": ["decode", "encode"], "scope": {"dialect": [dialect]}},
+                            cache_support(index_versions(tvm.__version__), ("decode", "encode"))]}
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
-        """load_param_dict, then each tensor as TVM holds it."""
+        """load_param_dict, then each tensor as TVM holds it; a tensor cache folder through
+        load_tensor_cache (:mod:`.tvm_cache`)."""
+        if format == "tensor-cache":
+            from pathlib import Path
+
+            from .tvm_cache import load_here
+
+            return load_here(Path(data), "python")  # type: ignore[arg-type]  # a folder format's data is its path
         if format != "params":
             raise Rejected(f"tvm adapter: no {format}")
         from tvm import runtime
@@ -121,7 +132,13 @@ class TvmAdapter(Adapter):
         return params_reading(records)
 
     def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
-        """save_param_dict of TVM tensors made from the reading."""
+        """save_param_dict of TVM tensors made from the reading; a tensor cache folder through
+        dump_tensor_cache into ``options["output_dir"]`` (:mod:`.tvm_cache`)."""
+        if format == "tensor-cache":
+            from .tvm_cache import dump_here
+
+            dump_here(reading, options)
+            return b""
         if format != "params":
             raise Rejected(f"tvm adapter: no {format}")
         import ctypes

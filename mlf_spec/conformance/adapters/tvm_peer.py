@@ -34,6 +34,8 @@ class PeerTvmAdapter(Adapter):
     implementation = ""
     #: sub-byte tensors are bit-packed in this release's memory (0.21 on)
     packed = True
+    #: the release's Python tensor cache loader is under test too (:mod:`.tvm_cache`)
+    cache_loader = False
     isolated = True
 
     def __init__(self) -> None:
@@ -49,9 +51,9 @@ class PeerTvmAdapter(Adapter):
     def peer(self) -> Any:
         """The running request loop (started, and its venv made, on first use)."""
         if self._peer is None:
-            from mlf_spec.peers import PEERS, Peer, ensure
+            from mlf_spec.peers import Peer, ensure, environment
 
-            self._peer = Peer(ensure(self.peer_key), env=PEERS[self.peer_key].env)
+            self._peer = Peer(ensure(self.peer_key), env=environment(self.peer_key))
         return self._peer
 
     def prepare(self) -> None:
@@ -75,9 +77,14 @@ class PeerTvmAdapter(Adapter):
         from mlf_spec.params import dtypes
 
         version = self.version()
+        formats: list[dict[str, Any]] = [{"format": "params", "roles": ["decode", "encode"],
+                                          "scope": {"dialect": [dtypes.dialect(version).id]}}]
+        if self.cache_loader:
+            from .tvm_cache import cache_support, index_versions
+
+            formats.append(cache_support(index_versions(version)))
         return {"protocol": "mlf-conformance/1", "name": self.implementation, "version": version, "serve": True,
-                "formats": [{"format": "params", "roles": ["decode", "encode"],
-                             "scope": {"dialect": [dtypes.dialect(version).id]}}]}
+                "formats": formats}
 
     def _call(self, op: str, **fields: Any) -> dict[str, Any]:
         from mlf_spec.peers import PeerCrashed, PeerRefused
@@ -90,7 +97,12 @@ class PeerTvmAdapter(Adapter):
             raise Crashed(f"{self.implementation} {exc}", exc.signal) from None
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
-        """load_param_dict in the peer, then each tensor as TVM holds it."""
+        """load_param_dict in the peer, then each tensor as TVM holds it (a tensor cache
+        folder: the release's Python cache loader, :mod:`.tvm_cache`)."""
+        if format == "tensor-cache" and self.cache_loader:
+            from .tvm_cache import cache_reading
+
+            return cache_reading(self._call("cache_load", path=str(data)))
         if format != "params":
             raise Rejected(f"{self.name} adapter: no {format}")
         reply = self._call("params_load", data=base64.b64encode(bytes(data)).decode("ascii"))
@@ -107,12 +119,62 @@ class PeerTvmAdapter(Adapter):
 
 
 class HhbTvmAdapter(PeerTvmAdapter):
-    """hhb-tvm 3.2.3: T-Head's fork of TVM 0.16."""
+    """hhb-tvm 3.2.3: T-Head's fork of TVM 0.16: .params decode and encode, legacy module blobs
+    through ``tvm.runtime.load_module`` (:mod:`.legacy_blob_observed`)."""
 
     name = "hhb-tvm"
     peer_key = "hhb"
     implementation = "hhb-tvm"
     packed = False
+    cache_loader = True  # load_ndarray_cache (TVM 0.16)
+
+    def info(self) -> dict[str, Any]:
+        """.params, and legacy blobs in the era of 0.16's payload loaders: the payloads of the
+        kinds it has a loader for are read (by that loader), the others are refused as
+        unsupported (skipped); trailing bytes, findings and payload fields are not reported."""
+        info = super().info()
+        loaders = self._call("version").get("loaders", [])
+        info["formats"].append({"format": "blob", "roles": ["decode"],
+                                "scope": {"layout": ["legacy"], "era": [_era(self.version())]},
+                                "payloads": sorted(loaders)})
+        info["formats"].append({"format": "graph-json", "roles": ["decode"], "reads": []})
+        return info
+
+    def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002
+        """load_param_dict, load_module of a library holding the blob, or the GraphExecutor
+        made from the graph, in the peer."""
+        if format == "graph-json":
+            # accepted or refused is what is judged (`reads: []`): the executor exposes its
+            # inputs and outputs, not the document
+            self._call("graph_create", data=base64.b64encode(bytes(data)).decode("ascii"))
+            return {"format": "graph-json"}
+        if format != "blob":
+            return super().decode(format, data, options)
+        if options.get("layout", "legacy") != "legacy":
+            raise Rejected(f"{self.name} reads the legacy blob layout (__tvm_dev_mblob), not {options.get('layout')}")
+        from mlf_spec.blob.locate import SYMBOL_LEGACY
+
+        from .legacy_blob_observed import reading
+
+        try:
+            reply = self._call("blob_load", data=base64.b64encode(bytes(data)).decode("ascii"), symbol=SYMBOL_LEGACY)
+        except Rejected as exc:
+            if _NO_LOADER in exc.message:
+                raise Rejected(exc.message, "unsupported") from None
+            raise
+        return reading(bytes(data), reply)
+
+
+#: how TVM up to 0.20 says that a blob holds a kind it has no loader for
+_NO_LOADER = "but a loader of that name is not registered"
+
+
+def _era(version: str) -> str:
+    """The blob era option of TVM ``version`` (its major.minor)."""
+    from mlf_spec import versions
+
+    v = versions.parse(version) or (0, 0)
+    return f"{v[0]}.{v[1]}"
 
 
 class _ApacheTvmAdapter(PeerTvmAdapter):

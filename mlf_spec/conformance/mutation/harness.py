@@ -43,6 +43,8 @@ class MutationReport:
     mutants: list[Mutant]
     killed: dict[int, str] = field(default_factory=dict)  # mutant id -> the case that killed it
     killed_by_generate: dict[int, str] = field(default_factory=dict)  # survivor id -> the signature found
+    generated_alone: dict[int, str] | None = None  # mutant id -> signature, by generated cases with no vector
+    generated_cases: int = 0  # N of the generated-case runs (0: none)
     equivalent: dict[int, str] = field(default_factory=dict)  # mutant id -> reason
     baseline_cases: int = 0
     seconds: float = 0.0
@@ -63,11 +65,21 @@ class MutationReport:
         k = len([m for m in self.scored if m.id in self.killed or (with_generate and m.id in self.killed_by_generate)])
         return k / n if n else 1.0
 
+    def score_generated_alone(self) -> float | None:
+        """Killed by generated cases with no vector / non-equivalent (None: not measured)."""
+        if self.generated_alone is None:
+            return None
+        n = len(self.scored)
+        return len([m for m in self.scored if m.id in self.generated_alone]) / n if n else 1.0
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (figures, survivors and equivalents by signature)."""
         return {"source": self.source, "mutants": len(self.mutants), "equivalent": len(self.equivalent),
                 "killed": len(self.killed), "killed_by_generate": len(self.killed_by_generate),
                 "score": round(self.score(), 4), "score_with_generate": round(self.score(True), 4),
+                "generated_cases": self.generated_cases,
+                "killed_by_generated_alone": None if self.generated_alone is None else len(self.generated_alone),
+                "score_generated_alone": None if (g := self.score_generated_alone()) is None else round(g, 4),
                 "baseline_cases": self.baseline_cases, "seconds": round(self.seconds, 2),
                 "survivors": [m.signature for m in self.survivors if m.id not in self.killed_by_generate],
                 "survivors_killed_by_generate": {self.mutants[i].signature: s
@@ -79,8 +91,10 @@ class MutationReport:
         s = len(self.scored)
         out = [f"{self.source}: {len(self.mutants)} mutants, {len(self.equivalent)} equivalent; "
                f"killed by the vectors {len(self.killed)}/{s} ({100 * self.score():.1f} %)"
-               + (f", with --generate {len(self.killed) + len(self.killed_by_generate)}/{s} "
-                  f"({100 * self.score(True):.1f} %)" if self.killed_by_generate else "")]
+               + (f", with --generate {self.generated_cases} {len(self.killed) + len(self.killed_by_generate)}/{s} "
+                  f"({100 * self.score(True):.1f} %)" if self.generated_cases else "")
+               + (f", by {self.generated_cases} generated cases alone {len(self.generated_alone or {})}/{s} "
+                  f"({100 * g:.1f} %)" if (g := self.score_generated_alone()) is not None else "")]
         for m in self.survivors:
             how = f"  (killed by --generate: {self.killed_by_generate[m.id]})" if m.id in self.killed_by_generate else ""
             out.append(f"  survivor {m.signature}{how}")
@@ -167,9 +181,13 @@ def _first_kill(t: Persistent, cases: list[Case], info: dict[str, Any]) -> str |
 def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BUILD, testee_cmd: str = "{bin}",
            equivalents: str | Path | None = None, jobs: int = 2, generate: int = 0, seed: int = 0,
            generate_budget: float = 30.0, timeout: float = 10.0,
-           formats: list[str] | None = None, known_failures: str | Path | None = None) -> MutationReport:
+           formats: list[str] | None = None, known_failures: str | Path | None = None,
+           generate_alone: bool = False) -> MutationReport:
     """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc);
-    the cases a ``known_failures`` file lists are left out (what the reader does not do)."""
+    the cases a ``known_failures`` file lists are left out (what the reader does not do).
+    ``generate`` N: N generated cases (seed ``seed``) against each survivor of the vectors,
+    and with ``generate_alone`` against every non-equivalent mutant (how strong the generated
+    cases are without any vector); a disagreement the unmutated reader also has kills nothing."""
     from ..generated_cases import explore
 
     started = time.perf_counter()
@@ -222,16 +240,30 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                 if case_id is not None:
                     report.killed[mid] = case_id
         if generate:
-            for m in report.survivors:
-                t = testee_for(command, m.id, timeout)
+            report.generated_cases = generate
+
+            def disagreements(mutant: int | None) -> list[str]:
+                t = testee_for(command, mutant, timeout)
                 try:
-                    found = explore(t, generate, seed_value=seed, formats=formats, info=info,
-                                    budget=generate_budget)
+                    found = explore(t, generate, seed_value=seed, formats=formats, info=info, budget=generate_budget)
                 finally:
                     t.close()
-                hits = [r["id"] for r in found.results if r["outcome"] in _KILLING]
-                if hits:
-                    report.killed_by_generate[m.id] = hits[0]
+                return [r["id"] for r in found.results if r["outcome"] in _KILLING]
+
+            # what the unmutated reader already disagrees on (a grammar it leaves out) kills no mutant
+            usual = set(disagreements(None))
+
+            def generated(m: Mutant) -> tuple[int, str | None]:
+                return m.id, next((sig for sig in disagreements(m.id) if sig not in usual), None)
+
+            todo = report.scored if generate_alone else report.survivors
+            found_by: dict[int, str] = {}
+            for mid, sig in map(generated, todo):  # one at a time: hypothesis runs are not thread-safe
+                if sig is not None:
+                    found_by[mid] = sig
+            report.killed_by_generate = {i: sig for i, sig in found_by.items() if i not in report.killed}
+            if generate_alone:
+                report.generated_alone = found_by
     report.seconds = time.perf_counter() - started
     return report
 

@@ -13,12 +13,15 @@ from collections import Counter
 
 from ..vectors import case_text
 from .blob import build_blob
+from .cache import build_cache, build_cache_encode
 from .common import Built, Collector
+from .graph import build_graph
+from .metadata import build_metadata_rules
 from .mlf import build_mlf
 from .params import build_params
 
 FORMAT_DIRS = {"params": "params", "blob": "blob", "graph-json": "graph-json", "mlf-metadata": "mlf-metadata",
-               "mlf-archive": "mlf-archive"}
+               "mlf-archive": "mlf-archive", "tensor-cache": "tensor-cache"}
 
 
 def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
@@ -27,6 +30,10 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_params(c)
     build_blob(c)
     build_mlf(c)
+    build_graph(c)
+    build_metadata_rules(c)
+    build_cache(c)
+    build_cache_encode(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
     return sorted(items, key=lambda b: b.id)
 
@@ -37,7 +44,10 @@ def render(items: list[Built]) -> dict[str, bytes]:
     for b in items:
         d = FORMAT_DIRS[b.case["format"]]
         files[f"{d}/{b.id}.case.json"] = case_text(b.case).encode("utf-8")
-        files[f"{d}/{b.input_name}"] = b.data
+        if b.files is not None:  # a folder-shaped input
+            files.update({f"{d}/{b.input_name}/{rel}": data for rel, data in b.files.items()})
+        else:
+            files[f"{d}/{b.input_name}"] = b.data
     files["README.md"] = readme(items).encode("utf-8")
     return files
 
@@ -57,7 +67,8 @@ def readme(items: list[Built]) -> str:
         "until they are written again). Plain data: no Python is needed to use them.",
         "",
         "Each case is `<format>/<id>.case.json` (schema: `generated/schemas/conformance_vector.schema.json`)",
-        "with its input file next to it (`input`). A case asks a testee to `decode` the input into the",
+        "with its input file next to it (`input`; a tensor cache's is a folder, `input_sha256` the SHA-256 of",
+        "its manifest, see `docs/conformance/protocol.md`). A case asks a testee to `decode` the input into the",
         "canonical reading of its format, to `encode` a canonical reading into the format's bytes, or to",
         "`migrate` an MLF archive or metadata.json to another version, and states the expected outcome:",
         "`accept` with the canonical reading (`generated/schemas/canonical_<format>.schema.json`), or",

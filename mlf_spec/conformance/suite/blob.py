@@ -136,6 +136,7 @@ def build_blob(c: Collector) -> None:
         _kind_vectors(c, fmt)
         _tree_vectors(c, fmt)
         _boundary_vectors(c, fmt)
+    _vm_boundary_vectors(c)
     _broken_vectors(c)
 
 
@@ -191,16 +192,18 @@ def _tree_vectors(c: Collector, fmt: str) -> None:
             if fmt == "ffi" or era >= (0, 14):
                 trees.append(("root-without-imports", _mod(k, fmt, era),
                               "a non-_lib root without imports (legacy 0.14+: count 0, then the root's own entry)"))
-            if fmt == "legacy" and era < (0, 8):
+            if fmt == "legacy" and era <= (0, 8):  # both sides of single_lib (from 0.8): 0.7 reads it, 0.8 refuses
                 trees.append(("two-libs", _mod(k, fmt, era, _blob.Module.lib(), _blob.Module.lib()),
-                              "two _lib modules (one per DSO module, TVM 0.7)"))
+                              "two _lib modules (one per DSO module, TVM 0.7; refused from 0.8)"))
         for label, root, description in trees:
+            refused = fmt == "legacy" and label == "two-libs" and era >= (0, 8)
             try:
-                data = _blob.build(root, format=fmt, era=era)
+                data = _blob.build(root, format=fmt, era=(0, 7) if refused else era)
             except Exception as exc:
                 raise AssertionError(f"blob tree {label} at {era}: {exc}") from exc
             _add(c, f"blob.{fmt}.{era_text(era)}.tree.{label}", data, fmt, era, description, page,
-                 {"import_tree": [label]})
+                 {"import_tree": [label], **({"rule": ["legacy_body.single_lib.invariant"]} if label == "two-libs" else {})},
+                 expect="reject" if refused else None)
 
 
 def _base(fmt: str, era: tuple[int, ...]) -> bytes:
@@ -264,6 +267,7 @@ def _boundary_vectors(c: Collector, fmt: str) -> None:
         probe(f"blob.{fmt}.bound.{rids[0]}.{label}", b, rids, f"{rids[0]} probed at {label}")
     probe(f"blob.{fmt}.bound.bytes-after-the-end", data + b"\x00tail", [f"{root}.body.length"],
           "5 bytes after the blob's size-prefixed body (not part of the blob)")
+    _edge_vectors(fmt, era, data, probe)
     if fmt == "ffi":
         tree, _ = trace(structs, root, data, era)
         body = tree["body"]
@@ -295,6 +299,209 @@ def _boundary_vectors(c: Collector, fmt: str) -> None:
             pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
             b = _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
             probe(f"blob.ffi.bound.{label}", b, [rid], what)
+
+
+def _device_payload(era: tuple[int, ...], *, arg_types: int = 0, launch_tags: int = 0, extra_tags: int = 0,
+                    functions: int = 1, data: bytes = b"") -> dict:
+    """A device_binary value tree whose every text is empty: ``functions`` entries, each with
+    that many argument types, empty launch tags and extra tags (0.21+), then ``data``."""
+    tree = value_tree(Sampler(), _payloads_ir.STRUCTS, "device_binary", era)
+    info = dict(tree["fmap"][0][1], name="", launch_param_tags=[""] * launch_tags)
+    info["arg_types"] = (info["arg_types"] * arg_types)[:arg_types]
+    if info.get("arg_extra_tags") is not None:
+        info["arg_extra_tags"] = [0] * extra_tags
+    return {"fmt": "", "fmap": [("", info)] * functions, "data": data}
+
+
+def _edge_vectors(fmt: str, era: tuple[int, ...], base: bytes, probe: Any) -> None:
+    """Inputs at the edges a careful reader still gets wrong, made from the spec's records:
+    counts whose least-size elements fill what remains (a count check that assumes one byte
+    more per element refuses them), a count one element past what remains where nothing
+    follows (a check that assumes one byte less per element reads past the end), a row
+    pointer in the middle of the list past the child indices (only the last one checked),
+    child indices after the last row (never read, valid), a kind whose bytes run past the
+    blob's size prefix into bytes after it, and the import tree's own bounds."""
+    structs, root = _bst._ROOTS[fmt]
+    tree, _ = trace(structs, root, base, era)
+    body = tree["body"]
+
+    def blob_of(kind: str, struct: str, value: dict) -> bytes:
+        pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, value, era), format=fmt, era=era)
+        return _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
+
+    def lie(b: bytes, from_end: int, width: int) -> bytes:
+        """``b`` with the count ``from_end`` bytes before its end one element past what follows it."""
+        at = len(b) - from_end
+        return _set_u64(b, at, (from_end - 8) // width + 1)
+
+    if fmt == "ffi":
+        # the device module is the last thing in the blob: its last fields end the input
+        types = blob_of("opencl", "device_binary", _device_payload(era, arg_types=25))
+        probe("blob.ffi.bound.arg-types-fill-the-payload", types, ["function_info.arg_types.length"],
+              "25 argument types, then only empty lists: the types fill all but 24 bytes of the payload")
+        tags = blob_of("opencl", "device_binary", _device_payload(era, launch_tags=17))
+        probe("blob.ffi.bound.launch-tags-fill-the-payload", tags, ["function_info.launch_param_tags.length"],
+              "17 empty launch tags, then two empty lists: the tags fill all but 16 bytes of the payload")
+        probe("blob.ffi.bound.arg-types-one-past-the-end", lie(types, 4 * 25 + 32, 4), ["function_info.arg_types.length"],
+              "an argument-type count one element past the end of the payload, which ends the blob")
+        extra = blob_of("opencl", "device_binary", _device_payload(era, data=b"\x00" * 16))
+        probe("blob.ffi.bound.extra-tags-one-past-the-end", lie(extra, 8 + 8 + 16, 4),
+              ["function_info.arg_extra_tags.length"],
+              "an extra-tag count one element past the end of the payload, which ends the blob")
+        lib = body["modules"][0]
+        for label, edit, rids, what in (
+                ("row-past-children-in-the-middle", {"row_ptr": [0, 2, 1], "child_indices": [1],
+                                                     "modules": [lib, body["modules"][1]]},
+                 ["ffi_body.rows_within.invariant"], "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
+                ("children-fill-the-body", {"row_ptr": [0, 13], "child_indices": [0] * 13, "modules": [lib]},
+                 ["ffi_body.child_indices.length", "ffi_body.rows_within.invariant"], "13 child indices and one _lib module (a cycle): the indices fill "
+                 "all but 12 bytes of the body"),
+                ("kinds-like-lib", {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2],
+                                    "modules": [lib, {"kind": "_li", "payload": {"data": b"\x01" * 98}},
+                                                {"kind": "_liB", "payload": {"data": b"\x02"}}]},
+                 ["ffi_module.kind.range"], "modules of kinds _li (its payload length starts with the byte 'b': 98) "
+                 "and _liB, opaque bytes both")):
+            probe(f"blob.ffi.bound.{label}", build(structs, root, {"body": {**body, **edit}}, era), rids, what)
+        return
+    lib, device, tree_entry = body["entries"][0], body["entries"][2], body["entries"][-1]
+
+    def legacy(entries: list[dict], trailing: bytes = b"") -> bytes:
+        return build(structs, root, {"body": {"count": len(entries), "entries": entries, "trailing": trailing}}, era)
+
+    def import_tree(rows: list[int], children: list[int]) -> dict:
+        return {**tree_entry, "payload": {"row_ptr": rows, "child_indices": children}}
+
+    empty_c = {"kind": "c", "payload": {"code": "", "fmt": "", "func_names": [""] * 2, "const_vars": [""] * 3}}
+    many = {"kind": device["kind"], "payload": _device_payload(era, functions=9)}
+    flat = [{"kind": "metadata_module", "payload": {}}] * 7
+    fits, past, rows, within = ("legacy_body.tree_fits_modules.invariant", "legacy_blob.body.length",
+                                "import_tree.row_ptr.range", "import_tree.rows_within.invariant")
+    for label, data, rids, what in (
+            ("empty-strings-end-the-body", legacy([empty_c]), ["c_source_payload.const_vars.length"],
+             "one c module and no import tree: its names are empty strings, the last of them ending the body"),
+            ("functions-fill-the-body", legacy([many]), ["device_binary.fmap.length"],
+             "a device module with 9 functions of the least size (32 bytes), then empty data, ending the body"),
+            ("rows-fill-the-body", legacy([lib, *flat, import_tree([0] * 9, [])]),
+             ["import_tree.row_ptr.length", fits],
+             "eight modules, then an import tree of 9 zero row pointers and no child index, ending the body"),
+            ("children-fill-the-body", legacy([lib, *flat, import_tree([0, 8, *[8] * 7], [1, 2, 3, 4, 5, 6, 7, 7])]),
+             ["import_tree.child_indices.length", within],
+             "eight modules, the _lib importing 8 of them: the child indices end the body"),
+            ("tree-one-row", legacy([import_tree([0], [])]), [rows], "only an import tree, row_ptr [0] (no module)"),
+            ("tree-two-rows", legacy([lib, import_tree([0, 0], [])]), [rows, fits, within],
+             "a _lib and an import tree row_ptr [0, 0] with no child index"),
+            ("tree-row-short", legacy([lib, device, import_tree([0, 0], [])]), [fits],
+             "two modules and an import tree with one row"),
+            ("tree-row-long", legacy([lib, import_tree([0, 0, 0], [])]), [fits],
+             "one module and an import tree with two rows"),
+            ("row-past-children-in-the-middle", legacy([lib, device, import_tree([0, 2, 1], [1])]), [within],
+             "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
+            ("children-not-covered", legacy([lib, device, import_tree([0, 1, 1], [1, 1])]), [within],
+             "a child index after the last row pointer (never read)")):
+        probe(f"blob.legacy.bound.{label}", data, rids, what)
+    # the last kind runs past the size prefix's end: its last byte is the byte after the blob
+    cut = legacy([lib])[:-1]
+    probe("blob.legacy.bound.kind-past-the-body", _set_u64(cut, 0, len(cut) - 8) + b"b", ["legacy_entry.kind.length", past],
+          "a _lib kind whose last byte lies after the size-prefixed body")
+
+
+#: (label, layout, blob era, kind, payload era, edit) of the VM executables whose payload grammar the
+#: VM boundary vectors trace: the relax VM as tvm-ffi writes it (magic V2 with a memory scope, a
+#: tensor and a shape constant), the relax VM in legacy blobs with the 0.16-0.20 and the 0.21
+#: constant tags, and the relay VM of 0.8 (untagged constants), 0.9-0.13 and 0.14+ (virtual devices)
+VM_BASES: tuple[tuple[str, str, tuple[int, ...], str, tuple[int, ...], str], ...] = (
+    ("relax", "ffi", _blob.LATEST, "relax.VMExecutable", _blob.LATEST, "v2"),
+    ("relax-0.20", "legacy", (0, 20), "relax.VMExecutable", (0, 20), ""),
+    ("relax-0.21", "legacy", (0, 21), "relax.VMExecutable", (0, 21), ""),
+    ("relay-0.8", "legacy", (0, 8), "VMExecutable", (0, 8), ""),
+    ("relay-0.9", "legacy", (0, 8), "VMExecutable", (0, 9), ""),
+    ("relay-0.20", "legacy", (0, 20), "VMExecutable", (0, 20), ""),
+)
+
+
+def vm_structs() -> set[str]:
+    """The structs of the VM executable grammar (spec/binary/vm.yaml)."""
+    from mlf_spec.generated import vm_ir
+
+    return set(vm_ir.STRUCTS) - {"dl_datatype", "dl_device", "tensor_record"}  # tensor rules: the params vectors
+
+
+def _vm_boundary_vectors(c: Collector) -> None:
+    """The VM executable payload grammar (spec/binary/vm.yaml) at and past its bounds, traced
+    from a _lib root importing one VM module per base (:data:`VM_BASES`): each count and
+    length of the executable lying, each constant and ranged integer at its edges, the version
+    string changed, the blob cut at every field boundary inside the payload; the whole blob
+    names the VM rules it meets."""
+    covered: set[str] = set()  # the rules an earlier base probed: a later one probes only what it adds
+    for base in VM_BASES:
+        covered |= _vm_base_vectors(c, *base, covered=covered)
+
+
+def _vm_payload(fmt: str, kind: str, era: tuple[int, ...], edit: str) -> _blob.Payload:
+    struct = _blob.known_kinds(fmt)[kind]
+    tree = value_tree(Sampler(), _payloads_ir.STRUCTS, struct, era)
+    if edit == "v2":  # the 0.23+ magic, with its memory-scope section, and a shape constant beside the tensor
+        from mlf_spec.generated import vm_ir
+
+        tree["magic"] = vm_ir.CONSTANTS["RELAX_VM_MAGIC_V2"]
+        tree["memory_scopes"] = [{"const_index": 0, "scope": "global"}]
+        tree["constants_v022"].append({"tag": 69, "value": {"dims": [2, 3]}})
+    return _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, tree, era), format=fmt, era=era)
+
+
+def _vm_base_vectors(c: Collector, name: str, fmt: str, era: tuple[int, ...], kind: str,
+                     payload_era: tuple[int, ...], edit: str, *, covered: set[str]) -> set[str]:
+    """The vectors of one base (the rules in ``covered`` aside); returns the rules it met."""
+    vm = vm_structs()
+    data = _blob.build(_blob.Module.lib(_blob.Module(kind, _vm_payload(fmt, kind, payload_era, edit), ())),
+                       format=fmt, era=era)
+    structs, root = _bst._ROOTS[fmt]
+    _, spans = trace(structs, root, data, era)
+    owner = _rules.owners(structs)
+    struct = _blob.known_kinds(fmt)[kind]
+    inside = [s for s in spans if owner.get(id(s.field)) in vm]
+    lo, hi = min(s.offset for s in inside), max(s.offset + s.size for s in inside)
+    label = f"blob.{fmt}.vm.{name}"
+    equals = {r[:-len(".equals")] for r in _rules.rules_of(_payloads_ir.STRUCTS, sorted(vm)) if r.endswith(".equals")}
+
+    def probe(vid: str, b: bytes, rids: list[str], what: str) -> None:
+        want = outcome("blob", "decode", b, {"layout": fmt, "era": era_text(era)})["outcome"]
+        _add(c, vid, b, fmt, era, f"{what}: " + ("accepted" if want == "accept" else "must be rejected"),
+             ("vm", "What a reader checks"), {"rule": rids, "payload_kind": [kind], "payload_struct": [struct]},
+             expect=want)
+
+    reached = sorted(r for r in _rules.spans_rules(spans, owner, root) if r.split(".")[0] in vm
+                     and not r.endswith(".table"))
+    new = set(reached) - covered
+    # field boundaries of the fields whose rules this base adds
+    starts = {s.offset for s in inside if any(_rules.span_rule(s, owner, a) in new for a in _rules.field_aspects(s.field))}
+    probe(f"{label}.whole", data, reached, f"a {kind} executable ({name}), every field at its exact value")
+    for rids, where, b in _rules.span_variants(data, spans, owner, root):
+        vm_rids = [r for r in rids if r.split(".")[0] in vm]
+        # a count the spec says equals another field: lying, it breaks that relation too
+        vm_rids += [f"{r[:-len('.length')]}.equals" for r in vm_rids if r.endswith(".length")
+                    and r[:-len(".length")] in equals]
+        if where.startswith("cut-"):
+            n = int(where[4:])
+            if not lo < n < hi or (covered and n not in starts and not set(vm_rids) & new):
+                continue
+            vm_rids = [f"{root}.truncation", *vm_rids]
+        elif not set(vm_rids) & new:
+            continue
+        probe(f"{label}.{vm_rids[-1]}.{where}", b, vm_rids, f"{vm_rids[-1]} probed at {where}")
+    for s in spans:  # a string constant (the relax VM's version) differing in its last character
+        f = s.field
+        if s.role == "payload" and f.get("kind") == "str" and "const" in f and owner.get(id(f)) in vm and s.size:
+            rid = _rules.rule_id(owner[id(f)], f["name"], "const")
+            last = data[s.offset + s.size - 1]
+            b = data[:s.offset + s.size - 1] + bytes([last + 1 if last < 0x7e else 0x30]) + data[s.offset + s.size:]
+            if rid in new:
+                probe(f"{label}.{rid}.last-char", b, [rid], f"{rid}: {f['name']} differing in its last character")
+    return set(reached)
+
+
+def _slug_kind(kind: str) -> str:
+    return kind.replace(".", "-").lower()
 
 
 def _set_u64(data: bytes, offset: int, value: int) -> bytes:

@@ -25,6 +25,7 @@ class Built:
 
     case: dict[str, Any]
     data: bytes
+    files: dict[str, bytes] | None = None  # a folder-shaped input: relative path -> bytes
 
     @property
     def id(self) -> str:
@@ -123,6 +124,15 @@ def _drop_data(reading: Any) -> Any:
     return reading
 
 
+def unique(c: Collector, vid: str) -> str:
+    """``vid``, or ``vid-2``, ``vid-3``... if its slug is taken (labels that differ only in case)."""
+    out, n = vid, 1
+    while slug(out) in c.ids:
+        n += 1
+        out = f"{vid}-{n}"
+    return out
+
+
 def slug(text: str) -> str:
     """An id made of lower-case letters, digits, '.', '_' and '-'."""
     out = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.")
@@ -151,4 +161,4 @@ def b64(data: bytes) -> str:
 
 
 __all__ = ["Built", "Collector", "EXTENSIONS", "READING_EXTENSION", "anchor", "b64", "doc_ref", "holding", "outcome",
-           "pattern_bytes", "slug"]
+           "pattern_bytes", "slug", "unique"]

@@ -16,6 +16,7 @@ from mlf_spec.mlf import metadata as _md
 from mlf_spec.mlf import strategies as _ms
 
 from .common import Collector, doc_ref
+from .layout import archive_rules, build_layout_rules
 
 _REVS = [r["id"] for r in _tl.REVISIONS]
 _VERSION = {r["id"]: r["version"] for r in _tl.REVISIONS}
@@ -103,6 +104,7 @@ def build_mlf(c: Collector) -> None:
     fixed = specs()
     _metadata_vectors(c, fixed)
     _archive_vectors(c, fixed)
+    build_layout_rules(c, fixed)
     _graph_vectors(c)
     _migration_vectors(c, fixed)
 
@@ -160,7 +162,7 @@ def _archive_vectors(c: Collector, fixed: list[tuple[str, _ms.ArchiveSpec]]) -> 
             continue
         last[what] = paths
         c.add(f"mlf-archive.valid.{label}", "mlf-archive", built[label], scope=_scope(spec),
-              tvm=_tvm(spec), features=_features(spec),
+              tvm=_tvm(spec), features={**_features(spec), "rule": archive_rules(_ms.build_archive(spec), spec)},
               description=f"an archive of version {spec.version} ({spec.style}, {label.split('.')[-1]}) as writer "
               f"revision {spec.revision} laid it out", spec_ref=doc_ref(f"mlf_v{spec.version}",
                                                                         f"Layout of version {spec.version}"))

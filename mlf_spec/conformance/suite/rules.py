@@ -84,6 +84,17 @@ def reached(occurrences: Iterable[tuple[str, Any]], structs: dict) -> set[str]:
     return set(rules_of(structs, {s for s, _ in occurrences}))
 
 
+def side(expected: dict[str, Any], fmt: str) -> str:
+    """The side of its rules a vector of format ``fmt`` stands on, from its expected outcome:
+    ``reject`` when it is rejected or, for an MLF archive, when its reading holds error
+    findings (its check refuses it; a blob's findings are notes, not refusals), else ``accept``."""
+    if expected.get("outcome") == "reject":
+        return "reject"
+    if fmt == "mlf-archive" and (expected.get("reading") or {}).get("findings"):
+        return "reject"
+    return "accept"
+
+
 def sides(cases: Iterable[tuple[list[str], str]]) -> dict[str, dict[str, int]]:
     """Rule-coverage table: per rule id, how many vectors probe it on each side
     (``accept`` / ``reject``), from (rules, expected outcome) pairs."""
@@ -215,5 +226,5 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
             yield [f"{root}.truncation", *sorted(set(inside))], f"cut-{n}", data[:n]
 
 
-__all__ = ["ASPECTS", "edge_values", "field_aspects", "length_lies", "owners", "raw", "reached", "rule_id", "rules_of",
+__all__ = ["ASPECTS", "edge_values", "side", "field_aspects", "length_lies", "owners", "raw", "reached", "rule_id", "rules_of",
            "sides", "span_rule", "span_variants", "spans_rules"]

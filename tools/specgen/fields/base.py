@@ -1,0 +1,103 @@
+"""What every field kind provides, and the helpers the kinds share.
+
+A field kind (Construct's idea of one class per field kind with parse / build / sizeof side by
+side) knows how the fast reader reads a field of its kind (:meth:`FieldKind.read`), how the fast
+writer writes it (:meth:`FieldKind.write`), how a Kaitai spec states it (:meth:`FieldKind.ksy_type`,
+:meth:`FieldKind.ksy_entries`) and the fewest bytes it takes (:meth:`FieldKind.min_size`). What all
+fields share (since/until and ``if`` conditions, ``sized`` framing, checks of const / equals /
+derive / constraint) stays with the emitters, which call the kind for the rest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..ir import SCALARS
+from ..model import RField, RStruct
+
+if TYPE_CHECKING:
+    from ..ksy_base import KsyField
+    from .emitters import FastEmitter as StructEmitter
+    from .emitters import KsyEmitterLike as KsyEmitter
+
+
+# kind name -> the kind; filled by the package (specgen.fields), which imports every kind's module
+KINDS: dict[str, FieldKind] = {}
+
+
+def kind_of(f: RField) -> FieldKind:
+    """The kind that reads, writes, states and sizes ``f`` (a counted field: an array kind)."""
+    if f.kind == "scalar":
+        return KINDS["scalar_array" if f.is_array else "scalar"]
+    if f.kind in ("bytes", "vec", "map") or not f.is_array:
+        return KINDS[f.kind]
+    return KINDS["array"]
+
+
+def struct_min_size(rs: RStruct) -> int:
+    """Fewest bytes any instance of the struct can take."""
+    return sum(0 if f.conditional or f.is_array else kind_of(f).min_size(f) for f in rs.fields)
+
+
+def type_min_size(type_name: str, struct: RStruct | None) -> int:
+    """Fewest bytes of one element of type ``type_name`` (a scalar, str, or the struct ``struct``)."""
+    if type_name in SCALARS:
+        return SCALARS[type_name][0]
+    if type_name == "str":
+        return 8
+    assert struct is not None
+    return struct_min_size(struct)
+
+
+def has_many(rs: RStruct) -> bool:
+    """Structs that end in lazy bytes get a bulk reader for runs of identical headers."""
+    last = rs.fields[-1] if rs.fields else None
+    return bool(last is not None and last.kind == "bytes" and last.spec.lazy and not last.conditional
+                and not any(f.kind == "bytes" and f.spec.lazy for f in rs.fields[:-1]))
+
+
+def read_struct(em: StructEmitter, type_name: str, target: str, path: str) -> None:
+    """Read one ``type_name`` struct into ``target``; errors inside get the field path ``path``."""
+    c = em.c
+    c("try:")
+    c.indent()
+    c(f"{target}, pos = read_{type_name}(buf, pos, end, era)")
+    c.dedent()
+    c("except MlfError as _e:")
+    c.indent()
+    c(f"raise _e.prefixed({path}) from None")
+    c.dedent()
+
+
+class FieldKind:
+    """One kind of field: how it is read, written, stated in Kaitai and sized."""
+
+    def min_size(self, f: RField) -> int:
+        """Fewest bytes the field takes when present (0 when that depends on the data)."""
+        return 0
+
+    def has_len(self, f: RField) -> bool:
+        """Whether the value has a length (an empty one loses nothing where the field has no place)."""
+        return False
+
+    def read(self, em: StructEmitter, f: RField, slot: str) -> None:
+        """Emit the fast reader's code that reads the field into the local ``slot``."""
+        raise NotImplementedError
+
+    def write(self, em: StructEmitter, f: RField) -> None:
+        """Emit the fast writer's code that appends the field's bytes."""
+        raise NotImplementedError
+
+    def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
+        """The Kaitai ``type`` of the field's value (or of each element)."""
+        return None
+
+    def ksy_entries(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        """The Kaitai ``seq`` entries of the field (a sized field: its length, value and check)."""
+        if kf.f.spec.sized:
+            return km.sized_entries(kf, vtype)
+        return self.ksy_layout(km, kf, vtype)
+
+    def ksy_layout(self, km: KsyEmitter, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
+        """The Kaitai ``seq`` entries of a field that is not ``sized``."""
+        return km.value_entries(kf, vtype, None)
