@@ -42,7 +42,7 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 
 class Sampler(Choices):
-    """Chooses the free values of a valid value tree (:func:`mlf_spec.spec_strategies.value_tree`,
+    """Chooses the free values of a valid value tree (:func:`mlf_spec._internal.spec_strategies.value_tree`,
     whose rules it follows) instead of drawing them: the first choice of a set, the float
     row of a table, 1 inside integer bounds (2 for array elements), one element per vector
     or map (more if a constraint asks), short distinct texts, patterned bytes."""
