@@ -14,13 +14,13 @@ BROKEN_KINDS = ('truncated', 'bad_const:params_file.magic', 'lying_length:params
 
 def valid_params_file(era: tuple[int, ...] | None = None, **hints: Any) -> Any:
     """Strategy for the bytes of valid params_file values (``era`` None = any era)."""
-    from mlf_spec.spec_strategies import valid_bytes
+    from mlf_spec._internal.spec_strategies import valid_bytes
 
     return valid_bytes(STRUCTS, 'params_file', era, **hints)
 
 
 def broken_params_file(kinds: tuple[str, ...] | None = None, era: tuple[int, ...] | None = None) -> Any:
     """Strategy for (kind, bytes) of params_file values broken in one named way."""
-    from mlf_spec.spec_strategies import broken_bytes
+    from mlf_spec._internal.spec_strategies import broken_bytes
 
     return broken_bytes(STRUCTS, 'params_file', kinds or BROKEN_KINDS, era)

@@ -1,8 +1,9 @@
 """mlf-spec: a declarative, schema-first codec for Apache TVM deployment artifacts.
 
 Formats live in subpackages (:mod:`mlf_spec.params`, :mod:`mlf_spec.blob`,
-:mod:`mlf_spec.mlf`) and :mod:`mlf_spec.graph_json`; the short names below are loaded on
-first use, so ``import mlf_spec`` stays cheap::
+:mod:`mlf_spec.mlf`, :mod:`mlf_spec.graph`, :mod:`mlf_spec.cache`); internals that are not
+API live under :mod:`mlf_spec._internal`. The short names below are loaded on first use, so
+``import mlf_spec`` stays cheap::
 
     from mlf_spec import params, blob, archive, check, metadata, migrate, strategies, diff, isolation
 """
@@ -18,7 +19,8 @@ if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations ar
     from typing import Any
 
     # the lazy names below (in __all__), as type checkers should see them
-    from . import blob, diff, graph_json, isolation, params, sniff, strategies, versions  # noqa: F401
+    from . import blob, diff, graph, isolation, params, sniff, strategies, versions  # noqa: F401
+    from .graph import codec as graph_json  # noqa: F401
     from .mlf import archive, check, layout, metadata, migrate  # noqa: F401
     from .params import dtypes  # noqa: F401
 
@@ -34,7 +36,7 @@ _MODULES = {
     "layout": "mlf_spec.mlf.layout",
     "check": "mlf_spec.mlf.check",
     "migrate": "mlf_spec.mlf.migrate",
-    "graph_json": "mlf_spec.graph_json",
+    "graph_json": "mlf_spec.graph.codec",
     "strategies": "mlf_spec.strategies",
     "diff": "mlf_spec.diff",
     "sniff": "mlf_spec.sniff",

@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 
 from mlf_spec.params import dtypes as _dt
 
-from ._drawn import Broken, Data
+from ._internal.drawn import Broken, Data
+from ._internal.spec_strategies import ERAS as _PARAMS_ERAS
 from .generated import params_ir as _params_ir
 from .generated import params_strategies as _params_st
-from .spec_strategies import ERAS as _PARAMS_ERAS
 from .versions import label as version_label
 from .versions import public as public_version
 
@@ -185,7 +185,7 @@ def graph_jsons() -> st.SearchStrategy[str]:
     """GraphExecutor JSON texts as relay's codegen writes them (dmlc layout)."""
     from mlf_spec.mlf.strategies import _graph_module
 
-    from . import graph_json as _graph
+    from .graph import codec as _graph
 
     return _graph_module(0).map(lambda g: _graph.dumps(g[0]))
 

@@ -509,7 +509,7 @@ def test_cli_errors_are_one_line_with_file_field_and_offset(tmp_path, capsys):
 @pytest.mark.parametrize("ir", [__import__("mlf_spec.generated.blob_ffi_ir", fromlist=["x"]),
                                 __import__("mlf_spec.generated.blob_legacy_ir", fromlist=["x"])])
 def test_spec_examples_read_and_rebuild(ir):
-    from mlf_spec.spec_engine import build
+    from mlf_spec._internal.spec_engine import build
 
     for ex in ir.EXAMPLES:
         data = build(ir.STRUCTS, ex["struct"], ex["value"])
@@ -548,7 +548,7 @@ def test_ffi_module_named_import_tree_reads_but_its_tree_is_an_mlf_error():
     # payload), then Blob.root() raised ValueError from Module().
     from mlf_spec.generated import blob_ffi_ir
 
-    from mlf_spec.spec_engine import build
+    from mlf_spec._internal.spec_engine import build
 
     tree = {"body": {"row_ptr": [0, 0], "child_indices": [], "trailing": b"",
                      "modules": [{"kind": "_import_tree", "payload": {"data": b"xyz"}}]}}
@@ -566,8 +566,8 @@ def test_legacy_blob_whose_last_import_tree_does_not_fit_the_modules_is_refused(
     # here names two modules for one, and Blob.root() raised IndexError.
     from mlf_spec.generated import blob_legacy_ir
 
+    from mlf_spec._internal.spec_engine import build
     from mlf_spec.errors import ConstraintError
-    from mlf_spec.spec_engine import build
 
     def tree(row_ptr, child):
         return {"kind": "_import_tree", "payload": {"row_ptr": row_ptr, "child_indices": child}}

@@ -26,8 +26,8 @@ from specgen.expr import Expr, ExprError  # noqa: E402
 from specgen.load import load  # noqa: E402
 from specgen.yamlload import SpecError  # noqa: E402
 
+from mlf_spec._internal.spec_engine import build, trace  # noqa: E402
 from mlf_spec.errors import ConstraintError, LengthError  # noqa: E402
-from mlf_spec.spec_engine import build, trace  # noqa: E402
 
 
 def _spec(tmp_path: Path, fields: str, extra: str = "") -> Path:

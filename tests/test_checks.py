@@ -19,9 +19,10 @@ from mlf_spec.generated.params_check_findings import FINDINGS as PARAMS_FINDINGS
 from mlf_spec.generated.params_dump_models import ParamsDump
 from mlf_spec.generated.tvm_verdict_models import TvmVerdict
 
-from mlf_spec import blob, cli, graph_check, params
+from mlf_spec import blob, cli, params
 from mlf_spec import strategies as ms
 from mlf_spec.errors import MlfError
+from mlf_spec.graph import check as graph_check
 from mlf_spec.params import check as pcheck
 from mlf_spec.params import dtypes as dt
 

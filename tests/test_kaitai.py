@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 
 from mlf_spec import kaitai
 from mlf_spec import strategies as ms
+from mlf_spec._internal.spec_engine import build
 from mlf_spec.blob import codec as blob_codec
 from mlf_spec.blob import strategies as blob_st
 from mlf_spec.errors import MlfError
 from mlf_spec.kaitai.reading import PythonParsers
 from mlf_spec.kaitai.testee import KNOWN_GAPS, KaitaiTestee, Refused
-from mlf_spec.spec_engine import build
 from mlf_spec.versions import label as version_label
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -153,7 +153,7 @@ def test_check_mode_detects_stale_output(tmp_path):
 def test_construct_grammar_parses_the_doc_example():
     from mlf_spec.generated import params_construct, params_ir
 
-    from mlf_spec.spec_engine import build
+    from mlf_spec._internal.spec_engine import build
 
     ex = params_ir.EXAMPLES[0]
     data = build(params_ir.STRUCTS, "params_file", ex["value"])

@@ -117,7 +117,7 @@ def render(model: Model) -> dict[str, str]:
     finder = _MemoryFinder(package, modules)
     sys.meta_path.insert(0, finder)
     try:
-        from mlf_spec.spec_engine import build, hexdump, trace
+        from mlf_spec._internal.spec_engine import build, hexdump, trace
 
         for binary in model.binaries.values():
             ir = importlib.import_module(f"{package}.{binary.name}_ir")

@@ -14,13 +14,13 @@ from typing import Any, overload
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from mlf_spec._drawn import Broken, Data
+from mlf_spec._internal.drawn import Broken, Data
+from mlf_spec._internal.spec_engine import Builder, trace
+from mlf_spec._internal.spec_strategies import valid_tree
 from mlf_spec.errors import MlfError
 from mlf_spec.generated import blob_ffi_ir as _ffi_ir
 from mlf_spec.generated import blob_legacy_ir as _leg_ir
 from mlf_spec.generated import payloads_ir as _payloads_ir
-from mlf_spec.spec_engine import Builder, trace
-from mlf_spec.spec_strategies import valid_tree
 from mlf_spec.versions import label as version_label
 from mlf_spec.versions import public as public_version
 
@@ -102,7 +102,7 @@ def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: str | None = N
     if struct is None:
         raise ValueError(f"no payload grammar for {kind!r} in the legacy layout")
     tree = draw(valid_tree(_PAYLOAD_STRUCTS, struct, e))
-    from mlf_spec.spec_engine import build
+    from mlf_spec._internal.spec_engine import build
 
     data = build(_PAYLOAD_STRUCTS, struct, tree, e)
     return _blob.parse_payload(kind, data, format=format, era=e)

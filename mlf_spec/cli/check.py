@@ -114,7 +114,7 @@ def _check_blob(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
 
 def _check_graph(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from mlf_spec import graph_check
+    from mlf_spec.graph import check as graph_check
 
     out = artifact_outcome(graph_check.check(inp.source, name=inp.name), args)
     return _no_verdict(out, args, "the verdict rules cover MLF archives, .params files and module blobs; a "

@@ -162,9 +162,9 @@ def newest_era(layout: str) -> tuple[int, ...]:
 def decode_blob(data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The canonical reading of a module blob: ``options['layout']`` (legacy or ffi) and
     ``options['era']`` (the TVM version whose grammar reads it; ``latest`` for the newest)."""
+    from mlf_spec._internal.spec_engine import trace
     from mlf_spec.blob import codec as _blob
     from mlf_spec.generated import payloads_ir
-    from mlf_spec.spec_engine import trace
 
     opts = options or {}
     era: str | tuple[int, ...] | None = opts.get("era")
@@ -211,7 +211,7 @@ def graph_reading(data: Mapping[str, Any]) -> dict[str, Any]:
 def decode_graph(data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The canonical reading of a GraphExecutor JSON; a document readers refuse (schema or
     structure: node_row_ptr, entry references) raises ValidationError."""
-    from mlf_spec import graph_json as _graph
+    from mlf_spec.graph import codec as _graph
 
     g = _graph.parse(data)
     issues = _graph.structure_issues(g)
@@ -223,7 +223,7 @@ def decode_graph(data: bytes, options: Mapping[str, str] | None = None) -> dict[
 
 def encode_graph(reading: Mapping[str, Any], options: Mapping[str, str] | None = None) -> bytes:
     """The GraphExecutor JSON text relay's codegen writes for a canonical reading."""
-    from mlf_spec import graph_json as _graph
+    from mlf_spec.graph import codec as _graph
 
     try:
         doc = {k: v for k, v in reading.items() if k != "format"}

@@ -1,6 +1,6 @@
 """Structure-aware mutation of the binary formats, driven by the spec itself.
 
-:class:`SpecMutator` parses an input with the spec engine (:func:`mlf_spec.spec_engine.trace`:
+:class:`SpecMutator` parses an input with the spec engine (:func:`mlf_spec._internal.spec_engine.trace`:
 a value tree plus the byte span of every field), changes one thing and writes the bytes
 back. Two kinds of change:
 
@@ -11,7 +11,7 @@ back. Two kinds of change:
 * **rebuilt** (consistent): one value of the tree changes (an element added to or removed
   from a list, a shape, a dtype, a name, a payload) and the fields that depend on it (counts,
   lengths, derived sizes, the bytes they size) are recomputed by the spec engine's
-  :class:`~mlf_spec.spec_engine.Builder`, so the result is valid as far as the layout goes
+  :class:`~mlf_spec._internal.spec_engine.Builder`, so the result is valid as far as the layout goes
   and the fuzzer reaches what lies behind the checks.
 
 It works for any struct of any spec IR (``mlf_spec.generated.*_ir.STRUCTS``), including
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlf_spec.spec_engine import LATEST, Builder, Span, trace
+from mlf_spec._internal.spec_engine import LATEST, Builder, Span, trace
 
 from .mutators import ParseCache, edit_list, pick_int
 

@@ -70,10 +70,10 @@ class Target:
 TARGETS: dict[str, Target] = {}
 
 #: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
-READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.spec_engine", "mlf_spec.params.codec",
+READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec._internal.spec_engine", "mlf_spec.params.codec",
            "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
            "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource", "mlf_spec.blob.export_tar",
-           "mlf_spec.graph_json", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
+           "mlf_spec.graph.codec", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
            "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
            "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
            "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing")
@@ -442,12 +442,12 @@ def blob_locate(data: bytes) -> None:
 
 
 @target("graph_json", "graph", seeds="graph", mutator=graph_mutator, memory=MemoryBudget(256),
-        modules=("mlf_spec.graph_json", "mlf_spec._records"), max_len=1 << 15)
+        modules=("mlf_spec.graph.codec", "mlf_spec._records"), max_len=1 << 15)
 def graph_json(data: bytes) -> None:
     """graph_json.parse (strict and lenient); what parses is analysed (structure issues,
     storage ids, inputs and outputs) and dumped in dmlc's layout, which parses to the same
     document and dumps to the same text."""
-    from mlf_spec import graph_json as gj
+    from mlf_spec.graph import codec as gj
 
     strict = attempt(gj.parse, data)
     g = attempt(gj.parse, data, lenient=True)
@@ -505,7 +505,7 @@ def metadata_json(data: bytes) -> None:
 # ----------------------------------------------------------------- archives
 
 _ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec._compress",
-                    "mlf_spec.mlf.layout", "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph_json")
+                    "mlf_spec.mlf.layout", "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph.codec")
 
 
 def _plain(data: bytes) -> bytes | None:

@@ -7,7 +7,7 @@ Two steps, so that parsers in any language can be compared the same way:
    Kaitai object with its ``seq`` fields by .ksy id (plus the ``_raw_*`` bytes of fields parsed
    from a substream), lists, ints, floats, str and bytes.
 2. :func:`value_tree` walks a neutral dump with the spec as data (``mlf_spec.generated.<spec>_ir``)
-   and returns the same tree as :func:`mlf_spec.spec_engine.trace`: a dict per struct by field
+   and returns the same tree as :func:`mlf_spec._internal.spec_engine.trace`: a dict per struct by field
    name, ``None`` for an absent field, ``str``/``bytes`` for strings (by the field's encoding),
    lists for vectors, (key, value) pairs for maps. Only the mapping rules of the Kaitai back end
    are used (a ``vec`` is ``num_<x>`` + ``<x>``, a string is ``len_value`` + ``raw``/``value``,

@@ -2,7 +2,7 @@
 
 :class:`KaitaiTestee` reads .params files and module blobs with the Python parsers that a
 Kaitai Struct compiler made from the exported .ksy files, and answers in mlf-spec's terms:
-the value tree of the spec (as :func:`mlf_spec.spec_engine.trace` gives it), or a refusal
+the value tree of the spec (as :func:`mlf_spec._internal.spec_engine.trace` gives it), or a refusal
 naming the ``mlf_spec.errors`` class that mlf-spec raises for the rule the parser found broken
 (each validated field of the .ksy carries it as ``-mlf-error``). Its interface follows the
 conformance kit's adapter API (``name``, ``info()``, ``decode(format, data, options)`` with the

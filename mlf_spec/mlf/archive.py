@@ -33,12 +33,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from mlf_spec import graph_json as _graph
 from mlf_spec import sniff as _sniff
 from mlf_spec import tar as _tar
 from mlf_spec._io import FileSpan, atomic_writer, describe, read_at
 from mlf_spec._records import load_json
 from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
+from mlf_spec.graph import codec as _graph
 from mlf_spec.params import codec as _params
 
 from . import layout as _layout

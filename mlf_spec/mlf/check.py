@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlf_spec import findings as _findings
-from mlf_spec import graph_json as _graph
 from mlf_spec import tar as _tar
 from mlf_spec._io import FileSpan
 from mlf_spec._records import Issue, json_path, load_json
 from mlf_spec.errors import MlfError
 from mlf_spec.findings import Finding
 from mlf_spec.generated.mlf_check_findings import FINDINGS
+from mlf_spec.graph import codec as _graph
 from mlf_spec.params import codec as _params
 
 from . import archive as _archive

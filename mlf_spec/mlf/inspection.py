@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mlf_spec import graph_json as _graph
 from mlf_spec.errors import MlfError
 from mlf_spec.generated.mlf_inspect_output_documents import File, InspectReport, Memory, Module, Tensor
+from mlf_spec.graph import codec as _graph
 
 from . import archive as _archive
 from . import check as _check

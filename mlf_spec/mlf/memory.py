@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mlf_spec import graph_json as _graph
+from mlf_spec.graph import codec as _graph
 
 _DTYPE = re.compile(r"^(?P<base>bool|int|uint|float|bfloat|custom\[[^\]]*\])(?P<bits>[0-9]*)(?:x(?P<lanes>[0-9]+))?$")
 WRAP = 1 << 32

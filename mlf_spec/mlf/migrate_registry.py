@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlf_spec import graph_json as _graph
+from mlf_spec.graph import codec as _graph
 
 from . import memory as _memory
 

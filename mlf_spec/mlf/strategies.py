@@ -25,10 +25,10 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from mlf_spec import graph_json as _graph
 from mlf_spec import tar as _tar
 from mlf_spec.generated import mlf_ir as _ir
 from mlf_spec.generated import mlf_revisions_timeline as _tl
+from mlf_spec.graph import codec as _graph
 from mlf_spec.params import codec as _params
 
 from . import archive as _archive

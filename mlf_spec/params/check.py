@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mlf_spec._internal.spec_engine import Tracer
 from mlf_spec._io import describe, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
 from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
-from mlf_spec.spec_engine import Tracer
 from mlf_spec.verdict import lazy_engine as _engine
 
 if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
@@ -207,7 +207,7 @@ class _LoaderTracer(Tracer):
 
 
 def _path(path: tuple) -> str:
-    from mlf_spec.spec_engine import path_str
+    from mlf_spec._internal.spec_engine import path_str
 
     return path_str(path)
 

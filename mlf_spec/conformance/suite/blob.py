@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlf_spec._internal.spec_engine import build, trace
+from mlf_spec._internal.spec_strategies import Choices, bounds, value_tree
 from mlf_spec.blob import codec as _blob
 from mlf_spec.blob import strategies as _bst
 from mlf_spec.generated import payloads_ir as _payloads_ir
-from mlf_spec.spec_engine import build, trace
-from mlf_spec.spec_strategies import Choices, bounds, value_tree
 
 from . import rules as _rules
 from .common import Collector, doc_ref, holding, outcome, pattern_bytes
@@ -42,7 +42,7 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 
 class Sampler(Choices):
-    """Chooses the free values of a valid value tree (:func:`mlf_spec.spec_strategies.value_tree`,
+    """Chooses the free values of a valid value tree (:func:`mlf_spec._internal.spec_strategies.value_tree`,
     whose rules it follows) instead of drawing them: the first choice of a set, the float
     row of a table, 1 inside integer bounds (2 for array elements), one element per vector
     or map (more if a constraint asks), short distinct texts, patterned bytes."""

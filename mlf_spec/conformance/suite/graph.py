@@ -18,8 +18,8 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mlf_spec import graph_json as _graph
 from mlf_spec.generated import graph_json_models as _gm
+from mlf_spec.graph import codec as _graph
 
 from . import records as _rec
 from .common import Collector, doc_ref, outcome, unique

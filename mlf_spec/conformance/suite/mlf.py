@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mlf_spec import graph_json as _graph
 from mlf_spec.generated import mlf_revisions_timeline as _tl
 from mlf_spec.generated import mlf_strategies as _mst
+from mlf_spec.graph import codec as _graph
 from mlf_spec.mlf import metadata as _md
 from mlf_spec.mlf import strategies as _ms
 

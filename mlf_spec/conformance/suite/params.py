@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mlf_spec._internal.spec_engine import Builder, build, trace
+from mlf_spec._internal.spec_strategies import _INT_RANGE, _find_field, _value_at
 from mlf_spec.generated import dtype_codes_table as _table
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated import params_strategies as _st
 from mlf_spec.params import dtypes as _dt
-from mlf_spec.spec_engine import Builder, build, trace
-from mlf_spec.spec_strategies import _INT_RANGE, _find_field, _value_at
 
 from .. import canonical
 from . import rules as _rules

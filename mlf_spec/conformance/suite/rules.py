@@ -26,9 +26,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mlf_spec._internal.spec_engine import Span
 from mlf_spec.edge_values import WIDTH as _WIDTH
 from mlf_spec.edge_values import edge_values, length_lies, raw, rooms
-from mlf_spec.spec_engine import Span
 
 _FMT = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
 #: the aspects a field's entry in the spec gives it, in the order of the rule ids
