@@ -19,9 +19,9 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from mlf_spec._internal.drawn import Data, Edge
-from mlf_spec.edge_values import WIDTH, edge_values, length_lies, rooms
 from mlf_spec._internal.spec_engine import build, trace
 from mlf_spec._internal.spec_strategies import Drawn, value_tree
+from mlf_spec.edge_values import WIDTH, edge_values, length_lies, rooms
 
 from . import codec as _blob
 from .strategies import (
