@@ -1,20 +1,15 @@
-"""Shared test configuration: hypothesis profiles and helpers.
+"""Shared test configuration: hypothesis profiles (shared helpers are in tests/support/).
 
 Profiles: ``ci`` (bounded, the default under CI=true), ``dev`` (the default otherwise)
-and ``fuzz`` (long campaigns: ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_params_properties.py``
+and ``fuzz`` (long campaigns: ``HYPOTHESIS_PROFILE=fuzz pytest tests/params/test_properties.py``
 or ``scripts/fuzz.sh``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

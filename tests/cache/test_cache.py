@@ -21,7 +21,7 @@ from mlf_spec.cache.folder import UnsafePathError
 from mlf_spec.cli import main
 from mlf_spec.errors import MlfError, OutputExistsError, UnsupportedError, ValidationError
 
-VECTORS = Path(__file__).resolve().parent.parent / "vectors" / "tensor-cache"
+VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "tensor-cache"
 CASES = cases.all_cases()
 
 
@@ -329,7 +329,7 @@ def test_fuzz_target_on_seeds_and_mutations():
 
 
 def test_docs_page_code_runs():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     blocks = (root / "docs" / "tensor-cache.md").read_text().split("```python\n")[1:]
     readme = (root / "README.md").read_text().split("## Tensor caches")[1].split("\n## ")[0]
     blocks += readme.split("```python\n")[1:]
@@ -341,7 +341,7 @@ def test_docs_page_code_runs():
 def test_json_outputs_follow_their_schemas(tmp_path):
     import jsonschema
 
-    root = Path(__file__).resolve().parent.parent / "generated" / "schemas"
+    root = Path(__file__).resolve().parents[2] / "generated" / "schemas"
     d = _folder(tmp_path, cases.base())
     r = _mlf("cache", "dump", str(d), "--json", "--stats")
     jsonschema.validate(json.loads(r.stdout), json.loads((root / "cache_dump.schema.json").read_text()))

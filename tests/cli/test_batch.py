@@ -15,7 +15,7 @@ from mlf_spec.generated.params_dump_models import ParamsDump
 
 from mlf_spec import blob, cli, params, sniff
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()

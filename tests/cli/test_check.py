@@ -9,7 +9,6 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
-import tvm_verdict_cases as tc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mlf_spec.generated.artifact_check_output_models import ArtifactCheck
@@ -25,6 +24,7 @@ from mlf_spec.errors import MlfError
 from mlf_spec.graph import check as graph_check
 from mlf_spec.params import check as pcheck
 from mlf_spec.params import dtypes as dt
+from tests.support import tvm_verdict_cases as tc
 
 
 def run(argv, capsys):

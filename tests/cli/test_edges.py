@@ -16,7 +16,7 @@ from mlf_spec.blob.locate import SYMBOL_FFI, c_source_for_blob
 from mlf_spec.cli import main
 from mlf_spec.fuzzing.seeds import elf_with_blob
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 from make_example_artifacts import small_archive  # noqa: E402
 

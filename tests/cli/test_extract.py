@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from mlf_spec.generated.cli_error_models import CliError
 from mlf_spec.generated.extract_output_models import ExtractReport
-from test_migrate import real_graph_v7
 
 from mlf_spec import archive
 from mlf_spec import strategies as ms
 from mlf_spec.cli import main
+from tests.migrate.test_migrations import real_graph_v7
 
 
 def tree(root) -> dict[str, bytes | None]:

@@ -15,7 +15,7 @@ import pytest
 from mlf_spec.cli import main
 from mlf_spec.errors import MigrationError, UnsupportedError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from mlf_spec import params
 from mlf_spec.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 
 from mlf_spec.conformance import compat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import compat_pages  # noqa: E402

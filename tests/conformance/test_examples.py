@@ -12,7 +12,7 @@ import pytest
 
 from mlf_spec.cli import main as cli
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "conformance"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "conformance"
 GUIDE = EXAMPLES.parent.parent / "docs" / "conformance" / "guide.md"
 sys.path.insert(0, str(EXAMPLES.parent.parent / "tools"))
 

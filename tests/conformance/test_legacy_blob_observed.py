@@ -2,7 +2,7 @@
 (mlf_spec/conformance/adapters/legacy_blob_observed.py), on replies shaped as the peer worker
 sends them: payload extents from the loaders' stream positions, _lib and _import_tree from the
 bytes between payloads, the tree from the modules' imports. The real loader is exercised by
-tests/test_conformance_hhb.py and tests/test_hhb_blob_eras.py."""
+tests/peers/hhb/test_conformance.py and tests/peers/hhb/test_blob_eras.py."""
 
 from __future__ import annotations
 

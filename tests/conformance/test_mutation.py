@@ -1,5 +1,5 @@
 """The suite measures its own strength: rule coverage on both sides, and the mutation score
-of an independent C reader (tests/independent/, written from the published docs) under the
+of an independent C reader (tests/support/independent/, written from the published docs) under the
 mutation harness, built with ASan and UBSan."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mlf_spec.conformance.mutation.mutator import instrument
 from mlf_spec.conformance.suite import rules
 from mlf_spec.errors import MlfError
 
-HERE = Path(__file__).resolve().parent / "independent"
+HERE = Path(__file__).resolve().parents[1] / "support" / "independent"
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is needed to build the C readers")
 
 

@@ -10,7 +10,7 @@ from mlf_spec.conformance import vectors
 
 pytest_plugins = ["pytester"]
 
-BAD = f"{sys.executable} {Path(__file__).resolve().parent / 'conformance_testees' / 'misbehaving.py'}"
+BAD = f"{sys.executable} {Path(__file__).resolve().parents[1] / 'support' / 'conformance_testees' / 'misbehaving.py'}"
 
 
 def test_a_project_that_does_not_ask_sees_nothing(pytester):

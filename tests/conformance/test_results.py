@@ -15,12 +15,10 @@ from mlf_spec.conformance import html, report, results, runner, testee, vectors
 from mlf_spec.conformance.adapters.mlf_spec import MlfSpecAdapter
 from mlf_spec.conformance.known_failures import KnownFailures
 from mlf_spec.errors import MlfError
+from tests.support import browser as browser_support
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser_support  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-BAD = [sys.executable, str(ROOT / "tests" / "conformance_testees" / "misbehaving.py")]
+ROOT = Path(__file__).resolve().parents[2]
+BAD = [sys.executable, str(ROOT / "tests" / "support" / "conformance_testees" / "misbehaving.py")]
 IDS = ["params.valid.w-and-b", "params.valid.0-d", "params.broken.truncated.at-0", "graph-json.valid.*"]
 
 

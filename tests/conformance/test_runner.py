@@ -21,8 +21,8 @@ from mlf_spec.conformance import adapters, report, runner, testee, vectors
 from mlf_spec.conformance.known_failures import KnownFailures
 from mlf_spec.errors import MlfError
 
-ROOT = Path(__file__).resolve().parent.parent
-BAD = [sys.executable, str(ROOT / "tests" / "conformance_testees" / "misbehaving.py")]
+ROOT = Path(__file__).resolve().parents[2]
+BAD = [sys.executable, str(ROOT / "tests" / "support" / "conformance_testees" / "misbehaving.py")]
 SCHEMAS = ROOT / "generated" / "schemas"
 FEW = ["params.valid.w-and-b", "params.valid.0-d", "params.broken.truncated.at-0"]
 

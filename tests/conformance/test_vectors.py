@@ -21,7 +21,7 @@ from mlf_spec.conformance.suite.common import anchor
 from mlf_spec.mlf import metadata as md
 from mlf_spec.params import dtypes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "generated" / "schemas"
 
 

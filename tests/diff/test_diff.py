@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlf_spec.generated.cli_error_models import CliError
 from mlf_spec.generated.diff_output_models import DiffReport
-from test_migrate import real_aot_v7, real_graph_v7
 
 from mlf_spec import archive, blob, diff, params
 from mlf_spec import strategies as ms
 from mlf_spec.cli import main
 from mlf_spec.params.codec import ParamsFile, StoredTensor
+from tests.migrate.test_migrations import real_aot_v7, real_graph_v7
 
 
 def run(argv, capsys):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 from make_example_artifacts import doc_files  # noqa: E402
 
@@ -137,7 +137,7 @@ def _with_kaitai_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     from ``sys.modules``: another test of this worker may have imported a parser of the same
     name from another compile (the debug build's constructors do not read), and the block
     must meet the build it documents. Both are undone after the test."""
-    import kaitai_support
+    from tests.support import kaitai as kaitai_support
 
     out, _ = kaitai_support.compiled(("python",))
     here = out / "python"

@@ -23,7 +23,7 @@ from mlf_spec.fuzzing import dictionaries, seeds, targets
 from mlf_spec.fuzzing.invariants import InvariantBreak, MemoryBudget, Sandbox, attempt, guarded, same_bytes
 from mlf_spec.fuzzing.mutators import byte_mutate, custom_mutator, interesting_ints
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "fuzz"
 REGRESSIONS = sorted(p for p in (FUZZ / "regressions").glob("*/*") if p.is_file())
 

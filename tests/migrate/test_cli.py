@@ -10,11 +10,11 @@ import os
 
 import pytest
 from mlf_spec.generated.mlf_migrate_output_models import MigrateReport
-from test_migrate import multi_module_v7, real_aot_v7, real_graph_v7
-from test_mlf_metadata import OPERATOR_V7
 
 from mlf_spec import check
 from mlf_spec.cli import main
+from tests.migrate.test_migrations import multi_module_v7, real_aot_v7, real_graph_v7
+from tests.mlf.test_metadata import OPERATOR_V7
 
 AOT_LOSSES = ["v6_v7.main_io", "v6_v7.templates", "v4_v5.standalone_crt", "v4_v5.c_header"]
 
@@ -152,8 +152,8 @@ def test_bare_metadata_json_down_and_up(tmp_path, capsys):
 
 
 def test_json_report_of_an_upgrade(tmp_path, capsys):
-    from test_migrate import tar
-    from test_mlf_conformance import add_module
+    from tests.migrate.test_migrations import tar
+    from tests.mlf.test_exports import add_module
 
     src = tmp_path / "v6.tar"
     src.write_bytes(tar(6, "v6", add_module(name="net")))

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 from mlf_spec.generated import mlf_migrations
-from test_mlf_conformance import add_module
-from test_mlf_metadata import ADD_V7, OPERATOR_V7
 
 from mlf_spec import archive, check, metadata, migrate
 from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError, ValidationError
 from mlf_spec.mlf.migrate_registry import CONVERTERS, DERIVERS, Context, target_list_to_dict
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from tests.mlf.test_exports import add_module
+from tests.mlf.test_metadata import ADD_V7, OPERATOR_V7
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tar(version: int, revision: str, *mods: ModuleSpec, style: str = "full-model") -> bytes:

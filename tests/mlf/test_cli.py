@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from mlf_spec.generated.mlf_check_output_models import CheckReport
 from mlf_spec.generated.mlf_inspect_output_models import InspectReport
-from test_mlf_conformance import add_module
 
 from mlf_spec.cli import main
 from mlf_spec.mlf.strategies import ArchiveSpec, build_archive
+from tests.mlf.test_exports import add_module
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import json
 
 import numpy as np
 import pytest
-from test_mlf_graph_json import ADD_GRAPH
 
 from mlf_spec import archive, check, metadata
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
+from tests.graph.test_codec import ADD_GRAPH
 
 TARGET = "c -keys=cpu -link-params=0 -model=host -runtime=c -system-lib=1"
 NOW = datetime.datetime(2021, 5, 7, 10, 0, 0).strftime(metadata.DATETIME_FORMAT)
@@ -232,13 +232,13 @@ def test_real_v7_operator_export_as_observed():
     assert [x.name for x in a.members] == [".", "./codegen", "./codegen/host", "./codegen/host/src",
                                            "./codegen/host/src/lib0.c", "./metadata.json", "./src",
                                            "./src/tir-1.txt"]
-    from test_mlf_metadata import OPERATOR_V7
+    from tests.mlf.test_metadata import OPERATOR_V7
 
     assert a.read("metadata.json") == OPERATOR_V7.encode()
 
 
 def test_real_v7_graph_export_metadata_bytes():
-    from test_mlf_metadata import ADD_V7
+    from tests.mlf.test_metadata import ADD_V7
 
     m = add_module(name="add")
     m.target, m.datetime, m.workspace = "c -keys=cpu -model=host", "2026-11-22 08:00:14Z", 16

@@ -103,7 +103,7 @@ OPERATOR_V7 = ('{"version": 7, "model_name": "add", "export_datetime": "2026-11-
 def test_every_version_has_a_model_schema_and_page():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "generated"
+    root = Path(__file__).resolve().parents[2] / "generated"
     assert metadata.VERSIONS == (1, 2, 3, 4, 5, 6, 7)
     for v in metadata.VERSIONS:
         assert (root / "schemas" / f"mlf_v{v}.schema.json").is_file()

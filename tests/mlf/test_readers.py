@@ -11,13 +11,13 @@ import json
 import pytest
 from mlf_spec.generated import mlf_read_rules_rules
 from mlf_spec.generated.mlf_check_output_models import CheckReport
-from test_mlf_conformance import add_module
 
 from mlf_spec import archive, check
 from mlf_spec.cli import main
 from mlf_spec.mlf import readers
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 from mlf_spec.verdict import engine as verdict_engine
+from tests.mlf.test_exports import add_module
 
 
 def tar(version: int, rev: str, *mods: ModuleSpec, style: str = "full-model") -> bytes:

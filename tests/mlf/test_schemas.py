@@ -15,7 +15,7 @@ from mlf_spec import strategies as ms
 from mlf_spec.errors import ValidationError
 
 jsonschema = pytest.importorskip("jsonschema")
-SCHEMAS = Path(__file__).resolve().parent.parent / "generated" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "generated" / "schemas"
 
 
 def _validator(name: str):  # noqa: ANN202

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Lazy top-level names must be visible to type checkers (TYPE_CHECKING imports in the
 # package's __init__ modules): each line is an error only when mypy knows the name's type.

@@ -27,7 +27,7 @@ from mlf_spec.blob.locate import SYMBOL_FFI
 from mlf_spec.errors import MlfError
 from mlf_spec.fuzzing.seeds import blob_seeds, elf_with_blob
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 V7 = ROOT / "vectors" / "mlf-archive" / "migration.archive.v7.io.graph.to-v5.tar"
 MiB = 1 << 20
 CAP = 1536 * MiB  # address space of one CLI run: the interpreter, numpy and the case

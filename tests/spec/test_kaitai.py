@@ -18,7 +18,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import kaitai_support as ks
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -33,8 +32,9 @@ from mlf_spec.errors import MlfError
 from mlf_spec.kaitai.reading import PythonParsers
 from mlf_spec.kaitai.testee import KNOWN_GAPS, KaitaiTestee, Refused
 from mlf_spec.versions import label as version_label
+from tests.support import kaitai as ks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JS_EXACT = 2**53
 
 

@@ -22,7 +22,7 @@ from mlf_spec.cli import COMMANDS
 from mlf_spec.mlf import metadata as md
 from mlf_spec.mlf.strategies import metadata_documents
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TARGETS = [(v, s) for v in md.VERSIONS for s in md.styles(v)]
 
 

@@ -82,7 +82,7 @@ def test_archive_examples_print_short(arc):
     ("0.16", "0.16", 8, 4, 1, (2,), "rejects", "dtype.float4-refused"),
     ("0.16", "0.16", 2, 32, 0, (2,), "rejects", "tensor.lanes-zero-refused"),
     ("0.27", "0.27", 2, 32, 0, (2,), "misreads", "memory.lanes-zero"),            # 8 bytes into the smallest allocation
-    ("0.27", "0.27", 2, 32, 0x8000, (2,), "misreads", "tensor.scalable"),         # loads in 0.27 (tests/test_strategies_tvm.py)
+    ("0.27", "0.27", 2, 32, 0x8000, (2,), "misreads", "tensor.scalable"),         # loads in 0.27 (tests/peers/tvm/test_strategies.py)
     ("0.27", "0.16", 6, 8, 1, (3,), "misreads", "dtype.float8-read-as-bool"),     # renumbered: accepted, not as meant
 ])
 def test_accepted_by_takes_the_verdict_rules(tvm, writer, code, bits, lanes, shape, verdict, rule):

@@ -1,5 +1,5 @@
 """Export Model Library Format archives with hhb-tvm (TVM 0.16): run in its peer venv by
-tests/test_mlf_hhb_export.py (needs tvm and numpy only, never mlf-spec).
+tests/peers/hhb/test_mlf_export.py (needs tvm and numpy only, never mlf-spec).
 
     python hhb_mlf_export.py OUT_DIR      # one OUT_DIR/<model>-<executor>-<target>-lp<0|1>.tar each
 

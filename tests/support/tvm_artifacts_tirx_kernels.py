@@ -1,4 +1,4 @@
-"""TVMScript kernels used by ``tests/tvm_artifacts.py`` to build real TVM libraries.
+"""TVMScript kernels used by ``tests/support/tvm_artifacts.py`` to build real TVM libraries.
 
 TVMScript parses the *source* of a decorated function (via ``inspect``), so these
 kernels must live in a real source file; they cannot be created with ``python -c``.

@@ -1,7 +1,7 @@
 """Load tensor caches with the TVM installed in the running Python, through each of its
 loaders, and say what each made of them.
 
-Run by tests/test_cache_tvm.py in a child process (the test venv's apache-tvm 0.27, or a
+Run by tests/peers/tvm/test_cache.py in a child process (the test venv's apache-tvm 0.27, or a
 venv of another version); it needs only tvm, numpy and the standard library. Usage:
 
     python tvm_cache_probe.py MANIFEST.json    # [{"id", "path"}, ...]

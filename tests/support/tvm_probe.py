@@ -1,6 +1,6 @@
 """Load artifacts with the TVM installed in the running Python and say what TVM made of them.
 
-Run by tests/test_tvm_verdicts.py in a child process, in the test venv (apache-tvm 0.27)
+Run by tests/peers/tvm/test_verdicts.py in a child process, in the test venv (apache-tvm 0.27)
 or in a venv of another apache-tvm version; it needs only tvm, numpy and the standard
 library (mlf-spec is not importable there). Usage:
 

@@ -3,7 +3,7 @@
 Every case is an artifact written by mlf-spec (a .params file, or a library compiled from
 the C source mlf-spec writes for a blob) with the TVM version that is taken to have written
 it, and what that writer meant: per tensor its dtype spelling, shape, data and layout; per
-blob the module tree. :func:`run` loads every case in the given Python (tests/tvm_probe.py,
+blob the module tree. :func:`run` loads every case in the given Python (tests/support/tvm_probe.py,
 one forked process per case), :func:`observe` turns what TVM made of it into a verdict
 class, and the tests compare it with ``mlf-spec ... check --tvm``'s verdict.
 
@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tvm_artifacts as ta
 from mlf_spec.generated.params_fast import new_params_file, write_params_file
 from mlf_spec.generated.tensor_fast import new_tensor_record
 
 from mlf_spec import blob
 from mlf_spec.params import dtypes as dt
+
+from . import tvm_artifacts as ta
 
 PROBE = Path(__file__).with_name("tvm_probe.py")
 #: writer version -> its dialect (one writer per dialect from 0.13 on)
@@ -255,7 +256,7 @@ def structural_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _tree(m: blob.Module, depth: int = 0) -> list:
-    """[kind, sorted imports], as tests/tvm_probe.py reports a loaded module."""
+    """[kind, sorted imports], as tests/support/tvm_probe.py reports a loaded module."""
     if depth > 8:
         return [m.kind, "..."]
     return [m.kind, sorted((_tree(c, depth + 1) for c in m.imports), key=json.dumps)]

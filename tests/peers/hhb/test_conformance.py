@@ -17,7 +17,7 @@ from mlf_spec.peers import venvs
 
 pytestmark = pytest.mark.tvm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 
 import compat_pages  # noqa: E402
 

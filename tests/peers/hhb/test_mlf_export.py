@@ -1,7 +1,7 @@
 """A writer differential for Model Library Format, and round trips with a real pre-0.21 reader:
 hhb-tvm 3.2.3 (T-Head's TVM 0.16 fork, in the peer venv mlf_spec.peers makes) exports MLF v7
 archives of small Relay models (graph and AOT executors, ``c`` and ``llvm`` targets,
-link-params off and on; tests/hhb_mlf_export.py), once per test session. On every one of them
+link-params off and on; tests/support/hhb_mlf_export.py), once per test session. On every one of them
 ``check`` finds nothing, ``inspect`` reads every module, ``archive.build`` from its metadata and
 files gives TVM's bytes, and a downgrade to every earlier version then an upgrade back gives
 the export again, except for what the migrations declare lost. ``.params`` files TVM 0.16
@@ -26,7 +26,7 @@ from mlf_spec.mlf import migrate
 
 pytestmark = pytest.mark.tvm
 
-EXPORT = Path(__file__).with_name("hhb_mlf_export.py")
+EXPORT = Path(__file__).resolve().parents[2] / "support" / "hhb_mlf_export.py"
 
 
 @pytest.fixture(scope="session")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tvm_artifacts as ta
 
 from mlf_spec import blob, dtypes
 from mlf_spec.blob import Module
 from mlf_spec.errors import MlfError
+from tests.support import tvm_artifacts as ta
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
 pytestmark = pytest.mark.tvm

@@ -1,7 +1,7 @@
 """Differential tests of the tensor cache against apache-tvm (installed by the test extra):
 mlf-spec's writer is byte-identical to dump_tensor_cache; caches either side writes are read
 the same by the other; every vector's verdict for the installed version agrees with what
-its Python and C++ loaders do (tests/tvm_cache_probe.py, each load in a forked process)."""
+its Python and C++ loaders do (tests/support/tvm_cache_probe.py, each load in a forked process)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from mlf_spec.cache.verdict import verdict
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
 tvmjs = pytest.importorskip("tvm.contrib.tvmjs")
 pytestmark = pytest.mark.tvm
-PROBE = Path(__file__).resolve().parent / "tvm_cache_probe.py"
+PROBE = Path(__file__).resolve().parents[2] / "support" / "tvm_cache_probe.py"
 TVM_VERSION = ".".join(tvm.__version__.split(".")[:2])
 
 

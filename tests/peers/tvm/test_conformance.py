@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("tvm")
 pytestmark = pytest.mark.tvm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 
 import compat_pages  # noqa: E402
 

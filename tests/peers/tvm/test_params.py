@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tvm_artifacts as ta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlf_spec import params
 from mlf_spec import strategies as ms
+from tests.support import tvm_artifacts as ta
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
 pytestmark = pytest.mark.tvm

@@ -9,13 +9,12 @@ from hypothesis import HealthCheck, given, settings
 
 pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
 
-import tvm_artifacts as ta  # noqa: E402
-
 from mlf_spec import params  # noqa: E402
 from mlf_spec import strategies as ms  # noqa: E402
 from mlf_spec.isolation import Isolated  # noqa: E402
 from mlf_spec.params import check as pcheck  # noqa: E402
 from mlf_spec.params.codec import StoredTensor  # noqa: E402
+from tests.support import tvm_artifacts as ta  # noqa: E402
 
 pytestmark = pytest.mark.tvm
 

@@ -1,5 +1,5 @@
 """The verdict rules against real TVM readers: ``check --tvm VERSION`` says what that
-version does with an artifact; here every generated case (tests/tvm_verdict_cases.py) is
+version does with an artifact; here every generated case (tests/support/tvm_verdict_cases.py) is
 loaded by that version in a child process and what it did is compared with the verdict.
 
 apache-tvm 0.27 is the test extra's; TVM 0.16 is hhb-tvm 3.2.3 (T-Head's fork, the only 0.16
@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import tvm_artifacts as ta
-import tvm_verdict_cases as tc
 
 from mlf_spec import peers
 from mlf_spec.blob import check as bcheck
 from mlf_spec.errors import MlfError
 from mlf_spec.params import check as pcheck
+from tests.support import tvm_artifacts as ta
+from tests.support import tvm_verdict_cases as tc
 
 pytestmark = pytest.mark.tvm
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
