@@ -16,7 +16,7 @@ from mlf_spec.generated.extract_output_models import ExtractReport
 from mlf_spec import archive
 from mlf_spec import strategies as ms
 from mlf_spec.cli import main
-from tests.migrate.test_migrations import real_graph_v7
+from tests.support.models import real_graph_v7
 
 
 def tree(root) -> dict[str, bytes | None]:

@@ -18,7 +18,7 @@ from mlf_spec import archive, blob, diff, params
 from mlf_spec import strategies as ms
 from mlf_spec.cli import main
 from mlf_spec.params.codec import ParamsFile, StoredTensor
-from tests.migrate.test_migrations import real_aot_v7, real_graph_v7
+from tests.support.models import real_aot_v7, real_graph_v7
 
 
 def run(argv, capsys):

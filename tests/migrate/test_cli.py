@@ -13,8 +13,7 @@ from mlf_spec.generated.mlf_migrate_output_models import MigrateReport
 
 from mlf_spec import check
 from mlf_spec.cli import main
-from tests.migrate.test_migrations import multi_module_v7, real_aot_v7, real_graph_v7
-from tests.mlf.test_metadata import OPERATOR_V7
+from tests.support.models import OPERATOR_V7, multi_module_v7, real_aot_v7, real_graph_v7
 
 AOT_LOSSES = ["v6_v7.main_io", "v6_v7.templates", "v4_v5.standalone_crt", "v4_v5.c_header"]
 
@@ -152,8 +151,7 @@ def test_bare_metadata_json_down_and_up(tmp_path, capsys):
 
 
 def test_json_report_of_an_upgrade(tmp_path, capsys):
-    from tests.migrate.test_migrations import tar
-    from tests.mlf.test_exports import add_module
+    from tests.support.models import add_module, tar
 
     src = tmp_path / "v6.tar"
     src.write_bytes(tar(6, "v6", add_module(name="net")))

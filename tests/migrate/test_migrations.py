@@ -14,16 +14,17 @@ from mlf_spec import archive, check, metadata, migrate
 from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError, ValidationError
 from mlf_spec.mlf.migrate_registry import CONVERTERS, DERIVERS, Context, target_list_to_dict
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
-from tests.mlf.test_exports import add_module
-from tests.mlf.test_metadata import ADD_V7, OPERATOR_V7
+from tests.support.models import (
+    ADD_V7,
+    OPERATOR_V7,
+    add_module,
+    multi_module_v7,
+    real_aot_v7,
+    real_graph_v7,
+    tar,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def tar(version: int, revision: str, *mods: ModuleSpec, style: str = "full-model") -> bytes:
-    data = build_archive(ArchiveSpec(version, revision, style, list(mods), 1_700_000_000.5)).to_bytes()
-    assert check.check(data).findings == []
-    return data
 
 
 def operator(name: str = "add", ext: str = "c") -> ModuleSpec:
@@ -31,33 +32,10 @@ def operator(name: str = "add", ext: str = "c") -> ModuleSpec:
                       prim_funcs={name: [Tensor("A", "int8", [2]), Tensor("B", "int8", [1]), Tensor("C", "int8", [2])]})
 
 
-def real_graph_v7() -> bytes:
-    """The observed graph-executor export of "add" by the f7eed214d1 writer."""
-    m = add_module(name="add")
-    m.target, m.datetime, m.workspace = "c -keys=cpu -model=host", "2026-11-22 08:00:14Z", 16
-    m.op_functions = [("tvmgen_add_fused_cast_add_multiply", 16)]
-    data = tar(7, "v7.templates", m)
-    assert archive.open(data).read("metadata.json") == ADD_V7.encode()
-    return data
-
-
-def real_aot_v7() -> bytes:
-    """An AOT export with Runtime("crt") and the C interface (observed shape, reference §2 v7)."""
-    return tar(7, "v7.templates", add_module("aot", header=True, crt=True))
-
-
 def real_operator_v7() -> bytes:
     data = tar(7, "v7.templates", operator(), style="operator")
     assert archive.open(data).read("metadata.json") == OPERATOR_V7.encode()
     return data
-
-
-def multi_module_v7() -> bytes:
-    mod2 = ModuleSpec("mod2", "aot", "c -keys=cpu -model=host", "2026-11-22 08:00:14Z",
-                      inputs=[Tensor("data", "int8", [1, 3, 64, 64]), Tensor("weight", "int8", [8, 3, 5, 5])],
-                      outputs=[Tensor("output", "int32", [1, 8, 64, 64])], sources=2, header=True, crt=True,
-                      op_functions=[("tvmgen_mod2_fused_nn_conv2d", 158088)], workspace=158088)
-    return tar(7, "v7.templates", add_module("graph", name="mod1"), mod2)
 
 
 def run(source, to, accept=None):

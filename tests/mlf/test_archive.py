@@ -27,7 +27,7 @@ def scaled(n: int) -> int:
 def _add_spec(version: int = 7, revision: str = "v7.templates", executor: str = "graph", **kw) -> ArchiveSpec:
     import json
 
-    from tests.graph.test_codec import ADD_GRAPH  # the reference graph
+    from tests.support.models import ADD_GRAPH  # the reference graph
 
     m = ModuleSpec("add", executor, "c -keys=cpu -model=host", "2026-11-22 08:00:14Z",
                    inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],

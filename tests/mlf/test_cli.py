@@ -11,7 +11,7 @@ from mlf_spec.generated.mlf_inspect_output_models import InspectReport
 
 from mlf_spec.cli import main
 from mlf_spec.mlf.strategies import ArchiveSpec, build_archive
-from tests.mlf.test_exports import add_module
+from tests.support.models import add_module
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 from mlf_spec import archive, check, migrate
 from mlf_spec.mlf import _tar
 from mlf_spec.mlf.strategies import ArchiveSpec, build_archive
-from tests.mlf.test_exports import add_module
+from tests.support.models import add_module
 
 
 def aot_crt(name: str = "default", sources: int = 2) -> ArchiveSpec:

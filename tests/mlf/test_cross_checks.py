@@ -16,7 +16,7 @@ from mlf_spec import archive, check, metadata
 from mlf_spec.cli import main
 from mlf_spec.mlf import memory
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
-from tests.mlf.test_exports import NOW, add_module
+from tests.support.models import NOW, add_module
 
 HOST = "c -keys=cpu -model=host"
 

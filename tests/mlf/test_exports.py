@@ -12,24 +12,12 @@ import json
 import numpy as np
 import pytest
 
-from mlf_spec import archive, check, metadata
+from mlf_spec import archive, check
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
-from tests.graph.test_codec import ADD_GRAPH
+from tests.support.models import ADD_GRAPH, ADD_V7, NOW, OPERATOR_V7, TARGET, add_module
 
-TARGET = "c -keys=cpu -link-params=0 -model=host -runtime=c -system-lib=1"
-NOW = datetime.datetime(2021, 5, 7, 10, 0, 0).strftime(metadata.DATETIME_FORMAT)
 # The first revision of each version (the tests of the commit that introduced it).
 FIRST = {1: "v1", 2: "v2", 3: "v3", 4: "v4", 5: "v5", 6: "v6", 7: "v7"}
-
-
-def add_module(executor: str = "graph", name: str = "add", **kw) -> ModuleSpec:
-    """The "add" test model: cast(%a, "float32") + %b * %c with c bound as p0."""
-    return ModuleSpec(name, executor, TARGET, NOW,
-                      inputs=[Tensor("a", "uint8", [1, 2]), Tensor("b", "float32", [1, 2])],
-                      outputs=[Tensor("output", "float32", [1, 2])],
-                      params=[Tensor("p0", "float32", [1, 2])] if executor == "graph" else [],
-                      graph=json.loads(ADD_GRAPH) if executor == "graph" else None,
-                      sources=2, op_functions=[(f"tvmgen_{name}_fused_cast_multiply_add", 0)], workspace=0, **kw)
 
 
 def read(spec: ArchiveSpec) -> tuple[archive.Archive, bytes]:
@@ -232,13 +220,11 @@ def test_real_v7_operator_export_as_observed():
     assert [x.name for x in a.members] == [".", "./codegen", "./codegen/host", "./codegen/host/src",
                                            "./codegen/host/src/lib0.c", "./metadata.json", "./src",
                                            "./src/tir-1.txt"]
-    from tests.mlf.test_metadata import OPERATOR_V7
 
     assert a.read("metadata.json") == OPERATOR_V7.encode()
 
 
 def test_real_v7_graph_export_metadata_bytes():
-    from tests.mlf.test_metadata import ADD_V7
 
     m = add_module(name="add")
     m.target, m.datetime, m.workspace = "c -keys=cpu -model=host", "2026-11-22 08:00:14Z", 16

@@ -11,93 +11,9 @@ from mlf_spec.generated import mlf_ir
 
 from mlf_spec import metadata
 from mlf_spec.errors import MlfError, ValidationError
+from tests.support.models import ADD_V7, OPERATOR_V7
 
 EXAMPLES = {e["name"]: e for e in mlf_ir.EXAMPLES}
-
-# The real output of the f7eed214d1 writer for the "add" model (reference §2, v7; observed).
-ADD_V7 = """{
-  "modules": {
-    "add": {
-      "executors": [
-        "graph"
-      ],
-      "export_datetime": "2026-11-22 08:00:14Z",
-      "memory": {
-        "functions": {
-          "main": [
-            {
-              "constants_size_bytes": 8,
-              "device": 1,
-              "inputs": {
-                "a": {
-                  "dtype": "uint8",
-                  "size": 2
-                },
-                "b": {
-                  "dtype": "float32",
-                  "size": 8
-                }
-              },
-              "io_size_bytes": 18,
-              "outputs": {
-                "output": {
-                  "dtype": "float32",
-                  "size": 8
-                }
-              },
-              "workspace_size_bytes": 16
-            }
-          ],
-          "operator_functions": [
-            {
-              "function_name": "tvmgen_add_fused_cast_add_multiply",
-              "workspace": [
-                {
-                  "device": 1,
-                  "workspace_size_bytes": 16
-                }
-              ]
-            }
-          ]
-        },
-        "sids": [
-          {
-            "input_binding": "a",
-            "size_bytes": 2,
-            "storage_id": 0
-          },
-          {
-            "input_binding": "b",
-            "size_bytes": 8,
-            "storage_id": 1
-          },
-          {
-            "input_binding": "p0",
-            "size_bytes": 8,
-            "storage_id": 2
-          },
-          {
-            "size_bytes": 8,
-            "storage_id": 3
-          }
-        ]
-      },
-      "model_name": "add",
-      "style": "full-model",
-      "target": [
-        "c -keys=cpu -model=host"
-      ]
-    }
-  },
-  "version": 7
-}"""
-
-# The whole operator-style file the f7eed214d1 writer produced (reference §3; observed).
-OPERATOR_V7 = ('{"version": 7, "model_name": "add", "export_datetime": "2026-11-22 08:02:53Z", "memory": {"add": '
-               '[{"size_bytes": 2, "shape": [2], "dtype": "int8", "input_binding": null}, {"size_bytes": 1, '
-               '"shape": [1], "dtype": "int8", "input_binding": null}, {"size_bytes": 2, "shape": [2], "dtype": '
-               '"int8", "input_binding": null}]}, "target": ["c -keys=cpu -model=host"], "executors": [], '
-               '"style": "operator"}')
 
 
 def test_every_version_has_a_model_schema_and_page():

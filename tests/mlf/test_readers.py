@@ -17,7 +17,7 @@ from mlf_spec.cli import main
 from mlf_spec.mlf import readers
 from mlf_spec.mlf.strategies import ArchiveSpec, ModuleSpec, Tensor, build_archive
 from mlf_spec.verdict import engine as verdict_engine
-from tests.mlf.test_exports import add_module
+from tests.support.models import add_module
 
 
 def tar(version: int, rev: str, *mods: ModuleSpec, style: str = "full-model") -> bytes:
