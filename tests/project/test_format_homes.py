@@ -67,3 +67,16 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_the_graph_package_reads_without_pydantic_and_gives_the_model_when_asked() -> None:
+    code = """
+import sys
+import mlf_spec.graph as g
+assert g.parse is g.codec.parse and g.__all__ == g.codec.__all__
+assert "pydantic" not in sys.modules, "importing mlf_spec.graph loaded pydantic"
+assert g.Graph is g.codec.Graph and "pydantic" in sys.modules
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
