@@ -176,7 +176,7 @@ def test_examples_and_strategy_output_read_alike(py, compiled, corpus):
 
 @pytest.mark.tvm
 def test_params_written_by_tvm_read_alike(py, compiled):
-    ta = pytest.importorskip("tvm_artifacts")
+    ta = pytest.importorskip("tests.support.tvm_artifacts")
     pytest.importorskip("tvm")
     import numpy as np
 
@@ -220,7 +220,7 @@ def _as_written_by(root, era):
 
 
 def test_blobs_exported_by_tvm_read_alike(py, compiled, tmp_path):
-    ta = pytest.importorskip("tvm_artifacts")
+    ta = pytest.importorskip("tests.support.tvm_artifacts")
     pytest.importorskip("tvm")
     from mlf_spec import blob
 
