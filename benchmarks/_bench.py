@@ -1,7 +1,7 @@
 """Shared parts of the benchmarks: interleaved timing rounds and the README's figures table.
 
 The README's performance table is rendered from the JSON the benchmarks record
-(``benchmarks/results/*.json``, written by ``--record``); ``tests/test_benchmark_figures.py``
+(``benchmarks/results/*.json``, written by ``--record``); ``tests/docs/test_benchmark_figures.py``
 checks that the README shows exactly what the recorded runs measured.
 """
 

@@ -2,7 +2,7 @@
 
     python benchmarks/mutation.py [--generate N] [--generate-budget S] [--json OUT]
 
-For each reader in tests/independent/ (.params, the tvm-ffi blob, the legacy blob; each with its
+For each reader in tests/support/independent/ (.params, the tvm-ffi blob, the legacy blob; each with its
 equivalents file): mutants, equivalents, killed by the vectors alone, the survivors, and the
 seconds the harness took (one ASan + UBSan build, baseline, every mutant in persistent mode).
 With --generate N (default 300): N generated cases against the survivors of the vectors (the

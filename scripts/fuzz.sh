@@ -2,4 +2,4 @@
 # Long hypothesis campaign over the property tests (not part of CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-HYPOTHESIS_PROFILE=fuzz exec .venv/bin/python -m pytest -p no:cacheprovider tests/test_params_properties.py "$@"
+HYPOTHESIS_PROFILE=fuzz exec .venv/bin/python -m pytest -p no:cacheprovider tests/params/test_properties.py "$@"

@@ -1,21 +1,16 @@
-"""Shared test configuration: hypothesis profiles and helpers.
+"""Shared test configuration: hypothesis profiles (shared helpers are in tests/support/).
 
 Profiles: ``ci`` (bounded and derandomized, the default under CI=true), ``dev`` (the default
 otherwise: random, with the example database)
-and ``fuzz`` (long campaigns: ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_params_properties.py``
+and ``fuzz`` (long campaigns: ``HYPOTHESIS_PROFILE=fuzz pytest tests/params/test_properties.py``
 or ``scripts/fuzz.sh``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 # ci: the same examples on every machine and every run (derandomize: seeded from each test,
 # no example database), no timing check (deadline, too_slow), a bounded count
@@ -30,19 +25,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 #: test files whose module- or session-scoped fixtures are costly (a TVM run of every verdict
 #: case, an hhb-tvm export, compiled parsers, libraries built with cc): under ``-n`` each runs on
 #: one worker (:func:`pytest_xdist_make_scheduler`), so that two workers do not both make them
-GROUPED = ("test_tvm_verdicts.py", "test_mlf_hhb_export.py", "test_kaitai.py", "test_blob_tvm.py",
-           "test_conformance_results.py", "test_strategies_tvm.py", "test_truncated_while_read.py")
+GROUPED = ("tests/peers/tvm/test_verdicts.py", "tests/peers/hhb/test_mlf_export.py", "tests/spec/test_kaitai.py",
+           "tests/peers/tvm/test_blob.py", "tests/conformance/test_results.py", "tests/peers/tvm/test_strategies.py",
+           "tests/safety/test_truncated_while_read.py")
 #: the longest tests (``--durations`` of the whole run), collected first so that both workers
 #: start on them instead of one worker running them alone at the end
-LONG_FIRST = ("test_conformance_hhb.py", "test_tvm_verdicts.py", "test_conformance_adapters.py", "test_fuzzing.py",
-              "test_conformance_mutation.py", "test_types.py", "test_conformance_tvm.py", "test_spec_language.py",
-              "test_mlf_spec_language.py")
+LONG_FIRST = ("tests/peers/hhb/test_conformance.py", "tests/peers/tvm/test_verdicts.py", "tests/conformance/test_adapters.py",
+              "tests/fuzzing/test_harness.py", "tests/conformance/test_mutation.py", "tests/project/test_types.py",
+              "tests/peers/tvm/test_conformance.py", "tests/spec/test_language.py", "tests/spec/test_versioned_language.py")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:  # noqa: ANN001
     """Collect the files of LONG_FIRST first (a stable sort: the rest keeps its order)."""
     rank = {name: n for n, name in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
@@ -56,6 +52,6 @@ def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.rsplit("/", 1)[-1] in GROUPED else nodeid
+            return path if path in GROUPED else nodeid
 
     return Scheduling(config, log)

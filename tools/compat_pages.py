@@ -10,12 +10,12 @@ docs/conformance/results.html, the HTML page over all of them.
 
 Each run is ``mlf-spec conformance run --adapter NAME`` over the whole vector suite plus a bounded
 ``--generate`` run (the parameters below), with the adapter's known failures; the page is
-``mlf-spec conformance report`` of its JSON report. tests/test_conformance_adapters.py makes the
+``mlf-spec conformance report`` of its JSON report. tests/conformance/test_adapters.py makes the
 same runs and fails when a committed page no longer matches what a fresh run finds (outside
 the generated-cases section, which depends on timing), and when the adapter's entry of the
 index differs from the run's (:func:`stale`). The peers must be installed (the
 ``test`` extra has them) and Node.js on PATH; the Kaitai parsers are compiled on demand into
-the cache of tools/kaitai (tests/kaitai_support.py).
+the cache of tools/kaitai (tests/support/kaitai.py).
 """
 
 from __future__ import annotations
@@ -81,9 +81,11 @@ def sampled_args(name: str) -> list[str]:
 
 def kaitai_environment() -> dict[str, str]:
     """The variables the kaitai adapters read: parsers compiled (debug mode) into the cache."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import kaitai_support
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from specgen import kaitai_node
+
+    from tests.support import kaitai as kaitai_support
 
     compiled, _ = kaitai_support.compiled(debug=True)
     return {"MLF_SPEC_KAITAI_PYTHON": str(compiled / "python"), "MLF_SPEC_KAITAI_JS": str(compiled / "javascript"),

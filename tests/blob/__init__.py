@@ -1,0 +1,1 @@
+"""Module blobs (mlf_spec.blob): layouts, facts, the locator, properties."""

@@ -1,0 +1,1 @@
+"""The tensor cache (mlf_spec.cache) without TVM."""

@@ -1,0 +1,1 @@
+"""The command line as a whole: outputs, batches, edges, extract, start-up, check, the library's documents."""

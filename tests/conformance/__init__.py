@@ -1,0 +1,1 @@
+"""The conformance kit (mlf_spec.conformance): vectors, runner, adapters, results, mutation."""

@@ -1,0 +1,187 @@
+"""Results people can show: the HTML page (tested in a real headless Chromium), the SVG badge,
+the comparison of two runs and the JSON index; malformed reports are MlfErrors with the path."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from mlf_spec.cli import main as cli
+from mlf_spec.conformance import html, report, results, runner, testee, vectors
+from mlf_spec.conformance.adapters.mlf_spec import MlfSpecAdapter
+from mlf_spec.conformance.known_failures import KnownFailures
+from mlf_spec.errors import MlfError
+from tests.support import browser as browser_support
+
+ROOT = Path(__file__).resolve().parents[2]
+BAD = [sys.executable, str(ROOT / "tests" / "support" / "conformance_testees" / "misbehaving.py")]
+IDS = ["params.valid.w-and-b", "params.valid.0-d", "params.broken.truncated.at-0", "graph-json.valid.*"]
+
+
+def _run(t, known: KnownFailures, path: Path) -> list[dict]:
+    rep = report.JsonLines(path)
+    runner.run(t, vectors.load_suite(ids=IDS), known=known, progress=False, report=rep)
+    rep.close()
+    return report.read_report(path)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reports")
+    good = _run(testee.InProcess(MlfSpecAdapter()), KnownFailures(), d / "good.jsonl")
+    kf = KnownFailures.parse("params.valid.0-d  flaky: the shape may be off by one\n", "kf.txt")
+    bad = _run(testee.Persistent(BAD + ["serve-wrong"]), kf, d / "bad.jsonl")
+    return d, good, bad
+
+
+def test_an_entry_holds_the_counts_and_every_case_that_did_not_pass(reports):
+    _, good, bad = reports
+    g, b = results.entry(good), results.entry(bad)
+    assert g["name"] == "mlf-spec" and g["passed"] == g["applicable"] == g["cases"] and not g["divergences"]
+    assert b["name"] == "misbehaving-serve-wrong"
+    assert b["counts"] == {"fail": 1, "flaky": 1, "pass": 1, "skip": b["cases"] - 3}
+    assert (b["passed"], b["applicable"]) == (1, 3)
+    assert [(d["id"], d["outcome"]) for d in b["divergences"]] == [("params.valid.0-d", "flaky"),
+                                                                     ("params.valid.w-and-b", "fail")]
+    assert "reproduce" not in b["divergences"][1]
+    assert "serve" in results.entry(bad, reproduce=True)["divergences"][1]["reproduce"]
+
+
+def test_the_badge_says_passed_over_applicable(reports):
+    _, good, bad = reports
+    for records, text, color in ((good, None, "#4c1"), (bad, "1/3 passed", "#e05d44")):
+        e = results.entry(records)
+        svg = results.badge(e)
+        root = ET.fromstring(svg)
+        texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+        assert texts == ["conformance", text or f"{e['passed']}/{e['applicable']} passed"]
+        assert color in svg
+
+
+def test_compare_names_newly_failing_newly_passing_and_changed_reasons(tmp_path, capsys):
+    def rec(cid, outcome, message=""):
+        return {"type": "case", "id": cid, "format": "params", "role": "decode", "outcome": outcome, "seconds": 0.0,
+                **({"message": message} if message else {})}
+
+    run = {"type": "run", "mlf_spec": "0", "testee": "t", "testee_info": {}, "vectors": "installed",
+           "started": "2026-01-01T00:00:00+00:00", "cases": 4, "mode": "one-shot"}
+    old = [run, rec("a", "pass"), rec("b", "fail", "x: expected 1, got 2"), rec("c", "fail", "rejected"),
+           rec("d", "xfail", "known")]
+    new = [run, rec("a", "fail", "y: expected 3, got 4"), rec("b", "pass"), rec("c", "fail", "accepted"),
+           rec("d", "xfail", "known"), rec("e", "error", "crashed")]
+    diff = results.compare(old, new)
+    assert [r["id"] for r in diff["newly_failing"]] == ["a", "e"]
+    assert [r["id"] for r in diff["newly_passing"]] == ["b"]
+    assert [(r["id"], r["old_reason"], r["reason"]) for r in diff["changed_reason"]] == [("c", "rejected", "accepted")]
+    paths = []
+    for name, records in (("old", old), ("new", new)):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text("".join(json.dumps(r) + "\n" for r in records))
+        paths.append(str(p))
+    assert cli(["conformance", "report", "--compare", *paths]) == 1
+    out = capsys.readouterr().out
+    assert "2 newly failing, 1 newly passing, 1 with another reason" in out and "NEWLY FAILING a" in out
+    assert cli(["conformance", "report", "--compare", paths[1], paths[1]]) == 0
+
+
+@pytest.mark.parametrize("content", ["", "not json\n", '{"type": "case"}\n', '{"type": "run"}\n'])
+def test_a_malformed_report_is_an_mlferror_with_its_path(content, tmp_path, capsys):
+    p = tmp_path / "broken.jsonl"
+    p.write_text(content)
+    with pytest.raises(MlfError) as err:
+        report.read_report(p)
+    assert err.value.file == str(p)
+    for args in (["--html", str(tmp_path / "r.html"), str(p)], ["--compare", str(p), str(p)]):
+        assert cli(["conformance", "report", *args]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and str(p) in lines[0] and "Traceback" not in lines[0]
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_malformed_index_is_an_mlferror_with_its_path():
+    for text in ("[]", "{", '{"format": "mlf-spec-conformance-index", "implementations": [{"name": "x"}]}'):
+        with pytest.raises(MlfError) as err:
+            results.read_index(text, "docs/conformance/index.json")
+        assert err.value.file == "docs/conformance/index.json"
+
+
+def test_a_malformed_vector_is_an_mlferror_with_its_path(tmp_path, capsys):
+    (tmp_path / "x.case.json").write_text('{"id": "x"}')
+    assert cli(["conformance", "run", "--adapter", "mlf-spec", "--vectors", str(tmp_path)]) == 2
+    assert str(tmp_path / "x.case.json") in capsys.readouterr().err
+
+
+def test_the_cli_writes_the_page_the_badge_and_the_index(reports, tmp_path):
+    d, good, bad = reports
+    out = tmp_path / "r.html"
+    assert cli(["conformance", "report", str(d / "good.jsonl"), str(d / "bad.jsonl"), "--html", str(out),
+                "--index", str(tmp_path / "i.json")]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "misbehaving-serve-wrong" in text and "conformance request" in text  # the reproducer is there
+    doc = results.read_index((tmp_path / "i.json").read_text(), "i.json")
+    assert [e["name"] for e in doc["implementations"]] == ["misbehaving-serve-wrong", "mlf-spec"]
+    assert cli(["conformance", "report", str(d / "bad.jsonl"), "--badge", str(tmp_path / "b.svg")]) == 0
+    assert "1/3 passed" in (tmp_path / "b.svg").read_text()
+    assert cli(["conformance", "report", str(d / "bad.jsonl"), str(d / "good.jsonl"), "--badge",
+                str(tmp_path / "c.svg")]) == 2
+
+
+def test_the_html_page_in_a_real_headless_browser(reports, tmp_path):
+    d, good, bad = reports
+    hostile = json.loads(json.dumps(bad))
+    for r in hostile:
+        if r.get("id") == "params.valid.w-and-b":
+            r["message"] = "<img src=x onerror=alert(1)> </script><b>bold</b>"
+    page_file = tmp_path / "results.html"
+    page_file.write_text(html.page([results.entry(good, reproduce=True), results.entry(hostile, reproduce=True)]),
+                         encoding="utf-8")
+    with browser_support.browser_page() as page:
+        requests, errors, dialogs = [], [], []
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("dialog", lambda dlg: (dialogs.append(dlg.message), dlg.dismiss()))
+        page.goto(page_file.as_uri())
+        assert page.title() == "Conformance results"
+        assert [u for u in requests if not u.startswith("file://")] == []  # self-contained
+        assert not errors and not dialogs
+        visible = 'details[data-row="failure"]:visible'
+        assert page.locator(visible).count() == 2 and page.inner_text("#shown") == "2"
+        cells = page.locator('#m-formats tr[data-format="params"] td')
+        assert cells.all_inner_texts() == ["params", "3/3", "1/3"]
+        # the hostile message is text, not markup
+        assert page.locator("img").count() == 0 and page.locator("details b").count() == 0
+        assert "<img src=x" in page.locator('details[data-row="failure"]:has-text("w-and-b")').text_content()
+        # a failure opens to its diff and its reproducer
+        failure = page.locator('details:has-text("params.valid.w-and-b")')
+        failure.locator("summary").click()
+        assert "tensors[0].shape" in failure.locator("pre.diff").inner_text()
+        assert "conformance request" in failure.locator("pre.reproduce").inner_text()
+        # filters: outcome, text, format, implementation
+        page.select_option("#f-outcome", "flaky")
+        assert page.locator(visible).count() == 1 and page.inner_text("#shown") == "1"
+        page.select_option("#f-outcome", "")
+        page.fill("#f-text", "w-and-b")
+        assert page.locator(visible).count() == 1
+        assert page.locator('#m-features tr[data-row="matrix"]:visible').count() == 0
+        page.fill("#f-text", "")
+        page.select_option("#f-format", "graph-json")
+        assert page.locator(visible).count() == 0
+        assert page.locator('#m-formats tr[data-row="matrix"]:visible').count() == 1
+        page.select_option("#f-format", "")
+        page.uncheck('input.impl[value="misbehaving-serve-wrong"]')
+        assert page.locator(visible).count() == 0
+        assert not page.locator('#m-formats th[data-impl="misbehaving-serve-wrong"]').is_visible()
+        assert page.locator('#m-formats th[data-impl="mlf-spec"]').is_visible()
+        assert not page.locator('#summary tr[data-impl="misbehaving-serve-wrong"]').is_visible()
+        assert not errors and not dialogs
+
+
+def test_the_markdown_page_still_comes_from_the_same_report(reports, capsys):
+    d, _, _ = reports
+    assert cli(["conformance", "report", str(d / "bad.jsonl")]) == 0
+    assert "# Compatibility: misbehaving-serve-wrong" in capsys.readouterr().out

@@ -1,0 +1,1 @@
+"""mlf-spec diff and mlf_spec.diff."""

@@ -1,0 +1,1 @@
+"""README and docs: code blocks run, figures come from runs."""

@@ -1,0 +1,160 @@
+"""Every Python block of README.md and docs/ runs as written (issue 18 item 11), in a folder
+holding the files the blocks name (made by examples/make_example_artifacts.py --docs).
+
+Blocks that call *your* code (``my_lib``, ``my_reader``, ``to_canonical``, the ``data`` you
+feed it) run with the small stand-in reader of this file, built on mlf-spec, so that the
+block itself is executed unchanged; a block that defines pytest tests has them called with a
+real conformance vector; the atheris harness runs in a child process for a few inputs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+from make_example_artifacts import doc_files  # noqa: E402
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def python_blocks() -> list:
+    """(file, line, code) of every ```python block."""
+    out = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for m in _BLOCK.finditer(text):
+            line = text.count("\n", 0, m.start()) + 2
+            out.append(pytest.param(path, line, m.group(1), id=f"{path.relative_to(ROOT)}:{line}"))
+    return out
+
+
+def test_the_docs_have_python_blocks() -> None:
+    assert len(python_blocks()) >= 12
+
+
+def _stand_in_modules() -> dict[str, types.ModuleType]:
+    """``my_lib`` and ``my_reader``: a reader of .params files as a user would write one."""
+    from mlf_spec import params
+    from mlf_spec.conformance.adapters.base import Rejected
+    from mlf_spec.conformance.adapters.mlf_spec import MlfSpecAdapter
+    from mlf_spec.errors import MlfError
+
+    class _Tensor:
+        def __init__(self, info, raw: bytes) -> None:
+            self.code, self.bits, self.lanes = info.dtype.code, info.dtype.bits, info.dtype.lanes
+            self.shape, self._raw = info.shape, raw
+
+        def raw_bytes(self) -> bytes:
+            return self._raw
+
+    def load_params(data: bytes):
+        with params.open(bytes(data)) as lazy:
+            return [(i.name, _Tensor(i, bytes(lazy.raw(i)))) for i in lazy.index]
+
+    my_lib = types.ModuleType("my_lib")
+    my_lib.load_params = load_params  # type: ignore[attr-defined]
+    my_lib.read = bytes  # type: ignore[attr-defined]  # README: read, then to_canonical
+    my_lib.to_canonical = lambda data: MlfSpecAdapter().decode("params", data, {})  # type: ignore[attr-defined]
+    my_lib.Error = Rejected  # type: ignore[attr-defined]  # what to_canonical raises
+    my_lib.FormatError = MlfError  # type: ignore[attr-defined]
+    my_reader = types.ModuleType("my_reader")
+    my_reader.load = params.loads  # type: ignore[attr-defined]
+    my_reader.FormatError = MlfError  # type: ignore[attr-defined]
+    return {"my_lib": my_lib, "my_reader": my_reader}
+
+
+@pytest.fixture
+def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    doc_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for name, mod in _stand_in_modules().items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return tmp_path
+
+
+def _namespace(code: str) -> dict:
+    """What a block may take from its surroundings: your reader and your input."""
+    from mlf_spec import params
+
+    ns: dict = {"__name__": "doc_block"}
+    if "my_reader" in code and "import my_reader" not in code:
+        ns["my_reader"] = params.loads  # the README's isolation example: a function reading bytes
+    if "data" in code:
+        ns["data"] = Path("model.params").read_bytes()
+    return ns
+
+
+def _call_conformance_tests(ns: dict) -> int:
+    """Call the pytest tests a block defines with real vectors (the plugin's mlf_case)."""
+    from mlf_spec.conformance.vectors import load_suite
+
+    tests = [v for k, v in ns.items() if k.startswith("test_") and callable(v)]
+    cases = [c for c in load_suite(formats=["params"], roles=["decode"])][:5]
+    for test in tests:
+        for case in cases:
+            test(case)
+    return len(tests) * len(cases)
+
+
+@pytest.mark.parametrize(("path", "line", "code"), python_blocks())
+def test_python_block_runs_as_written(doc_dir: Path, path: Path, line: int, code: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    if "atheris" in code:
+        _run_atheris_block(doc_dir, code)
+        return
+    if "from tvm_params import" in code:
+        _with_kaitai_parser(monkeypatch)
+    ns = _namespace(code)
+    registers = re.search(r"^reader_target\(", code, re.M) is not None
+    if registers:  # a registration in mlf_spec/fuzzing/targets.py: run there, on a copy of the registry
+        from mlf_spec.fuzzing import targets
+
+        monkeypatch.setattr(targets, "TARGETS", dict(targets.TARGETS))
+        ns.update({k: v for k, v in vars(targets).items() if not k.startswith("__")})
+        before = set(targets.TARGETS)
+    exec(compile(code, f"{path}:{line}", "exec"), ns)  # noqa: S102
+    if registers:
+        from mlf_spec.fuzzing import targets
+
+        (new,) = set(targets.TARGETS) - before
+        for data in (b"", Path("model.params").read_bytes()):
+            targets.run(new, data)  # the promise: a result or an MlfError, under every invariant
+    if "mlf_conformance" in code:
+        assert _call_conformance_tests(ns) > 0
+
+
+def _with_kaitai_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled Python parsers first on the path, and none of their module names taken
+    from ``sys.modules``: another test of this worker may have imported a parser of the same
+    name from another compile (the debug build's constructors do not read), and the block
+    must meet the build it documents. Both are undone after the test."""
+    from tests.support import kaitai as kaitai_support
+
+    out, _ = kaitai_support.compiled(("python",))
+    here = out / "python"
+    for name in sorted(f.stem for f in here.glob("*.py")):
+        monkeypatch.setitem(sys.modules, name, None)  # recorded, so the undo restores or removes it
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(here))
+
+
+def _run_atheris_block(doc_dir: Path, code: str) -> None:
+    (doc_dir / "my_reader.py").write_text(textwrap.dedent("""
+        from mlf_spec import params
+        from mlf_spec.errors import MlfError as FormatError
+        load = params.loads
+    """))
+    (doc_dir / "harness.py").write_text(code)
+    r = subprocess.run([sys.executable, "harness.py", "-runs=30", "-seed=1"], cwd=doc_dir, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(doc_dir)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Done 30 runs" in r.stderr

@@ -1,0 +1,1 @@
+"""The fuzzing harness (mlf_spec.fuzzing, fuzz/)."""

@@ -1,0 +1,1 @@
+"""GraphExecutor JSON (mlf_spec.graph)."""

@@ -1,0 +1,1 @@
+"""Migrations between MLF versions (mlf_spec.mlf.migrate), their spec kind and CLI."""

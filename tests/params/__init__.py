@@ -1,0 +1,1 @@
+""".params files (mlf_spec.params)."""

@@ -1,0 +1,1 @@
+"""Differential tests against other implementations installed for real."""

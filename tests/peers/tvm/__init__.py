@@ -1,0 +1,1 @@
+"""apache-tvm (the test extra's wheel, and peer venvs of other versions)."""

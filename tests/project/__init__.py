@@ -1,0 +1,1 @@
+"""The house itself: ruff, mypy, no import cycles, module homes."""

@@ -1,0 +1,1 @@
+"""Hostile inputs and resources, files changing while read."""

@@ -1,0 +1,1 @@
+"""The spec language, the generator and its back ends (plain validators, Kaitai)."""

@@ -1,0 +1,1 @@
+"""The hypothesis strategies' vocabulary and verdict rules."""
