@@ -4,11 +4,20 @@ edge draws (:mod:`mlf_spec.blob.edges`), so both probe the same places."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
-#: bytes per integer type of the binary spec
-WIDTH = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+from mlf_spec._internal.spec_engine import SCALAR_FORMATS
+
+#: the struct code of each integer type of the binary spec, and its bytes
+FORMAT = {t: code for t, code in SCALAR_FORMATS.items() if t[0] in "ui"}
+WIDTH = {t: struct.calcsize("<" + code) for t, code in FORMAT.items()}
+
+
+def unpack(type_name: str, data: bytes | memoryview, offset: int) -> int:
+    """The little-endian integer of ``type_name`` at ``offset`` of ``data``."""
+    return struct.unpack_from("<" + FORMAT[type_name], data, offset)[0]
 
 
 def raw(type_name: str, value: int) -> bytes:

@@ -52,7 +52,8 @@ def _present(f: dict, ns: dict, era: tuple[int, ...]) -> bool:
     return True
 
 
-_SCALAR = {
+#: the struct code of each scalar type of the binary spec
+SCALAR_FORMATS = {
     "u8": "B",
     "u16": "H",
     "u32": "I",
@@ -91,7 +92,7 @@ class Builder:
 
     def _scalar(self, type_name: str, value: Any, path: Path) -> None:
         value = self.overrides.get(path, value)
-        code = _SCALAR[type_name]
+        code = SCALAR_FORMATS[type_name]
         if isinstance(value, (bytes, bytearray)):
             self.out += value
         else:
@@ -101,7 +102,7 @@ class Builder:
         self.out += struct.pack("<Q", self.overrides.get(path + ("#count",), n))
 
     def _value(self, type_name: str, value: Any, path: Path, f: dict) -> None:
-        if type_name in _SCALAR:
+        if type_name in SCALAR_FORMATS:
             self._scalar(type_name, value, path)
         elif type_name == "str":
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
@@ -213,7 +214,7 @@ class Tracer:
         return b
 
     def _scalar(self, type_name: str, path: Path, f: dict, role: str = "value") -> Any:
-        code = _SCALAR[type_name]
+        code = SCALAR_FORMATS[type_name]
         size = struct.calcsize(code)
         start = self.pos
         (v,) = struct.unpack("<" + code, self._take(size, path))
@@ -221,7 +222,7 @@ class Tracer:
         return v
 
     def _value(self, type_name: str, path: Path, f: dict) -> Any:
-        if type_name in _SCALAR:
+        if type_name in SCALAR_FORMATS:
             return self._scalar(type_name, path, f)
         if type_name == "str":
             n = self._scalar("u64", path + ("#count",), f, "length")

@@ -11,7 +11,6 @@ an edge lands on is left to the reference's reading: generated cases compare a r
 
 from __future__ import annotations
 
-import struct as _struct
 from collections import defaultdict
 from typing import Any
 
@@ -21,7 +20,7 @@ from hypothesis import strategies as st
 from mlf_spec._internal.drawn import Data, Edge
 from mlf_spec._internal.spec_engine import build, trace
 from mlf_spec._internal.spec_strategies import Drawn, value_tree
-from mlf_spec.edge_values import WIDTH, edge_values, length_lies, rooms
+from mlf_spec.edge_values import WIDTH, edge_values, length_lies, raw, rooms, unpack
 
 from . import codec as _blob
 from .strategies import (
@@ -158,16 +157,11 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     assume(bool(places))
     span = draw(st.sampled_from(_by_place(places, body)))
     type_name = _typed(span.field)
-    (good,) = _struct.unpack("<" + _FMT[type_name], data[span.offset:span.offset + span.size])
+    good = unpack(type_name, data, span.offset)
     lo, hi = span.field.get("bounds", (None, None))
     high = [good + (1 << (8 * WIDTH[type_name] // 2))] if WIDTH[type_name] >= 4 else []
     value = draw(st.sampled_from(high * 2 + edge_values(type_name, good, lo, hi) + list(range(9))))
-    width = WIDTH[type_name]
-    raw = (value % (1 << (8 * width))).to_bytes(width, "little")
-    return _edge("value", _set(data, span.offset, raw), fmt, e, place(span.path, body))
-
-
-_FMT = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
+    return _edge("value", _set(data, span.offset, raw(type_name, value)), fmt, e, place(span.path, body))
 
 
 def _typed(f: dict) -> str:

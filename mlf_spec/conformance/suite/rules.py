@@ -21,16 +21,14 @@ boundary and every byte string one byte short.
 
 from __future__ import annotations
 
-import struct as _struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mlf_spec._internal.spec_engine import Span
 from mlf_spec.edge_values import WIDTH as _WIDTH
-from mlf_spec.edge_values import edge_values, length_lies, raw, rooms
+from mlf_spec.edge_values import edge_values, length_lies, raw, rooms, unpack
 
-_FMT = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
 #: the aspects a field's entry in the spec gives it, in the order of the rule ids
 ASPECTS = ("const", "range", "each", "equals", "derive", "table", "length")
 
@@ -161,7 +159,7 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
             if done[rid, s.role] >= per_rule:
                 continue
             done[rid, s.role] += 1
-            (good,) = _struct.unpack("<" + _FMT[type_name], data[s.offset:s.offset + s.size])
+            good = unpack(type_name, data, s.offset)
             lo, hi = f.get("bounds", (None, None)) if aspect in ("range", "each") else (None, None)
             values = length_lies(good) if aspect in ("equals", "derive") and good >= 0 else \
                 edge_values(type_name, good, lo, hi)
