@@ -38,7 +38,6 @@ pointer``, TVM's check messages) is captured in ``stderr``.
 from __future__ import annotations
 
 import os
-import signal as _signal
 import tempfile
 import time
 import traceback
@@ -83,12 +82,9 @@ class Outcome:
     @property
     def signal_name(self) -> str | None:
         """``SIGABRT``, ``SIGSEGV``... when a signal killed the child."""
-        if self.signal is None:
-            return None
-        try:
-            return _signal.Signals(self.signal).name
-        except ValueError:
-            return f"signal {self.signal}"
+        from mlf_spec.peers.forked import signal_name  # the peers package is not loaded at start-up
+
+        return None if self.signal is None else signal_name(self.signal)
 
     def __repr__(self) -> str:
         if self.status == "ok":

@@ -160,13 +160,14 @@ def response_line(resp: dict[str, Any]) -> bytes:
 def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
     """``respond`` in a forked child; a child that dies gives an ``internal`` error response."""
     from mlf_spec.isolation import forked_call
+    from mlf_spec.peers.forked import signal_name
 
     reply = forked_call(lambda request: respond(adapter, request), line, None)
     if reply[0] == "ok":
         return reply[1]
     rid = _request_id(line)
     if reply[0] == "crash" and reply[1] is not None:
-        sig = signal.Signals(reply[1]).name
+        sig = signal_name(reply[1])
         return {"id": rid, "ok": False, "error": {"class": "internal", "signal": sig,
                                                   "message": f"the implementation was killed by {sig}"}}
     what = f"exit status {reply[2]}" if reply[0] == "crash" else f"{reply[1]}: {reply[2]}"

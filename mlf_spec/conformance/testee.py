@@ -49,12 +49,9 @@ class Limits:
 
 def signal_name(returncode: int) -> str | None:
     """SIGSEGV for -11 (a child killed by a signal), else None."""
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
+    from mlf_spec.peers.forked import signal_name as _name  # the peers package is not loaded at start-up
+
+    return None if returncode >= 0 else _name(-returncode)
 
 
 try:

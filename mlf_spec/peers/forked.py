@@ -98,8 +98,16 @@ def in_fork(case: Callable[[Send], Any], timeout: int | None = None) -> Outcome:
             except ValueError:  # a line cut short by the crash
                 pass
     if st is None or os.WIFSIGNALED(st):  # (no deadline here: st is a status)
-        return Outcome(parts, signal.Signals(os.WTERMSIG(st) if st is not None else signal.SIGKILL).name, None)
+        return Outcome(parts, signal_name(os.WTERMSIG(st) if st is not None else signal.SIGKILL), None)
     return Outcome(parts, None, os.WEXITSTATUS(st))
 
 
-__all__ = ["Outcome", "Send", "fork_and_read", "in_fork"]
+def signal_name(number: int) -> str:
+    """``SIGSEGV`` for 11; a number Python has no name for (a real-time signal) as ``signal <n>``."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+__all__ = ["Outcome", "Send", "fork_and_read", "in_fork", "signal_name"]

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from mlf_spec.peers.forked import fork_and_read, in_fork
+from mlf_spec.peers.forked import fork_and_read, in_fork, signal_name
 
 
 def test_parts_and_the_returned_value_come_back_in_order() -> None:
@@ -65,3 +65,12 @@ def test_past_the_deadline_the_child_is_killed_and_what_it_wrote_is_kept() -> No
     assert fork_and_read(child, time.monotonic() + 0.5) == (b"started", None)
     data, status = fork_and_read(lambda w: os.write(w, b"done") and None, time.monotonic() + 60)
     assert data == b"done" and status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_signal_python_has_no_name_for_is_still_an_outcome() -> None:
+    """A real-time signal (no ``signal.Signals`` member) ends the case like any other: its
+    number is named, not a ValueError raised in the parent."""
+    number = signal.SIGRTMIN + 3
+    out = in_fork(lambda send: os.kill(os.getpid(), number))
+    assert out.signal == signal_name(number) == f"signal {number}" and out.exit is None
+    assert signal_name(signal.SIGSEGV) == "SIGSEGV"
