@@ -26,7 +26,7 @@ import mmap
 import os
 import struct
 import sys
-from collections.abc import Iterator, KeysView, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, KeysView, Mapping, MutableMapping
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -47,6 +47,7 @@ from mlf_spec.generated.tensor_fast import (
     start_of_tensor_record,
 )
 
+from . import accel as _accel
 from . import dtypes as _dt
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
@@ -122,16 +123,36 @@ Run = tuple[TensorRecord, int, int]
 class _Index:
     """What the headers say: the names, and the records either as runs of identical
     headers (``runs``) or as flat header tuples with their data offsets (``heads``,
-    ``offsets``: see ``read_tensor_record_heads``); runs are made from heads when asked for."""
+    ``offsets``: see ``read_tensor_record_heads``, made on first use by ``heads_of()``, so
+    that the compiled walker's packed headers become tuples only when asked for); runs are
+    made from heads when asked for."""
 
-    __slots__ = ("names", "_runs", "magic", "reserved", "end", "choice", "heads", "offsets")
+    __slots__ = ("names", "_runs", "magic", "reserved", "end", "choice", "_heads", "_heads_of")
 
     def __init__(self, names: list[str], runs: list[Run] | None, magic: int, reserved: int, end: int,
-                 choice: _dt.DialectChoice, heads: list[tuple] | None = None, offsets: list[int] | None = None
+                 choice: _dt.DialectChoice, heads_of: Callable[[], tuple[list[tuple], list[int]]] | None = None
                  ) -> None:
         self.names, self._runs, self.magic, self.reserved, self.end, self.choice = (
             names, runs, magic, reserved, end, choice)
-        self.heads, self.offsets = heads, offsets
+        self._heads: tuple[list[tuple], list[int]] | None = None
+        self._heads_of = heads_of
+
+    def _both(self) -> tuple[list[tuple], list[int]] | None:
+        if self._heads is None and self._heads_of is not None:
+            self._heads = self._heads_of()
+        return self._heads
+
+    @property
+    def heads(self) -> list[tuple] | None:
+        """The flat header tuples (None when the records were read as runs)."""
+        both = self._both()
+        return None if both is None else both[0]
+
+    @property
+    def offsets(self) -> list[int] | None:
+        """Where the data of each of ``heads`` starts."""
+        both = self._both()
+        return None if both is None else both[1]
 
     @property
     def runs(self) -> list[Run]:
@@ -205,7 +226,17 @@ def _sparse(buf: Any, size: int) -> bool:
 
 def _buffer_index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict: bool) -> _Index:
     """The index of a file of large tensors held in ``buf``, its headers read by the
-    generated ``read_tensor_record_heads``."""
+    compiled walker (``accel``) or the generated ``read_tensor_record_heads``."""
+    top = lambda v, at: int(np.frombuffer(buf, np.uint8, v[-1], at).max())  # noqa: E731
+    walker = _accel.walker()
+    if walker is not None:
+        try:
+            got = walker.index_buffer(buf, size)
+        except walker.Refusal:
+            pass  # the generated reader below names the error
+        else:
+            if got is not None:
+                return _choose_walked(walker, got, dialect, strict, top)
 
     def read(b: Any, pos: int, end: int, n: int, era: tuple[int, ...]) -> tuple[tuple[list, list], int]:
         heads: list[tuple] = []
@@ -220,7 +251,7 @@ def _buffer_index(buf: Any, size: int, dialect: str | _dt.Dialect | None, strict
         return (heads, offsets), pos
 
     rec, end = read_params_file(buf, 0, size, runs=read)
-    return _choose(rec, end, dialect, strict, lambda v, at: int(np.frombuffer(buf, np.uint8, v[-1], at).max()))
+    return _choose_read(rec, end, dialect, strict, top)
 
 
 _SPARSE_MIN = 16 << 10  # tensors this large on average: each header lies on its own page
@@ -259,7 +290,18 @@ def _pread_index(fd: int, size: int, dialect: str | _dt.Dialect | None, strict: 
     """The index from pread alone (no mmap): the header and the names from the first
     window, then the record headers a window at a time, read by the generated
     ``read_tensor_record_heads`` with every check (errors name their true offsets). None
-    for a file of small tensors unless ``dense`` (the caller reads those as runs)."""
+    for a file of small tensors unless ``dense`` (the caller reads those as runs). The
+    compiled walker (``accel``) reads it when built; on bad input the generated reader
+    reads it again and raises the error."""
+    top = lambda v, at: _data_max(fd, at, v[-1])  # noqa: E731
+    walker = _accel.walker()
+    if walker is not None:
+        try:
+            got = walker.index_fd(fd, size, dense)
+        except walker.Refusal:
+            pass  # the generated reader below names the error
+        else:
+            return None if got is None else _choose_walked(walker, got, dialect, strict, top)
     first = _pread(fd, min(size, _FIRST), 0)
     sparse = _sparse(first, size)
     if not (sparse or dense):
@@ -275,18 +317,35 @@ def _pread_index(fd: int, size: int, dialect: str | _dt.Dialect | None, strict: 
             if len(first) >= size:
                 raise
             first = _pread(fd, min(size, len(first) * 8), 0)
-    return _choose(rec, end, dialect, strict, lambda v, at: _data_max(fd, at, v[-1]))
+    return _choose_read(rec, end, dialect, strict, top)
 
 
-def _choose(rec: Any, end: int, dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
-    """The index of a file read as heads: the dialect detected (``top(head, offset)`` gives
-    the largest byte of a tensor whose bytes tell dialects apart) or given."""
+def _choose_read(rec: Any, end: int, dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
+    """``_choose`` for a file read by the generated reader (its last field: heads, offsets)."""
     heads, offsets = rec.arrays
-    keys = set(map(_H_KEY, heads))
+    return _choose(rec.magic, rec.reserved, rec.names, set(map(_H_KEY, heads)), lambda: (heads, offsets), end,
+                   dialect, strict, top)
+
+
+def _choose_walked(walker: Any, got: tuple, dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
+    """``_choose`` for a file read by the compiled walker (its headers packed until asked for)."""
+    magic, reserved, names, packed, keys, end = got
+    return _choose(magic, reserved, names, keys, functools.partial(walker.unpack, packed), end, dialect, strict,
+                   top)
+
+
+def _choose(magic: int, reserved: int, names: list[str], keys: set[tuple[int, int, int]],
+            heads_of: Callable[[], tuple[list[tuple], list[int]]], end: int,
+            dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
+    """The index of a file read as heads (see ``read_tensor_record_heads``; ``heads_of()``
+    gives them and their data offsets, ``keys`` their (code, bits, lanes)): the dialect
+    detected (``top(head, offset)`` gives the largest byte of a tensor whose bytes tell
+    dialects apart) or given."""
     if dialect is None:
         tops: dict[tuple[int, int, int], int] = {}
         for k in keys:
             if _dt.needs_data(k[0], k[1]):
+                heads, offsets = heads_of()
                 for v, at in zip(heads, offsets):
                     if _H_KEY(v) == k:
                         tops[k] = max(tops.get(k, -1), top(v, at) if v[-1] else -1)
@@ -295,11 +354,11 @@ def _choose(rec: Any, end: int, dialect: str | _dt.Dialect | None, strict: bool,
         choice = _dt.given(_dt.dialect(dialect))
     d = choice.dialect
     if strict and not all(_dt.lookup(d, *k).known for k in keys):
-        for i, (v, at) in enumerate(zip(heads, offsets)):
+        for i, (v, at) in enumerate(zip(*heads_of())):
             r = _record_of_head(v, at)
             _dt.require_known(_dt.lookup(d, *_H_KEY(v)), d, f"arrays[{i}].dtype",
                               start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
-    return _Index(rec.names, None, rec.magic, rec.reserved, end, choice, heads, offsets)
+    return _Index(names, None, magic, reserved, end, choice, heads_of)
 
 
 def _heads_reader(fd: int, first: bytes, window: int) -> Any:

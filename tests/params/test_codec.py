@@ -364,16 +364,21 @@ def _sparse_file(tmp_path):
     return path, data
 
 
-def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch):
-    from mlf_spec.params import codec
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
+def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch, compiled):
+    from mlf_spec.params import accel, codec
 
+    if compiled and not accel.available():
+        pytest.fail("the compiled walker is not built (tests/params/test_walker.py says why)")
+    monkeypatch.setattr(accel, "_chosen", [accel._load() if compiled else None])
     path, data = _sparse_file(tmp_path)
     raw = path.read_bytes()
     calls = []
     real = codec.read_tensor_record_heads
     monkeypatch.setattr(codec, "read_tensor_record_heads", lambda *a: calls.append(1) or real(*a))
     with params.open(path) as by_pread:
-        assert calls  # the headers were read by the generated heads reader, from pread windows
+        # the headers were read by the compiled walker, or by the generated heads reader from pread windows
+        assert bool(calls) is not compiled
         assert by_pread._mem is None  # nothing mapped until the data is asked for
         index = [tuple(i) for i in by_pread.index]
         assert {k: np.array(by_pread[k]).tolist() for k in by_pread} == {k: v.tolist() for k, v in data.items()}
