@@ -82,9 +82,13 @@ def figures_table(results: dict[str, dict[str, Any]]) -> str:
     rows.append(f"| the same, then asking for every array | {small['mlf_all_us_per_tensor']:.2f} us/tensor | "
                 f"{tvm} | {_fmt_ratio(small['ratio_all'])} | |")
     lazy = p["lazy"]
-    rows.append(f"| lazy open + index of a ResNet-50-like file ({lazy['tensors']} tensors) | "
+    walker = f", {lazy['walker']} header walker" if "walker" in lazy else ""
+    rows.append(f"| lazy open + index of a ResNet-50-like file ({lazy['tensors']} tensors{walker}) | "
                 f"{lazy['mlf_us']:.0f} us | safetensors {p['safetensors']} `safe_open` + `keys()` "
                 f"({lazy['safetensors_us']:.0f} us) | {_fmt_ratio(lazy['ratio'])} | <= 1.0x |")
+    if "python_ratio" in lazy:
+        rows.append(f"| the same with the generated Python header walker (the fallback without a C compiler) | "
+                    f"{lazy['mlf_python_us']:.0f} us | the same | {_fmt_ratio(lazy['python_ratio'])} | |")
     if "walk_pread_ratio" in lazy:
         rows.append(f"| the format's floor: a C walker reading only the record headers (pread) | "
                     f"{lazy['walk_pread_us']:.0f} us | the same | {_fmt_ratio(lazy['walk_pread_ratio'])} | |")

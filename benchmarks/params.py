@@ -9,7 +9,9 @@ touches every contender alike. The headline table (issue 20):
 * load 10,000 x float32[64] into NumPy: ``params.load`` against TVM's
   ``load_param_dict_from_file`` + ``.numpy()`` of every tensor (goal <= 0.12x);
 * lazy open + index of a ResNet-50-like file (161 tensors): ``params.open`` against
-  safetensors' ``safe_open`` + ``keys()`` of the same tensors (goal <= 1.0x), beside the
+  safetensors' ``safe_open`` + ``keys()`` of the same tensors (goal <= 1.0x): the library's
+  figure with the compiled header walker (``mlf_spec.params._walker``, when built), then
+  the same open with the generated Python walker (the fallback), beside the
   format's floor on this machine: two minimal C walkers (``params_floor.c``, built with gcc
   when the benchmark runs, called through ctypes) that touch only the record headers the
   format makes a reader read (one per tensor: the header sits in front of each tensor's
@@ -45,6 +47,7 @@ from _bench import interleaved, median, ratio_of_medians_per_round, record, upda
 from _floor import floor_walkers, python_floor  # noqa: E402
 
 from mlf_spec import params  # noqa: E402
+from mlf_spec.params import accel  # noqa: E402
 
 try:
     import tvm
@@ -113,6 +116,12 @@ def _mlf_open(path: Path) -> list[str]:
         return list(p.keys())
 
 
+def _mlf_open_python(path: Path) -> list[str]:
+    with accel.pure_python():  # the generated reader walks the headers (the fallback)
+        with params.open(path) as p:
+            return list(p.keys())
+
+
 def _st_open(path: Path) -> list[str]:
     with safe_open(str(path), "np") as f:
         return list(f.keys())
@@ -152,9 +161,13 @@ def bench_lazy(work: Path, rounds: int) -> dict[str, float]:
     path, st_path = work / "resnet.params", work / "resnet.safetensors"
     data = resnet50_like()
     params.save(data, path)
-    contenders = {"mlf open": lambda: _mlf_open(path)}
+    contenders = {"mlf open": lambda: _mlf_open(path), "mlf open, python walker": lambda: _mlf_open_python(path)}
     if safetensors is not None:
         st_save(data, str(st_path))
+    for written in (path, st_path):  # on disk before timing: pages still being written back slow reads unevenly
+        if written.exists():
+            with written.open("rb") as f:
+                os.fsync(f.fileno())
         contenders["safetensors open"] = lambda: _st_open(st_path)
     floors: dict[str, str] = {}  # contender -> key of its figures
     bpath = os.fsencode(path)
@@ -166,12 +179,15 @@ def bench_lazy(work: Path, rounds: int) -> dict[str, float]:
     contenders["python floor"] = lambda: python_floor(path)
     floors["python floor"] = "python_floor"
     t = interleaved(contenders, rounds * 4)
-    out = {"tensors": len(data), "mlf_us": median(t["mlf open"]) * 1e6}
+    out = {"tensors": len(data), "mlf_us": median(t["mlf open"]) * 1e6,
+           "walker": "compiled" if accel.walker() is not None else "python (the compiled walker is not built)",
+           "mlf_python_us": median(t["mlf open, python walker"]) * 1e6}
     for label, key in floors.items():
         out[f"{key}_us"] = median(t[label]) * 1e6
     if safetensors is not None:
         out["safetensors_us"] = median(t["safetensors open"]) * 1e6
         out["ratio"] = ratio_of_medians_per_round(t["mlf open"], t["safetensors open"])
+        out["python_ratio"] = ratio_of_medians_per_round(t["mlf open, python walker"], t["safetensors open"])
         for label, key in floors.items():
             out[f"{key}_ratio"] = ratio_of_medians_per_round(t[label], t["safetensors open"])
     return out
@@ -275,7 +291,10 @@ def main() -> int:
         print(f"{'load 10,000 x float32[64] (us/tensor)':<52} {small['mlf_us_per_tensor']:>16.2f}")
     if "ratio" in lazy:
         print(f"{'lazy open + index, ResNet-50-like (us) vs safetensors':<52} "
-              f"{lazy['mlf_us']:>16.0f} {lazy['safetensors_us']:>16.0f} {lazy['ratio']:>6.2f}x  <= 1.0x")
+              f"{lazy['mlf_us']:>16.0f} {lazy['safetensors_us']:>16.0f} {lazy['ratio']:>6.2f}x  <= 1.0x"
+              f"  ({lazy['walker']} walker)")
+        print(f"{'  the same, the generated Python walker (fallback)':<52} {lazy['mlf_python_us']:>16.0f} "
+              f"{lazy['safetensors_us']:>16.0f} {lazy['python_ratio']:>6.2f}x")
         for key, label in (("walk_pread", "the format's floor: C walker, pread"),
                            ("walk_mmap", "  C walker through one mapping"),
                            ("python_floor", "  Python, names and sizes only, no checks")):

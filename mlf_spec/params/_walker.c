@@ -38,7 +38,9 @@
 #define FIXED 32                           /* magic, reserved, device, ndim, dtype */
 #define FIRST (16 << 10)                   /* the first read: header, names, first records */
 #define SPARSE_MIN (16 << 10)              /* tensors this large on average: read header by header */
-#define HEAD_WINDOW 1024                   /* a header (at most 552 bytes) and maybe the next */
+#ifndef HEAD_WINDOW
+#define HEAD_WINDOW 4096 /* a header (at most 552 bytes) and likely the next ones (2-4 KiB measured best) */
+#endif
 #define MAX_WINDOW (64 << 10)              /* the largest read after a small tensor */
 #define DENSE_WINDOW (256 << 10)           /* small tensors: many headers per read */
 
@@ -179,6 +181,12 @@ static PyObject *walk(source *s, int dense) {
     pos += 8;
     if (n > (size - pos) / 40) { refuse("LengthError", PyUnicode_FromString("arrays"), pos); goto fail; }
     if ((keys = PySet_New(NULL)) == NULL) goto fail;
+    /* room for 4-dimensional headers (n was checked against the bytes: 40 or more per record) */
+    packed.cap = (size_t)(n < 4096 ? n : 4096) * 12;
+    if (packed.cap && (packed.w = PyMem_Malloc(packed.cap * sizeof(int64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t rem = size - pos;
         /* the next read: a header's worth after a large tensor, two small tensors' worth after a small one */

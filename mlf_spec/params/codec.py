@@ -341,7 +341,10 @@ def _choose(magic: int, reserved: int, names: list[str], keys: set[tuple[int, in
     gives them and their data offsets, ``keys`` their (code, bits, lanes)): the dialect
     detected (``top(head, offset)`` gives the largest byte of a tensor whose bytes tell
     dialects apart) or given."""
-    if dialect is None:
+    choice = _one_dtype_choice(keys) if dialect is None else None
+    if choice is not None:
+        pass
+    elif dialect is None:
         tops: dict[tuple[int, int, int], int] = {}
         for k in keys:
             if _dt.needs_data(k[0], k[1]):
@@ -359,6 +362,21 @@ def _choose(magic: int, reserved: int, names: list[str], keys: set[tuple[int, in
             _dt.require_known(_dt.lookup(d, *_H_KEY(v)), d, f"arrays[{i}].dtype",
                               start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
     return _Index(names, None, magic, reserved, end, choice, heads_of)
+
+
+_ONE_DTYPE: dict[tuple[int, int, int], _dt.DialectChoice] = {}
+
+
+def _one_dtype_choice(keys: set[tuple[int, int, int]]) -> _dt.DialectChoice | None:
+    """The detected dialect of a file of one dtype whose bytes need not be read (most
+    files), remembered; None otherwise."""
+    if len(keys) != 1:
+        return None
+    (k,) = keys
+    choice = _ONE_DTYPE.get(k)
+    if choice is None and not _dt.needs_data(k[0], k[1]):
+        choice = _ONE_DTYPE[k] = _dt.detect(keys)
+    return choice
 
 
 def _heads_reader(fd: int, first: bytes, window: int) -> Any:
@@ -903,6 +921,15 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
         mm: mmap.mmap | None = None
         try:
             size = os.fstat(fd).st_size
+            walker = _accel.walker()
+            if walker is not None and size:  # the compiled walk makes few objects: no GC pause needed
+                try:
+                    got = walker.index_fd(fd, size, not mapped)
+                except walker.Refusal:
+                    got = False  # the generated reader below names the error
+                if got:
+                    top = lambda v, at: _data_max(fd, at, v[-1])  # noqa: E731
+                    return LazyParams(_choose_walked(walker, got, dialect, strict, top), None, size, fd, name, mapped)
             was_enabled = gc.isenabled()
             gc.disable()  # many small acyclic objects: a collection pass would cost more than reading them
             try:

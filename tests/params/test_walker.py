@@ -209,3 +209,14 @@ def test_large_tensors_and_long_name_tables(tmp_path):
     with params.open(tmp_path / "s.params") as p:  # sparse: read by the walker, data by mapping
         assert all(np.array_equal(p[k], v) for k, v in big.items())
     assert all(np.array_equal(params.load(tmp_path / "s.params", mapped=False)[k], v) for k, v in big.items())
+
+
+def test_start_up_does_not_load_the_extension():
+    """The walker is imported on first use: importing the package, the CLI and the params
+    reader (what `check` and `upgrade` start with) leaves it unloaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mlf_spec, mlf_spec.cli, mlf_spec.params, mlf_spec.params.codec; "
+            "assert 'mlf_spec.params._walker' not in sys.modules, 'loaded at import'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
