@@ -16,6 +16,7 @@ generated reader. The extension is imported on first use, never at start-up.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -25,11 +26,10 @@ _chosen: list[Any] = []  # [the extension module, or None for the Python reader]
 
 
 def _load() -> Any:
-    try:
-        from mlf_spec.params import _walker  # type: ignore[attr-defined]
+    try:  # by name: the compiled module has no Python source for type checkers and import graphs
+        return importlib.import_module("mlf_spec.params._walker")
     except ImportError:
         return None
-    return _walker
 
 
 def walker() -> Any:

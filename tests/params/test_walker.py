@@ -7,6 +7,7 @@ The walker must be built in the test environment (so CI never runs the fallback 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import tracemalloc
@@ -220,3 +221,27 @@ def test_start_up_does_not_load_the_extension():
     code = ("import sys, mlf_spec, mlf_spec.cli, mlf_spec.params, mlf_spec.params.codec; "
             "assert 'mlf_spec.params._walker' not in sys.modules, 'loaded at import'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_a_file_that_shrinks_under_the_walker(tmp_path):
+    """A file shorter than the size taken (cut after fstat): the walker refuses ("io") and
+    the generated reader names the error, as it does alone."""
+    rng = np.random.default_rng(2)
+    raw = params.dumps({f"w{i}": rng.standard_normal(9000).astype(np.float32) for i in range(6)})
+    path = tmp_path / "cut.params"
+    path.write_bytes(raw[: len(raw) // 2])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(W.Refusal) as refusal:
+            W.index_fd(fd, len(raw), False)
+        assert refusal.value.args[0] == "io"
+        said = []
+        for use_walker in (True, False):
+            with accel.pure_python() if not use_walker else contextlib.nullcontext():
+                with pytest.raises(MlfError) as err:
+                    codec._pread_index(fd, len(raw), None, False, False)
+            said.append((type(err.value), err.value.field, err.value.offset, str(err.value)))
+        assert said[0] == said[1] and "shrank" in said[0][3]
+    finally:
+        os.close(fd)
+

@@ -44,9 +44,11 @@ class Arrow:
 
 
 def _modules(base: Path, package: str) -> dict[str, Path]:
-    """Dotted module name -> file, for every ``.py`` under ``base`` (the package ``package``)."""
+    """Dotted module name -> file, for every ``.py`` under ``base`` (the package ``package``)
+    and every ``.c`` there (a C extension module named after its source, as setup.py builds
+    ``mlf_spec/params/_walker.c``: a leaf, it imports nothing of the tree)."""
     out: dict[str, Path] = {}
-    for p in sorted(base.rglob("*.py")):
+    for p in sorted([*base.rglob("*.py"), *base.rglob("*.c")]):
         parts = list(p.relative_to(base).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -108,7 +110,7 @@ def _arrows(name: str, path: Path, modules: dict[str, Path], typing_imports: boo
 def _cycles(modules: dict[str, Path], typing_imports: bool = False) -> list[list[Arrow]]:
     """The strongly connected components of more than one module, each as its arrows
     (``typing_imports``: imports under ``if TYPE_CHECKING:`` count too)."""
-    arrows = [a for n, p in modules.items() for a in _arrows(n, p, modules, typing_imports)]
+    arrows = [a for n, p in modules.items() if p.suffix == ".py" for a in _arrows(n, p, modules, typing_imports)]
     graph: dict[str, set[str]] = {n: set() for n in modules}
     for a in arrows:
         graph[a.source].add(a.target)
