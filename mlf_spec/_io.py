@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -35,10 +36,7 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
     code can catch. Read a file that may change with ``mapped=False`` (a file that shrinks
     while it is read is then an MlfError), or as bytes."""
     if isinstance(source, (str, os.PathLike)):
-        try:
-            f = builtins.open(source, "rb")
-        except OSError as exc:
-            raise MlfError(f"cannot open: {exc.strerror}", file=os.fspath(source)) from None
+        f = open_regular(source)
         with f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
@@ -72,6 +70,36 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
         yield memoryview(data), len(data), None
         return
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading, if it is a regular file; MlfError otherwise (see
+    :func:`open_regular_fd`)."""
+    return builtins.open(open_regular_fd(path), "rb")
+
+
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """A descriptor of ``path`` opened for reading, if it is a regular file; MlfError
+    otherwise. Opened without blocking, so a FIFO (which would wait for a writer, and reads
+    as 0 bytes by its size) or a device (``/dev/zero`` never ends) is refused before it is
+    read."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise MlfError("cannot open: Is a directory", file=name)
+        if not stat.S_ISREG(mode):
+            raise MlfError("not a regular file (a FIFO, a device or a socket): read it from a file, or as bytes",
+                           file=name)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_whole(fd: int, size: int) -> bytearray:

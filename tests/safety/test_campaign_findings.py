@@ -1,0 +1,89 @@
+"""Regression tests for what the hostile-input campaign (``fuzz/cli_campaign.py``) found:
+each case is the campaign's input made small, run the way the campaign ran it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from mlf_spec import archive, blob, diff, params
+from mlf_spec.errors import MlfError
+from mlf_spec.mlf import check as mlf_check
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = ROOT / "vectors" / "params" / "params.valid.zero-size-0x4.params"
+ARCHIVE = ROOT / "vectors" / "mlf-archive" / "migration.archive.v3.graph.to-v7.tar"
+
+
+def cli(args: list[str], cwd: Path, *, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``mlf-spec ARGS`` in a child: no traceback, exit status 0, 1 or 2."""
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", *args], cwd=cwd, capture_output=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    err = p.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err, err[-3000:]
+    assert p.returncode in (0, 1, 2), (p.returncode, err[-2000:])
+    return p
+
+
+def _feed(fifo: Path, data: bytes) -> threading.Thread:
+    """A writer that fills ``fifo`` once (as ``<(cat FILE)`` does), then closes it."""
+
+    def write() -> None:
+        with open(fifo, "wb") as f:  # blocks until the reader opens it
+            f.write(data)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize(("args", "src", "expect"), [
+    (["params", "dump"], PARAMS, b"1 tensors"),
+    (["check"], ARCHIVE, b"conformant"),
+    (["diff", str(PARAMS)], PARAMS, b"same"),
+])
+def test_a_pipe_named_on_the_command_line_is_read_once(tmp_path, args, src, expect):
+    # ``mlf-spec params dump <(cat x.params)``: the pipe was sniffed, then opened again (it reads
+    # as 0 bytes: "input ends inside magic"), and a named FIFO waited for a second writer for ever
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = _feed(fifo, src.read_bytes())
+    p = cli([*args, str(fifo)], tmp_path, timeout=120)
+    writer.join(5)
+    assert p.returncode == 0, p.stderr
+    assert expect in p.stdout
+
+
+@pytest.mark.parametrize("args", [["check"], ["blob", "dump"], ["extract", "-o", "x"]])
+def test_a_device_named_on_the_command_line_is_refused(tmp_path, args):
+    # /dev/zero read as "ends inside magic", or (blob dump) "no such file"
+    p = cli([*args, "/dev/zero"], tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == ["mlf-spec: error: /dev/zero: not a regular file (a device or a "
+                                              "socket); give a file, or pipe it into '-'"]
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("read", [
+    lambda p: params.load(p), lambda p: params.load(p, mapped=False), lambda p: params.open(p),
+    lambda p: archive.open(p), lambda p: archive.open(p, mapped=False), lambda p: blob.read(p),
+    lambda p: mlf_check.check(p), lambda p: diff.diff(PARAMS, p),
+])
+def test_library_readers_refuse_a_fifo_path_instead_of_waiting(tmp_path, read):
+    fifo = tmp_path / "pipe.params"
+    os.mkfifo(fifo)
+    old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the reader waits for a writer"))
+    signal.alarm(20)
+    try:
+        with pytest.raises(MlfError):
+            read(str(fifo))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
