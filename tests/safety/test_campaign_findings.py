@@ -4,6 +4,7 @@ each case is the campaign's input made small, run the way the campaign ran it.""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -87,3 +88,19 @@ def test_library_readers_refuse_a_fifo_path_instead_of_waiting(tmp_path, read):
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
 
+
+def test_params_check_of_a_huge_file_that_is_no_params_file_stops_at_the_magic(tmp_path):
+    # a 16 GiB sparse file of zeros named .params: `params check` read it whole first (16 GiB of
+    # memory, 137 s) to report a wrong magic at offset 0
+    big = tmp_path / "big.params"
+    with big.open("wb") as f:
+        f.truncate(16 << 30)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", "params", "check", str(big)], capture_output=True,
+                       timeout=120, preexec_fn=cap)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert p.stderr.decode().splitlines() == [f"mlf-spec: error: {big}: magic: offset 0 (0x0): magic is 0, expected "
+                                              "17862838867561061559"]
