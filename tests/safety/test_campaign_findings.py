@@ -3,8 +3,10 @@ each case is the campaign's input made small, run the way the campaign ran it.""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mlf_spec import archive, blob, diff, params
+from mlf_spec import archive, blob, cache, diff, params
 from mlf_spec.errors import MlfError
 from mlf_spec.mlf import check as mlf_check
 
@@ -104,3 +106,19 @@ def test_params_check_of_a_huge_file_that_is_no_params_file_stops_at_the_magic(t
     assert p.returncode == 2, p.stderr[-2000:]
     assert p.stderr.decode().splitlines() == [f"mlf-spec: error: {big}: magic: offset 0 (0x0): magic is 0, expected "
                                               "17862838867561061559"]
+
+
+def test_a_cache_index_with_an_integer_of_5000_digits_is_an_mlf_error(tmp_path):
+    # json.loads raised ValueError past sys.get_int_max_str_digits(): a traceback from every cache command
+    folder = tmp_path / "c"
+    shutil.copytree(ROOT / "vectors" / "tensor-cache" / "valid.sharded", folder)
+    (folder / "case.json").unlink(missing_ok=True)
+    index = folder / "tensor-cache.json"
+    doc = json.loads(index.read_text())
+    doc["records"][0]["nbytes"] = 0
+    index.write_text(json.dumps(doc).replace('"nbytes": 0', '"nbytes": ' + "9" * 5000, 1))
+    with pytest.raises(MlfError, match="more than 4,300 digits"):
+        cache.open(folder)
+    p = cli(["cache", "convert", str(folder), str(tmp_path / "x.npz")], tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert not (tmp_path / "x.npz").exists()
