@@ -122,3 +122,16 @@ def test_a_cache_index_with_an_integer_of_5000_digits_is_an_mlf_error(tmp_path):
     p = cli(["cache", "convert", str(folder), str(tmp_path / "x.npz")], tmp_path)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+
+def test_mutate_of_a_source_whose_name_is_not_utf8_is_an_mlf_error(tmp_path):
+    # the compiler quotes the file name in its errors: decoding them as UTF-8 raised UnicodeDecodeError
+    # (`conformance mutate` printed a traceback)
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, build
+
+    src = tmp_path / os.fsdecode(b"bad\xff.c")
+    src.write_bytes(b"#include <nothing.h>\n")
+    (tmp_path / "work").mkdir()
+    with pytest.raises(MlfError, match="does not build"):
+        build(src, DEFAULT_BUILD, tmp_path / "work")

@@ -148,7 +148,8 @@ def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]
     out = work / "reader-under-mutation"
     argv = _command(build_cmd, src=str(src), out=str(out), dir=str(source.resolve().parent))
     try:
-        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, errors="replace",
+                              timeout=600)  # a compiler quotes file names, which need not be UTF-8
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MlfError(f"the build command failed to run: {exc}", file=str(source)) from None
     if done.returncode != 0 or not out.exists():
