@@ -283,7 +283,7 @@ def special(kind: str, where: Path, name: str, rng: random.Random) -> Path:
         p.write_bytes(_bomb())
     elif kind == "huge-sparse":
         with p.open("wb") as f:
-            f.truncate(1 << 34)
+            f.truncate(1 << 30)
     return p
 
 
