@@ -5,7 +5,6 @@ Not part of the test run: a long campaign, run by hand (low priority)::
 
     nice -n 10 python fuzz/cli_campaign.py --minutes 20 --out build/cli-campaign
     nice -n 10 python fuzz/cli_campaign.py --only cache --runs 500
-    python fuzz/cli_campaign.py --replay build/cli-campaign/findings/<id>   # one finding again
 
 Each run builds its inputs in a fresh folder (mutated vectors and examples: bytes flipped,
 cut, spliced, JSON values swapped for hostile ones; wrong kinds: a folder, a FIFO, /dev/zero,
@@ -341,8 +340,12 @@ def make_cache_input(where: Path, rng: random.Random, seeds: Seeds, tag: str) ->
     for f in dst.glob("case.json"):
         f.unlink()
     index = next((p for p in (dst / "tensor-cache.json", dst / "ndarray-cache.json") if p.exists()), None)
-    shards = sorted(p for p in dst.iterdir() if p.is_file() and p != index)
     for _ in range(rng.choice((1, 1, 2))):
+        # only regular files are read here: a FIFO an earlier step made would block the campaign itself
+        shards = sorted(p for p in dst.iterdir() if not p.is_symlink() and stat.S_ISREG(p.lstat().st_mode)
+                        and p != index)
+        if index is not None and (index.is_symlink() or not stat.S_ISREG(index.lstat().st_mode)):
+            index = None
         op = rng.randrange(12)
         if op <= 4 and index is not None:
             index.write_bytes(mutate_json(index.read_bytes(), rng))
@@ -359,6 +362,7 @@ def make_cache_input(where: Path, rng: random.Random, seeds: Seeds, tag: str) ->
         elif op == 8 and index is not None:
             index.unlink()
             special(rng.choice(("dir-empty", "fifo", "devzero", "loop", "empty", "huge-sparse")), dst, index.name, rng)
+            index = None
         elif op == 9 and index is not None:
             index.rename(dst / ("ndarray-cache.json" if index.name == "tensor-cache.json" else "tensor-cache.json"))
             index = None
@@ -591,6 +595,10 @@ COMMANDS: dict[str, tuple[Callable[[Ctx], list[str]], float, bool]] = {
 
 # ------------------------------------------------------------------ running
 
+#: Commands that write outputs and take --force (the campaign makes their outputs exist first, sometimes).
+FORCEABLE = frozenset({"cache upgrade", "cache downgrade", "cache convert", "params convert", "blob extract",
+                       "extract", "upgrade", "downgrade", "export ksy"})
+
 
 @dataclass
 class Outcome:
@@ -726,9 +734,31 @@ def one_run(name: str, rng: random.Random, seeds: Seeds, base: Path, n: int, arg
     except (OSError, ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:  # the harness's own
         return {"name": name, "argv": [], "classes": ctx.classes, "rc": 0, "cpu": 0.0, "wall": 0.0, "rss_mb": 0,
                 "flags": [], "stderr": f"harness: {exc!r}", "where": str(where)}
+    sentinels: dict[Path, bytes] = {}
+    force = False
+    if name in FORCEABLE and ctx.outputs and rng.random() < 0.3:  # outputs that exist already
+        force = rng.random() < 0.6
+        if force and "--force" not in argv:
+            argv.append("--force")
+        for out in ctx.outputs:
+            if out.suffix:
+                out.write_bytes(b"sentinel %d" % n)
+                sentinels[out] = out.read_bytes()
+            else:
+                out.mkdir()
+                (out / "keep").write_bytes(b"sentinel %d" % n)
+                sentinels[out / "keep"] = b"sentinel %d" % n
     before = _listing(where)
     o = execute(argv, where, ctx.stdin, args.seconds, ctx.fifos)
-    flags = judge(name, judges, ctx, o, before, args)
+    flags = judge(name, judges, ctx, o, before, args) if not sentinels else []
+    for path, data in sentinels.items():
+        intact = path.is_file() and not path.is_symlink() and path.read_bytes() == data
+        if o.rc != 0 and not o.timed_out and not intact:
+            flags.append("lost:existing-output-on-failure")
+        elif o.rc == 0 and not force and not intact:
+            flags.append("lost:existing-output-replaced-without-force")
+    if sentinels and not o.timed_out:
+        flags += [f for f in judge(name, judges, ctx, o, before, args) if not f.startswith("left:output")]
     return {"name": name, "argv": argv, "classes": ctx.classes, "rc": o.rc, "cpu": o.cpu, "wall": o.wall,
             "rss_mb": o.rss_mb, "flags": flags, "stderr": o.stderr[-2000:].decode("utf-8", "replace"),
             "where": str(where)}
