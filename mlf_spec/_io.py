@@ -102,6 +102,24 @@ def open_regular_fd(path: str | os.PathLike[str]) -> int:
     return fd
 
 
+#: The most a side file (a run report, a known-failures list, a case file) is read up to.
+SIDE_FILE_LIMIT = 1 << 30
+
+
+def read_limited(path: str | os.PathLike[str], limit: int = SIDE_FILE_LIMIT) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: MlfError for more
+    (``/dev/zero`` as a report filled memory), for a FIFO or a device, or when it cannot be
+    read. OSError is not raised."""
+    with open_regular(path) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise MlfError(f"cannot read: {exc.strerror}", file=os.fspath(path)) from None
+    if len(data) > limit:
+        raise MlfError(f"larger than {limit} bytes, the most this file is read up to", file=os.fspath(path))
+    return data
+
+
 def read_whole(fd: int, size: int) -> bytearray:
     """The ``size`` bytes of the file ``fd`` read into memory by pread (MlfError if the file
     ends first: it shrank while it was being read)."""

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlf_spec._io import read_limited
 from mlf_spec.errors import MlfError
 
 _PATTERN = re.compile(r"^[a-z0-9*?][a-z0-9._*?\[\]-]*$")
@@ -47,9 +48,7 @@ class KnownFailures:
         """Read a known-failures file; MlfError (file, line) for a malformed one."""
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise MlfError(f"cannot read: {exc.strerror}", file=str(p)) from None
+            text = read_limited(p).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MlfError("not UTF-8 text", file=str(p), offset=exc.start) from None
         return cls.parse(text, str(p))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from mlf_spec._io import atomic_write_bytes
+from mlf_spec._io import atomic_write_bytes, read_limited
 from mlf_spec.errors import MlfError
 
 OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
@@ -57,8 +57,8 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
              "summary": models.ReportSummary}
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_limited(p).decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the report: {exc}", file=str(p)) from None
     complete = lines[:-1]  # what follows the last newline is a line the run did not finish
     out = []

@@ -135,3 +135,19 @@ def test_mutate_of_a_source_whose_name_is_not_utf8_is_an_mlf_error(tmp_path):
     (tmp_path / "work").mkdir()
     with pytest.raises(MlfError, match="does not build"):
         build(src, DEFAULT_BUILD, tmp_path / "work")
+
+
+@pytest.mark.parametrize("load", ["report", "known_failures", "case"])
+@pytest.mark.parametrize("path", ["/dev/zero", "fifo"])
+def test_side_files_of_the_conformance_kit_are_refused_when_not_regular(tmp_path, load, path):
+    # `conformance report /dev/zero` and `--known-failures /dev/zero` read until memory ran out
+    # (MemoryError under a cap); a FIFO waited for a writer
+    from mlf_spec.conformance import report, vectors
+    from mlf_spec.conformance.known_failures import KnownFailures
+
+    if path == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    read = {"report": report.read_report, "known_failures": KnownFailures.load, "case": lambda p: vectors.load_case(Path(p))}
+    with pytest.raises(MlfError, match="not a regular file"):
+        read[load](path)

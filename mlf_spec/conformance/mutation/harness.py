@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlf_spec._io import read_limited
 from mlf_spec.errors import MlfError
 
 from ..known_failures import KnownFailures
@@ -110,8 +111,8 @@ def load_equivalents(path: str | Path | None) -> dict[str, str]:
         return {}
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_limited(p).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the equivalents file: {exc}", file=str(p)) from None
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -139,8 +140,8 @@ def _command(template: str, **values: str) -> list[str]:
 def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]:
     """Instrument ``source`` and build it in ``work``: (the binary, the mutants)."""
     try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_limited(source).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the reader's source: {exc}", file=str(source)) from None
     schema, mutants = instrument(text)
     src = work / source.name
