@@ -156,7 +156,7 @@ def _magic_first(path: str | os.PathLike[str]) -> None:
     before the whole file is read into memory (a 16 GiB file of zeros cost 16 GiB)."""
     fd = open_regular_fd(path)
     try:
-        head = bytes(os.pread(fd, 8, 0))
+        head = os.read(fd, 8)  # a fresh descriptor: at offset 0
     finally:
         os.close(fd)
     if len(head) == 8 and head != struct.pack("<Q", _ir.CONSTANTS["PARAMS_MAGIC"]):
