@@ -151,3 +151,12 @@ def test_side_files_of_the_conformance_kit_are_refused_when_not_regular(tmp_path
     read = {"report": report.read_report, "known_failures": KnownFailures.load, "case": lambda p: vectors.load_case(Path(p))}
     with pytest.raises(MlfError, match="not a regular file"):
         read[load](path)
+
+
+def test_a_cache_index_over_256_mib_is_refused_before_it_is_read(tmp_path):
+    # a 1 GiB index (a sparse file) was read and decoded whole: 2.1 GB peak for `cache upgrade/downgrade/diff`
+    (tmp_path / "c").mkdir()
+    with (tmp_path / "c" / "tensor-cache.json").open("wb") as f:
+        f.truncate((256 << 20) + 1)
+    with pytest.raises(MlfError, match="more than the 268435456 mlf-spec reads"):
+        cache.open(tmp_path / "c")
