@@ -103,7 +103,7 @@ def open_regular_fd(path: str | os.PathLike[str]) -> int:
 
 
 #: The most a side file (a run report, a known-failures list, a case file) is read up to.
-SIDE_FILE_LIMIT = 1 << 30
+SIDE_FILE_LIMIT = 256 << 20
 
 
 def read_limited(path: str | os.PathLike[str], limit: int = SIDE_FILE_LIMIT) -> bytes:

@@ -160,3 +160,15 @@ def test_a_cache_index_over_256_mib_is_refused_before_it_is_read(tmp_path):
         f.truncate((256 << 20) + 1)
     with pytest.raises(MlfError, match="more than the 268435456 mlf-spec reads"):
         cache.open(tmp_path / "c")
+
+
+def test_mutate_refuses_a_huge_source_before_reading_it(tmp_path):
+    # a 1 GiB (sparse) source was read whole: 1.1 GB peak before the build failed
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, SOURCE_LIMIT, build
+
+    src = tmp_path / "r.c"
+    with src.open("wb") as f:
+        f.truncate(SOURCE_LIMIT + 1)
+    (tmp_path / "work").mkdir()
+    with pytest.raises(MlfError, match="larger than"):
+        build(src, DEFAULT_BUILD, tmp_path / "work")

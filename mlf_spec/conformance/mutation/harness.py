@@ -137,10 +137,14 @@ def _command(template: str, **values: str) -> list[str]:
         raise MlfError(f"unknown placeholder {exc} in {template!r} (use {{src}}, {{out}}, {{dir}}, {{bin}})") from None
 
 
+#: The largest reader source mutate instruments (the readers it is for are a few thousand lines).
+SOURCE_LIMIT = 16 << 20
+
+
 def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]:
     """Instrument ``source`` and build it in ``work``: (the binary, the mutants)."""
     try:
-        text = read_limited(source).decode("utf-8")
+        text = read_limited(source, SOURCE_LIMIT).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the reader's source: {exc}", file=str(source)) from None
     schema, mutants = instrument(text)
