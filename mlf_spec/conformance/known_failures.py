@@ -36,6 +36,11 @@ class Entry:
     source: str = ""
 
 
+def _cut(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for an error line (a line of a hostile file may be megabytes)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class KnownFailures:
     """The entries of one or more known-failure files."""
 
@@ -63,11 +68,12 @@ class KnownFailures:
                 continue
             parts = line.split(None, 1)
             if len(parts) < 2 or not parts[1].strip():
-                raise MlfError(f"line {n}: {parts[0]!r} has no reason (write the reason after the case id)",
+                raise MlfError(f"line {n}: {_cut(parts[0])!r} has no reason (write the reason after the case id)",
                                file=source, field=f"line {n}")
             pattern, reason = parts[0], parts[1].strip()
             if not _PATTERN.match(pattern):
-                raise MlfError(f"line {n}: {pattern!r} is not a case id or pattern", file=source, field=f"line {n}")
+                raise MlfError(f"line {n}: {_cut(pattern)!r} is not a case id or pattern", file=source,
+                               field=f"line {n}")
             flaky = reason.lower().startswith("flaky:")
             entries.append(Entry(pattern, reason, flaky, n, source))
         return cls(entries, source)

@@ -172,3 +172,52 @@ def test_mutate_refuses_a_huge_source_before_reading_it(tmp_path):
     (tmp_path / "work").mkdir()
     with pytest.raises(MlfError, match="larger than"):
         build(src, DEFAULT_BUILD, tmp_path / "work")
+
+
+_DEEP_TESTEE = """
+import json, sys
+if sys.argv[1] == "info":
+    print(json.dumps({"protocol": "mlf-conformance/1", "name": "deep", "version": "1", "serve": True,
+                      "formats": [{"format": "params", "roles": ["decode"]}]}) if sys.argv[2:] != ["deep"] else DEEP)
+    sys.exit(0)
+if sys.argv[1] == "serve":
+    for line in sys.stdin:
+        print(DEEP, flush=True)
+    sys.exit(0)
+sys.stdin.buffer.read()
+print(DEEP)
+""".replace("DEEP", repr("[" * 100_000 + "]" * 100_000))
+
+
+def test_a_testee_answering_json_nested_too_deeply_is_a_protocol_error(tmp_path):
+    # json.loads raised RecursionError through the runner: `conformance run` printed a traceback for a
+    # testee whose `info`, one-shot answer or `serve` line was 100,000 brackets deep
+    from mlf_spec.conformance.testee import OneShot, Persistent
+
+    script = tmp_path / "deep.py"
+    script.write_text(_DEEP_TESTEE)
+    with pytest.raises(MlfError, match="answered `info` with something that is not JSON"):
+        OneShot([sys.executable, str(script), "deep"]).info()
+    one = OneShot([sys.executable, str(script)]).ask_raw("decode", "params", {}, PARAMS.read_bytes())
+    assert (one.status, one.error_kind) == ("error", "protocol"), one
+    served = Persistent([sys.executable, str(script)])
+    try:
+        answer = served.ask_raw("decode", "params", {}, PARAMS.read_bytes())
+    finally:
+        served.close()
+    assert (answer.status, answer.error_kind) == ("error", "protocol"), answer
+
+
+def test_run_reports_and_known_failures_nested_too_deeply_are_one_line(tmp_path):
+    # read_report let RecursionError through (`conformance report`, `--compare`: a traceback); the
+    # known-failures error quoted the whole 100,000-character line
+    from mlf_spec.conformance import report
+    from mlf_spec.conformance.known_failures import KnownFailures
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "\n")
+    with pytest.raises(MlfError, match="not JSON"):
+        report.read_report(deep)
+    with pytest.raises(MlfError) as err:
+        KnownFailures.load(deep)
+    assert len(str(err.value)) < 300
