@@ -9,7 +9,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from .errors import MlfError, OutputExistsError
 
@@ -72,7 +72,7 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
 
 
-def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """``path`` opened for reading, if it is a regular file; MlfError otherwise (see
     :func:`open_regular_fd`)."""
     return builtins.open(open_regular_fd(path), "rb")

@@ -221,3 +221,12 @@ def test_run_reports_and_known_failures_nested_too_deeply_are_one_line(tmp_path)
     with pytest.raises(MlfError) as err:
         KnownFailures.load(deep)
     assert len(str(err.value)) < 300
+
+
+def test_a_testee_rejection_quoting_a_path_that_is_not_utf8_is_json(tmp_path):
+    # the rejection's JSON was encoded as UTF-8 with the path's lone surrogate in it: UnicodeEncodeError
+    folder = tmp_path / os.fsdecode(b"cache\xff")
+    shutil.copytree(ROOT / "vectors" / "tensor-cache" / "unreadable.data-path-dotdot", folder)
+    p = cli(["conformance", "testee", "decode", "tensor-cache", f"input_dir={folder}"], tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["error"]["class"] == "unsafe"
