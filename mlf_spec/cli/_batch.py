@@ -157,6 +157,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, what: str, jobs: bool = Tr
                             help="work on N inputs at once in N processes (default 1)")
 
 
+def shown_paths(paths: Iterable[str]) -> str:
+    """Paths named on the command line, for one line of an error message (newlines, escape
+    sequences and undecodable bytes escaped)."""
+    from mlf_spec._text import printable
+
+    return ", ".join(terminal_safe(printable(p)) for p in paths)
+
+
 def positive(text: str) -> int:
     """argparse type: an int of at least 1."""
     try:
@@ -321,7 +329,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     if inputs is None:
         inputs = list(expand(names, accept, skipped))
     if not inputs:
-        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {shown_paths(names)}", file=sys.stderr)
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
@@ -349,7 +357,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     if progress:
         progress.clear()
     if not sum(counts) and not passed_over:
-        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {shown_paths(names)}", file=sys.stderr)
         return 2
     if len(inputs) > 1 or skipped or passed_over:
         line = (f"{sum(counts) + passed_over} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "

@@ -246,3 +246,14 @@ def test_a_testee_rejection_quoting_a_path_that_is_not_utf8_is_json(tmp_path):
     p = cli(["conformance", "testee", "decode", "tensor-cache", f"input_dir={folder}"], tmp_path)
     assert p.returncode == 1, p.stderr
     assert json.loads(p.stdout)["error"]["class"] == "unsafe"
+
+
+def test_found_nothing_names_a_hostile_folder_on_one_line_without_escapes(tmp_path):
+    # "found nothing that is ... in PATH" printed the path raw: a newline made two lines, an escape
+    # sequence reached the terminal
+    folder = tmp_path / os.fsdecode(b"new\nline\x1b[31m\xff")
+    folder.mkdir()
+    p = cli(["check", str(folder)], tmp_path)
+    assert p.returncode == 2
+    err = p.stderr.decode("utf-8", "replace")
+    assert len(err.splitlines()) == 1 and "\x1b" not in err and "new\\nline\\x1b[31m" in err, err
