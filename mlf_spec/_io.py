@@ -6,9 +6,10 @@ import builtins
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from .errors import MlfError, OutputExistsError
 
@@ -35,10 +36,7 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
     code can catch. Read a file that may change with ``mapped=False`` (a file that shrinks
     while it is read is then an MlfError), or as bytes."""
     if isinstance(source, (str, os.PathLike)):
-        try:
-            f = builtins.open(source, "rb")
-        except OSError as exc:
-            raise MlfError(f"cannot open: {exc.strerror}", file=os.fspath(source)) from None
+        f = open_regular(source)
         with f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
@@ -72,6 +70,54 @@ def read_source(source: Source, mapped: bool = True) -> Iterator[tuple[Any, int,
         yield memoryview(data), len(data), None
         return
     raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading, if it is a regular file; MlfError otherwise (see
+    :func:`open_regular_fd`)."""
+    return builtins.open(open_regular_fd(path), "rb")
+
+
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """A descriptor of ``path`` opened for reading, if it is a regular file; MlfError
+    otherwise. Opened without blocking, so a FIFO (which would wait for a writer, and reads
+    as 0 bytes by its size) or a device (``/dev/zero`` never ends) is refused before it is
+    read."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise MlfError("cannot open: Is a directory", file=name)
+        if not stat.S_ISREG(mode):
+            raise MlfError("not a regular file (a FIFO, a device or a socket): read it from a file, or as bytes",
+                           file=name)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+#: The most a side file (a run report, a known-failures list, a case file) is read up to.
+SIDE_FILE_LIMIT = 256 << 20
+
+
+def read_limited(path: str | os.PathLike[str], limit: int = SIDE_FILE_LIMIT) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: MlfError for more
+    (``/dev/zero`` as a report filled memory), for a FIFO or a device, or when it cannot be
+    read. OSError is not raised."""
+    with open_regular(path) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise MlfError(f"cannot read: {exc.strerror}", file=os.fspath(path)) from None
+    if len(data) > limit:
+        raise MlfError(f"larger than {limit} bytes, the most this file is read up to", file=os.fspath(path))
+    return data
 
 
 def read_whole(fd: int, size: int) -> bytearray:

@@ -95,6 +95,8 @@ def sniff_path(path: str | os.PathLike[str]) -> Kind:
         if any((p / n).is_file() for n in CACHE_INDEX_NAMES):
             return KINDS["tensor-cache"]
         return KINDS["directory"]
+    if p.exists() and not p.is_file():
+        return KINDS["unknown"]  # a FIFO would wait for a writer, a device may never end: not opened
     try:
         with open(p, "rb") as f:
             head = f.read(PEEK)

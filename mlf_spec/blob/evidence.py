@@ -28,6 +28,7 @@ from typing import Any
 
 from mlf_spec import _blob_facts as _facts
 from mlf_spec import tar as _tar
+from mlf_spec._io import open_regular
 from mlf_spec.errors import MlfError
 from mlf_spec.sniff import compression
 
@@ -43,8 +44,8 @@ def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
         f: Any = io.BytesIO(bytes(source))
     else:
         try:
-            f = open(source, "rb")  # noqa: SIM115
-        except OSError:
+            f = open_regular(source)
+        except MlfError:
             return None
     with f:
         head = f.read(512)

@@ -23,7 +23,7 @@ import os
 from typing import IO, BinaryIO
 
 from mlf_spec._blob_facts import BLOB_SYMBOLS, C_SOURCE_STYLES, SYMBOL_FFI, SYMBOL_FFI_V021, SYMBOL_LEGACY
-from mlf_spec._io import Source
+from mlf_spec._io import Source, open_regular
 from mlf_spec.errors import (
     LengthError,
     UnsupportedError,
@@ -136,7 +136,7 @@ def locate_blobs(
         return _locate_stream(io.BytesIO(bytes(source)), label, kind, max_size, max_members, None)
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return _locate_stream(fh, name or path, kind, max_size, max_members, path)
     if not hasattr(source, "read"):
         raise TypeError(f"expected a path, bytes or a binary file object, got {type(source).__name__}")

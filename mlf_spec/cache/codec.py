@@ -23,7 +23,7 @@ from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
 from .planning import _b16_records, _shard_chunks, index_text, plan, write_indexes, write_shard
 
-_MAX_INDEX = 1 << 30  # an index larger than this is refused before it is read
+_MAX_INDEX = 256 << 20  # an index larger than this is refused before it is read (it costs about twice its size)
 
 
 class LazyCache:

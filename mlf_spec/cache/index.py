@@ -159,6 +159,9 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
         msg = getattr(exc, "msg", "nested too deeply")
         offset = None if pos is None else len(text[:pos].encode("utf-8"))
         raise MalformedError(f"the index is not JSON: {msg}", file=file, offset=offset) from None
+    except ValueError:  # Python's limit on integer digits (sys.get_int_max_str_digits)
+        raise MalformedError("the index holds an integer of more than 4,300 digits, which no cache loader reads",
+                             file=file) from None
     r = _Reader(raw, file)
     version = VERSION_OF_NAME.get(name) if name is not None else None
     if isinstance(doc, list):

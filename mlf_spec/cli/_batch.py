@@ -35,11 +35,12 @@ class Input:
     source: str | bytes
     kind: _sniff.Kind
     explicit: bool = True  #: named on the command line (False: found by walking a directory)
+    piped: bool = False  #: a pipe named on the command line, read once (``source``: its bytes or a spooled copy)
 
     @property
     def path(self) -> str | None:
-        """The path, or None for standard input."""
-        return self.source if isinstance(self.source, str) and not self.is_stdin else None
+        """The path, or None for standard input (and a pipe, read once)."""
+        return self.source if isinstance(self.source, str) and not self.is_stdin and not self.piped else None
 
     @property
     def is_stdin(self) -> bool:
@@ -58,13 +59,17 @@ def read_stdin(limit: int = MAX_STDIN) -> bytes | str:
     spooled into a MiB at a time (``.stdin.mlf-spec-PID-*.tmp``, removed at exit, and by a
     later run if this one is killed), so that a large input costs what a file costs: a
     mapping, not heap. More than ``limit`` bytes is a LengthError."""
+    return read_stream(sys.stdin.buffer, "<stdin>", limit)
+
+
+def read_stream(src: Any, name: str, limit: int = MAX_STDIN) -> bytes | str:
+    """What :func:`read_stdin` does, for any binary stream read once (``name`` in messages)."""
     import atexit
     import tempfile
 
     from mlf_spec._io import clear_stale, temp_prefix
     from mlf_spec.errors import LengthError
 
-    src = sys.stdin.buffer
     head = src.read(STDIN_IN_MEMORY)
     more = src.read(1 << 20) if len(head) == STDIN_IN_MEMORY else b""
     if not more:
@@ -73,6 +78,7 @@ def read_stdin(limit: int = MAX_STDIN) -> bytes | str:
     fd, path = tempfile.mkstemp(prefix=temp_prefix("stdin"), suffix=".tmp")
     atexit.register(_remove, path)
     total = len(head)
+    what = "standard input" if name == "<stdin>" else "the pipe"
     try:
         with os.fdopen(fd, "wb") as spool:
             chunk = head
@@ -81,15 +87,37 @@ def read_stdin(limit: int = MAX_STDIN) -> bytes | str:
                 chunk, more = more, src.read(1 << 20)
                 total += len(chunk)
                 if total > limit:
-                    raise LengthError(f"standard input holds more than {limit} bytes; give a file", file="<stdin>")
+                    raise LengthError(f"{what} holds more than {limit} bytes; give a file", file=name)
     except OSError as exc:
         _remove(path)
-        raise MlfError(f"cannot spool standard input to a temporary file: {exc.strerror or exc}",
-                       file="<stdin>") from None
+        raise MlfError(f"cannot spool {what} to a temporary file: {exc.strerror or exc}", file=name) from None
     except BaseException:
         _remove(path)
         raise
     return path
+
+
+def read_named(path: str) -> str | bytes | None:
+    """A path named on the command line that is not a file to open again and again: the
+    contents of a pipe (a FIFO, ``<(command)``), read once as standard input is (its size
+    is 0 and a second open would wait for a writer that is gone); MlfError for a device or
+    a socket (``/dev/zero`` never ends, a terminal waits). None for anything else (a
+    regular file, a folder, a path stat cannot see: the reader says why)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if not stat.S_ISFIFO(mode):
+        raise MlfError("not a regular file (a device or a socket); give a file, or pipe it into '-'", file=path)
+    try:
+        with open(path, "rb") as f:
+            return read_stream(f, path)
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror or exc}", file=path) from None
 
 
 def _remove(path: str) -> None:
@@ -127,6 +155,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, what: str, jobs: bool = Tr
     if jobs:
         parser.add_argument("-j", "--jobs", type=positive, default=1, metavar="N",
                             help="work on N inputs at once in N processes (default 1)")
+
+
+def shown_paths(paths: Iterable[str]) -> str:
+    """Paths named on the command line, for one line of an error message (newlines, escape
+    sequences and undecodable bytes escaped)."""
+    from mlf_spec._text import printable
+
+    return ", ".join(terminal_safe(printable(p)) for p in paths)
 
 
 def positive(text: str) -> int:
@@ -182,6 +218,11 @@ def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | No
 
 
 def _one(path: str, accept: frozenset[str], skipped: list[str], *, explicit: bool) -> Iterator[Input]:
+    data = read_named(path)
+    if data is not None:
+        yield Input(path, data, _sniff.sniff_bytes(data) if isinstance(data, bytes) else _sniff.sniff_path(data),
+                    piped=True)
+        return
     kind = _sniff.sniff_path(path)
     if kind.name == "directory":
         yield from _walk(path, accept, skipped)
@@ -260,8 +301,8 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
 
 
 def _failed(inp: Input, exc: MlfError) -> Outcome:
-    if inp.is_stdin and exc.file == inp.source:
-        exc.file = None  # the spooled file stands for standard input
+    if (inp.is_stdin or inp.piped) and exc.file == inp.source:
+        exc.file = None  # the spooled file stands for standard input (or the pipe)
     exc.with_file(inp.name)
     return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
 
@@ -288,7 +329,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     if inputs is None:
         inputs = list(expand(names, accept, skipped))
     if not inputs:
-        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {shown_paths(names)}", file=sys.stderr)
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
@@ -316,7 +357,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
     if progress:
         progress.clear()
     if not sum(counts) and not passed_over:
-        print(f"mlf-spec: error: found nothing that is {what} in {', '.join(names)}", file=sys.stderr)
+        print(f"mlf-spec: error: found nothing that is {what} in {shown_paths(names)}", file=sys.stderr)
         return 2
     if len(inputs) > 1 or skipped or passed_over:
         line = (f"{sum(counts) + passed_over} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "

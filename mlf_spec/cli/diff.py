@@ -38,9 +38,12 @@ def register(sub: Any) -> None:
 
 
 def _source(name: str) -> Any:
-    from ._batch import read_stdin
+    from ._batch import read_named, read_stdin
 
-    return read_stdin() if name == "-" else name
+    if name == "-":
+        return read_stdin()
+    data = read_named(name)
+    return name if data is None else data
 
 
 def _diff(args: argparse.Namespace) -> int:

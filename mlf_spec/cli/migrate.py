@@ -80,7 +80,7 @@ def _run(args: argparse.Namespace) -> int:
     args.skipped = []
     inputs = list(_batch.expand(args.paths, ACCEPT, args.skipped))
     if not inputs:
-        return _fail(f"found nothing that is {WHAT} in {', '.join(args.paths)}", 2)
+        return _fail(f"found nothing that is {WHAT} in {_batch.shown_paths(args.paths)}", 2)
     args.outputs = {}
     if args.output:
         to_dir = len(inputs) > 1 or args.output.endswith(("/", os.sep)) or Path(args.output).is_dir()

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlf_spec._io import read_limited
 from mlf_spec.errors import MlfError
 
 _PATTERN = re.compile(r"^[a-z0-9*?][a-z0-9._*?\[\]-]*$")
@@ -35,6 +36,11 @@ class Entry:
     source: str = ""
 
 
+def _cut(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for an error line (a line of a hostile file may be megabytes)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class KnownFailures:
     """The entries of one or more known-failure files."""
 
@@ -47,9 +53,7 @@ class KnownFailures:
         """Read a known-failures file; MlfError (file, line) for a malformed one."""
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise MlfError(f"cannot read: {exc.strerror}", file=str(p)) from None
+            text = read_limited(p).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MlfError("not UTF-8 text", file=str(p), offset=exc.start) from None
         return cls.parse(text, str(p))
@@ -64,11 +68,12 @@ class KnownFailures:
                 continue
             parts = line.split(None, 1)
             if len(parts) < 2 or not parts[1].strip():
-                raise MlfError(f"line {n}: {parts[0]!r} has no reason (write the reason after the case id)",
+                raise MlfError(f"line {n}: {_cut(parts[0])!r} has no reason (write the reason after the case id)",
                                file=source, field=f"line {n}")
             pattern, reason = parts[0], parts[1].strip()
             if not _PATTERN.match(pattern):
-                raise MlfError(f"line {n}: {pattern!r} is not a case id or pattern", file=source, field=f"line {n}")
+                raise MlfError(f"line {n}: {_cut(pattern)!r} is not a case id or pattern", file=source,
+                               field=f"line {n}")
             flaky = reason.lower().startswith("flaky:")
             entries.append(Entry(pattern, reason, flaky, n, source))
         return cls(entries, source)

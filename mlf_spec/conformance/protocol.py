@@ -108,7 +108,8 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
     except Rejected as exc:
         print(exc.message, file=stderr)
         error = {"message": exc.message, **({"class": exc.error_class} if exc.error_class else {})}
-        stdout.write((json.dumps({"error": error}, ensure_ascii=False) + "\n").encode("utf-8"))
+        # ASCII escapes: the message may quote a path that is not UTF-8 (a lone surrogate)
+        stdout.write((json.dumps({"error": error}) + "\n").encode("utf-8"))
         return 1
     except Exception as exc:
         traceback.print_exc(file=stderr)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from mlf_spec._io import atomic_write_bytes
+from mlf_spec._io import atomic_write_bytes, read_limited
 from mlf_spec.errors import MlfError
 
 OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
@@ -57,8 +57,8 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
              "summary": models.ReportSummary}
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_limited(p).decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the report: {exc}", file=str(p)) from None
     complete = lines[:-1]  # what follows the last newline is a line the run did not finish
     out = []
@@ -67,9 +67,17 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
+            if not isinstance(rec, dict) or rec.get("type") not in kinds:
+                raise MlfError(f"line {n} is not a report record: not a JSON object whose 'type' is one of "
+                               f"{', '.join(kinds)}", file=str(p), field=f"line {n}")
             kinds[rec["type"]].model_validate(rec)
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
-            raise MlfError(f"line {n} is not a report record: {str(exc).splitlines()[0]}", file=str(p),
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ()))
+            raise MlfError(f"line {n} is not a report record: {where}: {first.get('msg')}", file=str(p),
+                           field=f"line {n}" + (f": {where}" if where else "")) from None
+        except (ValueError, RecursionError) as exc:
+            raise MlfError(f"line {n} is not a report record: not JSON ({str(exc).splitlines()[0]})", file=str(p),
                            field=f"line {n}") from None
         out.append(rec)
     if not out or out[0]["type"] != "run":

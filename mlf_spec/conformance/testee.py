@@ -328,7 +328,7 @@ class OneShot(Testee):
             raise MlfError(f"the testee {self.describe()!r} did not answer `info`: {why}")
         try:
             doc = json.loads(run.stdout)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
             raise MlfError(f"the testee {self.describe()!r} answered `info` with something that is not JSON: "
                            f"{run.stdout[:80]!r}") from None
         return check_info(doc, self.describe())
@@ -373,7 +373,7 @@ class OneShot(Testee):
                     err = json.loads(run.stdout)["error"]
                     cls, message = err.get("class"), err.get("message") or message
                     sig = err.get("signal") if isinstance(err.get("signal"), str) else None
-                except (ValueError, KeyError, TypeError, AttributeError):
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                     return Answer.failed("protocol", f"exit status 1 with stdout that is no rejection: "
                                          f"{run.stdout[:80]!r}")
             if cls == "internal":
@@ -385,7 +385,7 @@ class OneShot(Testee):
             return Answer.ok(output=run.stdout)
         try:
             return Answer.ok(reading=json.loads(run.stdout))
-        except ValueError:
+        except (ValueError, RecursionError):
             return Answer.failed("protocol", f"stdout is not JSON: {run.stdout[:80]!r}")
 
     def reproduce(self, case: Case) -> str:
@@ -473,7 +473,7 @@ class _Server:
         self.buffer = bytearray(rest)
         try:
             resp = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return "protocol", f"answered with a line that is not JSON: {raw[:80]!r}", None
         if not isinstance(resp, dict) or resp.get("id") != self.next_id or not isinstance(resp.get("ok"), bool):
             return "protocol", f"answered with a line that is no response to request {self.next_id}: {raw[:80]!r}", None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlf_spec._io import atomic_write_bytes
+from mlf_spec._io import atomic_write_bytes, read_limited
 from mlf_spec.errors import MlfError
 
 from . import canonical
@@ -375,9 +375,7 @@ def load_case(path: Path) -> Case:
     from mlf_spec.generated.conformance_vector_models import VectorCase
 
     try:
-        doc = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise MlfError(f"cannot read: {exc.strerror}", file=str(path)) from None
+        doc = json.loads(read_limited(path))
     except ValueError as exc:
         raise MlfError(f"not a case file (not JSON: {exc})", file=str(path)) from None
     try:

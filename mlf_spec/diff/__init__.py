@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from mlf_spec._io import open_regular
 from mlf_spec.errors import MlfError
 
 from ._model import Change, Diff
@@ -110,7 +111,7 @@ def _content(source: Any) -> bytes:
     import hashlib
 
     h = hashlib.sha256()
-    with open(source, "rb") as f:
+    with open_regular(source) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.digest()
@@ -136,7 +137,7 @@ def _json(kind: str) -> Any:
 def _read(source: Any, name: str) -> bytes:
     if isinstance(source, (str, os.PathLike)):
         try:
-            with open(source, "rb") as f:
+            with open_regular(source) as f:
                 return f.read()
         except OSError as exc:
             raise MlfError(f"cannot read: {exc.strerror}", file=name) from None

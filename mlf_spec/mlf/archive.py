@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from mlf_spec import sniff as _sniff
 from mlf_spec import tar as _tar
-from mlf_spec._io import FileSpan, atomic_writer, describe, read_at
+from mlf_spec._io import FileSpan, atomic_writer, describe, open_regular, read_at
 from mlf_spec._records import load_json
 from mlf_spec.errors import MalformedError, MlfError, OutputExistsError, UnsafeArchiveError, ValidationError
 from mlf_spec.graph import codec as _graph
@@ -597,10 +597,7 @@ def open(source: Source, *, max_member_size: int = DEFAULT_MAX_MEMBER_SIZE,  # n
         p = Path(source)
         if p.is_dir():
             return _open_directory(p, max_member_size=max_member_size, max_members=max_members)
-        try:
-            f = builtins.open(p, "rb")
-        except OSError as exc:
-            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        f = open_regular(p)
         return _open_file(f, name, own=True, max_member_size=max_member_size, max_members=max_members,
                           max_total_size=max_total_size, mapped=mapped)
     if isinstance(source, (bytes, bytearray, memoryview)):

@@ -17,6 +17,7 @@ cut short, lengths past the end) is an unreadable input: MlfError.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections import Counter
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlf_spec._internal.spec_engine import Tracer
-from mlf_spec._io import describe, read_source
+from mlf_spec._io import describe, open_regular_fd, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
 from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import params_ir as _ir
@@ -134,6 +135,8 @@ def _read(source: Any, dialect: str | None, writer: str | None, name: str | None
     if given is None and writer is not None:
         given = _dt.of_version(_engine().writer_range(writer)[0])  # the writer's codes
     try:
+        if not mapped and isinstance(source, (str, os.PathLike)):
+            _magic_first(source)
         with read_source(source, mapped) as (buf, size, _fd):
             pf = _scan(buf, size)
             max_bytes = _max_bytes(buf, pf.records)
@@ -146,6 +149,18 @@ def _read(source: Any, dialect: str | None, writer: str | None, name: str | None
 
 
 # ------------------------------------------------------------------------------ reading
+
+
+def _magic_first(path: str | os.PathLike[str]) -> None:
+    """Raise the magic's MlfError from the first bytes of a file that is no .params file,
+    before the whole file is read into memory (a 16 GiB file of zeros cost 16 GiB)."""
+    fd = open_regular_fd(path)
+    try:
+        head = os.read(fd, 8)  # a fresh descriptor: at offset 0
+    finally:
+        os.close(fd)
+    if len(head) == 8 and head != struct.pack("<Q", _ir.CONSTANTS["PARAMS_MAGIC"]):
+        _scan(head, len(head))  # raises at the magic
 
 
 def _scan(buf: Any, size: int) -> _File:

@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from mlf_spec._io import atomic_write_chunks, describe, read_source
+from mlf_spec._io import atomic_write_chunks, describe, open_regular_fd, read_source
 from mlf_spec.errors import MlfError, UnsupportedError
 from mlf_spec.generated._fastlib import Record
 from mlf_spec.generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
@@ -615,10 +615,7 @@ def load(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
     """
     name = describe(source)
     if not mapped and isinstance(source, (str, os.PathLike)):
-        try:
-            file_fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError as exc:
-            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        file_fd = open_regular_fd(source)
         try:
             size = os.fstat(file_fd).st_size
             with _gc_paused():
@@ -914,10 +911,7 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
     MlfError."""
     name = describe(source)
     if isinstance(source, (str, os.PathLike)):
-        try:
-            fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError as exc:
-            raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        fd = open_regular_fd(source)
         mm: mmap.mmap | None = None
         try:
             size = os.fstat(fd).st_size

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlf_spec._io import read_limited
 from mlf_spec.errors import MlfError
 
 from ..known_failures import KnownFailures
@@ -110,8 +111,8 @@ def load_equivalents(path: str | Path | None) -> dict[str, str]:
         return {}
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_limited(p).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the equivalents file: {exc}", file=str(p)) from None
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -136,11 +137,15 @@ def _command(template: str, **values: str) -> list[str]:
         raise MlfError(f"unknown placeholder {exc} in {template!r} (use {{src}}, {{out}}, {{dir}}, {{bin}})") from None
 
 
+#: The largest reader source mutate instruments (the readers it is for are a few thousand lines).
+SOURCE_LIMIT = 16 << 20
+
+
 def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]:
     """Instrument ``source`` and build it in ``work``: (the binary, the mutants)."""
     try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_limited(source, SOURCE_LIMIT).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the reader's source: {exc}", file=str(source)) from None
     schema, mutants = instrument(text)
     src = work / source.name
@@ -148,7 +153,8 @@ def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]
     out = work / "reader-under-mutation"
     argv = _command(build_cmd, src=str(src), out=str(out), dir=str(source.resolve().parent))
     try:
-        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, errors="replace",
+                              timeout=600)  # a compiler quotes file names, which need not be UTF-8
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MlfError(f"the build command failed to run: {exc}", file=str(source)) from None
     if done.returncode != 0 or not out.exists():

@@ -1,0 +1,259 @@
+"""Regression tests for what the hostile-input campaign (``fuzz/cli_campaign.py``) found:
+each case is the campaign's input made small, run the way the campaign ran it."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from mlf_spec import archive, blob, cache, diff, params
+from mlf_spec.errors import MlfError
+from mlf_spec.mlf import check as mlf_check
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = ROOT / "vectors" / "params" / "params.valid.zero-size-0x4.params"
+ARCHIVE = ROOT / "vectors" / "mlf-archive" / "migration.archive.v3.graph.to-v7.tar"
+
+
+def cli(args: list[str], cwd: Path, *, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``mlf-spec ARGS`` in a child: no traceback, exit status 0, 1 or 2."""
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", *args], cwd=cwd, capture_output=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    err = p.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err, err[-3000:]
+    assert p.returncode in (0, 1, 2), (p.returncode, err[-2000:])
+    return p
+
+
+def _feed(fifo: Path, data: bytes) -> threading.Thread:
+    """A writer that fills ``fifo`` once (as ``<(cat FILE)`` does), then closes it."""
+
+    def write() -> None:
+        with open(fifo, "wb") as f:  # blocks until the reader opens it
+            f.write(data)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize(("args", "src", "expect"), [
+    (["params", "dump"], PARAMS, b"1 tensors"),
+    (["check"], ARCHIVE, b"conformant"),
+    (["diff", str(PARAMS)], PARAMS, b"same"),
+])
+def test_a_pipe_named_on_the_command_line_is_read_once(tmp_path, args, src, expect):
+    # ``mlf-spec params dump <(cat x.params)``: the pipe was sniffed, then opened again (it reads
+    # as 0 bytes: "input ends inside magic"), and a named FIFO waited for a second writer for ever
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = _feed(fifo, src.read_bytes())
+    p = cli([*args, str(fifo)], tmp_path, timeout=120)
+    writer.join(5)
+    assert p.returncode == 0, p.stderr
+    assert expect in p.stdout
+
+
+@pytest.mark.parametrize("args", [["check"], ["blob", "dump"], ["extract", "-o", "x"]])
+def test_a_device_named_on_the_command_line_is_refused(tmp_path, args):
+    # /dev/zero read as "ends inside magic", or (blob dump) "no such file"
+    p = cli([*args, "/dev/zero"], tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == ["mlf-spec: error: /dev/zero: not a regular file (a device or a "
+                                              "socket); give a file, or pipe it into '-'"]
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("read", [
+    lambda p: params.load(p), lambda p: params.load(p, mapped=False), lambda p: params.open(p),
+    lambda p: archive.open(p), lambda p: archive.open(p, mapped=False), lambda p: blob.read(p),
+    lambda p: mlf_check.check(p), lambda p: diff.diff(PARAMS, p),
+])
+def test_library_readers_refuse_a_fifo_path_instead_of_waiting(tmp_path, read):
+    fifo = tmp_path / "pipe.params"
+    os.mkfifo(fifo)
+    old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the reader waits for a writer"))
+    signal.alarm(20)
+    try:
+        with pytest.raises(MlfError):
+            read(str(fifo))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_params_check_of_a_huge_file_that_is_no_params_file_stops_at_the_magic(tmp_path):
+    # a 16 GiB sparse file of zeros named .params: `params check` read it whole first (16 GiB of
+    # memory, 137 s) to report a wrong magic at offset 0
+    big = tmp_path / "big.params"
+    with big.open("wb") as f:
+        f.truncate(16 << 30)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", "params", "check", str(big)], capture_output=True,
+                       timeout=120, preexec_fn=cap)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert p.stderr.decode().splitlines() == [f"mlf-spec: error: {big}: magic: offset 0 (0x0): magic is 0, expected "
+                                              "17862838867561061559"]
+
+
+def test_a_cache_index_with_an_integer_of_5000_digits_is_an_mlf_error(tmp_path):
+    # json.loads raised ValueError past sys.get_int_max_str_digits(): a traceback from every cache command
+    folder = tmp_path / "c"
+    shutil.copytree(ROOT / "vectors" / "tensor-cache" / "valid.sharded", folder)
+    (folder / "case.json").unlink(missing_ok=True)
+    index = folder / "tensor-cache.json"
+    doc = json.loads(index.read_text())
+    doc["records"][0]["nbytes"] = 0
+    index.write_text(json.dumps(doc).replace('"nbytes": 0', '"nbytes": ' + "9" * 5000, 1))
+    with pytest.raises(MlfError, match="more than 4,300 digits"):
+        cache.open(folder)
+    p = cli(["cache", "convert", str(folder), str(tmp_path / "x.npz")], tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert not (tmp_path / "x.npz").exists()
+
+
+
+def test_mutate_of_a_source_whose_name_is_not_utf8_is_an_mlf_error(tmp_path):
+    # the compiler quotes the file name in its errors: decoding them as UTF-8 raised UnicodeDecodeError
+    # (`conformance mutate` printed a traceback)
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, build
+
+    src = tmp_path / os.fsdecode(b"bad\xff.c")
+    src.write_bytes(b"#include <nothing.h>\n")
+    (tmp_path / "work").mkdir()
+    with pytest.raises(MlfError, match="does not build"):
+        build(src, DEFAULT_BUILD, tmp_path / "work")
+
+
+_SIDE_FILE_READ = """
+import sys
+from pathlib import Path
+from mlf_spec.conformance import report, vectors
+from mlf_spec.conformance.known_failures import KnownFailures
+from mlf_spec.errors import MlfError
+read = {"report": report.read_report, "known_failures": KnownFailures.load, "case": lambda p: vectors.load_case(Path(p))}
+try:
+    read[sys.argv[1]](sys.argv[2])
+except MlfError as exc:
+    print(str(exc))
+"""
+
+
+@pytest.mark.parametrize(("load", "path"), [("report", "/dev/zero"), ("known_failures", "/dev/zero"),
+                                           ("report", "fifo"), ("case", "fifo")])
+def test_side_files_of_the_conformance_kit_are_refused_when_not_regular(tmp_path, load, path):
+    # `conformance report /dev/zero` and `--known-failures /dev/zero` read until memory ran out
+    # (MemoryError under a cap); a FIFO waited for a writer. Read in a child under a cap and a
+    # timeout, so that a regression fails here instead of filling this process.
+    if path == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    p = subprocess.run([sys.executable, "-c", _SIDE_FILE_READ, load, path], capture_output=True, timeout=60,
+                       preexec_fn=cap)
+    assert p.returncode == 0 and b"not a regular file" in p.stdout, p.stderr[-2000:]
+
+
+def test_a_cache_index_over_256_mib_is_refused_before_it_is_read(tmp_path):
+    # a 1 GiB index (a sparse file) was read and decoded whole: 2.1 GB peak for `cache upgrade/downgrade/diff`
+    (tmp_path / "c").mkdir()
+    with (tmp_path / "c" / "tensor-cache.json").open("wb") as f:
+        f.truncate((256 << 20) + 1)
+    with pytest.raises(MlfError, match="more than the 268435456 mlf-spec reads"):
+        cache.open(tmp_path / "c")
+
+
+def test_mutate_refuses_a_huge_source_before_reading_it(tmp_path):
+    # a 1 GiB (sparse) source was read whole: 1.1 GB peak before the build failed
+    from mlf_spec.conformance.mutation.harness import DEFAULT_BUILD, SOURCE_LIMIT, build
+
+    src = tmp_path / "r.c"
+    with src.open("wb") as f:
+        f.truncate(SOURCE_LIMIT + 1)
+    (tmp_path / "work").mkdir()
+    with pytest.raises(MlfError, match="larger than"):
+        build(src, DEFAULT_BUILD, tmp_path / "work")
+
+
+_DEEP_TESTEE = """
+import json, sys
+if sys.argv[1] == "info":
+    print(json.dumps({"protocol": "mlf-conformance/1", "name": "deep", "version": "1", "serve": True,
+                      "formats": [{"format": "params", "roles": ["decode"]}]}) if sys.argv[2:] != ["deep"] else DEEP)
+    sys.exit(0)
+if sys.argv[1] == "serve":
+    for line in sys.stdin:
+        print(DEEP, flush=True)
+    sys.exit(0)
+sys.stdin.buffer.read()
+print(DEEP)
+""".replace("DEEP", repr("[" * 100_000 + "]" * 100_000))
+
+
+def test_a_testee_answering_json_nested_too_deeply_is_a_protocol_error(tmp_path):
+    # json.loads raised RecursionError through the runner: `conformance run` printed a traceback for a
+    # testee whose `info`, one-shot answer or `serve` line was 100,000 brackets deep
+    from mlf_spec.conformance.testee import OneShot, Persistent
+
+    script = tmp_path / "deep.py"
+    script.write_text(_DEEP_TESTEE)
+    with pytest.raises(MlfError, match="answered `info` with something that is not JSON"):
+        OneShot([sys.executable, str(script), "deep"]).info()
+    one = OneShot([sys.executable, str(script)]).ask_raw("decode", "params", {}, PARAMS.read_bytes())
+    assert (one.status, one.error_kind) == ("error", "protocol"), one
+    served = Persistent([sys.executable, str(script)])
+    try:
+        answer = served.ask_raw("decode", "params", {}, PARAMS.read_bytes())
+    finally:
+        served.close()
+    assert (answer.status, answer.error_kind) == ("error", "protocol"), answer
+
+
+def test_run_reports_and_known_failures_nested_too_deeply_are_one_line(tmp_path):
+    # read_report let RecursionError through (`conformance report`, `--compare`: a traceback); the
+    # known-failures error quoted the whole 100,000-character line
+    from mlf_spec.conformance import report
+    from mlf_spec.conformance.known_failures import KnownFailures
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "\n")
+    with pytest.raises(MlfError, match="not JSON"):
+        report.read_report(deep)
+    with pytest.raises(MlfError) as err:
+        KnownFailures.load(deep)
+    assert len(str(err.value)) < 300
+
+
+def test_a_testee_rejection_quoting_a_path_that_is_not_utf8_is_json(tmp_path):
+    # the rejection's JSON was encoded as UTF-8 with the path's lone surrogate in it: UnicodeEncodeError
+    folder = tmp_path / os.fsdecode(b"cache\xff")
+    shutil.copytree(ROOT / "vectors" / "tensor-cache" / "unreadable.data-path-dotdot", folder)
+    p = cli(["conformance", "testee", "decode", "tensor-cache", f"input_dir={folder}"], tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["error"]["class"] == "unsafe"
+
+
+def test_found_nothing_names_a_hostile_folder_on_one_line_without_escapes(tmp_path):
+    # "found nothing that is ... in PATH" printed the path raw: a newline made two lines, an escape
+    # sequence reached the terminal
+    folder = tmp_path / os.fsdecode(b"new\nline\x1b[31m\xff")
+    folder.mkdir()
+    p = cli(["check", str(folder)], tmp_path)
+    assert p.returncode == 2
+    err = p.stderr.decode("utf-8", "replace")
+    assert len(err.splitlines()) == 1 and "\x1b" not in err and "new\\nline\\x1b[31m" in err, err
