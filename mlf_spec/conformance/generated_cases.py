@@ -50,8 +50,12 @@ class Drawn:
     scope: dict[str, str]
     data: bytes = b""
     reading: Any = None
+    files: dict[str, bytes] | None = None  # a folder-shaped input (tensor-cache decode)
 
     def __repr__(self) -> str:  # what hypothesis prints for a falsifying example
+        if self.files is not None:
+            size = sum(len(b) for b in self.files.values())
+            return f"Drawn({self.format} {self.role} {self.label} {self.options}, {len(self.files)} files, {size} bytes)"
         size = len(self.data) if self.role != "encode" else len(str(self.reading))
         return f"Drawn({self.format} {self.role} {self.label} {self.options}, {size} bytes)"
 
@@ -117,6 +121,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
                 bytes(b.data))))
         if wanted("mlf-metadata", "migrate"):
             out.append(st.tuples(docs, st.sampled_from(versions)).map(lambda dv: _migration(*dv)))
+    if wanted("tensor-cache", "decode") or wanted("tensor-cache", "encode"):
+        out.append(_cache_sources(info, wanted))
     if wanted("mlf-archive", "decode"):
         out.append(ms.mlf_archives().map(lambda vsb: Drawn("mlf-archive", "decode", "valid", {},
                                                           {"version": str(vsb[0]), "style": vsb[1]}, vsb[2])))
@@ -163,6 +169,50 @@ def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
     return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i]) if parts else st.nothing()
 
 
+def _cache_sources(info: dict[str, Any], wanted: Any) -> st.SearchStrategy[Drawn]:
+    """Tensor-cache requests in the index versions the handshake declares: valid caches as
+    dump_tensor_cache writes them and broken ones (one rule broken, labelled by the finding
+    code ``check`` reports, e.g. ``broken.tensor.out-of-shard``), as folders; and encode
+    requests (a valid cache's reading with data, its version and shard cap as options)."""
+    from mlf_spec.cache import strategies as cs
+
+    versions = tuple(int(v) for v in _scope_values(info, "tensor-cache", "version", ["1", "2"]))
+    if not versions:
+        return st.nothing()
+    parts: list[st.SearchStrategy[Drawn]] = []
+    if wanted("tensor-cache", "decode"):
+        parts.append(cs.caches(versions=versions).map(lambda c: Drawn(
+            "tensor-cache", "decode", "valid", {}, {"version": str(c.version)}, files=c.files)))
+        parts.append(cs.broken_caches(versions=versions).map(lambda b: Drawn(
+            "tensor-cache", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)}, files=b.files)))
+    if wanted("tensor-cache", "encode"):
+        parts.append(cs.caches(versions=versions).map(_encode_cache))
+    return st.one_of(parts)
+
+
+def _encode_cache(c: Any) -> Drawn:
+    from .suite.cache import reading_with_data
+
+    options = {"version": str(c.version)} if c.version != 2 else {}
+    if c.shard_cap_mb != 32:
+        options["shard_cap_mb"] = repr(c.shard_cap_mb)
+    return Drawn("tensor-cache", "encode", "valid", options, {"version": str(c.version)},
+                 reading=reading_with_data("generated", c.files))
+
+
+def expected_of(d: Drawn) -> dict[str, Any]:
+    """mlf-spec's outcome for a drawn request (its canonical reading, or its rejection)."""
+    if d.files is not None:
+        from .suite.cache import folder_outcome
+
+        return folder_outcome("generated", d.files)
+    if d.format == "tensor-cache" and d.role == "encode":
+        from .suite.cache import encode_outcome
+
+        return encode_outcome(d.reading, d.options)
+    return outcome(d.format, d.role, d.data, d.options, d.reading)
+
+
 def _encode_params(p: dict[str, Any], d: Any, opts: dict[str, str], scope: dict[str, str]) -> Drawn:
     from mlf_spec.params import codec
 
@@ -192,9 +242,12 @@ def _migration(vsd: tuple[int, str, dict], to: int) -> Drawn:
 
 
 def case_of(d: Drawn, expected: dict[str, Any], case_id: str = "generated", where: Path | None = None) -> Case:
-    """An in-memory case for a drawn request."""
+    """An in-memory case for a drawn request (a folder-shaped input held in memory)."""
+    import dataclasses
+
     doc, data = _document(d, expected, case_id, f"generated: {d.label}")
-    return case_of_document(doc, (where or Path(".")) / f"{case_id}{CASE_SUFFIX}", data)
+    case = case_of_document(doc, (where or Path(".")) / f"{case_id}{CASE_SUFFIX}", data)
+    return dataclasses.replace(case, files=dict(d.files)) if d.files is not None else case
 
 
 def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str) -> tuple[dict[str, Any], bytes]:
@@ -202,16 +255,23 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
     import json
 
     from .canonical import sha256
+    from .folders import folder_sha256
 
     data = d.data if d.role != "encode" else (json.dumps(d.reading, indent=1, ensure_ascii=False) + "\n").encode()
-    name = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])
-    doc = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": sha256(data),
+    if d.files is not None:  # a folder named as the case
+        name, digest = case_id, folder_sha256(d.files)
+    else:
+        name, digest = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format]), sha256(data)
+    doc = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": digest,
            "options": dict(d.options), "scope": dict(d.scope), "tvm": "generated", "features": {"generated": [d.label]},
            "description": description, "spec_ref": "generated/docs/index.md",
            "broken_kind": d.label[7:] if d.label.startswith("broken.") else None, "expected": expected}
     return doc, data
 
 
+#: per format, the reading's keys that hold free-form JSON (the cache's metadata): a
+#: difference below them is named by the key alone, not by the drawn keys inside it
+FREE_FORM: dict[str, tuple[str, ...]] = {"tensor-cache": ("metadata",)}
 #: a list index or a map key in a difference's path ([3], ['a]b'], ["it's"]): not part of a signature
 _INDEX = re.compile(r"""\[(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\]'"]*)\]""")
 
@@ -227,6 +287,7 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
         how = "accepted"
     elif verdict.diff:
         where, _, what = verdict.diff[0].partition(": ")
+        where = next((k for k in FREE_FORM.get(d.format, ()) if where.startswith((k + ".", k + "["))), where)
         kind = ("length" if "elements expected" in what else "missing" if what.startswith("missing") else
                 "unexpected" if what.startswith(("not expected", "unknown key")) else "value")
         how = "diff-" + _INDEX.sub("", where) + "-" + kind
@@ -265,11 +326,14 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
                 return
             drawn += 1
             kinds[f"{d.format}.{d.role}.{d.label}"] += 1
-            expected = outcome(d.format, d.role, d.data, d.options, d.reading)
+            expected = expected_of(d)
             case = case_of(d, expected, where=tmp)
             if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
                 return
-            answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
+            if case.is_folder:  # a private copy of the folder (input_dir), or an empty output_dir
+                answer = testee.ask(case)
+            else:
+                answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
             if unsupported_skip(case, answer, info) is not None:  # a payload grammar the handshake leaves out
                 return
             verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
@@ -333,8 +397,7 @@ def drawn_cases(info: dict[str, Any], n: int, *, seed_value: int = 0, formats: l
 
     collect()
     where = where or Path(tempfile.gettempdir())
-    return [case_of(d, outcome(d.format, d.role, d.data, d.options, d.reading), slug(f"gen.{i}.{d.label}"), where)
-            for i, d in enumerate(drawn[:n])]
+    return [case_of(d, expected_of(d), slug(f"gen.{i}.{d.label}"), where) for i, d in enumerate(drawn[:n])]
 
 
 def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed_value: int, message: str) -> Path:
@@ -342,9 +405,36 @@ def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed
     doc, data = _document(d, expected, case_id,
                           f"generated (seed {seed_value}) and shrunk: {' '.join(message.split())[:200]}")
     try:
+        if d.files is not None:
+            return _save_folder_case(directory, doc, d.files)
         return save_case(directory, doc, data, doc["input"])
     except OSError as exc:
         raise MlfError(f"cannot save a generated case: {exc.strerror}", file=str(directory)) from None
 
 
-__all__ = ["Drawn", "Exploration", "case_of", "drawn_cases", "explore", "save", "signature", "sources"]
+def _save_folder_case(directory: Path, doc: dict[str, Any], files: dict[str, bytes]) -> Path:
+    """Write a folder-shaped case: its input folder (made beside, then renamed in over an
+    older one of the same id) and its case file."""
+    import shutil
+
+    from mlf_spec._io import atomic_write_bytes
+
+    from .folders import write_files
+    from .vectors import case_text
+
+    directory.mkdir(parents=True, exist_ok=True)
+    dest = directory / doc["input"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{doc['input'][:40]}.", dir=directory))
+    try:
+        write_files(tmp, files)
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    path = directory / f"{doc['id']}{CASE_SUFFIX}"
+    atomic_write_bytes(path, case_text(doc).encode("utf-8"))
+    return path
+
+
+__all__ = ["Drawn", "Exploration", "case_of", "drawn_cases", "expected_of", "explore", "save", "signature", "sources"]
