@@ -272,6 +272,23 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
 #: per format, the reading's keys that hold free-form JSON (the cache's metadata): a
 #: difference below them is named by the key alone, not by the drawn keys inside it
 FREE_FORM: dict[str, tuple[str, ...]] = {"tensor-cache": ("metadata",)}
+#: the formats whose rejections are signed by the first words of the message as well: a
+#: cache loader refuses valid folders for unrelated reasons (a dtype spelling, a 0-d array)
+#: under one exception type, which would otherwise be one signature shrunk to one of them
+MESSAGE_SIGNED = frozenset({"tensor-cache"})
+#: quoted text and numbers in a message: drawn names and sizes, not part of a signature
+_QUOTED = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`|[0-9]+""")
+
+
+def _leading_words(message: str, start: int, n: int = 3) -> list[str]:
+    """The first ``n`` words of ``message`` after ``start`` (quoted text and numbers left out),
+    lower case; the words before ``start`` if nothing follows (``KeyError: 'metadata'``)."""
+    words = re.findall(r"[a-z]+", _QUOTED.sub(" ", message[start:]).lower())
+    if not words:
+        words = re.findall(r"[a-z]+", message[start:].lower())
+    return words[:n]
+
+
 #: a list index or a map key in a difference's path ([3], ['a]b'], ["it's"]): not part of a signature
 _INDEX = re.compile(r"""\[(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\]'"]*)\]""")
 
@@ -283,6 +300,8 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     elif answer.status == "rejected":
         error = re.search(r"[A-Za-z]*Error\b", answer.message)
         how = "rejected" + (f"-{answer.error_class}" if answer.error_class else "") + (f"-{error.group(0)}" if error else "")
+        if d.format in MESSAGE_SIGNED:
+            how += "".join(f"-{w}" for w in _leading_words(answer.message, error.end() if error else 0))
     elif verdict.diff and verdict.diff[0].startswith("expected a rejection"):
         how = "accepted"
     elif verdict.diff:
