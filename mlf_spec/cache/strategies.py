@@ -57,11 +57,13 @@ def arrays(draw: Any, dtypes: tuple[str, ...] = DTYPES, max_dims: int = 3, max_s
 
 
 @st.composite
-def caches(draw: Any, max_tensors: int = 6, versions: tuple[int, ...] | None = None) -> CacheDraw:
+def caches(draw: Any, max_tensors: int = 6, versions: tuple[int, ...] | None = None, max_dims: int = 3,
+           max_side: int = 5) -> CacheDraw:
     """A valid cache as dump_tensor_cache writes it (with mlf-spec's writer), in one of the
-    index ``versions`` (default: every version mlf-spec writes)."""
+    index ``versions`` (default: every version mlf-spec writes), of at most ``max_tensors``
+    arrays of at most ``max_dims`` extents of at most ``max_side``."""
     names = draw(st.lists(st.text(min_size=1, max_size=8), max_size=max_tensors, unique=True))
-    params = {n: draw(arrays()) for n in names}
+    params = {n: draw(arrays(max_dims=max_dims, max_side=max_side)) for n in names}
     fmt = draw(st.sampled_from(("raw", "f32-to-bf16")))
     cap = draw(st.sampled_from((1 / 8192, 1 / 1024, 32)))
     version = draw(st.sampled_from(sorted(versions or INDEX_NAMES)))

@@ -180,13 +180,15 @@ def _cache_sources(info: dict[str, Any], wanted: Any) -> st.SearchStrategy[Drawn
     if not versions:
         return st.nothing()
     parts: list[st.SearchStrategy[Drawn]] = []
+    # small caches: a disagreement is shrunk through the testee (a forked load per step)
+    small: dict[str, Any] = {"versions": versions, "max_tensors": 4, "max_dims": 2, "max_side": 4}
     if wanted("tensor-cache", "decode"):
-        parts.append(cs.caches(versions=versions).map(lambda c: Drawn(
+        parts.append(cs.caches(**small).map(lambda c: Drawn(
             "tensor-cache", "decode", "valid", {}, {"version": str(c.version)}, files=c.files)))
         parts.append(cs.broken_caches(versions=versions).map(lambda b: Drawn(
             "tensor-cache", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)}, files=b.files)))
     if wanted("tensor-cache", "encode"):
-        parts.append(cs.caches(versions=versions).map(_encode_cache))
+        parts.append(cs.caches(**small).map(_encode_cache))
     return st.one_of(parts)
 
 
@@ -269,6 +271,10 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
     return doc, data
 
 
+#: per format, the requests asked after its first disagreement, per kind of disagreement
+#: found, before its draws are no longer asked (shrinking keeps the smallest input so far): a
+#: cache request is a folder copied and loaded, and a shrink of a cache takes 50 or more
+SHRINK_REQUESTS: dict[str, int] = {"tensor-cache": 25}
 #: per format, the reading's keys that hold free-form JSON (the cache's metadata): a
 #: difference below them is named by the key alone, not by the drawn keys inside it
 FREE_FORM: dict[str, tuple[str, ...]] = {"tensor-cache": ("metadata",)}
@@ -313,6 +319,10 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     else:
         how = "fail"
     label = "valid" if d.role == "migrate" else d.label
+    if d.format in MESSAGE_SIGNED and answer.status == "rejected" and verdict.message.startswith("rejected a valid input"):
+        # a cache the reference reads (valid, or breaking a rule loaders need not enforce, e.g.
+        # md5) refused: the message says why, whatever was drawn (one signature, not one per rule)
+        label = "readable"
     return slug(f"gen.{d.format}.{d.role}.{label}.{how}")
 
 
@@ -333,6 +343,8 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     t0 = time.perf_counter()
     tmp = Path(tempfile.gettempdir())
     strategy = sources(info, formats)
+    shrinking: Counter = Counter()  # per format: the kinds of disagreement found
+    asked_after: Counter = Counter()  # per format: requests asked since its first disagreement
 
     def one_round(round_seed: int, examples: int, old: frozenset[str]) -> None:
         @seed(round_seed)
@@ -343,8 +355,13 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             nonlocal drawn
             if time.perf_counter() > t0 + budget:
                 return
+            cap = SHRINK_REQUESTS.get(d.format)
+            if cap is not None and shrinking[d.format] and asked_after[d.format] >= cap * shrinking[d.format]:
+                return  # this format's disagreements are shrunk far enough: keep the smallest so far
             drawn += 1
             kinds[f"{d.format}.{d.role}.{d.label}"] += 1
+            if shrinking[d.format]:
+                asked_after[d.format] += 1
             expected = expected_of(d)
             case = case_of(d, expected, where=tmp)
             if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
@@ -361,6 +378,8 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             sig = signature(d, answer, verdict)
             if sig in old:  # found and shrunk in an earlier round: look for other kinds
                 return
+            if sig not in found:
+                shrinking[d.format] += 1
             found[sig] = (d, expected, answer, verdict)  # the last one recorded is the final, minimal replay
             exc = errors.setdefault(sig, type("Disagreement_" + hashlib.sha1(sig.encode()).hexdigest()[:10],
                                               (AssertionError,), {}))
