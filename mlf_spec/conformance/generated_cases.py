@@ -271,9 +271,10 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
     return doc, data
 
 
-#: per format, the requests asked after its first disagreement, per kind of disagreement
-#: found, before its draws are no longer asked (shrinking keeps the smallest input so far): a
-#: cache request is a folder copied and loaded, and a shrink of a cache takes 50 or more
+#: per format, the requests a round asks after its first disagreement of the format, per kind
+#: found, before the round asks no more of them (its shrinking keeps the smallest input so far;
+#: the next round draws afresh): a cache request is a folder copied and loaded, and a cache
+#: shrunk to the end takes 50 requests or more
 SHRINK_REQUESTS: dict[str, int] = {"tensor-cache": 25}
 #: per format, the reading's keys that hold free-form JSON (the cache's metadata): a
 #: difference below them is named by the key alone, not by the drawn keys inside it
@@ -343,10 +344,13 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     t0 = time.perf_counter()
     tmp = Path(tempfile.gettempdir())
     strategy = sources(info, formats)
-    shrinking: Counter = Counter()  # per format: the kinds of disagreement found
-    asked_after: Counter = Counter()  # per format: requests asked since its first disagreement
+    shrinking: Counter = Counter()  # per format: the kinds of disagreement found in this round
+    asked_after: Counter = Counter()  # per format: requests asked since its first one in this round
 
     def one_round(round_seed: int, examples: int, old: frozenset[str]) -> None:
+        shrinking.clear()  # the next round draws afresh (and ignores the kinds found before)
+        asked_after.clear()
+
         @seed(round_seed)
         @settings(max_examples=examples, database=None, deadline=None, report_multiple_bugs=True,
                   phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), print_blob=False)
