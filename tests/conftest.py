@@ -27,7 +27,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 #: one worker (:func:`pytest_xdist_make_scheduler`), so that two workers do not both make them
 GROUPED = ("tests/peers/tvm/test_verdicts.py", "tests/peers/hhb/test_mlf_export.py", "tests/spec/test_kaitai.py",
            "tests/peers/tvm/test_blob.py", "tests/conformance/test_results.py", "tests/peers/tvm/test_strategies.py",
-           "tests/safety/test_truncated_while_read.py")
+           "tests/safety/test_truncated_while_read.py", "tests/peers/hhb/test_cache_writer.py")
 #: the longest tests (``--durations`` of the whole run), collected first so that both workers
 #: start on them instead of one worker running them alone at the end
 LONG_FIRST = ("tests/peers/hhb/test_conformance.py", "tests/peers/tvm/test_verdicts.py", "tests/conformance/test_adapters.py",

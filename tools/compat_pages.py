@@ -38,8 +38,8 @@ _VOLATILE = ("mlf_spec", "version")
 RUNS: dict[str, list[str]] = {
     "mlf-spec": ["--generate", "100", "--seed", "1", "--generate-budget", "20"],
     "tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
-    "tvm-cpp": ["-j", "2", "--memory-limit", "4096"],
-    "web-runtime": [],
+    "tvm-cpp": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
+    "web-runtime": ["--generate", "100", "--seed", "7", "--generate-budget", "20"],
     "hhb-tvm": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "7", "--generate-budget", "20"],
     "tvm-ffi": ["-j", "2", "--memory-limit", "4096", "--generate", "100", "--seed", "1", "--generate-budget", "30"],
     "netron": ["--timeout", "5", "--generate", "200", "--seed", "1", "--generate-budget", "20"],

@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .codec import render
-from .index import INDEX_NAMES
+from .index import INDEX_NAMES, LATEST
 
 #: dtypes dump_tensor_cache writes from NumPy / ml_dtypes arrays.
 DTYPES = ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -57,13 +57,16 @@ def arrays(draw: Any, dtypes: tuple[str, ...] = DTYPES, max_dims: int = 3, max_s
 
 
 @st.composite
-def caches(draw: Any, max_tensors: int = 6) -> CacheDraw:
-    """A valid cache as dump_tensor_cache writes it (with mlf-spec's writer)."""
+def caches(draw: Any, max_tensors: int = 6, versions: tuple[int, ...] | None = None, max_dims: int = 3,
+           max_side: int = 5) -> CacheDraw:
+    """A valid cache as dump_tensor_cache writes it (with mlf-spec's writer), in one of the
+    index ``versions`` (default: every version mlf-spec writes), of at most ``max_tensors``
+    arrays of at most ``max_dims`` extents of at most ``max_side``."""
     names = draw(st.lists(st.text(min_size=1, max_size=8), max_size=max_tensors, unique=True))
-    params = {n: draw(arrays()) for n in names}
+    params = {n: draw(arrays(max_dims=max_dims, max_side=max_side)) for n in names}
     fmt = draw(st.sampled_from(("raw", "f32-to-bf16")))
     cap = draw(st.sampled_from((1 / 8192, 1 / 1024, 32)))
-    version = draw(st.sampled_from(sorted(INDEX_NAMES)))
+    version = draw(st.sampled_from(sorted(versions or INDEX_NAMES)))
     meta = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)))
     return CacheDraw(render(params, encode_format=fmt, shard_cap_mb=cap, version=version, metadata=meta),
                      params, fmt, cap, version)
@@ -80,16 +83,19 @@ class BrokenCache:
 
     files: dict[str, bytes]
     kind: str
+    version: int = LATEST
 
 
 @st.composite
-def broken_caches(draw: Any, kinds: tuple[str, ...] = BROKEN_KINDS) -> BrokenCache:
-    """A valid cache with at least one tensor of data, then one rule of ``kinds`` broken."""
+def broken_caches(draw: Any, kinds: tuple[str, ...] = BROKEN_KINDS, versions: tuple[int, ...] = (LATEST,)) -> BrokenCache:
+    """A valid cache with at least one tensor of data, in one of the index ``versions``, then
+    one rule of ``kinds`` broken."""
     names = draw(st.lists(st.text(min_size=1, max_size=6), min_size=2, max_size=4, unique=True))
     params = {n: draw(arrays(dtypes=("float32", "int32", "float16"), max_dims=2).filter(lambda a: a.size > 0))
               for n in names}
+    version = draw(st.sampled_from(versions))
     files = render(params, encode_format=draw(st.sampled_from(("raw", "f32-to-bf16"))),
-                   shard_cap_mb=draw(st.sampled_from((1 / 8192, 32))))
+                   shard_cap_mb=draw(st.sampled_from((1 / 8192, 32))), version=version)
     index_name = next(n for n in INDEX_NAMES.values() if n in files)
     doc = json.loads(files[index_name])
     kind = draw(st.sampled_from(kinds))
@@ -126,4 +132,4 @@ def broken_caches(draw: Any, kinds: tuple[str, ...] = BROKEN_KINDS) -> BrokenCac
     files[index_name] = json.dumps(doc, indent=4).encode()
     if kind == "shard.md5" and hashlib.md5(files[path], usedforsecurity=False).hexdigest() == shard["md5sum"]:
         raise AssertionError("unreachable: a flipped byte changes the MD5")
-    return BrokenCache(files, kind)
+    return BrokenCache(files, kind, version)

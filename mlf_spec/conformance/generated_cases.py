@@ -50,8 +50,12 @@ class Drawn:
     scope: dict[str, str]
     data: bytes = b""
     reading: Any = None
+    files: dict[str, bytes] | None = None  # a folder-shaped input (tensor-cache decode)
 
     def __repr__(self) -> str:  # what hypothesis prints for a falsifying example
+        if self.files is not None:
+            size = sum(len(b) for b in self.files.values())
+            return f"Drawn({self.format} {self.role} {self.label} {self.options}, {len(self.files)} files, {size} bytes)"
         size = len(self.data) if self.role != "encode" else len(str(self.reading))
         return f"Drawn({self.format} {self.role} {self.label} {self.options}, {size} bytes)"
 
@@ -117,6 +121,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
                 bytes(b.data))))
         if wanted("mlf-metadata", "migrate"):
             out.append(st.tuples(docs, st.sampled_from(versions)).map(lambda dv: _migration(*dv)))
+    if wanted("tensor-cache", "decode") or wanted("tensor-cache", "encode"):
+        out.append(_cache_sources(info, wanted))
     if wanted("mlf-archive", "decode"):
         out.append(ms.mlf_archives().map(lambda vsb: Drawn("mlf-archive", "decode", "valid", {},
                                                           {"version": str(vsb[0]), "style": vsb[1]}, vsb[2])))
@@ -163,6 +169,52 @@ def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
     return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i]) if parts else st.nothing()
 
 
+def _cache_sources(info: dict[str, Any], wanted: Any) -> st.SearchStrategy[Drawn]:
+    """Tensor-cache requests in the index versions the handshake declares: valid caches as
+    dump_tensor_cache writes them and broken ones (one rule broken, labelled by the finding
+    code ``check`` reports, e.g. ``broken.tensor.out-of-shard``), as folders; and encode
+    requests (a valid cache's reading with data, its version and shard cap as options)."""
+    from mlf_spec.cache import strategies as cs
+
+    versions = tuple(int(v) for v in _scope_values(info, "tensor-cache", "version", ["1", "2"]))
+    if not versions:
+        return st.nothing()
+    parts: list[st.SearchStrategy[Drawn]] = []
+    # small caches: a disagreement is shrunk through the testee (a forked load per step)
+    small: dict[str, Any] = {"versions": versions, "max_tensors": 4, "max_dims": 2, "max_side": 4}
+    if wanted("tensor-cache", "decode"):
+        parts.append(cs.caches(**small).map(lambda c: Drawn(
+            "tensor-cache", "decode", "valid", {}, {"version": str(c.version)}, files=c.files)))
+        parts.append(cs.broken_caches(versions=versions).map(lambda b: Drawn(
+            "tensor-cache", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)}, files=b.files)))
+    if wanted("tensor-cache", "encode"):
+        parts.append(cs.caches(**small).map(_encode_cache))
+    return st.one_of(parts)
+
+
+def _encode_cache(c: Any) -> Drawn:
+    from .suite.cache import reading_with_data
+
+    options = {"version": str(c.version)} if c.version != 2 else {}
+    if c.shard_cap_mb != 32:
+        options["shard_cap_mb"] = repr(c.shard_cap_mb)
+    return Drawn("tensor-cache", "encode", "valid", options, {"version": str(c.version)},
+                 reading=reading_with_data("generated", c.files))
+
+
+def expected_of(d: Drawn) -> dict[str, Any]:
+    """mlf-spec's outcome for a drawn request (its canonical reading, or its rejection)."""
+    if d.files is not None:
+        from .suite.cache import folder_outcome
+
+        return folder_outcome("generated", d.files)
+    if d.format == "tensor-cache" and d.role == "encode":
+        from .suite.cache import encode_outcome
+
+        return encode_outcome(d.reading, d.options)
+    return outcome(d.format, d.role, d.data, d.options, d.reading)
+
+
 def _encode_params(p: dict[str, Any], d: Any, opts: dict[str, str], scope: dict[str, str]) -> Drawn:
     from mlf_spec.params import codec
 
@@ -192,9 +244,12 @@ def _migration(vsd: tuple[int, str, dict], to: int) -> Drawn:
 
 
 def case_of(d: Drawn, expected: dict[str, Any], case_id: str = "generated", where: Path | None = None) -> Case:
-    """An in-memory case for a drawn request."""
+    """An in-memory case for a drawn request (a folder-shaped input held in memory)."""
+    import dataclasses
+
     doc, data = _document(d, expected, case_id, f"generated: {d.label}")
-    return case_of_document(doc, (where or Path(".")) / f"{case_id}{CASE_SUFFIX}", data)
+    case = case_of_document(doc, (where or Path(".")) / f"{case_id}{CASE_SUFFIX}", data)
+    return dataclasses.replace(case, files=dict(d.files)) if d.files is not None else case
 
 
 def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str) -> tuple[dict[str, Any], bytes]:
@@ -202,14 +257,43 @@ def _document(d: Drawn, expected: dict[str, Any], case_id: str, description: str
     import json
 
     from .canonical import sha256
+    from .folders import folder_sha256
 
     data = d.data if d.role != "encode" else (json.dumps(d.reading, indent=1, ensure_ascii=False) + "\n").encode()
-    name = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format])
-    doc = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": sha256(data),
+    if d.files is not None:  # a folder named as the case
+        name, digest = case_id, folder_sha256(d.files)
+    else:
+        name, digest = case_id + (READING_EXTENSION if d.role == "encode" else EXTENSIONS[d.format]), sha256(data)
+    doc = {"id": case_id, "format": d.format, "role": d.role, "input": name, "input_sha256": digest,
            "options": dict(d.options), "scope": dict(d.scope), "tvm": "generated", "features": {"generated": [d.label]},
            "description": description, "spec_ref": "generated/docs/index.md",
            "broken_kind": d.label[7:] if d.label.startswith("broken.") else None, "expected": expected}
     return doc, data
+
+
+#: per format, the requests a round asks after its first disagreement of the format, per kind
+#: found, before the round asks no more of them (its shrinking keeps the smallest input so far;
+#: the next round draws afresh): a cache request is a folder copied and loaded, and a cache
+#: shrunk to the end takes 50 requests or more
+SHRINK_REQUESTS: dict[str, int] = {"tensor-cache": 25}
+#: per format, the reading's keys that hold free-form JSON (the cache's metadata): a
+#: difference below them is named by the key alone, not by the drawn keys inside it
+FREE_FORM: dict[str, tuple[str, ...]] = {"tensor-cache": ("metadata",)}
+#: the formats whose rejections are signed by the first words of the message as well: a
+#: cache loader refuses valid folders for unrelated reasons (a dtype spelling, a 0-d array)
+#: under one exception type, which would otherwise be one signature shrunk to one of them
+MESSAGE_SIGNED = frozenset({"tensor-cache"})
+#: quoted text and numbers in a message: drawn names and sizes, not part of a signature
+_QUOTED = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`|[0-9]+""")
+
+
+def _leading_words(message: str, start: int, n: int = 3) -> list[str]:
+    """The first ``n`` words of ``message`` after ``start`` (quoted text and numbers left out),
+    lower case; the words before ``start`` if nothing follows (``KeyError: 'metadata'``)."""
+    words = re.findall(r"[a-z]+", _QUOTED.sub(" ", message[start:]).lower())
+    if not words:
+        words = re.findall(r"[a-z]+", message[start:].lower())
+    return words[:n]
 
 
 #: a list index or a map key in a difference's path ([3], ['a]b'], ["it's"]): not part of a signature
@@ -223,16 +307,23 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     elif answer.status == "rejected":
         error = re.search(r"[A-Za-z]*Error\b", answer.message)
         how = "rejected" + (f"-{answer.error_class}" if answer.error_class else "") + (f"-{error.group(0)}" if error else "")
+        if d.format in MESSAGE_SIGNED:
+            how += "".join(f"-{w}" for w in _leading_words(answer.message, error.end() if error else 0))
     elif verdict.diff and verdict.diff[0].startswith("expected a rejection"):
         how = "accepted"
     elif verdict.diff:
         where, _, what = verdict.diff[0].partition(": ")
+        where = next((k for k in FREE_FORM.get(d.format, ()) if where.startswith((k + ".", k + "["))), where)
         kind = ("length" if "elements expected" in what else "missing" if what.startswith("missing") else
                 "unexpected" if what.startswith(("not expected", "unknown key")) else "value")
         how = "diff-" + _INDEX.sub("", where) + "-" + kind
     else:
         how = "fail"
     label = "valid" if d.role == "migrate" else d.label
+    if d.format in MESSAGE_SIGNED and answer.status == "rejected" and verdict.message.startswith("rejected a valid input"):
+        # a cache the reference reads (valid, or breaking a rule loaders need not enforce, e.g.
+        # md5) refused: the message says why, whatever was drawn (one signature, not one per rule)
+        label = "readable"
     return slug(f"gen.{d.format}.{d.role}.{label}.{how}")
 
 
@@ -253,8 +344,13 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     t0 = time.perf_counter()
     tmp = Path(tempfile.gettempdir())
     strategy = sources(info, formats)
+    shrinking: Counter = Counter()  # per format: the kinds of disagreement found in this round
+    asked_after: Counter = Counter()  # per format: requests asked since its first one in this round
 
     def one_round(round_seed: int, examples: int, old: frozenset[str]) -> None:
+        shrinking.clear()  # the next round draws afresh (and ignores the kinds found before)
+        asked_after.clear()
+
         @seed(round_seed)
         @settings(max_examples=examples, database=None, deadline=None, report_multiple_bugs=True,
                   phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), print_blob=False)
@@ -263,13 +359,21 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             nonlocal drawn
             if time.perf_counter() > t0 + budget:
                 return
+            cap = SHRINK_REQUESTS.get(d.format)
+            if cap is not None and shrinking[d.format] and asked_after[d.format] >= cap * shrinking[d.format]:
+                return  # this format's disagreements are shrunk far enough: keep the smallest so far
             drawn += 1
             kinds[f"{d.format}.{d.role}.{d.label}"] += 1
-            expected = outcome(d.format, d.role, d.data, d.options, d.reading)
+            if shrinking[d.format]:
+                asked_after[d.format] += 1
+            expected = expected_of(d)
             case = case_of(d, expected, where=tmp)
             if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
                 return
-            answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
+            if case.is_folder:  # a private copy of the folder (input_dir), or an empty output_dir
+                answer = testee.ask(case)
+            else:
+                answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
             if unsupported_skip(case, answer, info) is not None:  # a payload grammar the handshake leaves out
                 return
             verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
@@ -278,6 +382,8 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             sig = signature(d, answer, verdict)
             if sig in old:  # found and shrunk in an earlier round: look for other kinds
                 return
+            if sig not in found:
+                shrinking[d.format] += 1
             found[sig] = (d, expected, answer, verdict)  # the last one recorded is the final, minimal replay
             exc = errors.setdefault(sig, type("Disagreement_" + hashlib.sha1(sig.encode()).hexdigest()[:10],
                                               (AssertionError,), {}))
@@ -333,8 +439,7 @@ def drawn_cases(info: dict[str, Any], n: int, *, seed_value: int = 0, formats: l
 
     collect()
     where = where or Path(tempfile.gettempdir())
-    return [case_of(d, outcome(d.format, d.role, d.data, d.options, d.reading), slug(f"gen.{i}.{d.label}"), where)
-            for i, d in enumerate(drawn[:n])]
+    return [case_of(d, expected_of(d), slug(f"gen.{i}.{d.label}"), where) for i, d in enumerate(drawn[:n])]
 
 
 def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed_value: int, message: str) -> Path:
@@ -342,9 +447,36 @@ def save(d: Drawn, expected: dict[str, Any], case_id: str, directory: Path, seed
     doc, data = _document(d, expected, case_id,
                           f"generated (seed {seed_value}) and shrunk: {' '.join(message.split())[:200]}")
     try:
+        if d.files is not None:
+            return _save_folder_case(directory, doc, d.files)
         return save_case(directory, doc, data, doc["input"])
     except OSError as exc:
         raise MlfError(f"cannot save a generated case: {exc.strerror}", file=str(directory)) from None
 
 
-__all__ = ["Drawn", "Exploration", "case_of", "drawn_cases", "explore", "save", "signature", "sources"]
+def _save_folder_case(directory: Path, doc: dict[str, Any], files: dict[str, bytes]) -> Path:
+    """Write a folder-shaped case: its input folder (made beside, then renamed in over an
+    older one of the same id) and its case file."""
+    import shutil
+
+    from mlf_spec._io import atomic_write_bytes
+
+    from .folders import write_files
+    from .vectors import case_text
+
+    directory.mkdir(parents=True, exist_ok=True)
+    dest = directory / doc["input"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{doc['input'][:40]}.", dir=directory))
+    try:
+        write_files(tmp, files)
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    path = directory / f"{doc['id']}{CASE_SUFFIX}"
+    atomic_write_bytes(path, case_text(doc).encode("utf-8"))
+    return path
+
+
+__all__ = ["Drawn", "Exploration", "case_of", "drawn_cases", "expected_of", "explore", "save", "signature", "sources"]

@@ -19,7 +19,11 @@ Requests (``data`` and ``record`` are base64):
   ``{"output": ...}``: ``save_param_dict`` of tensors allocated with that DLDataType and filled
   with those bytes
 * ``{"op": "load_module", "path": ...}`` -> ``{"tree": [kind, [imports...]]}``
-       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp,
+* ``{"op": "cache_load", "path": ...}`` (the Python loader) or ``cache_load_cpp`` (the C++ one) ->
+  ``{"metadata"?, "tensors": [{"name", "dtype", "shape", "sha256"}]}`` of a tensor cache folder
+* ``{"op": "cache_dump", "path": ..., "tensors": [{"name", "dtype", "shape", "data"}], "encode_format",
+  "metadata", "shard_cap_mb"}`` -> ``{"writer": "dump_ndarray_cache"}``: the release's tensor cache
+  writer into the folder ``path`` (``cache_load`` / ``cache_load_cpp`` read one)
 * ``{"op": "blob_load", "data": ..., "symbol": "__tvm_dev_mblob"}`` -> what ``load_module`` of a
   shared object holding that blob did: each payload loader's call in order (``kind``, the
   stream's read position before and after, the ``type_key`` and handle of the module it
@@ -197,6 +201,28 @@ def _cache_load_cpp(req: dict) -> dict:
     return {"tensors": out}
 
 
+def _cache_dump(req: dict) -> dict:
+    """The release's own cache writer (``dump_ndarray_cache`` up to 0.21, ``dump_tensor_cache``
+    after) of arrays made from ``tensors`` (name, NumPy dtype name, shape, base64 bytes) into
+    the existing folder ``path``, with one ``encode_format`` for every tensor (0.16 takes no
+    mapping), ``metadata`` and ``shard_cap_mb``."""
+    import numpy as np
+    from tvm.contrib import tvmjs
+
+    try:
+        import ml_dtypes  # noqa: F401 - registers bfloat16 and float8 with NumPy
+    except ImportError:
+        pass
+    params = {}
+    for t in req["tensors"]:
+        dtype = np.dtype(t["dtype"])
+        params[t["name"]] = np.frombuffer(base64.b64decode(t["data"]), dtype=dtype).reshape(t["shape"]).copy()
+    dump = getattr(tvmjs, "dump_ndarray_cache", None) or tvmjs.dump_tensor_cache
+    dump(params, req["path"], encode_format=req["encode_format"], meta_data=req.get("metadata"),
+         shard_cap_mb=req["shard_cap_mb"])
+    return {"writer": dump.__name__}
+
+
 def _compile_blob(blob: bytes, symbol: str, work: str) -> str:
     """A shared object defining ``symbol`` as the blob's bytes and a writable
     ``__tvm_module_ctx`` (what export_library's devc.c and the host module define), built
@@ -358,7 +384,7 @@ def _version(req: dict) -> dict:
 
 
 OPS = {"version": _version, "params_load": _params_load, "params_save": _params_save, "load_module": _load_module,
-       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp,
+       "cache_load": _cache_load, "cache_load_cpp": _cache_load_cpp, "cache_dump": _cache_dump,
        "blob_load": _blob_load, "graph_create": _graph_create}
 
 

@@ -6,8 +6,8 @@
 * ``tvm-cpp`` (the same apache-tvm): the C++ runtime's loader ``vm.builtin.tensor_cache.load``,
   which the relax VM and MLC-LLM use, then ``vm.builtin.tensor_cache.get`` of each name the
   index lists;
-* ``hhb-tvm`` (TVM 0.16, a peer venv): ``load_ndarray_cache`` (through
-  :class:`~.tvm_peer.PeerTvmAdapter`).
+* ``hhb-tvm`` (TVM 0.16, a peer venv): ``load_ndarray_cache`` and writer ``dump_ndarray_cache``
+  (through :class:`~.tvm_peer.PeerTvmAdapter`; one encode format for every tensor).
 
 Each load runs in a forked child (the isolated adapters' serve loop, or the peer worker), so
 that the C++ loader's read past a shard's end is a crash of that case. The reading is what
@@ -86,6 +86,31 @@ def dump_here(reading: Any, options: dict[str, str]) -> None:
         raise Rejected(f"{type(exc).__name__}: {worker._last_line(exc)}") from None
 
 
+def dump_request(reading: Any, options: dict[str, str]) -> dict[str, Any]:
+    """The peer worker's ``cache_dump`` request for a reading with data: the arrays (NumPy
+    dtype names, base64 bytes), the one encode format they share (0.16's
+    ``dump_ndarray_cache`` takes no mapping by name: a reading whose tensors differ in format
+    cannot be written by it, Rejected), the metadata, the shard cap of ``shard_cap_mb``, and
+    ``output_dir`` as the folder."""
+    import base64
+
+    from mlf_spec.errors import MlfError
+
+    from ..canonical_cache import arrays_of
+
+    try:
+        arrays, formats = arrays_of(reading)
+    except MlfError as exc:
+        raise Rejected(str(exc)) from None
+    kinds = sorted(set(formats.values()))
+    if len(kinds) > 1:
+        raise Rejected(f"one encode_format for every tensor (dump_ndarray_cache takes no mapping): {kinds}")
+    tensors = [{"name": n, "dtype": a.dtype.name, "shape": list(a.shape),
+                "data": base64.b64encode(a.tobytes()).decode("ascii")} for n, a in arrays]
+    return {"path": options["output_dir"], "tensors": tensors, "encode_format": kinds[0] if kinds else "raw",
+            "metadata": reading.get("metadata"), "shard_cap_mb": float(options.get("shard_cap_mb", "32"))}
+
+
 def index_versions(tvm_version: str) -> list[str]:
     """The cache versions a TVM release's loaders open in a folder: ``1`` (ndarray-cache.json)
     before 0.22, ``2`` (tensor-cache.json) from 0.22 (3c36ce2ec6)."""
@@ -118,4 +143,4 @@ class TvmCppCacheAdapter(Adapter):
         return load_here(Path(data), "cpp")
 
 
-__all__ = ["TvmCppCacheAdapter", "cache_reading", "cache_support", "dump_here", "index_versions", "load_here"]
+__all__ = ["TvmCppCacheAdapter", "cache_reading", "cache_support", "dump_here", "dump_request", "index_versions", "load_here"]

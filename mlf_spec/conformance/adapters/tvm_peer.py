@@ -36,6 +36,8 @@ class PeerTvmAdapter(Adapter):
     packed = True
     #: the release's Python tensor cache loader is under test too (:mod:`.tvm_cache`)
     cache_loader = False
+    #: and its tensor cache writer (``dump_ndarray_cache`` in 0.16)
+    cache_writer = False
     isolated = True
 
     def __init__(self) -> None:
@@ -82,7 +84,8 @@ class PeerTvmAdapter(Adapter):
         if self.cache_loader:
             from .tvm_cache import cache_support, index_versions
 
-            formats.append(cache_support(index_versions(version)))
+            formats.append(cache_support(index_versions(version),
+                                         ("decode", "encode") if self.cache_writer else ("decode",)))
         return {"protocol": "mlf-conformance/1", "name": self.implementation, "version": version, "serve": True,
                 "formats": formats}
 
@@ -109,7 +112,13 @@ class PeerTvmAdapter(Adapter):
         return params_reading([(t["name"], base64.b64decode(t["record"]), t.get("dtype")) for t in reply["tensors"]])
 
     def encode(self, format: str, reading: Any, options: dict[str, str]) -> bytes:  # noqa: A002
-        """save_param_dict in the peer, of tensors made from the reading."""
+        """save_param_dict in the peer, of tensors made from the reading (a tensor cache: the
+        release's cache writer into ``options["output_dir"]``, :func:`.tvm_cache.dump_request`)."""
+        if format == "tensor-cache" and self.cache_writer:
+            from .tvm_cache import dump_request
+
+            self._call("cache_dump", **dump_request(reading, options))
+            return b""
         if format != "params":
             raise Rejected(f"{self.name} adapter: no {format}")
         tensors = [{"name": t["name"], "code": t["code"], "bits": t["bits"], "lanes": t["lanes"],
@@ -127,6 +136,7 @@ class HhbTvmAdapter(PeerTvmAdapter):
     implementation = "hhb-tvm"
     packed = False
     cache_loader = True  # load_ndarray_cache (TVM 0.16)
+    cache_writer = True  # dump_ndarray_cache (TVM 0.16)
 
     def info(self) -> dict[str, Any]:
         """.params, and legacy blobs in the era of 0.16's payload loaders: the payloads of the
