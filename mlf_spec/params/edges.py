@@ -56,13 +56,17 @@ _PATTERN = bytes(range(256))
 
 
 @st.composite
-def edge_params_bytes(draw: Any, era: str | None = None) -> Edge:
-    """A .params file at the edge of one rule (:data:`EDGE_KINDS`), its dtype codes numbered as
-    TVM ``era`` numbers them (default: the first version of any dialect): an :class:`Edge`
-    (``format`` "params"); read it in the dialect of ``era``, whose reading decides whether it
-    is valid."""
+def edge_params_bytes(draw: Any, era: str | None = None, kinds: tuple[str, ...] | None = None) -> Edge:
+    """A .params file at the edge of one rule, of one of ``kinds`` (default: every kind of
+    :data:`EDGE_KINDS`, by weight), its dtype codes numbered as TVM ``era`` numbers them
+    (default: the first version of any dialect): an :class:`Edge` (``format`` "params", ``kind``
+    the edge's kind and edit, ``where`` the field it moved); read it in the dialect of ``era``,
+    whose reading decides whether it is valid."""
+    unknown = sorted(set(kinds or ()) - set(EDGE_KINDS))
+    if unknown:
+        raise ValueError(f"unknown edge kinds {unknown}; known: {sorted(EDGE_KINDS)}")
     e = public(era, "era") or _pick(draw, ERAS)
-    which = _pick(draw, [k for k, w in EDGE_KINDS.items() for _ in range(w)])
+    which = _pick(draw, [k for k, w in EDGE_KINDS.items() if kinds is None or k in kinds for _ in range(w)])
     tree = draw(valid_tree(_STRUCTS, _ROOT, e))
     if which in ("dtype", "shape", "size") or (which == "names" and not tree["names"]) or _pick(draw, (False, True)):
         _add_tensor(draw, tree, e)
