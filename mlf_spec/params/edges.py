@@ -91,15 +91,9 @@ def edge_params_bytes(draw: Any, era: str | None = None, kinds: tuple[str, ...] 
     return _value_edge(draw, data, spans, e)
 
 
-#: every choice of an edge is an index drawn by this one strategy: hypothesis' mutator, which copies
-#: a drawn span onto another of the same strategy, then recombines places, values and edits
-#: (instead of repeating a draw with its tensors duplicated)
-_INDEX = st.integers(0, (1 << 16) - 1)
-
-
 def _pick(draw: Any, options: Any) -> Any:
-    """One of ``options`` (a sequence), drawn through :data:`_INDEX`."""
-    return options[draw(_INDEX) % len(options)]
+    """One of ``options`` (a sequence; hypothesis shrinks towards the first)."""
+    return draw(st.sampled_from(options))
 
 
 def _edge(kind: str, data: bytes, e: tuple[int, ...], where: str = "") -> Edge:
