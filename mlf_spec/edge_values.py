@@ -1,6 +1,7 @@
 """The integer values a reader gets wrong, per field width: shared by the conformance
 vectors' boundary variants (:mod:`mlf_spec.conformance.suite.rules`) and the strategies'
-edge draws (:mod:`mlf_spec.blob.edges`), so both probe the same places."""
+edge draws (:mod:`mlf_spec.blob.edges`, :mod:`mlf_spec.params.edges`), so all of them probe
+the same places."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ def raw(type_name: str, value: int) -> bytes:
     complement, reduced modulo 2^bits (so 2^64 - 1 in an i64 is -1)."""
     w = WIDTH[type_name]
     return (value % (1 << (8 * w))).to_bytes(w, "little")
+
+
+def patch(data: bytes, offset: int, raw: bytes) -> bytes:
+    """``data`` with the bytes at ``offset`` replaced by ``raw`` (same length)."""
+    return data[:offset] + raw + data[offset + len(raw):]
 
 
 def edge_values(type_name: str, good: int, lo: int | None = None, hi: int | None = None) -> list[int]:
@@ -74,4 +80,4 @@ def rooms(data: bytes, spans: list[Any]) -> Callable[[Any], int]:
     return room
 
 
-__all__ = ["WIDTH", "edge_values", "length_lies", "raw", "rooms"]
+__all__ = ["FORMAT", "WIDTH", "edge_values", "length_lies", "patch", "raw", "rooms", "unpack"]

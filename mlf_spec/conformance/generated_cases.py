@@ -88,7 +88,6 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     """Requests drawn from the spec's strategies, valid and broken, within what the testee
     declared in its handshake."""
     from mlf_spec import strategies as ms
-    from mlf_spec.generated import params_strategies as pst
     from mlf_spec.params import dtypes as dt
 
     def wanted(fmt: str, role: str) -> bool:
@@ -99,10 +98,7 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     for d in dialects:
         opts, scope = {"dialect": d.id}, {"dialect": d.id}
         if wanted("params", "decode"):
-            out.append(pst.valid_params_file(d.since).map(
-                lambda b, o=opts, s=scope: Drawn("params", "decode", "valid", o, s, b)))
-            out.append(pst.broken_params_file(None, d.since).map(
-                lambda kb, o=opts, s=scope: Drawn("params", "decode", f"broken.{kb[0]}", o, s, kb[1])))
+            out.append(_params_sources(d, opts, scope))
         if wanted("params", "encode"):
             out.append(ms.param_dicts(d).map(lambda p, o=opts, s=scope, dd=d: _encode_params(p, dd, o, s)))
     if wanted("blob", "decode"):
@@ -131,6 +127,22 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     if not out:
         return st.nothing()
     return st.one_of(out)
+
+
+def _params_sources(d: Any, opts: dict[str, str], scope: dict[str, str]) -> st.SearchStrategy[Drawn]:
+    """.params requests of dialect ``d``: valid files, broken ones (a fifth each) and files at
+    the edges of the spec's rules (3 draws in 5, :func:`mlf_spec.params.edges.edge_params_bytes`)."""
+    from mlf_spec.generated import params_strategies as pst
+    from mlf_spec.params.edges import edge_params_bytes
+    from mlf_spec.versions import label
+
+    valid = pst.valid_params_file(d.since).map(lambda b: Drawn("params", "decode", "valid", opts, scope, b))
+    broken = pst.broken_params_file(None, d.since).map(
+        lambda kb: Drawn("params", "decode", f"broken.{kb[0]}", opts, scope, kb[1]))
+    edges = edge_params_bytes(label(d.since)).map(lambda e: Drawn(
+        "params", "decode", f"edge.{e.kind}" + (f".{e.where}" if e.where else ""), opts, scope, bytes(e.data)))
+    parts = (valid, broken, edges, edges, edges, edges)
+    return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i])
 
 
 def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:

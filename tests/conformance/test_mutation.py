@@ -220,8 +220,9 @@ def test_a_stale_equivalents_file_is_an_error_with_its_path(suite, tmp_path):
 
 @needs_gcc
 def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
-    """The strategies draw extents that wrap the element count around 2^64: --generate alone
-    finds the mutant whose extent-product overflow check never fires."""
+    """The strategies draw extents that wrap the element count around 2^64 (the broken kind
+    bad_derived, and the edge shape.wrap): --generate alone finds the mutant whose
+    extent-product overflow check never fires."""
     from mlf_spec.conformance.generated_cases import explore
 
     binary, mutants = harness.build(HERE / "params_reader.c", harness.DEFAULT_BUILD, tmp_path)
@@ -232,4 +233,17 @@ def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
     finally:
         t.close()
     sigs = [r["id"] for r in found.results]
-    assert any("bad_derived" in s and s.endswith("accepted") for s in sigs), sigs
+    assert any(("bad_derived" in s or ".edge.shape.wrap." in s) and s.endswith("accepted") for s in sigs), sigs
+
+
+@needs_gcc
+def test_generated_cases_alone_kill_90_percent_of_the_params_readers_mutants():
+    """Without any vector, the first 300 generated cases of seed 0 (valid, broken and edge .params
+    files) kill at least 90 % of the non-equivalent mutants of the independent .params reader
+    (benchmarks/mutation.py --reader params --alone-only prints the survivors)."""
+    report = harness.generated_alone(HERE / "params_reader.c", 300, seed=0, formats=["params"],
+                                     equivalents=HERE / "params_reader.equivalent")
+    alone = report.generated_alone or {}
+    survivors = [m.signature for m in report.scored if m.id not in alone]
+    assert len(report.equivalent) == len(harness.load_equivalents(HERE / "params_reader.equivalent"))
+    assert report.score_generated_alone() >= 0.90, survivors
