@@ -189,26 +189,12 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
     (explored and shrunk per survivor), and with ``generate_alone`` the first N cases that seed
     draws, drawn once, against every non-equivalent mutant (how strong the generated cases are
     without any vector); a disagreement the unmutated reader also has kills nothing."""
-    from ..generated_cases import drawn_cases, explore
+    from ..generated_cases import explore
 
     started = time.perf_counter()
     src = Path(source)
-    equiv = load_equivalents(equivalents)
     with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
-        binary, mutants = build(src, build_cmd, Path(tmp))
-        by_sig = {m.signature: m.id for m in mutants}
-        stale = [s for s in equiv if s not in by_sig]
-        if stale:
-            raise MlfError(f"{len(stale)} equivalent mutant(s) match no mutant of the source (first: {stale[0]}): "
-                           "the equivalents file is out of date", file=str(equivalents))
-        command = _command(testee_cmd, bin=str(binary))
-        base = testee_for(command, None, timeout)
-        try:
-            info = base.info()
-        except MlfError as exc:
-            raise MlfError(f"the reader does not answer its handshake: {exc.message}", file=str(src)) from None
-        finally:
-            base.close()
+        command, mutants, equivalent, info = _prepare(src, build_cmd, testee_cmd, equivalents, Path(tmp), timeout)
         from ..runner import skip_reason
 
         listed = KnownFailures.load(known_failures) if known_failures is not None else KnownFailures()
@@ -230,7 +216,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             raise MlfError(f"the unmutated reader fails {len(bad)} of {len(mine)} cases (first: {bad[0][:300]}); "
                            "a mutation score means nothing until it passes", file=str(src))
         report = MutationReport(src.name, mutants, baseline_cases=len(mine))
-        report.equivalent = {by_sig[s]: r for s, r in equiv.items()}
+        report.equivalent = equivalent
 
         def one(m: Mutant) -> tuple[int, str | None]:
             return m.id, _first_kill(testee_for(command, m.id, timeout), mine, info)
@@ -241,20 +227,8 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                 if case_id is not None:
                     report.killed[mid] = case_id
         if generate and generate_alone:
-            # the same N generated cases for every mutant, drawn once: what the unmutated reader
-            # disagrees on (a grammar it leaves out) is dropped first and kills no mutant
-            drawn = drawn_cases(info, generate, seed_value=seed, formats=formats, where=Path(tmp))
-            base = testee_for(command, None, timeout)
-            try:
-                agreed = [c for c in drawn if run_case(base, c, info, KnownFailures())["outcome"] not in _KILLING]
-            finally:
-                base.close()
-
-            def replayed(m: Mutant) -> tuple[int, str | None]:
-                return m.id, _first_kill(testee_for(command, m.id, timeout), agreed, info)
-
-            with ThreadPoolExecutor(max(1, jobs)) as pool:
-                report.generated_alone = {mid: cid for mid, cid in pool.map(replayed, report.scored) if cid is not None}
+            report.generated_alone = _replay_generated(command, info, report.scored, generate, seed, formats,
+                                                       Path(tmp), jobs, timeout)
         if generate:
             report.generated_cases = generate
 
@@ -281,6 +255,69 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
     return report
 
 
+def _prepare(src: Path, build_cmd: str, testee_cmd: str, equivalents: str | Path | None, work: Path,
+             timeout: float) -> tuple[list[str], list[Mutant], dict[int, str], dict[str, Any]]:
+    """Build the mutant schema of ``src`` in ``work``: (the testee command, the mutants, the
+    equivalent ones by id with their reason, the handshake); MlfError for an equivalents file
+    that names no mutant or a reader that does not answer its handshake."""
+    equiv = load_equivalents(equivalents)
+    binary, mutants = build(src, build_cmd, work)
+    by_sig = {m.signature: m.id for m in mutants}
+    stale = [s for s in equiv if s not in by_sig]
+    if stale:
+        raise MlfError(f"{len(stale)} equivalent mutant(s) match no mutant of the source (first: {stale[0]}): "
+                       "the equivalents file is out of date", file=str(equivalents))
+    command = _command(testee_cmd, bin=str(binary))
+    base = testee_for(command, None, timeout)
+    try:
+        info = base.info()
+    except MlfError as exc:
+        raise MlfError(f"the reader does not answer its handshake: {exc.message}", file=str(src)) from None
+    finally:
+        base.close()
+    return command, mutants, {by_sig[s]: r for s, r in equiv.items()}, info
+
+
+def _replay_generated(command: list[str], info: dict[str, Any], mutants: list[Mutant], n: int, seed: int,
+                      formats: list[str] | None, where: Path, jobs: int, timeout: float) -> dict[int, str]:
+    """The same ``n`` generated cases of ``seed`` for every mutant, drawn once: mutant id -> the
+    first case that killed it. What the unmutated reader disagrees on (a grammar it leaves out)
+    is dropped first and kills no mutant."""
+    from ..generated_cases import drawn_cases
+
+    drawn = drawn_cases(info, n, seed_value=seed, formats=formats, where=where)
+    base = testee_for(command, None, timeout)
+    try:
+        agreed = [c for c in drawn if run_case(base, c, info, KnownFailures())["outcome"] not in _KILLING]
+    finally:
+        base.close()
+
+    def replayed(m: Mutant) -> tuple[int, str | None]:
+        return m.id, _first_kill(testee_for(command, m.id, timeout), agreed, info)
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        return {mid: cid for mid, cid in pool.map(replayed, mutants) if cid is not None}
+
+
+def generated_alone(source: str | Path, n: int, *, seed: int = 0, build_cmd: str = DEFAULT_BUILD,
+                    testee_cmd: str = "{bin}", equivalents: str | Path | None = None, jobs: int = 2,
+                    timeout: float = 10.0, formats: list[str] | None = None) -> MutationReport:
+    """How strong ``n`` generated cases of ``seed`` are with no vector: the C reader ``source``
+    built once, its first ``n`` drawn cases replayed against every non-equivalent mutant
+    (the ``--generate-alone`` figure of :func:`mutate` without the vector runs). The report's
+    ``generated_alone`` holds the kills; ``killed`` stays empty."""
+    started = time.perf_counter()
+    src = Path(source)
+    with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
+        command, mutants, equivalent, info = _prepare(src, build_cmd, testee_cmd, equivalents, Path(tmp), timeout)
+        report = MutationReport(src.name, mutants, generated_cases=n)
+        report.equivalent = equivalent
+        report.generated_alone = _replay_generated(command, info, report.scored, n, seed, formats, Path(tmp), jobs,
+                                                   timeout)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
 def environment_ok() -> bool:
     """Whether a C compiler with the sanitizers is here (``gcc`` on PATH)."""
     from shutil import which
@@ -288,4 +325,5 @@ def environment_ok() -> bool:
     return which("gcc") is not None and os.name == "posix"
 
 
-__all__ = ["DEFAULT_BUILD", "MutationReport", "build", "environment_ok", "load_equivalents", "mutate", "testee_for"]
+__all__ = ["DEFAULT_BUILD", "MutationReport", "build", "environment_ok", "generated_alone", "load_equivalents", "mutate",
+           "testee_for"]
