@@ -75,7 +75,7 @@ _TREE_EDITS = ("rows-short", "children-uncovered", "middle-row-past", "child-at-
                "rows-long", "no-edges", "flat", "one-row")
 #: the tvm-ffi layout's tree edits: those above and the ``_lib`` alone with many child indices after its
 #: empty row (never read, so valid), more 8-byte indices than the module entries after them have bytes
-_FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", *_TREE_EDITS)
+_FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", "children-many", *_TREE_EDITS)
 #: elements of the one long list of a ``bound`` edge: more than the bytes after the list in each
 #: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...)
 _LONG = (33, 17, 9)
@@ -321,55 +321,64 @@ def _lists(name: str) -> int:
     return sum(f["kind"] in ("vec", "map") for n in _structs_of(name) for f in _PAYLOAD_STRUCTS[n]["fields"])
 
 
+def _fixed_lists(name: str) -> bool:
+    return any(f["kind"] == "vec" and _fixed(str(f.get("elem"))) for n in _structs_of(name)
+               for f in _PAYLOAD_STRUCTS[n]["fields"])
+
+
 def _has_lists(name: str) -> bool:
     return _lists(name) > 0
 
 
-def _list_kind(draw: Any, fmt: str, kinds: tuple[str, ...] | None) -> str:
-    """A module kind of ``kinds`` whose grammar has lists, each grammar drawn as often as it has lists
-    (the seven device-binary kinds count as one grammar)."""
+def _list_kind(draw: Any, fmt: str, kinds: tuple[str, ...] | None, fixed: bool = False) -> str:
+    """A module kind of ``kinds`` whose grammar has lists (with ``fixed``, lists of fixed-size
+    elements if any grammar has them), each grammar drawn as often as it has lists (the seven
+    device-binary kinds count as one grammar)."""
     known = _blob.known_kinds(fmt)
     pool = [k for k in _kinds(fmt, kinds) if k in known and _has_lists(known[k])]
     assume(bool(pool))
+    if fixed:
+        pool = [k for k in pool if _fixed_lists(known[k])] or pool
     structs = sorted({known[k] for k in pool}, key=lambda n: (-_lists(n), n))
     struct = draw(st.sampled_from([n for n in structs for _ in range(_lists(n))]))
     return draw(st.sampled_from([k for k in pool if known[k] == struct]))
 
 
+def _near_names(name: str) -> list[tuple[str, str]]:
+    """(how, kind) for the kinds one byte away from ``name``: cut short, one byte long (three
+    ways), its last byte changed up and down, its case swapped."""
+    last = name[-1]
+    return [("short", name[:-1]), ("long", name + "_"), ("long", name + "x"), ("long", name + last),
+            ("changed", name[:-1] + chr(ord(last) + 1)), ("changed", name[:-1] + chr(ord(last) - 1)),
+            ("case", name.swapcase())]
+
+
 def _kind_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
-    """The ``_lib`` and 1-4 modules whose kinds are each one byte away from a name readers dispatch
-    on (and, in half of them, a module of a drawn kind after them, which a reader that takes a near
-    name for ``_lib`` or for a grammar reads from the wrong place). Their payloads are opaque
-    bytes; where a name is cut short, its payload's length begins with the byte cut off, so that
-    a reader comparing a fixed width sees the whole name. One in five is a single module of the
-    empty kind instead (a name cut to nothing)."""
+    """The ``_lib`` and the modules whose kinds are one byte away from 1-3 names readers dispatch on
+    (``_lib`` or a kind of a grammar: :func:`_near_names`), in a drawn order (and, in half of them, a
+    module of a drawn kind after them, which a reader that takes a near name for ``_lib`` or for a
+    grammar reads from the wrong place). Their payloads are opaque bytes; where a name is cut
+    short, its payload's length begins with the byte cut off, so that a reader comparing a fixed
+    width sees the whole name. One in five is a single module of the empty kind instead."""
     known = _blob.known_kinds(fmt)
     grammars = sorted({known[k] for k in _kinds(fmt, kinds) if k in known})
     if draw(st.integers(0, 4)) == 0:
         near = [("", draw(st.binary(max_size=24)))]
         how = "empty"
     else:
-        near, hows = [], []
-        for _ in range(draw(st.integers(1, 4))):
+        names = []
+        for _ in range(draw(st.integers(1, 3))):
             name = draw(st.sampled_from([_blob.LIB, *grammars]))  # _lib or a grammar, then a kind of it
-            if name != _blob.LIB:
-                name = draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == name]))
-            way = draw(st.sampled_from(("short", "long", "changed", "case")))
-            if way == "short":
-                kind = name[:-1]
-            elif way == "long":
-                kind = name + draw(st.sampled_from(("_", "x", name[-1])))
-            elif way == "changed":
-                kind = name[:-1] + chr(ord(name[-1]) + draw(st.sampled_from((1, -1))))
-            else:
-                kind = name.swapcase()
-            if not kind or kind in known or kind in (_blob.LIB, _blob.IMPORT_TREE):
-                continue
-            size = ord(name[-1]) if way == "short" else draw(st.integers(0, 24))
-            near.append((kind, draw(st.binary(min_size=size, max_size=size))))
-            hows.append(way)
-        assume(bool(near))
-        how = "-".join(sorted(set(hows)))
+            names.append(name if name == _blob.LIB else
+                         draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == name])))
+        near = []
+        for name in dict.fromkeys(names):
+            for way, kind in _near_names(name):
+                if kind and kind not in known and kind not in (_blob.LIB, _blob.IMPORT_TREE):
+                    size = ord(name[-1]) if way == "short" else draw(st.integers(0, 24))
+                    near.append((kind, draw(st.binary(min_size=size, max_size=size))))
+        near = draw(st.permutations(list(dict(near).items())))
+        how = "near"
     after = []
     if draw(st.booleans()):
         k = draw(st.sampled_from(_kinds(fmt, kinds)))
@@ -395,23 +404,37 @@ class _OneLong(_Least):
 
     def __init__(self, draw: Any, target: int, k: int) -> None:
         super().__init__(draw)
-        self.target, self.k, self.seen = target, k, 0
+        self.target, self.k = target, k
+        self.fixed: list[bool] = []  # per list met: whether its elements have a fixed size
 
     def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
-        i, self.seen = self.seen, self.seen + 1
+        i = len(self.fixed)
         held = f.get("elem") or f.get("value")
+        self.fixed.append(f["kind"] == "vec" and _fixed(str(held)))
         n = self.k if i == self.target else int(isinstance(held, str) and _has_lists(held))
         return [make() for _ in range(n)]
 
 
-def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> tuple[_blob.Module, int]:
+def _fixed(type_name: str) -> bool:
+    """Whether a value of ``type_name`` has one size (an integer, or a struct of integers)."""
+    if type_name in WIDTH:
+        return True
+    fields = _PAYLOAD_STRUCTS.get(type_name, {}).get("fields")
+    return bool(fields) and all(f["kind"] == "scalar" and f.get("type") in WIDTH for f in fields)
+
+
+def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None,
+               fixed: bool = False) -> tuple[_blob.Module, int]:
     """A module of a drawn grammar with lists whose payload holds one long list of least-size
-    elements (drawn among its lists), and that list's length."""
-    kind = _list_kind(draw, fmt, kinds)
+    elements (drawn among its lists; with ``fixed``, among its lists of fixed-size elements if it
+    has any: there a reader multiplies the count by the size instead of reading each element
+    with its own bound), and that list's length."""
+    kind = _list_kind(draw, fmt, kinds, fixed)
     struct = _blob.known_kinds(fmt)[kind]
     counting = _OneLong(draw, -1, 0)
     value_tree(counting, _PAYLOAD_STRUCTS, struct, e)
-    target, k = draw(st.integers(0, counting.seen - 1)), draw(st.sampled_from(_LONG))
+    lists = [i for i, x in enumerate(counting.fixed) if x or not fixed] or list(range(len(counting.fixed)))
+    target, k = draw(st.sampled_from(lists)), draw(st.sampled_from(_LONG))
     tree = value_tree(_OneLong(draw, target, k), _PAYLOAD_STRUCTS, struct, e)
     return _blob.Module(kind, _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt,
                                                   era=e)), k
@@ -422,7 +445,9 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     (so that each list's elements fill its payload but for a few bytes); the last module ends the
     blob, and its list's count is as built, one element past what remains, a count whose byte
     size wraps in 64 bits to the built one, or the count plus 2^32."""
-    drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(1, 3)))]
+    how = draw(st.sampled_from(("fill", "fill", "past", "past", "wrap", "high")))
+    drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(0, 2)))]
+    drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
     root = _blob.Module.lib(*[m for m, _ in drawn])
     data = _blob.build(root, format=fmt, era=e, order=[root, *[m for m, _ in drawn]])
     structs, root = _ROOTS[fmt]
@@ -437,7 +462,6 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     starts = [min((s.offset for s in mine if s.path[:len(span.path)] == (*span.path[:-1], i)), default=None)
               for i in (0, 1)]
     size = starts[1] - starts[0] if None not in starts else 0  # type: ignore[operator]  # None ruled out
-    how = draw(st.sampled_from(("fill", "fill", "past", "past", "wrap", "high")))
     if how == "past" and size:
         n = rooms(data, spans)(span) // size + 1
     elif how == "wrap" and size and not size & (size - 1):
