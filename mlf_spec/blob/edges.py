@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from mlf_spec._internal.drawn import Data, Edge
 from mlf_spec._internal.spec_engine import Builder, build, trace
-from mlf_spec._internal.spec_strategies import Drawn, value_tree
+from mlf_spec._internal.spec_strategies import Drawn, bounds, value_tree
 from mlf_spec.edge_values import WIDTH, edge_values, length_lies, raw, rooms, unpack
 
 from . import codec as _blob
@@ -61,7 +61,7 @@ EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fil
 #: size prefix), every length around it grown to hold them.
 #: (Hypothesis favours the first entries of a list it samples: the edges the ffi layout needs most
 #: come first.)
-FFI_EDGE_KINDS: dict[str, int] = {"bound": 9, "kind": 4, "tree": 7, "length": 5, "inner": 3, "value": 2, "fill": 1,
+FFI_EDGE_KINDS: dict[str, int] = {"bound": 8, "kind": 3, "tree": 7, "length": 7, "inner": 3, "value": 3, "fill": 1,
                                   "tail": 1, "era": 1}
 _WEIGHTS = {"legacy": EDGE_KINDS, "ffi": FFI_EDGE_KINDS}
 
@@ -77,8 +77,9 @@ _TREE_EDITS = ("rows-short", "children-uncovered", "middle-row-past", "child-at-
 #: empty row (never read, so valid), more 8-byte indices than the module entries after them have bytes
 _FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", "children-many", *_TREE_EDITS)
 #: elements of the one long list of a ``bound`` edge: more than the bytes after the list in each
-#: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...)
-_LONG = (33, 17, 9)
+#: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...), so
+#: that counting them at one byte more each claims more than remains
+_LONG = (33, 40)
 
 
 class _Least(Drawn):
@@ -354,23 +355,21 @@ def _near_names(name: str) -> list[tuple[str, str]]:
 
 
 def _kind_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
-    """The ``_lib`` and the modules whose kinds are one byte away from 1-3 names readers dispatch on
-    (``_lib`` or a kind of a grammar: :func:`_near_names`), in a drawn order (and, in half of them, a
+    """The ``_lib`` and the modules whose kinds are one byte away from names readers dispatch on
+    (``_lib`` and a kind of each of 1-3 grammars: :func:`_near_names`), in a drawn order (and, in half of them, a
     module of a drawn kind after them, which a reader that takes a near name for ``_lib`` or for a
     grammar reads from the wrong place). Their payloads are opaque bytes; where a name is cut
     short, its payload's length begins with the byte cut off, so that a reader comparing a fixed
-    width sees the whole name. One in five is a single module of the empty kind instead."""
+    width sees the whole name. One in three is a single module of the empty kind instead."""
     known = _blob.known_kinds(fmt)
     grammars = sorted({known[k] for k in _kinds(fmt, kinds) if k in known})
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 2)) == 0:
         near = [("", draw(st.binary(max_size=24)))]
         how = "empty"
     else:
-        names = []
-        for _ in range(draw(st.integers(1, 3))):
-            name = draw(st.sampled_from([_blob.LIB, *grammars]))  # _lib or a grammar, then a kind of it
-            names.append(name if name == _blob.LIB else
-                         draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == name])))
+        names = [_blob.LIB]  # and up to three grammars, a kind of each
+        for g in draw(st.lists(st.sampled_from(grammars), min_size=1, max_size=3, unique=True)) if grammars else []:
+            names.append(draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == g])))
         near = []
         for name in dict.fromkeys(names):
             for way, kind in _near_names(name):
@@ -407,6 +406,9 @@ class _OneLong(_Least):
         self.target, self.k = target, k
         self.fixed: list[bool] = []  # per list met: whether its elements have a fixed size
 
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+        return bounds(f, pin)[0]  # no draw: the values of the least-size elements do not matter, their number does
+
     def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
         i = len(self.fixed)
         held = f.get("elem") or f.get("value")
@@ -434,6 +436,8 @@ def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     counting = _OneLong(draw, -1, 0)
     value_tree(counting, _PAYLOAD_STRUCTS, struct, e)
     lists = [i for i, x in enumerate(counting.fixed) if x or not fixed] or list(range(len(counting.fixed)))
+    first = next((j for j, i in enumerate(lists) if counting.fixed[i]), 0)
+    lists = lists[first:] + lists[:first]  # from the first list of fixed-size elements on (drawn most)
     target, k = draw(st.sampled_from(lists)), draw(st.sampled_from(_LONG))
     tree = value_tree(_OneLong(draw, target, k), _PAYLOAD_STRUCTS, struct, e)
     return _blob.Module(kind, _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt,
