@@ -226,9 +226,9 @@ def _by_place(spans: list, body: dict) -> list:
 def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
     edit = draw(st.sampled_from(_FFI_TREE_EDITS if fmt == "ffi" else _TREE_EDITS))
     if edit == "children-many":  # the _lib alone (12 bytes of entry), 13 or more child indices after its row
-        lib = _blob.build(_blob.Module.lib(), format=fmt, era=e)
+        alone = _blob.build(_blob.Module.lib(), format=fmt, era=e)
         k = draw(st.sampled_from((13, 17, 33)))
-        out = set_import_tree(lib, fmt, e, [0, 0], [0] * k)
+        out = set_import_tree(alone, fmt, e, [0, 0], [0] * k)
         return _edge(f"tree.{edit}", out or b"", fmt, e)  # the ffi layout always has a tree: never b""
     if edit == "flat":  # modules that nothing imports, a row each: up to 9 rows of 0
         pool = [k for k in _kinds(fmt, kinds) if k in _blob.known_kinds(fmt)]
@@ -452,8 +452,8 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     how = draw(st.sampled_from(("fill", "fill", "past", "past", "wrap", "high")))
     drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(0, 2)))]
     drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
-    root = _blob.Module.lib(*[m for m, _ in drawn])
-    data = _blob.build(root, format=fmt, era=e, order=[root, *[m for m, _ in drawn]])
+    lib = _blob.Module.lib(*[m for m, _ in drawn])
+    data = _blob.build(lib, format=fmt, era=e, order=[lib, *[m for m, _ in drawn]])
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body, k = tree["body"], drawn[-1][1]

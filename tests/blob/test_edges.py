@@ -88,6 +88,9 @@ def test_every_ffi_edge_class_is_drawn_and_lands_where_its_rule_says():
             assert side == "reject", e
         if e.kind == "tree.children-many":
             assert side == "accept" and [m.kind for m in mods] == ["_lib"], e
-    assert seen["kind.near"] == {"accept"} and seen["kind.empty"] == {"reject"}, seen
-    assert seen["bound.fill"] == {"accept"} and seen["bound.past"] == {"reject"}, seen
-    assert seen.get("bound.wrap", {"reject"}) == {"reject"} and seen["inner"] == {"accept", "reject"}, seen
+    # (which variants a run draws depends on the constants Hypothesis collects from the imported
+    # modules: each drawn variant must land on its side, the common ones must be drawn)
+    assert seen["kind.near"] == {"accept"} and seen["bound.fill"] == {"accept"}, seen
+    assert seen.get("kind.empty", {"reject"}) == {"reject"}, seen
+    assert all(seen.get(f"bound.{how}", {"reject"}) == {"reject"} for how in ("past", "wrap", "high")), seen
+    assert seen["inner"] == {"accept", "reject"}, seen
