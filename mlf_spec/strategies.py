@@ -218,9 +218,9 @@ __all__ += ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "br
             "module_trees"]
 
 # Module blobs at the edges of the spec's rules (valid or not: the reference's reading says).
-from mlf_spec.blob.edges import EDGE_KINDS, edge_blob_bytes  # noqa: E402
+from mlf_spec.blob.edges import EDGE_KINDS, FFI_EDGE_KINDS, edge_blob_bytes  # noqa: E402
 
-__all__ += ["EDGE_KINDS", "edge_blob_bytes"]
+__all__ += ["EDGE_KINDS", "FFI_EDGE_KINDS", "edge_blob_bytes"]
 
 # .params files at the edges of the spec's rules (valid or not: the reference's reading says).
 from mlf_spec.params.edges import EDGE_KINDS as PARAMS_EDGE_KINDS  # noqa: E402

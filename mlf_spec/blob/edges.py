@@ -7,6 +7,9 @@ refuses them, a 0.21 payload read as 0.20. :func:`edge_blob_bytes` draws such in
 traced fields of a drawn blob (the spec engine's spans: no layout is restated here) with the
 values the conformance vectors also use (:mod:`mlf_spec.edge_values`). Which side of the rule
 an edge lands on is left to the reference's reading: generated cases compare a reader with it.
+The tvm-ffi layout has edges of its own (:data:`FFI_EDGE_KINDS`): every payload there has a
+length, so a payload's grammar can end before its length does, a count can fill its payload
+exactly, and a kind that is not quite a known name is still read (as opaque bytes).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from mlf_spec._internal.drawn import Data, Edge
-from mlf_spec._internal.spec_engine import build, trace
-from mlf_spec._internal.spec_strategies import Drawn, value_tree
+from mlf_spec._internal.spec_engine import Builder, build, trace
+from mlf_spec._internal.spec_strategies import Drawn, bounds, value_tree
 from mlf_spec.edge_values import WIDTH, edge_values, length_lies, raw, rooms, unpack
 
 from . import codec as _blob
@@ -47,6 +50,20 @@ from .strategies import (
 #: least-size elements that end the payload or the body; ``tail`` bytes after the blob (or
 #: the last bytes of the last kind left after the size prefix's end).
 EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fill": 3, "tail": 1}
+#: The edges of the tvm-ffi layout, with their weights: those of :data:`EDGE_KINDS` and ``kind`` a
+#: module kind one byte away from a name readers dispatch on (``_lib`` or a kind of the payload
+#: switch: one byte short, and then the byte after it in the blob is the one cut off; one byte
+#: long; its last byte changed; its case swapped; ``c`` cut to the empty kind); ``bound`` one
+#: module, the last of the blob, whose payload holds one list of least-size elements (the others
+#: empty), its count as built (the elements fill the payload but for a few bytes), one element
+#: past what remains, wrapping to the right byte size in 64 bits, or right in its low half;
+#: ``inner`` bytes after a payload's grammar inside its stated length (or after the body inside the
+#: size prefix), every length around it grown to hold them.
+#: (Hypothesis favours the first entries of a list it samples: the edges the ffi layout needs most
+#: come first.)
+FFI_EDGE_KINDS: dict[str, int] = {"bound": 8, "kind": 3, "tree": 7, "length": 7, "inner": 3, "value": 3, "fill": 1,
+                                  "tail": 1, "era": 1}
+_WEIGHTS = {"legacy": EDGE_KINDS, "ffi": FFI_EDGE_KINDS}
 
 #: (written by, read as): neighbouring eras whose rules differ
 _ERA_PAIRS = {"legacy": (("0.8", "0.14"), ("0.14", "0.8"), ("0.6", "0.7"), ("0.7", "0.6"), ("0.7", "0.8")),
@@ -56,6 +73,13 @@ _ERA_PAIRS = {"legacy": (("0.8", "0.14"), ("0.14", "0.8"), ("0.6", "0.7"), ("0.7
 _LIB_ERAS, _TABLE_ERAS = ("0.7", "0.8", "0.14"), ("0.20", "0.21")
 _TREE_EDITS = ("rows-short", "children-uncovered", "middle-row-past", "child-at-bound", "child-high", "row-high",
                "rows-long", "no-edges", "flat", "one-row")
+#: the tvm-ffi layout's tree edits: those above and the ``_lib`` alone with many child indices after its
+#: empty row (never read, so valid), more 8-byte indices than the module entries after them have bytes
+_FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", "children-many", *_TREE_EDITS)
+#: elements of the one long list of a ``bound`` edge: more than the bytes after the list in each
+#: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...), so
+#: that counting them at one byte more each claims more than remains
+_LONG = (33, 40)
 
 
 class _Least(Drawn):
@@ -97,12 +121,13 @@ def _edge(kind: str, data: bytes, fmt: str, e: tuple[int, ...], where: str = "")
 @st.composite
 def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...] | None = None,  # noqa: A002
                     eras: tuple[str, ...] | None = None) -> Edge:
-    """A blob at the edge of one rule (:data:`EDGE_KINDS`), of ``format`` (default: either
+    """A blob at the edge of one rule (:data:`EDGE_KINDS`, :data:`FFI_EDGE_KINDS` for the tvm-ffi
+    layout), of ``format`` (default: either
     layout), with modules of ``kinds`` only (default: every kind), read as one of ``eras``
     (names of :data:`BLOB_ERAS`): an :class:`Edge`; read it with ``blob.parse(e.data,
     format=e.format, era=e.era)``, which decides whether it is valid."""
     fmt = format or draw(st.sampled_from(_blob.FORMATS))
-    which = draw(st.sampled_from([k for k, w in EDGE_KINDS.items() for _ in range(w)]))
+    which = draw(st.sampled_from([k for k, w in _WEIGHTS[fmt].items() for _ in range(w)]))
     allowed = _eras(fmt, eras)
     if which == "era":
         rule = draw(st.sampled_from(("libs", "neighbours", "tables"))) if fmt == "legacy" else "neighbours"
@@ -130,6 +155,12 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         if fmt == "legacy" and "0.6" in allowed and draw(st.booleans()):  # no import tree: the payload ends the body
             e = (0, 6)
         return _fill_edge(draw, fmt, e, kinds)
+    if which == "kind":
+        return _kind_edge(draw, fmt, e, kinds)
+    if which == "bound":
+        return _bound_edge(draw, fmt, e, kinds)
+    if which == "inner":
+        return _inner_edge(draw, fmt, e, kinds)
     if which == "tail":
         tail = draw(st.binary(min_size=1, max_size=9))
         if fmt == "legacy" and "0.6" in allowed and "metadata_module" in _kinds(fmt, kinds) and draw(st.booleans()):
@@ -145,8 +176,9 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     body = tree["body"]
     if which == "length":
         room = rooms(data, spans)
-        # the size prefix, a kind's length, another length, a count: each read at its own place in a reader
-        groups = [[s for s in spans if s.role in ("count", "length") and _group(s) == g] for g in range(4)]
+        # the size prefix, a kind's length, a payload's length (tvm-ffi), another length, a count: each
+        # read at its own place in a reader
+        groups = [[s for s in spans if s.role in ("count", "length") and _group(s) == g] for g in range(5)]
         span = draw(st.sampled_from(_by_place(draw(st.sampled_from([g for g in groups if g])), body)))
         n = int.from_bytes(data[span.offset:span.offset + 8], "little")
         rem = room(span)
@@ -173,7 +205,9 @@ def _group(s: Any) -> int:
         return 0
     if s.path[-2:] == ("kind", "#count"):
         return 1
-    return 2 if s.role == "length" else 3
+    if s.role == "length" and s.field.get("sized"):
+        return 2
+    return 3 if s.role == "length" else 4
 
 
 def _set(data: bytes, offset: int, raw: bytes) -> bytes:
@@ -190,7 +224,12 @@ def _by_place(spans: list, body: dict) -> list:
 
 
 def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
-    edit = draw(st.sampled_from(_TREE_EDITS))
+    edit = draw(st.sampled_from(_FFI_TREE_EDITS if fmt == "ffi" else _TREE_EDITS))
+    if edit == "children-many":  # the _lib alone (12 bytes of entry), 13 or more child indices after its row
+        alone = _blob.build(_blob.Module.lib(), format=fmt, era=e)
+        k = draw(st.sampled_from((13, 17, 33)))
+        out = set_import_tree(alone, fmt, e, [0, 0], [0] * k)
+        return _edge(f"tree.{edit}", out or b"", fmt, e)  # the ffi layout always has a tree: never b""
     if edit == "flat":  # modules that nothing imports, a row each: up to 9 rows of 0
         pool = [k for k in _kinds(fmt, kinds) if k in _blob.known_kinds(fmt)]
         kind = "metadata_module" if "metadata_module" in pool else draw(st.sampled_from(pool))
@@ -227,7 +266,8 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     elif edit in ("child-at-bound", "child-high"):
         assume(bool(ch))
         j = draw(st.integers(0, len(ch) - 1))
-        ch[j] = draw(st.sampled_from((n, n - 1, n + 1))) if edit == "child-at-bound" else ch[j] + (1 << 32)
+        ch[j] = draw(st.sampled_from((n, n, n - 1, n + 1) if fmt == "ffi" else (n, n - 1, n + 1))) \
+            if edit == "child-at-bound" else ch[j] + (1 << 32)
     elif edit == "row-high":
         rp[draw(st.integers(0, n))] += 1 << 32
     else:  # no-edges: every module a root of its own (unreachable from the first)
@@ -264,4 +304,198 @@ def _one_module(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     return _blob.build(_blob.Module.lib(_blob.Module(kind, payload)), format=fmt, era=e)
 
 
-__all__ = ["EDGE_KINDS", "edge_blob_bytes"]
+def _structs_of(name: str) -> list[str]:
+    """``name`` and the payload structs its fields hold, at any depth."""
+    out, todo = [], [name]
+    while todo:
+        n = todo.pop()
+        if n in out or n not in _PAYLOAD_STRUCTS:
+            continue
+        out.append(n)
+        todo += [str(f.get(k)) for f in _PAYLOAD_STRUCTS[n]["fields"] for k in ("type", "elem", "key", "value", "struct")
+                 if f.get(k)]
+    return out
+
+
+def _lists(name: str) -> int:
+    """How many lists (vec, map) the grammar ``name`` has, at any depth (each struct counted once)."""
+    return sum(f["kind"] in ("vec", "map") for n in _structs_of(name) for f in _PAYLOAD_STRUCTS[n]["fields"])
+
+
+def _fixed_lists(name: str) -> bool:
+    return any(f["kind"] == "vec" and _fixed(str(f.get("elem"))) for n in _structs_of(name)
+               for f in _PAYLOAD_STRUCTS[n]["fields"])
+
+
+def _has_lists(name: str) -> bool:
+    return _lists(name) > 0
+
+
+def _list_kind(draw: Any, fmt: str, kinds: tuple[str, ...] | None, fixed: bool = False) -> str:
+    """A module kind of ``kinds`` whose grammar has lists (with ``fixed``, lists of fixed-size
+    elements if any grammar has them), each grammar drawn as often as it has lists (the seven
+    device-binary kinds count as one grammar)."""
+    known = _blob.known_kinds(fmt)
+    pool = [k for k in _kinds(fmt, kinds) if k in known and _has_lists(known[k])]
+    assume(bool(pool))
+    if fixed:
+        pool = [k for k in pool if _fixed_lists(known[k])] or pool
+    structs = sorted({known[k] for k in pool}, key=lambda n: (-_lists(n), n))
+    struct = draw(st.sampled_from([n for n in structs for _ in range(_lists(n))]))
+    return draw(st.sampled_from([k for k in pool if known[k] == struct]))
+
+
+def _near_names(name: str) -> list[tuple[str, str]]:
+    """(how, kind) for the kinds one byte away from ``name``: cut short, one byte long (three
+    ways), its last byte changed up and down, its case swapped."""
+    last = name[-1]
+    return [("short", name[:-1]), ("long", name + "_"), ("long", name + "x"), ("long", name + last),
+            ("changed", name[:-1] + chr(ord(last) + 1)), ("changed", name[:-1] + chr(ord(last) - 1)),
+            ("case", name.swapcase())]
+
+
+def _kind_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
+    """The ``_lib`` and the modules whose kinds are one byte away from names readers dispatch on
+    (``_lib`` and a kind of each of 1-3 grammars: :func:`_near_names`), in a drawn order (and, in half of them, a
+    module of a drawn kind after them, which a reader that takes a near name for ``_lib`` or for a
+    grammar reads from the wrong place). Their payloads are opaque bytes; where a name is cut
+    short, its payload's length begins with the byte cut off, so that a reader comparing a fixed
+    width sees the whole name. One in three is a single module of the empty kind instead."""
+    known = _blob.known_kinds(fmt)
+    grammars = sorted({known[k] for k in _kinds(fmt, kinds) if k in known})
+    if draw(st.integers(0, 2)) == 0:
+        near = [("", draw(st.binary(max_size=24)))]
+        how = "empty"
+    else:
+        names = [_blob.LIB]  # and up to three grammars, a kind of each
+        for g in draw(st.lists(st.sampled_from(grammars), min_size=1, max_size=3, unique=True)) if grammars else []:
+            names.append(draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == g])))
+        near = []
+        for name in dict.fromkeys(names):
+            for way, kind in _near_names(name):
+                if kind and kind not in known and kind not in (_blob.LIB, _blob.IMPORT_TREE):
+                    size = ord(name[-1]) if way == "short" else draw(st.integers(0, 24))
+                    near.append((kind, draw(st.binary(min_size=size, max_size=size))))
+        near = draw(st.permutations(list(dict(near).items())))
+        how = "near"
+    after = []
+    if draw(st.booleans()):
+        k = draw(st.sampled_from(_kinds(fmt, kinds)))
+        after = [_blob.Module(k, _least_payload(draw, k, fmt, e) if k in known else _opaque(fmt, e, b"\x00" * 8))]
+    root = _blob.Module.lib()
+    placeholders = [_blob.Module("x", _opaque(fmt, e, b"")) for _ in near]
+    data = _blob.build(root, format=fmt, era=e, order=[root, *placeholders, *after])
+    structs, top = _ROOTS[fmt]
+    tree = trace(structs, top, data, e)[0]
+    for i, (kind, payload) in enumerate(near, 1):
+        tree["body"]["modules"][i] = {"kind": kind, "payload": {"data": payload}}
+    return _edge(f"kind.{how}", Builder(structs, e).build(top, tree), fmt, e)
+
+
+def _opaque(fmt: str, e: tuple[int, ...], data: bytes) -> _blob.Payload:
+    return _blob.parse_payload("x", data, format=fmt, era=e)
+
+
+class _OneLong(_Least):
+    """Choices for a payload of least size whose ``target``-th list (in the order the grammar reads
+    them) holds ``k`` elements; the other lists hold none, except that a list of records that
+    hold lists holds one, so that the lists inside it exist."""
+
+    def __init__(self, draw: Any, target: int, k: int) -> None:
+        super().__init__(draw)
+        self.target, self.k = target, k
+        self.fixed: list[bool] = []  # per list met: whether its elements have a fixed size
+
+    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+        return bounds(f, pin)[0]  # no draw: the values of the least-size elements do not matter, their number does
+
+    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+        i = len(self.fixed)
+        held = f.get("elem") or f.get("value")
+        self.fixed.append(f["kind"] == "vec" and _fixed(str(held)))
+        n = self.k if i == self.target else int(isinstance(held, str) and _has_lists(held))
+        return [make() for _ in range(n)]
+
+
+def _fixed(type_name: str) -> bool:
+    """Whether a value of ``type_name`` has one size (an integer, or a struct of integers)."""
+    if type_name in WIDTH:
+        return True
+    fields = _PAYLOAD_STRUCTS.get(type_name, {}).get("fields")
+    return bool(fields) and all(f["kind"] == "scalar" and f.get("type") in WIDTH for f in fields)
+
+
+def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None,
+               fixed: bool = False) -> tuple[_blob.Module, int]:
+    """A module of a drawn grammar with lists whose payload holds one long list of least-size
+    elements (drawn among its lists; with ``fixed``, among its lists of fixed-size elements if it
+    has any: there a reader multiplies the count by the size instead of reading each element
+    with its own bound), and that list's length."""
+    kind = _list_kind(draw, fmt, kinds, fixed)
+    struct = _blob.known_kinds(fmt)[kind]
+    counting = _OneLong(draw, -1, 0)
+    value_tree(counting, _PAYLOAD_STRUCTS, struct, e)
+    lists = [i for i, x in enumerate(counting.fixed) if x or not fixed] or list(range(len(counting.fixed)))
+    first = next((j for j, i in enumerate(lists) if counting.fixed[i]), 0)
+    lists = lists[first:] + lists[:first]  # from the first list of fixed-size elements on (drawn most)
+    target, k = draw(st.sampled_from(lists)), draw(st.sampled_from(_LONG))
+    tree = value_tree(_OneLong(draw, target, k), _PAYLOAD_STRUCTS, struct, e)
+    return _blob.Module(kind, _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt,
+                                                  era=e)), k
+
+
+def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
+    """The ``_lib`` and 1-3 modules whose payloads each hold one long list of least-size elements
+    (so that each list's elements fill its payload but for a few bytes); the last module ends the
+    blob, and its list's count is as built, one element past what remains, a count whose byte
+    size wraps in 64 bits to the built one, or the count plus 2^32."""
+    how = draw(st.sampled_from(("fill", "fill", "past", "past", "wrap", "high")))
+    drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(0, 2)))]
+    drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
+    lib = _blob.Module.lib(*[m for m, _ in drawn])
+    data = _blob.build(lib, format=fmt, era=e, order=[lib, *[m for m, _ in drawn]])
+    structs, root = _ROOTS[fmt]
+    tree, spans = trace(structs, root, data, e)
+    body, k = tree["body"], drawn[-1][1]
+    last = ("body", "modules", len(body["modules"]) - 1)
+    mine = [s for s in spans if s.path[:3] == last and len(s.path) > 4]
+    # the long list's own count (a list whose count is another field, or that drew fewer, has none)
+    counts = [s for s in mine if s.role == "count" and int.from_bytes(data[s.offset:s.offset + 8], "little") == k]
+    assume(bool(counts))
+    span, n = counts[0], k
+    starts = [min((s.offset for s in mine if s.path[:len(span.path)] == (*span.path[:-1], i)), default=None)
+              for i in (0, 1)]
+    size = starts[1] - starts[0] if None not in starts else 0  # type: ignore[operator]  # None ruled out
+    if how == "past" and size:
+        n = rooms(data, spans)(span) // size + 1
+    elif how == "wrap" and size and not size & (size - 1):
+        n += (1 << 64) // size
+    elif how == "high":
+        n += 1 << 32
+    else:
+        how = "fill"
+    return _edge(f"bound.{how}", _set(data, span.offset, n.to_bytes(8, "little")), fmt, e, place(span.path, body))
+
+
+def _inner_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
+    """1-9 bytes after the end of a payload's grammar inside its stated length (or after the
+    body's last entry inside the size prefix), the length and every length around it grown by as
+    many."""
+    data = _build(draw, fmt, e, kinds)
+    structs, root = _ROOTS[fmt]
+    tree, spans = trace(structs, root, data, e)
+    sized = [s for s in spans if s.role == "length" and s.field.get("sized")]
+    payloads = [s for s in sized if s.path != ("body", "#count")]
+    # a payload in 3 draws of 4 (hypothesis favours the first place, the body)
+    span = draw(st.sampled_from(_by_place(payloads, tree["body"]) if payloads and draw(st.integers(0, 3)) else sized))
+    extra = draw(st.binary(min_size=1, max_size=9))
+    end = span.offset + 8 + int.from_bytes(data[span.offset:span.offset + 8], "little")
+    out = data[:end] + extra + data[end:]
+    for s in sized:  # the region itself and those holding it: their prefixes lie before the insertion
+        if span.path[:len(s.path) - 1] == s.path[:-1]:
+            grown = int.from_bytes(out[s.offset:s.offset + 8], "little") + len(extra)
+            out = _set(out, s.offset, grown.to_bytes(8, "little"))
+    return _edge("inner", out, fmt, e, place(span.path, tree["body"]))
+
+
+__all__ = ["EDGE_KINDS", "FFI_EDGE_KINDS", "edge_blob_bytes"]

@@ -9,8 +9,8 @@
 #include "testee_common.h"
 
 #define INFO "{\"protocol\": \"mlf-conformance/1\", \"name\": \"independent-blob-ffi-c\", \"version\": \"1\", " \
-  "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"ffi\"]}}]}"
-
+  "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"ffi\"]}, " \
+  "\"payloads\": [\"cuda\", \"hip\", \"hsaco\", \"opencl\", \"aocl\", \"sdaccel\", \"hexagon\", \"c\"]}]}"
 
 static const char *DEVICE_BINARY[] = {"cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon", NULL};
 static const char *NOT_IMPLEMENTED[] = {"vulkan", "metal", "webgpu", "const_loader", "static_library",
