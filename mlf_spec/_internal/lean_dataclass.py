@@ -55,8 +55,8 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
     fields = dataclasses.fields(cls)
     names = frozenset(f.name for f in fields)
     init = [f for f in fields if f.init]
-    positional = [(f.name, f.default, f.default_factory) for f in init if not f.kw_only]
-    keyword = [(f.name, f.default, f.default_factory) for f in init if f.kw_only]
+    positional: list[tuple[str, Any, Any]] = [(f.name, f.default, f.default_factory) for f in init if not f.kw_only]
+    keyword: list[tuple[str, Any, Any]] = [(f.name, f.default, f.default_factory) for f in init if f.kw_only]
     seen_default = None
     for f in init:
         if f.kw_only:
@@ -65,7 +65,8 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
             seen_default = f.name
         elif seen_default is not None:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
-    later = [(f.name, f.default_factory) for f in fields if not f.init and f.default_factory is not MISSING]
+    later: list[tuple[str, Any]] = [(f.name, f.default_factory) for f in fields
+                                    if not f.init and f.default_factory is not MISSING]
     npos = len(positional)
     qualname = cls.__qualname__
     assign = object.__setattr__ if frozen else setattr
@@ -113,11 +114,12 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
             self.__post_init__()
 
     P = inspect.Parameter
+    types = {f.name: f.type for f in fields}
     signature = [P("self", P.POSITIONAL_OR_KEYWORD)]
     for group, kind in ((positional, P.POSITIONAL_OR_KEYWORD), (keyword, P.KEYWORD_ONLY)):
         for name, default, factory in group:
             shown = _FACTORY if factory is not MISSING else P.empty if default is MISSING else default
-            signature.append(P(name, kind, default=shown, annotation=cls.__dataclass_fields__[name].type))
+            signature.append(P(name, kind, default=shown, annotation=types[name]))
     __init__.__signature__ = inspect.Signature(signature, return_annotation=None)  # type: ignore[attr-defined]  # read by inspect.signature
     __init__.__annotations__ = {**{f.name: f.type for f in init}, "return": None}
 
@@ -164,7 +166,7 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
     if not explicit_hash:  # the standard table for eq=True, unsafe_hash=False
         if frozen:
             __hash__.__qualname__ = f"{qualname}.__hash__"
-            cls.__hash__ = __hash__  # type: ignore[method-assign]  # a generated method, as the standard decorator sets it
+            cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]  # a generated method, as the standard decorator sets it
         else:
             cls.__hash__ = None  # type: ignore[assignment]  # mutable and compared by value: unhashable, as the standard decorator makes it
     if not had_doc:

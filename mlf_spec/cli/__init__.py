@@ -66,9 +66,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _build_parser(command: str | None = None, *, listed: bool = True) -> argparse.ArgumentParser:
+def _build_parser(command: str | None = None, *, placeholders: bool = True) -> argparse.ArgumentParser:
     """The parser: only ``command``'s module imported and registered (all of them when
-    ``command`` is None and some module is not in :data:`COMMANDS`); with ``listed``, every
+    ``command`` is None and some module is not in :data:`COMMANDS`); with ``placeholders``, every
     other command too, as a placeholder (for the top-level help and the error naming the
     choices; a parser each, so it is left out when ``argv`` starts with a known command)."""
     import argparse
@@ -86,7 +86,7 @@ def _build_parser(command: str | None = None, *, listed: bool = True) -> argpars
     for module in COMMAND_MODULES:
         if module in wanted:
             importlib.import_module(f"mlf_spec.cli.{module}").register(sub)
-    for name, (_, text) in COMMANDS.items() if listed or command not in COMMANDS else ():
+    for name, (_, text) in COMMANDS.items() if placeholders or command not in COMMANDS else ():
         if name not in sub.choices:
             sub.add_parser(name, help=text, add_help=False)
     # list the commands in the order of COMMANDS, whichever were registered first
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_of(argv)
     with safe_output(), _cleanup_on_signals():
         _import_numpy_first(command, argv)
-        parser = _build_parser(command, listed=argv[:1] != [command])
+        parser = _build_parser(command, placeholders=argv[:1] != [command])
         args = parser.parse_args(argv)
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:  # a listed command whose module did not register it
