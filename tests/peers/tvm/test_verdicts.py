@@ -181,3 +181,17 @@ def test_verdicts_agree_with_tvm_016(cases, tmp_path):
     assert {cid: record["results"][cid]["observed"] for cid in observed} == observed
     # the whole run's figures (the sample is checked against it above)
     assert record["cases"] == len(cases) and record["counts"]["disagree"] == 0 and record["counts"]["agree"] >= 550
+
+
+def test_the_verdict_sample_covers_every_stratum_the_same_way_in_any_order(cases):
+    """The 0.16 sample meets every stratum of the cases (every predicted verdict by kind, writer
+    and family, every rule named), is a fraction of them, and does not depend on their order."""
+    verdicts = {c.id: vs.verdict(c, "0.16") for c in cases}
+    chosen = vs.sample(cases, verdicts)
+    every = set().union(*(vs.strata(c, verdicts[c.id]) for c in cases))
+    assert set().union(*(vs.strata(c, verdicts[c.id]) for c in chosen)) == every
+    assert {s[1] for s in every if s[0] == "rule"} >= {"tensor.truncated", "dtype.unnamed-v013", "name.duplicate"}
+    assert len(chosen) <= len(cases) // 5
+    assert [c.id for c in vs.sample(cases[::-1], verdicts)] == [c.id for c in chosen[::-1]]
+    kept = cases[0].id if cases[0].id not in {c.id for c in chosen} else cases[1].id
+    assert kept in {c.id for c in vs.sample(cases, verdicts, keep=(kept,))}
