@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from mlf_spec._internal.lean_dataclass import dataclass, field
 
 if TYPE_CHECKING:  # the verdict engine loads only for --tvm
     from mlf_spec.verdict import Verdict

@@ -16,9 +16,10 @@ import functools
 import io
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from mlf_spec._internal.lean_dataclass import dataclass
 
 from ._compress import COMPRESSION_MAGIC, peek
 

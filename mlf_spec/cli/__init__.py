@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conformance": ("conformance", "test an implementation of these formats against the spec"),
 }
 
+#: The command modules whose commands read or write the formats: their runs import numpy (through
+#: the codecs), which :func:`main` then imports first (see :func:`_import_numpy_first`).
+NUMPY_MODULES = frozenset({"params", "cache", "blob", "archive", "check", "diff", "extract", "migrate"})
+
 DESCRIPTION = ("Read, write, check, compare and convert Apache TVM deployment artifacts\n"
                "(MLF archives, .params files, module blobs, GraphExecutor JSON, tensor caches).")
 
@@ -62,9 +66,11 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser: every command listed, only ``command``'s module imported and registered
-    (all of them when ``command`` is None and some module is not in :data:`COMMANDS`)."""
+def _build_parser(command: str | None = None, *, placeholders: bool = True) -> argparse.ArgumentParser:
+    """The parser: only ``command``'s module imported and registered (all of them when
+    ``command`` is None and some module is not in :data:`COMMANDS`); with ``placeholders``, every
+    other command too, as a placeholder (for the top-level help and the error naming the
+    choices; a parser each, so it is left out when ``argv`` starts with a known command)."""
     import argparse
     import importlib
 
@@ -80,7 +86,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module in COMMAND_MODULES:
         if module in wanted:
             importlib.import_module(f"mlf_spec.cli.{module}").register(sub)
-    for name, (_, text) in COMMANDS.items():
+    for name, (_, text) in COMMANDS.items() if placeholders or command not in COMMANDS else ():
         if name not in sub.choices:
             sub.add_parser(name, help=text, add_help=False)
     # list the commands in the order of COMMANDS, whichever were registered first
@@ -121,8 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ._text import safe_output
 
+    command = _command_of(argv)
     with safe_output(), _cleanup_on_signals():
-        parser = _build_parser(_command_of(argv))
+        _import_numpy_first(command, argv)
+        parser = _build_parser(command, placeholders=argv[:1] != [command])
         args = parser.parse_args(argv)
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:  # a listed command whose module did not register it
@@ -147,6 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(OSError):  # a hung-up terminal may refuse the line
                 print(f"mlf-spec: stopped by {exc.name}", file=sys.stderr)
             return 128 + exc.signum
+
+
+def _import_numpy_first(command: str | None, argv: Sequence[str]) -> None:
+    """Import numpy from here, near the bottom of the stack, when the command will import it
+    anyway. Imported deep inside a command (a dozen import levels down), its import's many
+    small calls sat on a boundary of CPython 3.11's frame stack, which then allocated and
+    freed a chunk of it (mmap / munmap) some 800 times: 3-4 % of ``upgrade``'s start-up."""
+    if command in COMMANDS and COMMANDS[command][0] in NUMPY_MODULES and not {"-h", "--help"} & set(argv):
+        import numpy  # noqa: F401
 
 
 class Signalled(BaseException):

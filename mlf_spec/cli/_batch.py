@@ -16,10 +16,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlf_spec import sniff as _sniff
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec._text import terminal_safe
 from mlf_spec.errors import MlfError
 

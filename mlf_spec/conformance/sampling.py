@@ -41,6 +41,27 @@ def strata(case: Case) -> set[tuple[str, ...]]:
     return out
 
 
+def cover(pool: dict[str, set[Any]], covered: set[Any] | None = None) -> set[str]:
+    """The ids of ``pool`` (id -> the strata it stands for) that a greedy set cover picks to
+    cover every stratum not in ``covered``: the id covering most strata not yet covered first,
+    ties by the smaller id, so the same pool always gives the same ids."""
+    covered = set(covered or ())
+    chosen: set[str] = set()
+    heap = [(-len(s - covered), cid) for cid, s in pool.items()]
+    heapq.heapify(heap)
+    while heap:  # lazy greedy set cover: a popped gain is re-checked against what is covered now
+        gain, cid = heapq.heappop(heap)
+        new = pool[cid] - covered
+        if not new:
+            continue
+        if len(new) < -gain:
+            heapq.heappush(heap, (-len(new), cid))
+            continue
+        chosen.add(cid)
+        covered |= new
+    return chosen
+
+
 def stratified(cases: list[Case], info: dict[str, Any], known: KnownFailures | None = None,
                keep: Iterable[str] = ()) -> list[Case]:
     """The sample of ``cases`` for a testee whose handshake is ``info`` (in the order given)."""
@@ -58,19 +79,8 @@ def stratified(cases: list[Case], info: dict[str, Any], known: KnownFailures | N
     for case in cases:
         if case.id in chosen and skip_reason(case, info) is None:
             covered |= strata(case)
-    heap = [(-len(s - covered), cid) for cid, s in pool.items()]
-    heapq.heapify(heap)
-    while heap:  # lazy greedy set cover: a popped gain is re-checked against what is covered now
-        gain, cid = heapq.heappop(heap)
-        new = pool[cid] - covered
-        if not new:
-            continue
-        if len(new) < -gain:
-            heapq.heappush(heap, (-len(new), cid))
-            continue
-        chosen.add(cid)
-        covered |= new
+    chosen |= cover(pool, covered)
     return [c for c in cases if c.id in chosen]
 
 
-__all__ = ["strata", "stratified"]
+__all__ = ["cover", "strata", "stratified"]

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mlf_spec._internal.lean_dataclass import dataclass
 from mlf_spec._records import Issue, json_path, load_json, raise_issues, validate
 from mlf_spec.errors import ValidationError
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from mlf_spec import findings as _findings
 from mlf_spec import tar as _tar
+from mlf_spec._internal.lean_dataclass import dataclass
 from mlf_spec._io import FileSpan
 from mlf_spec._records import Issue, json_path, load_json
 from mlf_spec.errors import MlfError

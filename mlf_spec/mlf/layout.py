@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.generated import mlf_layout_ir as _L
 from mlf_spec.generated import mlf_revisions_timeline as _timeline
 

@@ -31,11 +31,11 @@ import importlib
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec._records import Issue, json_path, load_json, raise_issues, validate
 from mlf_spec.errors import MlfError, ValidationError
 from mlf_spec.generated import mlf_ir as _ir

@@ -38,10 +38,10 @@ import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec._io import atomic_write_bytes
 from mlf_spec._records import json_path, load_json
 from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, ValidationError

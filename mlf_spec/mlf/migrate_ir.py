@@ -11,10 +11,10 @@ whose ``op`` is one of the kinds the spec language allows (``METADATA_OPS``, ``L
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.generated import mlf_migrations as _spec
 
 Direction = Literal["up", "down"]

@@ -14,9 +14,9 @@ that will hold the derived key, and returns the value or None when it cannot be 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.graph import codec as _graph
 
 from . import memory as _memory

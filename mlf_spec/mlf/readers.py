@@ -17,10 +17,10 @@ equal). The result is a :class:`~mlf_spec.verdict.Verdict` (spec/records/tvm_ver
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlf_spec import versions as _versions
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.errors import MlfError
 from mlf_spec.verdict import engine as _verdict
 

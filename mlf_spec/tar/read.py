@@ -22,10 +22,10 @@ import math
 import os
 import tarfile
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
 from typing import IO
 
 from mlf_spec import _compress
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
 from mlf_spec.sniff import compression
 

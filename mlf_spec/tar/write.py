@@ -11,8 +11,9 @@ classifies the header blocks kept by the reader (:mod:`mlf_spec.tar.read`).
 from __future__ import annotations
 
 import tarfile
-from dataclasses import dataclass
 from typing import Any
+
+from mlf_spec._internal.lean_dataclass import dataclass
 
 from .read import BLOCK, DIRECTORY, FILE, RECORD, TarEntry
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from mlf_spec import versions as _versions
+from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.generated.tvm_versions import NEWEST
 
 Version = tuple[int, ...]

@@ -8,6 +8,7 @@ import importlib
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,33 @@ def test_every_command_has_its_own_help(command, capsys):
         cli.main([command, "--help"])
     assert exit_.value.code == 0
     assert f"usage: mlf-spec {command}" in capsys.readouterr().out
+
+
+#: a command of each module in cli.NUMPY_MODULES, run on a small archive (its exit status does not matter)
+_NUMPY_RUNS = {"params": ["params", "dump", "{tar}"], "cache": ["cache", "dump", "{tar}"], "blob": ["blob", "dump", "{tar}"],
+               "archive": ["inspect", "{tar}"], "check": ["check", "{tar}"], "diff": ["diff", "{tar}", "{tar}"],
+               "extract": ["extract", "{tar}", "-o", "{out}"], "migrate": ["upgrade", "--dry-run", "{tar}"]}
+
+
+def test_numpy_is_imported_first_only_by_commands_that_import_it_anyway(tmp_path):
+    """main() imports numpy before a command of NUMPY_MODULES runs (for the frame stack, see
+    cli._import_numpy_first); each of those commands imports it when it runs without that,
+    and help does not import it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    try:
+        from make_example_artifacts import small_archive
+    finally:
+        sys.path.pop(0)
+    tar = tmp_path / "small.tar"
+    tar.write_bytes(small_archive())
+    assert set(_NUMPY_RUNS) == set(cli.NUMPY_MODULES) and cli.NUMPY_MODULES < set(cli.COMMAND_MODULES)
+    for module, argv in _NUMPY_RUNS.items():
+        argv = [a.format(tar=tar, out=tmp_path / f"out-{module}") for a in argv]
+        assert cli.COMMANDS[argv[0]][0] == module
+        code = ("import sys\nfrom mlf_spec import cli\ncli._import_numpy_first = lambda *a: None\n"
+                f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
+                "print('NUMPY:', 'numpy' in sys.modules)")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert r.stdout.splitlines()[-1] == "NUMPY: True", (argv, r.stderr[-500:])
+    assert "numpy" not in _imports_after(["check", "--help"])
+    assert "numpy" in _imports_after(["check", str(tar)])

@@ -13,6 +13,8 @@ does); a failed install fails the test.
 from __future__ import annotations
 
 import collections
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from mlf_spec.errors import MlfError
 from mlf_spec.params import check as pcheck
 from tests.support import tvm_artifacts as ta
 from tests.support import tvm_verdict_cases as tc
+from tests.support import verdict_sample as vs
 
 pytestmark = pytest.mark.tvm
 tvm = pytest.importorskip("tvm", reason="apache-tvm is installed by the test extra")
@@ -34,6 +37,9 @@ OTHER_TVMS = ("0.25", "0.26")
 GARBAGE_READ = ("bad_alloc", "Unhandled type index")
 #: a predicted crash of at least this many copied bytes must be seen (smaller ones can land in allocator slack)
 ALWAYS_CRASHES = 256
+#: "1": the TVM 0.16 test runs every case, not a sample (tools/verdict_run.py sets it); with RECORD
+#: "1" too, it writes the record of that run (docs/conformance/verdicts/)
+WHOLE, RECORD = "MLF_SPEC_VERDICTS_WHOLE", "MLF_SPEC_VERDICTS_RECORD"
 
 
 def _predict(case: tc.Case, reader: str) -> str:
@@ -150,6 +156,42 @@ def test_verdicts_agree_with_other_tvm_versions(reader, cases, tmp_path):
 def test_verdicts_agree_with_tvm_016(cases, tmp_path):
     """The pre-0.21 era (float8 at codes 6/7, bool at (1, 1, 1), one byte per sub-byte element,
     the legacy blob symbol) through hhb-tvm 3.2.3, TVM 0.16.dev0: where the fork differs from
-    apache 0.16 is said in docs/conformance/compat/hhb-tvm.md."""
-    outcome = _check(str(peers.ensure("hhb")), "0.16", cases, tmp_path)
-    assert len(outcome["agree"]) >= 550
+    apache 0.16 is said in docs/conformance/compat/hhb-tvm.md.
+
+    A sample of the cases (tests/support/verdict_sample.py: every verdict, writer, family and
+    rule), each checked against the record of the whole run, which must have been made from
+    these cases and predictions; ``MLF_SPEC_VERDICTS_WHOLE=1`` runs every case
+    (``python tools/verdict_run.py`` does, and writes the record)."""
+    reader, python = "0.16", str(peers.ensure("hhb"))
+    verdicts = {c.id: vs.verdict(c, reader) for c in cases}
+    whole = os.environ.get(WHOLE) == "1"
+    chosen = cases if whole else vs.sample(cases, verdicts)
+    results = tc.run(python, chosen, tmp_path)
+    outcome = _check(python, reader, chosen, tmp_path, results)
+    observed = {c.id: tc.observe(c, results[c.id], reader)[0] for c in chosen}
+    path = vs.record_path("hhb-tvm", reader)
+    if whole:
+        assert len(outcome["agree"]) >= 550
+        if os.environ.get(RECORD) == "1":
+            vs.write_record(path, vs.make_record("hhb-tvm", reader, cases, verdicts, observed, outcome))
+    else:
+        assert len(chosen) <= len(cases) // 5, len(chosen)
+    record = json.loads(path.read_text())
+    assert vs.stale(record, cases, verdicts) == [], f"{path} is stale: run python tools/verdict_run.py"
+    assert {cid: record["results"][cid]["observed"] for cid in observed} == observed
+    # the whole run's figures (the sample is checked against it above)
+    assert record["cases"] == len(cases) and record["counts"]["disagree"] == 0 and record["counts"]["agree"] >= 550
+
+
+def test_the_verdict_sample_covers_every_stratum_the_same_way_in_any_order(cases):
+    """The 0.16 sample meets every stratum of the cases (every predicted verdict by kind, writer
+    and family, every rule named), is a fraction of them, and does not depend on their order."""
+    verdicts = {c.id: vs.verdict(c, "0.16") for c in cases}
+    chosen = vs.sample(cases, verdicts)
+    every = set().union(*(vs.strata(c, verdicts[c.id]) for c in cases))
+    assert set().union(*(vs.strata(c, verdicts[c.id]) for c in chosen)) == every
+    assert {s[1] for s in every if s[0] == "rule"} >= {"tensor.truncated", "dtype.unnamed-v013", "name.duplicate"}
+    assert len(chosen) <= len(cases) // 5
+    assert [c.id for c in vs.sample(cases[::-1], verdicts)] == [c.id for c in chosen[::-1]]
+    kept = cases[0].id if cases[0].id not in {c.id for c in chosen} else cases[1].id
+    assert kept in {c.id for c in vs.sample(cases, verdicts, keep=(kept,))}
