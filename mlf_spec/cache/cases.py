@@ -106,6 +106,10 @@ def all_cases() -> list[Case]:
         Case("valid.empty-encoded", "an empty float32 tensor under f32-to-bf16 (stores nothing)",
              render({"e": np.zeros((0,), dtype="<f4"), "w": np.ones(2, dtype="<f4")}), "tensor.empty-encoded",
              findings=["tensor.empty-encoded"]),
+        Case("valid.scalar-encoded", "a 0-d float32 tensor under f32-to-bf16, as dump_tensor_cache writes it "
+             "(TVM 0.16's Python loader refuses it under NumPy 1.x)",
+             render({"s": np.array(2.5, dtype="<f4"), "w": np.ones(2, dtype="<f4")}), "tensor.nbytes",
+             absent=["tensor.nbytes", "tensor.empty-encoded"]),
         Case("info.md5-missing", "a shard record without md5sum (before 835bc82665)",
              _edit(b, lambda d: d["records"][0].pop("md5sum")), "shard.md5-missing", findings=["shard.md5-missing"]),
         Case("info.unknown-key", "a key the writer never writes", _edit(b, lambda d: _t(d, 0).update(note="x")),
@@ -143,6 +147,9 @@ def all_cases() -> list[Case]:
              findings=["tensor.negative-extent"]),
         Case("broken.dtype", "a dtype TVM cannot parse",
              _edit(b, lambda d: _t(d, 1).update(dtype="int33x")), "tensor.dtype", findings=["tensor.dtype"]),
+        Case("broken.dtype-no-bits", "dtype float (no bits) on a float32 under f32-to-bf16: TVM's C++ loaders read it "
+             "as float32 (their parser's default width), the Python loader and the table do not",
+             _edit(b, lambda d: _t(d, 0).update(dtype="float")), "tensor.dtype", findings=["tensor.dtype"]),
         Case("warning.dtype-numpy", "int4: TVM's Python loader cannot read it, the C++ loader can",
              _edit(b, lambda d: _t(d, 1).update(dtype="int4", shape=[48], format="raw")), "tensor.dtype-numpy",
              findings=["tensor.dtype-numpy"]),

@@ -4,6 +4,7 @@ rules of spec/verdicts/cache_read_rules.yaml (the engine, mlf_spec.verdict, know
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes, encodings, rules
@@ -15,6 +16,20 @@ if TYPE_CHECKING:
 
 RULES = "cache_read_rules"
 _PY_FLOAT8 = {"float8_e4m3fn", "float8_e5m2", "e4m3_float8", "e5m2_float8"}
+# TVM's C++ DataType string parser (String2DLDataType to 0.20, tvm-ffi's StringToDLDataType from
+# 0.21) starts from 32 bits (bfloat: 16) and keeps it when the spelling's bits are absent or 0
+_CPP_DEFAULT = re.compile(r"(?P<kind>u?int|b?float)(?P<bits>0*)(?P<lanes>x[0-9]+)?")
+_CPP_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bfloat": 16}
+
+
+def cpp_default_spelling(text: str) -> str | None:
+    """The dtype the C++ loaders read a spelling without bits (``float``, ``int0``, ``uintx2``) as
+    (``float32``, ``int32``, ``uint32x2``); None when ``text`` is not such a spelling."""
+    m = _CPP_DEFAULT.fullmatch(text)
+    if m is None:
+        return None
+    spelled = f"{m['kind']}{_CPP_DEFAULT_BITS[m['kind']]}{m['lanes'] or ''}"
+    return spelled if dtypes.parse(spelled) is not None else None
 
 
 def _python_numpy(text: str, dt: dtypes.CacheDType) -> int:
@@ -49,7 +64,11 @@ def parts(lazy: LazyCache) -> list[Any]:
                                   "size_ok": int(size == shard.nbytes), "md5_bad": md5_bad}, shard.path, shard.data_path))
         for t in shard.tensors:
             dt = dtypes.parse(t.dtype)
-            nbytes_ok = bytewise_ok = 0
+            cpp_text = cpp_default_spelling(t.dtype) if dt is None else None
+            cpp_dt = dtypes.parse(cpp_text) if cpp_text else None
+            nbytes_ok = bytewise_ok = cpp_nbytes_ok = 0
+            if cpp_dt is not None and all(d >= 0 for d in t.shape):
+                cpp_nbytes_ok = int(rules.expected_nbytes(cpp_dt, t.format, t.shape) == t.nbytes)
             if dt is not None and all(d >= 0 for d in t.shape):
                 nbytes_ok = int(rules.expected_nbytes(dt, t.format, t.shape) == t.nbytes)
                 bits = encodings.stored_bits(t.format, t.dtype, dt.bits) * dt.lanes
@@ -58,6 +77,9 @@ def parts(lazy: LazyCache) -> list[Any]:
                 "parsed": int(dt is not None),
                 "since_minor": dt.since[1] if dt is not None and dt.since else 0,
                 "until_minor": dt.until[1] if dt is not None and dt.until else 0,
+                "cpp_default": int(cpp_dt is not None),
+                "cpp_default_bfloat": int(cpp_dt is not None and t.dtype.startswith("bfloat")),
+                "cpp_default_nbytes_ok": cpp_nbytes_ok,
                 "python_numpy": _python_numpy(t.dtype, dt) if dt is not None else 0,
                 "nbytes_ok": nbytes_ok,
                 "nbytes_ok_bytewise": bytewise_ok,
@@ -66,6 +88,7 @@ def parts(lazy: LazyCache) -> list[Any]:
                 "dropped": int(last[t.name] is not t),
                 "format_known": int(t.format in encodings.ENCODINGS),
                 "empty_encoded": int(encodings.applies(t.format, t.dtype) and rules.numel(t.shape) == 0),
+                "scalar_encoded": int(encodings.applies(t.format, t.dtype) and len(t.shape) == 0),
             }, t.path, t.name))
     return out
 

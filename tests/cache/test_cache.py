@@ -349,3 +349,58 @@ def test_json_outputs_follow_their_schemas(tmp_path):
     jsonschema.validate(json.loads(r.stdout), json.loads((root / "artifact_check_output.schema.json").read_text()))
     index = json.loads((d / "tensor-cache.json").read_text())
     jsonschema.validate(index, json.loads((root / "tensor_cache.schema.json").read_text()))
+
+
+def _readers(files: dict[str, bytes], tmp_path: Path, version: str, name: str) -> dict[str, tuple[str, list[str]]]:
+    from mlf_spec.cache.verdict import verdict
+
+    with cache.open(_folder(tmp_path, files, name), strict=False) as lazy:
+        v = verdict(lazy, version)
+    rules_of = {r.reader: [x.rule for x in [*v.reasons, *v.notes] if x.reader == r.reader] for r in v.readers or []}
+    return {r.reader: (r.verdict, rules_of[r.reader]) for r in v.readers or []}
+
+
+@pytest.mark.parametrize("spelling, meant, nbytes_ok", [
+    ("float", "float32", True), ("int0", "int32", False), ("uint", "uint32", False),
+    ("floatx2", "float32x2", False), ("bfloat", "bfloat16", True), ("float32", None, None), ("int33x", None, None),
+])
+def test_cpp_default_width_spellings(tmp_path, spelling, meant, nbytes_ok):
+    """A dtype without bits: the C++ parser reads it at its default width (String2DLDataType /
+    tvm-ffi StringViewToDLDataType_); with nbytes right for that width the C++ loader loads it,
+    otherwise its size check refuses; the Python loader refuses it in every version."""
+    from mlf_spec.cache.verdict import cpp_default_spelling
+
+    assert cpp_default_spelling(spelling) == meant
+    if meant is None:
+        return
+    for version, index in (("0.16", 1), ("0.20", 1), ("0.27", 2)):
+        files = cases._edit(cases.base(version=index), lambda d: cases._t(d, 0).update(dtype=spelling))
+        got = _readers(files, tmp_path, version, f"{spelling}-{version}")
+        assert got["python"] == ("rejects", ["tensor.dtype"])
+        if (spelling, version) == ("bfloat", "0.16"):  # 48 bytes are 24 16-bit values, not 32-bit ones
+            assert got["cpp"] == ("rejects", ["tensor.dtype-bfloat-width-cpp"])
+        elif nbytes_ok:
+            assert got["cpp"] == ("loads", ["tensor.dtype-default-width-cpp-loads"])
+        else:
+            assert got["cpp"] == ("rejects", ["tensor.dtype-default-width-cpp"])
+
+
+def test_cpp_bfloat_without_bits_is_32_bits_in_016(tmp_path):
+    """bfloat without bits: 16 bits from 2d9c6c4b33; hhb-tvm 3.2.3 (0.16) reads 32 and refuses 16-bit data."""
+    files = cases.render({"w": np.arange(4, dtype="<f4").astype(cases._ml("bfloat16"))}, encode_format="raw")
+    files = cases._edit(files, lambda d: cases._t(d, 0).update(dtype="bfloat"))
+    assert _readers(files, tmp_path, "0.27", "b27")["cpp"] == ("loads", ["tensor.dtype-default-width-cpp-loads"])
+    assert _readers(cases.render({"w": np.ones(1, "<f4")}, version=1), tmp_path, "0.16", "ok16")["cpp"][0] == "loads"
+    v1 = cases._edit(cases.render({"w": np.arange(4, dtype="<f4").astype(cases._ml("bfloat16"))},
+                                  encode_format="raw", version=1), lambda d: cases._t(d, 0).update(dtype="bfloat"))
+    assert _readers(v1, tmp_path, "0.16", "b16")["cpp"] == ("rejects", ["tensor.dtype-bfloat-width-cpp"])
+
+
+def test_scalar_under_f32_to_bf16_python_016_only(tmp_path):
+    """A 0-d float32 under f32-to-bf16: 0.16's Python loader (NumPy 1.x) refuses it, 0.17 on loads it."""
+    v1 = next(c for c in CASES if c.id == "valid.scalar-encoded")
+    files = cases.render({"s": np.array(2.5, dtype="<f4"), "w": np.ones(2, dtype="<f4")}, version=1)
+    got = _readers(files, tmp_path, "0.16", "s16")
+    assert got["python"] == ("rejects", ["tensor.scalar-encoded-python-numpy1"]) and got["cpp"][0] == "loads"
+    assert _readers(files, tmp_path, "0.19", "s19")["python"][0] == "loads"
+    assert _readers(v1.files, tmp_path, "0.27", "s27") == {"python": ("loads", []), "cpp": ("loads", [])}

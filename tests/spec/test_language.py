@@ -104,9 +104,9 @@ def test_since_must_name_a_listed_version(tmp_path):
           - name: s
             doc: d
             fields:
-              - {name: a, type: u8, doc: x, since: "0.17"}
+              - {name: a, type: u8, doc: x, since: "0.18"}
         """)
-    with pytest.raises(SpecError, match="version 0.17 is not listed"):
+    with pytest.raises(SpecError, match="version 0.18 is not listed"):
         load(spec)
 
 
