@@ -13,25 +13,17 @@ from pathlib import Path
 import pytest
 
 from mlf_spec import cli
-
-
-def _imports_after(argv: list[str]) -> set[str]:
-    code = ("import sys\nfrom mlf_spec.cli import main\n"
-            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print('MODULES:' + ','.join(sorted(sys.modules)))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES:")][-1]
-    return set(line[len("MODULES:"):].split(","))
+from tests.support.imports import modules_after
 
 
 def test_version_needs_no_parser_and_no_command_module():
-    mods = _imports_after(["--version"])
+    mods = modules_after(["--version"])
     assert "argparse" not in mods and "typing" not in mods
     assert not [m for m in mods if m.startswith("mlf_spec.cli.")]
 
 
 def test_help_lists_every_command_without_importing_them():
-    mods = _imports_after(["--help"])
+    mods = modules_after(["--help"])
     assert not [m for m in mods if m.startswith("mlf_spec.cli.")]
     assert "numpy" not in mods and "pydantic" not in mods
     assert "argparse" not in mods
@@ -44,7 +36,7 @@ def test_help_lists_every_command_without_importing_them():
 
 
 def test_a_command_imports_its_module_only():
-    mods = _imports_after(["diff", "--help"])
+    mods = modules_after(["diff", "--help"])
     assert "mlf_spec.cli.diff" in mods and "mlf_spec.cli.params" not in mods and "numpy" not in mods
 
 
@@ -95,5 +87,5 @@ def test_numpy_is_imported_first_only_by_commands_that_import_it_anyway(tmp_path
                 "print('NUMPY:', 'numpy' in sys.modules)")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert r.stdout.splitlines()[-1] == "NUMPY: True", (argv, r.stderr[-500:])
-    assert "numpy" not in _imports_after(["check", "--help"])
-    assert "numpy" in _imports_after(["check", str(tar)])
+    assert "numpy" not in modules_after(["check", "--help"])
+    assert "numpy" in modules_after(["check", str(tar)])

@@ -22,6 +22,7 @@ from mlf_spec.cli import COMMANDS
 from mlf_spec.errors import MlfError
 from mlf_spec.mlf import metadata as md
 from mlf_spec.mlf.strategies import metadata_documents
+from tests.support.imports import modules_after
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = [(v, s) for v in md.VERSIONS for s in md.styles(v)]
@@ -257,16 +258,6 @@ def test_shape_detection_gives_the_models_verdicts():
         assert md.detect(doc).fits == want and want
 
 
-def _modules_after(argv: list[str]) -> set[str]:
-    import subprocess
-    import sys
-
-    code = ("import sys\nfrom mlf_spec.cli import main\n"
-            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print('MODULES:' + ','.join(sorted(sys.modules)))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES:")][-1]
-    return set(line[len("MODULES:"):].split(","))
 
 
 def test_reading_imports_no_pydantic(tmp_path):
@@ -290,10 +281,10 @@ def test_reading_imports_no_pydantic(tmp_path):
     for argv in (["params", "dump", str(p)], ["params", "check", str(p)], ["check", str(p)], ["blob", "dump", str(blob)],
                  ["check", str(graph)], ["check", "--json", str(aot)], ["inspect", str(graph)],
                  ["inspect", "--json", str(aot)]):
-        mods = _modules_after(argv)
+        mods = modules_after(argv)
         assert f"mlf_spec.cli.{COMMANDS[argv[0]][0]}" in mods, argv  # the command ran
         assert "pydantic" not in mods, argv
-    assert "mlf_spec.mlf.check" in _modules_after(["check", str(graph)])  # the archive was checked
+    assert "mlf_spec.mlf.check" in modules_after(["check", str(graph)])  # the archive was checked
 
 
 def test_tvm_verdicts_and_migrations_import_no_pydantic(tmp_path):
@@ -321,7 +312,7 @@ def test_tvm_verdicts_and_migrations_import_no_pydantic(tmp_path):
             (["upgrade", str(v6), "-o", str(up)], "mlf_spec.mlf.migrate", up),
             (["downgrade", "--to", "5", "--accept-loss", "v6_v7.main_io", str(tmp_path / "metadata.json"), "-o", str(v5)], "mlf_spec.mlf.migrate", v5)]
     for argv, ran, wrote in runs:
-        mods = _modules_after(argv)
+        mods = modules_after(argv)
         assert ran in mods, argv  # the verdict was given / the migration ran
         assert wrote is None or wrote.exists(), argv
         assert "pydantic" not in mods, argv
