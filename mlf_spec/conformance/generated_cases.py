@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 
+from mlf_spec._internal.pinned_draw import seed_only
 from mlf_spec.errors import MlfError
 
 from .known_failures import KnownFailures
@@ -410,11 +411,12 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
 
     # Hypothesis stops looking soon after a first failure; rounds that ignore what earlier
     # rounds found go on until n requests were drawn, a round finds nothing new, or time is up.
-    for r in range(64):
-        before = set(found)
-        one_round(seed_value * 1000 + r, max(1, n - drawn), frozenset(before))
-        if drawn >= n or time.perf_counter() > t0 + budget or set(found) == before:
-            break
+    with seed_only():  # the same cases for the same seed, whatever the process imported
+        for r in range(64):
+            before = set(found)
+            one_round(seed_value * 1000 + r, max(1, n - drawn), frozenset(before))
+            if drawn >= n or time.perf_counter() > t0 + budget or set(found) == before:
+                break
     result = Exploration(drawn=drawn, kinds=kinds)
     for sig, (d, expected, _answer, verdict) in sorted(found.items()):
         rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
@@ -449,7 +451,8 @@ def drawn_cases(info: dict[str, Any], n: int, *, seed_value: int = 0, formats: l
     def collect(d: Drawn) -> None:
         drawn.append(d)
 
-    collect()
+    with seed_only():
+        collect()
     where = where or Path(tempfile.gettempdir())
     return [case_of(d, expected_of(d), slug(f"gen.{i}.{d.label}"), where) for i, d in enumerate(drawn[:n])]
 

@@ -23,6 +23,8 @@ def draw(strategy: Any, n: int, seed: int) -> list[Any]:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
+    from mlf_spec._internal.pinned_draw import seed_only
+
     out: list[Any] = []
 
     @hseed(seed)
@@ -32,7 +34,8 @@ def draw(strategy: Any, n: int, seed: int) -> list[Any]:
     def collect(x: Any) -> None:
         out.append(x)
 
-    collect()
+    with seed_only():
+        collect()
     return out
 
 

@@ -243,6 +243,14 @@ class PythonParsers:
 
     def _import(self, module: str) -> Any:
         d = str(self.directory)
+        # The generated modules have fixed names (one per .ksy); parsers compiled elsewhere
+        # (another mode, another spec) may already be imported under them in this process.
+        here = self.directory.resolve()
+        for stem in {p.stem for p in self.directory.glob("*.py")}:
+            loaded = sys.modules.get(stem)
+            where = getattr(loaded, "__file__", None)
+            if loaded is not None and (where is None or Path(where).resolve().parent != here):
+                del sys.modules[stem]
         sys.path.insert(0, d)
         try:
             return importlib.import_module(module)
