@@ -28,8 +28,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PARAMS_MAGIC 0xf7e58d4f05049cb7ULL /* kTVMNDArrayListMagic */
@@ -38,8 +41,17 @@
 #define FIXED 32                           /* magic, reserved, device, ndim, dtype */
 #define FIRST (16 << 10)                   /* the first read: header, names, first records */
 #define SPARSE_MIN (16 << 10)              /* tensors this large on average: read header by header */
+/* After a tensor of more than SMALL_MAX bytes the next read is HEAD_WINDOW bytes: a header (at
+   most 552 bytes) and maybe a small tensor after it; after a smaller one, twice that tensor
+   and HEAD_WINDOW (a run of small tensors). Measured on the ResNet-50-like file of
+   benchmarks/params.py (shuffled rounds, against 4 KiB and 16 KiB): every byte read costs
+   (page-cache lookups and copies from memory the CPU has not cached), so a read is sized for
+   headers, and the data of a tensor over 4 KiB is skipped by a read of its own. */
 #ifndef HEAD_WINDOW
-#define HEAD_WINDOW 4096 /* a header (at most 552 bytes) and likely the next ones (2-4 KiB measured best) */
+#define HEAD_WINDOW 1024
+#endif
+#ifndef SMALL_MAX
+#define SMALL_MAX (4 << 10)
 #endif
 #define MAX_WINDOW (64 << 10)              /* the largest read after a small tensor */
 #define DENSE_WINDOW (256 << 10)           /* small tensors: many headers per read */
@@ -135,15 +147,17 @@ static int put(words *a, const int64_t *v, size_t k) {
     return 0;
 }
 
-/* The walk itself; see the module docstring. Returns (magic, reserved, names, packed, keys,
-   end), or None for a file the caller reads otherwise (not sparse, not dense). ``packed``
+/* The walk itself; see the module docstring. Returns (magic, reserved, names, by_name,
+   packed, keys, end), or None for a file the caller reads otherwise (not sparse, not
+   dense). ``by_name`` maps each name to the position of its last tensor (a repeated name
+   reads as the later one, as in TVM; the dict keeps the first one's place). ``packed``
    holds each record's header as int64 words (data offset, reserved, device_id, ndim, code,
    bits, lanes, shape..., data_byte_size; magic and device_type are the constants the checks
    required), made into Python tuples only when asked for (`unpack`); ``keys`` is the set of
    (code, bits, lanes) that occur. */
 static PyObject *walk(source *s, int dense) {
     uint64_t size = s->size, pos, n, magic, reserved, last = 0;
-    PyObject *names = NULL, *keys = NULL, *out = NULL;
+    PyObject *names = NULL, *by_name = NULL, *keys = NULL, *out = NULL;
     words packed = {NULL, 0, 0};
     int64_t last_key = -1;
     const unsigned char *p = need(s, 0, 0, FIRST);
@@ -158,6 +172,7 @@ static PyObject *walk(source *s, int dense) {
     n = u64(p + 16), pos = 24;
     if (n > (size - pos) / 8) return refuse("LengthError", PyUnicode_FromString("names"), 16);
     if ((names = PyList_New((Py_ssize_t)n)) == NULL) return NULL;  /* n <= size / 8: the bytes exist */
+    if ((by_name = _PyDict_NewPresized((Py_ssize_t)n)) == NULL) goto fail;
     for (uint64_t i = 0; i < n; i++) {
         if (size - pos < 8) {
             refuse("TruncatedError", PyUnicode_FromFormat("names[%llu]", (unsigned long long)i), pos);
@@ -173,6 +188,9 @@ static PyObject *walk(source *s, int dense) {
         PyObject *name = PyUnicode_DecodeUTF8((const char *)p + 8, (Py_ssize_t)len, "surrogateescape");
         if (name == NULL) goto fail;
         PyList_SET_ITEM(names, (Py_ssize_t)i, name);
+        PyObject *at = PyLong_FromUnsignedLongLong(i);
+        if (at == NULL || PyDict_SetItem(by_name, name, at) < 0) { Py_XDECREF(at); goto fail; }
+        Py_DECREF(at);
         pos += 8 + len;
     }
     if (size - pos < 8) { refuse("TruncatedError", PyUnicode_FromString("count"), pos); goto fail; }
@@ -190,7 +208,7 @@ static PyObject *walk(source *s, int dense) {
     for (uint64_t i = 0; i < n; i++) {
         uint64_t rem = size - pos;
         /* the next read: a header's worth after a large tensor, two small tensors' worth after a small one */
-        uint64_t want = dense ? DENSE_WINDOW : last == 0 || last > FIRST ? HEAD_WINDOW : 2 * last + HEAD_WINDOW;
+        uint64_t want = dense ? DENSE_WINDOW : last == 0 || last > SMALL_MAX ? HEAD_WINDOW : 2 * last + HEAD_WINDOW;
         if (want > MAX_WINDOW && !dense) want = MAX_WINDOW;
         if (rem < FIXED) { cut_fixed(i, pos, rem); goto fail; }
         if ((p = need(s, pos, FIXED, want)) == NULL) goto fail;
@@ -237,13 +255,14 @@ static PyObject *walk(source *s, int dense) {
     }
     PyObject *blob = PyBytes_FromStringAndSize((const char *)packed.w, (Py_ssize_t)(packed.n * sizeof(int64_t)));
     if (blob == NULL) goto fail;
-    out = Py_BuildValue("(KKNNNK)", (unsigned long long)magic, (unsigned long long)reserved, names, blob, keys,
-                        (unsigned long long)pos);
+    out = Py_BuildValue("(KKNNNNK)", (unsigned long long)magic, (unsigned long long)reserved, names, by_name, blob,
+                        keys, (unsigned long long)pos);
     PyMem_Free(packed.w);
     return out;
 fail:
     PyMem_Free(packed.w);
     Py_XDECREF(names);
+    Py_XDECREF(by_name);
     Py_XDECREF(keys);
     return NULL;
 }
@@ -299,7 +318,7 @@ fail:
 }
 
 PyDoc_STRVAR(index_fd_doc,
-"index_fd(fd, size, dense) -> (magic, reserved, names, packed, keys, end) | None\n\n"
+"index_fd(fd, size, dense) -> (magic, reserved, names, by_name, packed, keys, end) | None\n\n"
 "The index of the .params file open at ``fd`` (``size`` bytes), its headers read by pread.\n"
 "None when its tensors are small (under 16 KiB on average) and not ``dense``: the caller\n"
 "reads those as runs. Raises Refusal(kind, field, offset) on bad input.");
@@ -315,7 +334,7 @@ static PyObject *index_fd(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(index_buffer_doc,
-"index_buffer(buf, size, dense=False) -> (magic, reserved, names, packed, keys, end) | None\n\n"
+"index_buffer(buf, size, dense=False) -> (magic, reserved, names, by_name, packed, keys, end) | None\n\n"
 "The same walk over the first ``size`` bytes of a buffer.");
 
 static PyObject *index_buffer(PyObject *self, PyObject *args) {
@@ -334,7 +353,48 @@ static PyObject *index_buffer(PyObject *self, PyObject *args) {
     return out;
 }
 
+PyDoc_STRVAR(open_path_doc,
+"open_path(path, dense) -> (fd, size, walk | None) | None\n\n"
+"``path`` opened for reading as mlf_spec._io.open_regular_fd opens it (not blocking on a\n"
+"FIFO, close-on-exec, then blocking), its size taken and, unless it is empty, walked as\n"
+"index_fd walks it (walk None: small tensors, not ``dense``). None, with nothing left\n"
+"open, when it cannot be opened or is not a regular file: the caller opens it again and\n"
+"names the error. On a Refusal the file is closed.");
+
+static PyObject *open_path(PyObject *self, PyObject *args) {
+    PyObject *path = NULL, *walked = NULL;
+    int dense, fd, off = 0;
+    struct stat st;
+    if (!PyArg_ParseTuple(args, "O&p", PyUnicode_FSConverter, &path, &dense)) {
+        PyErr_Clear();  /* (an embedded NUL, a wrong type): the caller's open says it */
+        Py_RETURN_NONE;
+    }
+    do fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    Py_DECREF(path);
+    if (fd < 0) Py_RETURN_NONE;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ioctl(fd, FIONBIO, &off) != 0) {
+        close(fd);
+        Py_RETURN_NONE;
+    }
+    if (st.st_size > 0) {
+        source s = {fd, NULL, NULL, 0, 0, 0, (uint64_t)st.st_size};
+        walked = walk(&s, dense);
+        PyMem_Free(s.win);
+        if (walked == NULL) {
+            close(fd);
+            return NULL;
+        }
+    } else {
+        walked = Py_NewRef(Py_None);
+    }
+    PyObject *out = Py_BuildValue("(iKN)", fd, (unsigned long long)st.st_size, walked);
+    if (out == NULL) close(fd);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"open_path", open_path, METH_VARARGS, open_path_doc},
     {"index_fd", index_fd, METH_VARARGS, index_fd_doc},
     {"index_buffer", index_buffer, METH_VARARGS, index_buffer_doc},
     {"unpack", unpack, METH_O, unpack_doc},

@@ -125,17 +125,19 @@ class _Index:
     headers (``runs``) or as flat header tuples with their data offsets (``heads``,
     ``offsets``: see ``read_tensor_record_heads``, made on first use by ``heads_of()``, so
     that the compiled walker's packed headers become tuples only when asked for); runs are
-    made from heads when asked for."""
+    made from heads when asked for. ``by_name`` maps a name to the position of its last
+    tensor when the walk made it (the compiled walker does), else None."""
 
-    __slots__ = ("names", "_runs", "magic", "reserved", "end", "choice", "_heads", "_heads_of")
+    __slots__ = ("names", "_runs", "magic", "reserved", "end", "choice", "_heads", "_heads_of", "by_name")
 
     def __init__(self, names: list[str], runs: list[Run] | None, magic: int, reserved: int, end: int,
-                 choice: _dt.DialectChoice, heads_of: Callable[[], tuple[list[tuple], list[int]]] | None = None
-                 ) -> None:
+                 choice: _dt.DialectChoice, heads_of: Callable[[], tuple[list[tuple], list[int]]] | None = None,
+                 by_name: dict[str, int] | None = None) -> None:
         self.names, self._runs, self.magic, self.reserved, self.end, self.choice = (
             names, runs, magic, reserved, end, choice)
         self._heads: tuple[list[tuple], list[int]] | None = None
         self._heads_of = heads_of
+        self.by_name = by_name
 
     def _both(self) -> tuple[list[tuple], list[int]] | None:
         if self._heads is None and self._heads_of is not None:
@@ -286,15 +288,15 @@ def _pread(fd: int, n: int, offset: int) -> bytes:
 
 
 def _pread_index(fd: int, size: int, dialect: str | _dt.Dialect | None, strict: bool,
-                 dense: bool) -> _Index | None:
+                 dense: bool, walked: bool = False) -> _Index | None:
     """The index from pread alone (no mmap): the header and the names from the first
     window, then the record headers a window at a time, read by the generated
     ``read_tensor_record_heads`` with every check (errors name their true offsets). None
     for a file of small tensors unless ``dense`` (the caller reads those as runs). The
-    compiled walker (``accel``) reads it when built; on bad input the generated reader
-    reads it again and raises the error."""
+    compiled walker (``accel``) reads it when built (unless it has ``walked`` it already);
+    on bad input the generated reader reads it again and raises the error."""
     top = lambda v, at: _data_max(fd, at, v[-1])  # noqa: E731
-    walker = _accel.walker()
+    walker = None if walked else _accel.walker()
     if walker is not None:
         try:
             got = walker.index_fd(fd, size, dense)
@@ -329,14 +331,15 @@ def _choose_read(rec: Any, end: int, dialect: str | _dt.Dialect | None, strict: 
 
 def _choose_walked(walker: Any, got: tuple, dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
     """``_choose`` for a file read by the compiled walker (its headers packed until asked for)."""
-    magic, reserved, names, packed, keys, end = got
+    magic, reserved, names, by_name, packed, keys, end = got
     return _choose(magic, reserved, names, keys, functools.partial(walker.unpack, packed), end, dialect, strict,
-                   top)
+                   top, by_name)
 
 
 def _choose(magic: int, reserved: int, names: list[str], keys: set[tuple[int, int, int]],
             heads_of: Callable[[], tuple[list[tuple], list[int]]], end: int,
-            dialect: str | _dt.Dialect | None, strict: bool, top: Any) -> _Index:
+            dialect: str | _dt.Dialect | None, strict: bool, top: Any, by_name: dict[str, int] | None = None
+            ) -> _Index:
     """The index of a file read as heads (see ``read_tensor_record_heads``; ``heads_of()``
     gives them and their data offsets, ``keys`` their (code, bits, lanes)): the dialect
     detected (``top(head, offset)`` gives the largest byte of a tensor whose bytes tell
@@ -361,7 +364,7 @@ def _choose(magic: int, reserved: int, names: list[str], keys: set[tuple[int, in
             r = _record_of_head(v, at)
             _dt.require_known(_dt.lookup(d, *_H_KEY(v)), d, f"arrays[{i}].dtype",
                               start_of_tensor_record(r) + TENSOR_RECORD_OFFSETS["dtype"])
-    return _Index(names, None, magic, reserved, end, choice, heads_of)
+    return _Index(names, None, magic, reserved, end, choice, heads_of, by_name)
 
 
 _ONE_DTYPE: dict[tuple[int, int, int], _dt.DialectChoice] = {}
@@ -761,7 +764,8 @@ class LazyParams(Mapping):
         self._names = idx.names
         self._index: list[TensorInfo] | None = None
         # name -> position of its last tensor (a repeated name reads as the later one, as in TVM)
-        self._by_name: dict[str, int] = dict(zip(idx.names, range(len(idx.names))))
+        self._by_name: dict[str, int] = (idx.by_name if idx.by_name is not None
+                                         else dict(zip(idx.names, range(len(idx.names)))))
 
     @property
     def _buf(self) -> Any:
@@ -898,7 +902,11 @@ class LazyParams(Mapping):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if self._mm is None and self._fd is not None:  # (no mapping made: what close does, one call fewer)
+            os.close(self._fd)
+            self._fd = None
+        else:
+            self.close()
 
 
 def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bool = False,  # noqa: A001
@@ -909,25 +917,43 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
     access; with ``mapped=False`` it is never mapped, and data is read by pread (copies:
     safe when another process may truncate the file). Bytes are used in place. Raises
     MlfError."""
-    name = describe(source)
     if isinstance(source, (str, os.PathLike)):
-        fd = open_regular_fd(source)
+        name = os.fspath(source)  # (what describe says of a path)
+        walker = _accel.walker()
+        opened: tuple[int, int, tuple | None] | None = None
+        walked = False  # whether the compiled walker has read this file's headers (or refused them)
+        if walker is not None:
+            try:  # opens the path as open_regular_fd does and walks it, in one call
+                opened = walker.open_path(source, not mapped)
+            except walker.Refusal:
+                walked = True  # (it closed the file) the generated reader below names the error
+        if opened is None:  # not walked, or refused: the error (if any) comes from here
+            fd = open_regular_fd(source)
+        else:
+            fd, size, got = opened
+            walked = True
         mm: mmap.mmap | None = None
         try:
-            size = os.fstat(fd).st_size
-            walker = _accel.walker()
-            if walker is not None and size:  # the compiled walk makes few objects: no GC pause needed
-                try:
-                    got = walker.index_fd(fd, size, not mapped)
-                except walker.Refusal:
-                    got = False  # the generated reader below names the error
-                if got:
+            if opened is None:
+                size = os.fstat(fd).st_size
+            elif got is not None:  # the compiled walk makes few objects: no GC pause needed
+                magic, reserved, names, by_name, packed, keys, end = got
+                # the common case inline (few Python calls: each costs microseconds in a cold
+                # process): no dialect given, not strict, one dtype whose choice is remembered
+                choice = (_ONE_DTYPE.get(next(iter(keys))) if dialect is None and not strict and len(keys) == 1
+                          else None)
+                if choice is not None:
+                    idx = _Index(names, None, magic, reserved, end, choice, functools.partial(walker.unpack, packed),
+                                 by_name)
+                else:
                     top = lambda v, at: _data_max(fd, at, v[-1])  # noqa: E731
-                    return LazyParams(_choose_walked(walker, got, dialect, strict, top), None, size, fd, name, mapped)
+                    idx = _choose_walked(walker, got, dialect, strict, top)
+                return LazyParams(idx, None, size, fd, name, mapped)
             was_enabled = gc.isenabled()
             gc.disable()  # many small acyclic objects: a collection pass would cost more than reading them
             try:
-                idx = _pread_index(fd, size, dialect, strict, not mapped) if size else None
+                # (a file the compiled walker opened and did not walk: empty, or small tensors read as runs)
+                idx = _pread_index(fd, size, dialect, strict, not mapped, walked) if size and opened is None else None
                 if idx is not None:
                     return LazyParams(idx, None, size, fd, name, mapped)
                 # small tensors: their headers are read as runs over a mapping
@@ -946,6 +972,7 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
             if isinstance(exc, MlfError):
                 raise exc.with_file(name) from None
             raise
+    name = describe(source)
     with read_source(source) as (buf, size, _):
         try:
             idx = _index(buf, size, dialect, strict)

@@ -51,25 +51,43 @@ def _reference(path: Path) -> tuple:
             os.close(fd)
     assert idx is not None
     keys = {(v[5], v[6], v[7]) for v in idx.heads}
-    return ("ok", idx.magic, idx.reserved, idx.names, idx.heads, idx.offsets, idx.end, keys)
+    by_name = dict(zip(idx.names, range(len(idx.names))))  # what LazyParams made of the names
+    return ("ok", idx.magic, idx.reserved, idx.names, list(by_name.items()), idx.heads, idx.offsets, idx.end, keys)
+
+
+def _opened(path: Path, size: int) -> tuple:
+    """``open_path``'s walk (dense), the descriptor it opened closed again."""
+    got = W.open_path(path, True)
+    assert got is not None
+    fd, seen, walked = got
+    try:
+        assert seen == size and os.get_blocking(fd) and not os.get_inheritable(fd)
+    finally:
+        os.close(fd)
+    assert walked is not None or size == 0
+    return walked
 
 
 def _compiled(raw: bytes, path: Path) -> tuple:
-    """The compiled walk over the buffer and over the file (which must agree) or its refusal."""
+    """The compiled walk over the buffer, over the descriptor and from the path (which must
+    agree) or its refusal."""
     outs = []
     fd = os.open(path, os.O_RDONLY)
     try:
-        for call in (lambda: W.index_buffer(raw, len(raw), True), lambda: W.index_fd(fd, len(raw), True)):
+        calls = [lambda: W.index_buffer(raw, len(raw), True), lambda: W.index_fd(fd, len(raw), True)]
+        if raw:  # (an empty file is not walked: the generated reader names its error)
+            calls.append(lambda: _opened(path, len(raw)))
+        for call in calls:
             try:
-                magic, reserved, names, packed, keys, end = call()
+                magic, reserved, names, by_name, packed, keys, end = call()
             except W.Refusal as r:
                 outs.append(("error", *r.args))
                 continue
             heads, offsets = W.unpack(packed)
-            outs.append(("ok", magic, reserved, names, heads, offsets, end, keys))
+            outs.append(("ok", magic, reserved, names, list(by_name.items()), heads, offsets, end, keys))
     finally:
         os.close(fd)
-    assert outs[0] == outs[1]
+    assert all(out == outs[0] for out in outs)
     return outs[0]
 
 
