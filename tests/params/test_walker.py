@@ -263,3 +263,64 @@ def test_a_file_that_shrinks_under_the_walker(tmp_path):
     finally:
         os.close(fd)
 
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _said(path: object, **kw: object) -> tuple:
+    try:
+        with params.open(path, **kw) as p:  # type: ignore[arg-type]
+            return ("ok", list(p.keys()))
+    except (MlfError, ValueError, TypeError) as e:
+        return ("error", type(e).__name__, str(e))
+
+
+def test_open_path_leaves_what_it_cannot_open_to_open_regular_fd(tmp_path):
+    """``open_path`` opens as ``open_regular_fd`` does: a path it cannot open as a regular
+    file (missing, a folder, a FIFO, a NUL in the name) gives None with nothing left open,
+    and ``params.open`` then says what the generated reader's path says."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()
+    before = _open_fds()
+    for path in (tmp_path / "missing.params", tmp_path / "folder", fifo, str(tmp_path / "a\0b")):
+        assert W.open_path(path, False) is None
+        for kw in ({}, {"mapped": False}):
+            with accel.pure_python():
+                slow = _said(path, **kw)
+            assert _said(path, **kw) == slow and slow[0] == "error"
+    assert _open_fds() == before
+
+
+def test_open_path_takes_what_os_open_takes(tmp_path):
+    """A str, bytes or PathLike path; an empty file is opened and not walked."""
+    raw = params.dumps({f"w{i}": np.ones(5000, np.float32) for i in range(3)})
+    path = tmp_path / "w.params"
+    path.write_bytes(raw)
+    (tmp_path / "empty.params").write_bytes(b"")
+    for p in (path, str(path), os.fsencode(path)):
+        fd, size, walked = W.open_path(p, False)
+        os.close(fd)
+        assert size == len(raw) and walked is not None and walked[2] == ["w0", "w1", "w2"]
+    fd, size, walked = W.open_path(tmp_path / "empty.params", False)
+    os.close(fd)
+    assert (size, walked) == (0, None)
+
+
+def test_a_refused_file_leaves_no_descriptor_open(tmp_path):
+    """On a refusal ``open_path`` closes its descriptor; the error is the generated reader's
+    (a file of large tensors cut short, walked either way; small hostile ones, walked when
+    opened with ``mapped=False``)."""
+    good = params.dumps({f"w{i}": np.ones(5000, np.float32) for i in range(3)})
+    cut = good[: len(good) - 100]
+    before = _open_fds()
+    for bad in (cut, HOSTILE["ndim 65"], HOSTILE["negative extent"]):
+        path = tmp_path / "bad.params"
+        path.write_bytes(bad)
+        for kw in ({}, {"mapped": False}):
+            with accel.pure_python():
+                slow = _said(path, **kw)
+            assert _said(path, **kw) == slow and slow[0] == "error"
+    assert _open_fds() == before
