@@ -943,12 +943,12 @@ def open(source: Source, *, dialect: str | _dt.Dialect | None = None, strict: bo
                 choice = (_ONE_DTYPE.get(next(iter(keys))) if dialect is None and not strict and len(keys) == 1
                           else None)
                 if choice is not None:
-                    idx = _Index(names, None, magic, reserved, end, choice, functools.partial(walker.unpack, packed),
-                                 by_name)
+                    walked_idx = _Index(names, None, magic, reserved, end, choice,
+                                        functools.partial(walker.unpack, packed), by_name)
                 else:
                     top = lambda v, at: _data_max(fd, at, v[-1])  # noqa: E731
-                    idx = _choose_walked(walker, got, dialect, strict, top)
-                return LazyParams(idx, None, size, fd, name, mapped)
+                    walked_idx = _choose_walked(walker, got, dialect, strict, top)
+                return LazyParams(walked_idx, None, size, fd, name, mapped)
             was_enabled = gc.isenabled()
             gc.disable()  # many small acyclic objects: a collection pass would cost more than reading them
             try:
