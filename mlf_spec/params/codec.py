@@ -506,20 +506,21 @@ class ParamsFile(MutableMapping):
                    choice)
 
     def _init(self, names: list[str], values: list[Any], records: list[TensorRecord | None], reserved: int,
-              trailing: bytes, choice: _dt.DialectChoice | None) -> None:
+              trailing: bytes, choice: _dt.DialectChoice | None, by_name: dict[str, int] | None = None) -> None:
         # three parallel lists (no tuple per tensor); a value may still be a _Rows block
         self._names, self._values, self._records = names, values, records
         self.reserved = reserved
         self.trailing = trailing
         self.choice = choice or _dt.given(_dt.LATEST)
-        # dict() keeps the last index of a repeated name: the later entry wins, as in TVM
-        self._map: dict[str, int] = dict(zip(names, range(len(names))))
+        # dict() keeps the last index of a repeated name: the later entry wins, as in TVM (the
+        # compiled walker's by_name says the same)
+        self._map: dict[str, int] = dict(zip(names, range(len(names)))) if by_name is None else by_name
 
     @classmethod
     def _of_columns(cls, names: list[str], values: list[Any], records: list[TensorRecord | None], reserved: int,
-                    trailing: bytes, choice: _dt.DialectChoice) -> ParamsFile:
+                    trailing: bytes, choice: _dt.DialectChoice, by_name: dict[str, int] | None = None) -> ParamsFile:
         self = cls.__new__(cls)
-        self._init(names, values, records, reserved, trailing, choice)
+        self._init(names, values, records, reserved, trailing, choice, by_name)
         return self
 
     def _value(self, i: int) -> Tensor:
@@ -722,7 +723,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
     else:
         assert fd is not None
         trailing = _pread(fd, size - idx.end, idx.end)
-    return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice)
+    return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice, idx.by_name)
 
 
 def _pread_into(fd: int, view: memoryview, offset: int) -> None:
