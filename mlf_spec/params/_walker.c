@@ -362,14 +362,20 @@ PyDoc_STRVAR(open_path_doc,
 "names the error. On a Refusal the file is closed.");
 
 static PyObject *open_path(PyObject *self, PyObject *args) {
-    PyObject *path = NULL, *walked = NULL;
+    PyObject *given, *path = NULL, *walked = NULL;
     int dense, fd, off = 0;
     struct stat st;
-    if (!PyArg_ParseTuple(args, "O&p", PyUnicode_FSConverter, &path, &dense)) {
+    if (!PyArg_ParseTuple(args, "Op", &given, &dense)) return NULL;
+    if (!PyUnicode_FSConverter(given, &path)) {
         PyErr_Clear();  /* (an embedded NUL, a wrong type): the caller's open says it */
         Py_RETURN_NONE;
     }
-    do fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+    if (PySys_Audit("open", "OOi", given, Py_None, flags) < 0) {  /* as os.open: audit hooks see it */
+        Py_DECREF(path);
+        return NULL;
+    }
+    do fd = open(PyBytes_AS_STRING(path), flags);
     while (fd < 0 && errno == EINTR);
     Py_DECREF(path);
     if (fd < 0) Py_RETURN_NONE;

@@ -324,3 +324,21 @@ def test_a_refused_file_leaves_no_descriptor_open(tmp_path):
                 slow = _said(path, **kw)
             assert _said(path, **kw) == slow and slow[0] == "error"
     assert _open_fds() == before
+
+
+def test_open_path_is_audited_as_os_open(tmp_path):
+    """Audit hooks see the compiled open as they see os.open's ("open", path, None, flags)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.params"
+    path.write_bytes(params.dumps({f"w{i}": np.ones(5000, np.float32) for i in range(3)}))
+    code = ("import sys\n"
+            "seen = []\n"
+            "sys.addaudithook(lambda e, a: seen.append(a) if e == 'open' and a[0] == sys.argv[1] else None)\n"
+            "from mlf_spec import params\n"
+            "with params.open(sys.argv[1]) as p: assert list(p) == ['w0', 'w1', 'w2']\n"
+            "print(seen)\n")
+    said = [subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT, capture_output=True,
+                           text=True, env={**os.environ, accel.ENV: pure}).stdout for pure in ("0", "1")]
+    assert said[0] == said[1] and said[0].count("None") == 1, said
