@@ -257,3 +257,47 @@ def test_found_nothing_names_a_hostile_folder_on_one_line_without_escapes(tmp_pa
     assert p.returncode == 2
     err = p.stderr.decode("utf-8", "replace")
     assert len(err.splitlines()) == 1 and "\x1b" not in err and "new\\nline\\x1b[31m" in err, err
+
+
+def _child_cpu(argv: list[str], cwd: Path, *, cap: int = 1536 << 20, timeout: float = 60
+               ) -> tuple[subprocess.CompletedProcess, float, float]:
+    """``mlf-spec ARGV`` in a child under an address-space cap: (the process, its CPU seconds,
+    its peak RSS in MB), from ``RUSAGE_CHILDREN`` before and after."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", *argv], cwd=cwd, capture_output=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, preexec_fn=limit)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    err = p.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err, err[-3000:]
+    return p, cpu, after.ru_maxrss / 1024
+
+
+def test_check_of_a_huge_file_of_zeros_reads_a_bounded_prefix(tmp_path):
+    # a file of zeros reads as an empty tar followed by padding: `check` scanned the whole
+    # padding for a non-zero byte (2 GiB: 8.9 s, 4 GiB: 48 s); only the 11,264 bytes a tar
+    # writer could leave are read now (16 GiB: 0.5 s, as for 256 MiB)
+    big = tmp_path / "zeros.bin"
+    with big.open("wb") as f:
+        f.truncate(16 << 30)
+    p, cpu, _ = _child_cpu(["check", "--json", str(big)], tmp_path)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert [f["code"] for f in doc["findings"]] == ["layout.padding", "metadata.missing"], doc
+    assert "17179869184 bytes after the last member; more than the 11264 bytes" in doc["findings"][0]["message"]
+    assert cpu < 4, cpu
+    assert sorted(os.listdir(tmp_path)) == ["zeros.bin"]
+
+
+def test_check_still_finds_a_non_zero_byte_in_the_padding_a_writer_leaves(tmp_path):
+    # the bounded scan still reads all of a padding a tar writer could have left
+    data = bytearray(ARCHIVE.read_bytes())
+    data[-1] = 1
+    (tmp_path / "a.tar").write_bytes(data)
+    report = mlf_check.check(tmp_path / "a.tar")
+    pad = [f for f in report.findings if f.code == "layout.padding"]
+    assert pad and "not all zero from byte" in pad[0].message, report.findings
