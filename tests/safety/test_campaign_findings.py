@@ -407,3 +407,50 @@ def test_params_check_reads_a_path_by_pread_as_it_reads_the_same_bytes_in_memory
         path.write_bytes(data)
         with accel.pure_python() if i % 2 else contextlib.nullcontext():
             assert report(path, mapped=False) == report(data), (i, vectors[i] if i < len(vectors) else data[:64])
+
+
+def test_testee_decode_refuses_a_stdin_over_its_limit_in_one_line(tmp_path):
+    # `conformance testee decode` read all of stdin: 1 GiB cost 2,072 MB; now it reads at
+    # most MAX_INPUT (64 MiB) + 1 bytes and refuses the request (512 MiB: 85 MB, 0.2 s)
+    from mlf_spec.conformance.protocol import MAX_INPUT
+
+    big = tmp_path / "stdin.bin"
+    with big.open("wb") as f:
+        f.truncate(512 << 20)
+    m = measured(["conformance", "testee", "decode", "params"], tmp_path, stdin=big)
+    assert m.returncode == 2 and m.stdout == b"", m.stderr
+    assert m.stderr.decode().splitlines() == [f"bad request: stdin holds more than {MAX_INPUT} bytes, the most a "
+                                              "request may hold"]
+    assert m.rss_mb < MAX_INPUT / (1 << 20) + 100, m.rss_mb
+    help_text = cli(["conformance", "testee", "--help"], tmp_path).stdout.decode()
+    assert f"at most {MAX_INPUT >> 20} MiB ({MAX_INPUT} bytes" in " ".join(help_text.split())
+    # at the limit, the input is read and judged
+    with big.open("r+b") as f:
+        f.truncate(MAX_INPUT)
+    m = measured(["conformance", "testee", "decode", "params"], tmp_path, stdin=big)
+    assert m.returncode == 1 and json.loads(m.stdout)["error"]["class"] == "bad_constant", m.stderr
+    assert sorted(os.listdir(tmp_path)) == ["stdin.bin"]
+
+
+def test_testee_serve_answers_a_line_over_its_limit_with_a_protocol_error_and_goes_on(tmp_path):
+    # `serve` read each line whole (`for line in stdin`): a 512 MiB line without a newline
+    # was held whole (and a 1 GiB one cost more than 2 GB); now at most MAX_LINE bytes of it,
+    # the rest skipped a MiB at a time
+    import base64
+
+    from mlf_spec.conformance.protocol import MAX_LINE
+
+    good = json.dumps({"id": 2, "op": "decode", "format": "params", "options": {},
+                       "input": base64.b64encode(PARAMS.read_bytes()).decode()}).encode()
+    requests = tmp_path / "requests"
+    with requests.open("wb") as f:
+        f.write(b'{"id": 1, "input": "' + b"A" * (1 << 20))
+        f.seek(512 << 20)
+        f.write(b'"}\n' + good + b"\n")
+    m = measured(["conformance", "testee", "serve"], tmp_path, stdin=requests)
+    assert m.returncode == 0, m.stderr
+    first, second = (json.loads(line) for line in m.stdout.splitlines())
+    assert first == {"id": -1, "ok": False, "error": {"class": "protocol", "message": "bad request: a line longer "
+                                                      f"than {MAX_LINE} bytes, the most a request may hold"}}
+    assert second["id"] == 2 and second["ok"], second
+    assert m.rss_mb < 2 * MAX_LINE / (1 << 20) + 60 and m.cpu < 4, (m.rss_mb, m.cpu)  # 194 MB (the line grows)
