@@ -54,10 +54,8 @@ RUNS: dict[str, list[str]] = {
 #: failure's case, every skip) and a generated part bounded by its count alone, with a time
 #: budget that is only a guard against a hang, so that what a test run finds does not depend on
 #: the machine's speed or load (the pages' runs above keep the whole suite)
-# hhb-tvm has none in CI: its generated part met new kinds of .params edges run after run (a
-# seed's draw also depends on the modules the worker imported); the page run keeps it.
 SAMPLED_GENERATE: dict[str, int] = {
-    "mlf-spec": 30, "tvm": 30, "tvm-ffi": 15, "netron": 60, "mlonmcu": 10, "kaitai-python": 60,
+    "mlf-spec": 30, "tvm": 30, "hhb-tvm": 10, "tvm-ffi": 15, "netron": 60, "mlonmcu": 10, "kaitai-python": 60,
     "kaitai-js": 40,
 }
 #: the time guard of a sampled run's generated part (seconds; a run that reaches it fails its test)
