@@ -454,3 +454,53 @@ def test_testee_serve_answers_a_line_over_its_limit_with_a_protocol_error_and_go
                                                       f"than {MAX_LINE} bytes, the most a request may hold"}}
     assert second["id"] == 2 and second["ok"], second
     assert m.rss_mb < 2 * MAX_LINE / (1 << 20) + 60 and m.cpu < 4, (m.rss_mb, m.cpu)  # 194 MB (the line grows)
+
+
+def _raw_params(code: int, bits: int, shape: tuple[int, ...], data: bytes) -> bytes:
+    """A one-tensor .params file of dtype (code, bits, 1) holding ``data`` as stored."""
+    import struct
+
+    from mlf_spec.generated.params_ir import CONSTANTS
+
+    n = -(-bits // 8)
+    for e in shape:
+        n *= e
+    head = struct.pack("<QQQQ1sQ", CONSTANTS["PARAMS_MAGIC"], 0, 1, 1, b"t", 1)
+    rec = bytes.fromhex("3fa1b496f0405edd") + struct.pack("<QiiiBBH", 0, 1, 0, len(shape), code, bits, 1)
+    rec += struct.pack(f"<{len(shape)}qq", *shape, n)
+    return head + rec + data.ljust(n, b"\0")[:n]
+
+
+@pytest.mark.parametrize(("bits", "data", "values"), [
+    (12, ((-2048) & 0xFFF | 2047 << 12).to_bytes(3, "little"), [-2048, 2047]),  # read as [0, -1]
+    (62, ((-(1 << 61)) & ((1 << 62) - 1) | 3 << 62).to_bytes(16, "little"), [-(1 << 61), 3]),  # OverflowError
+    (65, bytes(9), None),  # no NumPy integer holds it: no values (was OverflowError)
+], ids=["int12", "int62", "int65"])
+def test_params_dump_stats_of_odd_width_integers(tmp_path, bits, data, values):
+    # the walker campaign (fuzz/params_walker_diff.py): `params dump --stats` of an int12 or int62
+    # tensor (a header's bits field changed) printed a traceback: np.int16(1 << (bits - 1))
+    # overflowed, and widths of 9 to 15 bits were shifted within uint8 (wrong values, silently)
+    (tmp_path / "w.params").write_bytes(_raw_params(0, bits, (2,) if bits < 64 else (1,), data))
+    p = cli(["params", "dump", "--stats", "--values", "2", "--json", "w.params"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (tensor,) = json.loads(p.stdout)["tensors"]
+    assert tensor.get("values") == values, tensor
+    if values is not None:
+        assert (tensor["stats"]["min"], tensor["stats"]["max"]) == (min(values), max(values))
+
+
+def test_params_dump_stats_of_huge_floats_is_strict_json_without_warnings(tmp_path):
+    # the mean of four 1.7e308 was printed as Infinity (not JSON) with an overflow warning on stderr
+    import numpy as np
+
+    (tmp_path / "f.params").write_bytes(params.dumps({"w": np.array([1.7e308, 1.7e308, -1.7e308, 1e308])}))
+    p = cli(["params", "dump", "--stats", "--json", "f.params"], tmp_path)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    stats = json.loads(p.stdout, parse_constant=refuse)["tensors"][0]["stats"]
+    values = np.array([1.7e308, 1.7e308, -1.7e308, 1e308], np.longdouble)
+    assert stats["mean"] == pytest.approx(float(values.mean()), rel=1e-12)
+    assert stats["std"] == pytest.approx(float(values.std()), rel=1e-12)
