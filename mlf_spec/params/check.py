@@ -386,14 +386,14 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
             c.add("tensor.negative-extent", f"{at}.shape[{k}]", f"extent {e}", offset=r.offset("shape") + 8 * k)
     if r.shape and r.shape[0] != 0 and 0 in r.shape[1:]:
         k = r.shape.index(0, 1)
-        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {list(r.shape)}: no data bytes while shape[0] is "
+        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {_shape_text(r.shape)}: no data bytes while shape[0] is "
               f"{r.shape[0]}; TVM's loader cannot read it back", offset=r.offset("shape") + 8 * k)
     numel = _numel(r.shape)
     if not -(1 << 63) <= numel < (1 << 63):
-        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {numel}", offset=r.offset("shape"))
+        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {_int_text(numel)}", offset=r.offset("shape"))
     expected = numel * -(-r.bits // 8)
     if r.nbytes != expected:
-        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {expected}",
+        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {_int_text(expected)}",
               offset=r.offset("data_byte_size"))
     dtype_at = r.offset("dtype")
     if r.bits == 0:
@@ -419,6 +419,19 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
     elif max_byte >= 0 and not _dt.data_fits(d, r.code, r.bits, max_byte):
         c.add("tensor.data-range", f"{at}.data", f"{dt.name} data holds byte {max_byte:#04x}, which {d.id} writers "
               "never store for it", offset=r.data_offset)
+
+
+def _int_text(n: int) -> str:
+    """``n`` in digits, or its size in bits when it is too long to read (the extents of a
+    record TVM's loader follows past 64 dimensions multiply to thousands of digits, more than
+    ``str`` converts)."""
+    bits = abs(n).bit_length()
+    return str(n) if bits <= 256 else f"{'-' if n < 0 else ''}a {bits}-bit number"
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """``shape`` as a list, its first 16 extents when it has more (a stored ndim can be huge)."""
+    return str(list(shape)) if len(shape) <= 16 else f"{str(list(shape[:16]))[:-1]}, ... ({len(shape)} extents)]"
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -504,3 +504,24 @@ def test_params_dump_stats_of_huge_floats_is_strict_json_without_warnings(tmp_pa
     values = np.array([1.7e308, 1.7e308, -1.7e308, 1e308], np.longdouble)
     assert stats["mean"] == pytest.approx(float(values.mean()), rel=1e-12)
     assert stats["std"] == pytest.approx(float(values.std()), rel=1e-12)
+
+
+def test_params_check_of_extents_multiplying_past_4300_digits_is_one_finding(tmp_path):
+    # fuzz/params_walker_diff.py: a record of 255 dimensions (TVM's loader follows the stored
+    # ndim, so does the check) whose extents multiply to ~16,000 bits: the message formatted
+    # the product with str(), which refuses more than 4,300 digits (ValueError: a traceback)
+    import struct
+
+    shape = (1 << 62,) * 255
+    data = _raw_params(2, 32, (1,), b"\0" * 4)
+    at = data.index(bytes.fromhex("3fa1b496f0405edd"))
+    rec = data[at:at + 32]
+    rec = rec[:24] + struct.pack("<i", len(shape)) + rec[28:] + struct.pack(f"<{len(shape)}qq", *shape, 0)
+    (tmp_path / "d.params").write_bytes(data[:at] + rec)
+    p = cli(["params", "check", "--json", "--tvm", "0.27", "d.params"], tmp_path)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    messages = {f["code"]: f["message"] for f in doc["findings"]}
+    assert messages["tensor.numel-overflow"] == "the extents multiply to a 15811-bit number", messages
+    assert messages["tensor.size"].endswith("numel x ceil(bits/8) is a 15813-bit number"), messages
+    assert doc["tvm"]["verdict"], doc["tvm"]
