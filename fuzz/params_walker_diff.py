@@ -104,9 +104,9 @@ def _readings(path: Path) -> dict[str, Any]:
     for mapped in (True, False):
         attempt(f"dump mapped={mapped}", lambda m=mapped: json.loads(json.dumps(_dump_open(path, m), default=str)))
     attempt("load", lambda: [(n, str(getattr(t, "dtype", "")), getattr(t, "shape", None))
-                             for n, t in params.load(path, strict=False).entries()])
+                             for n, t in params.load(path, strict=False).entries])
     attempt("loads", lambda: [(n, str(getattr(t, "dtype", "")), getattr(t, "shape", None))
-                              for n, t in params.loads(path.read_bytes(), strict=False).entries()])
+                              for n, t in params.loads(path.read_bytes(), strict=False).entries])
     attempt("check", lambda: check.check(path, tvm="0.27", mapped=False).to_dict())
     return out
 
