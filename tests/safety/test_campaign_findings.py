@@ -525,3 +525,20 @@ def test_params_check_of_extents_multiplying_past_4300_digits_is_one_finding(tmp
     assert messages["tensor.numel-overflow"] == "the extents multiply to a 15811-bit number", messages
     assert messages["tensor.size"].endswith("numel x ceil(bits/8) is a 15813-bit number"), messages
     assert doc["tvm"]["verdict"], doc["tvm"]
+
+
+def test_check_of_a_compressed_non_tar_stops_at_the_first_block(tmp_path):
+    # a gzip stream of 4 GiB of text (64 members of 64 MiB, 18 MB compressed) was decompressed
+    # whole into a temporary file (5.1 s, 4 GiB of disk) before its first header was found
+    # invalid; the first block decides now (0.25 s), with the reader's own error
+    import gzip
+
+    member = gzip.compress(b"A" * (64 << 20), compresslevel=1, mtime=0)
+    path = tmp_path / "text.tar.gz"
+    path.write_bytes(member * 64)
+    m = measured(["check", str(path)], tmp_path)
+    assert m.returncode == 2, m.stderr
+    assert m.stderr.decode().splitlines() == [f"mlf-spec: error: {path}: offset 0 (0x0): not a tar archive: invalid "
+                                              "header"]
+    assert m.cpu < 2.5, m.cpu
+    assert sorted(os.listdir(tmp_path)) == ["text.tar.gz"]
