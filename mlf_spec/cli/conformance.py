@@ -72,6 +72,9 @@ def register(sub: Any) -> None:
     run.add_argument("--generate-budget", type=float, default=120.0, metavar="S",
                      help="seconds --generate may spend asking the testee, shrinking included (default 120); "
                      "each generated case gets at most 10 s")
+    run.add_argument("--no-shrink", action="store_true",
+                     help="with --generate, report each disagreement as first drawn, unshrunk (the kinds met then "
+                     "depend on the seed and the answers to the drawn cases only: for CI)")
     run.add_argument("--save-dir", metavar="DIR", default="conformance-failures",
                      help="where --generate saves the shrunk disagreements as vectors (default ./conformance-failures)")
     run.add_argument("--allow-empty", action="store_true", help="a selection of no case is not an error (exit 0)")
@@ -323,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
                               formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
-                              quiet=True, budget=args.generate_budget)
+                              quiet=True, budget=args.generate_budget, shrink=not args.no_shrink)
             finally:
                 gen_testee.close()
             gen_results, seconds = gen.results, seconds + gen.seconds

@@ -343,11 +343,13 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
 def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path | None = None,
             formats: list[str] | None = None, info: dict[str, Any] | None = None,
             known: KnownFailures | None = None, strict_errors: bool = False, quiet: bool = True,
-            budget: float = 120.0) -> Exploration:
+            budget: float = 120.0, shrink: bool = True) -> Exploration:
     """Draw ``n`` requests, ask ``testee`` and shrink each kind of disagreement; save each
     shrunk one as a vector in ``save_dir`` (replay with ``--vectors``). After ``budget``
     seconds the testee is no longer asked: drawing stops counting and shrinking keeps the
-    smallest input found so far."""
+    smallest input found so far. With ``shrink=False`` each kind is reported as first drawn:
+    the kinds met then depend on the seed and the testee's answers to the drawn requests only
+    (a shrink path depends on every answer, a flaky one included)."""
     known = known or KnownFailures()
     info = info if info is not None else testee.info()
     found: dict[str, tuple[Drawn, dict[str, Any], Answer, Any]] = {}
@@ -366,7 +368,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
 
         @seed(round_seed)
         @settings(max_examples=examples, database=None, deadline=None, report_multiple_bugs=True,
-                  phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), print_blob=False)
+                  phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate], suppress_health_check=list(HealthCheck), print_blob=False)
         @given(strategy)
         def probe(d: Drawn) -> None:
             nonlocal drawn

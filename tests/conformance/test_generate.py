@@ -60,3 +60,30 @@ def test_a_testee_that_agrees_gives_nothing(tmp_path):
                                     formats=["params", "graph-json", "mlf-metadata"])
     assert found.results == [] and found.drawn == 40
     assert not list(tmp_path.iterdir())
+
+
+class CountingPlantedBugs(PlantedBugs):
+    """PlantedBugs that counts the requests it answers."""
+
+    asked = 0
+
+    def decode(self, format, data, options):  # noqa: A002
+        type(self).asked += 1
+        return super().decode(format, data, options)
+
+
+def test_without_shrinking_each_kind_is_reported_as_first_drawn(tmp_path):
+    """--no-shrink (CI): the kinds found and their cases are the same run after run, and the testee
+    is asked the drawn requests plus one replay per kind, not a shrink path."""
+    runs = []
+    for i in range(2):
+        CountingPlantedBugs.asked = 0
+        found = generated_cases.explore(testee.InProcess(CountingPlantedBugs()), 60, seed_value=3,
+                                        save_dir=tmp_path / str(i), budget=600, shrink=False)
+        runs.append((sorted(r["id"] for r in found.results), CountingPlantedBugs.asked, found.drawn))
+        saved = {c.id: c.input_sha256 for c in vectors.load_suite(tmp_path / str(i))}
+        runs[-1] += (saved,)
+    (ids, asked, drawn, saved), again = runs[0], runs[1]
+    assert again == runs[0]
+    assert "gen.params.decode.valid.diff-tensors.shape-length" in ids or "gen.params.decode.valid.rejected" in ids
+    assert drawn >= 60 and asked <= drawn + 2 * len(ids)
