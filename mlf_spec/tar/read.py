@@ -360,12 +360,16 @@ class _FirstBlockChecked:
         self.head: bytes | None = b""
 
     def write(self, data: bytes) -> int:
-        """Write ``data`` (checking the first block once it is whole)."""
+        """Write ``data`` (checking the first block once it is whole); a chunk of zeros is
+        skipped over instead (a hole: a bomb of zeros takes no disk), the size set at the end."""
         if self.head is not None:
             self.head += bytes(data[:BLOCK - len(self.head)])
             if len(self.head) == BLOCK:
                 head, self.head = self.head, None
                 _refuse_first_block(head, self.file)
+        if len(data) >= BLOCK and data.count(0) == len(data):
+            self.dst.seek(len(data), os.SEEK_CUR)
+            return len(data)
         return self.dst.write(data)
 
 
@@ -391,12 +395,13 @@ def decompressed(src: IO[bytes], kind: str, limit: int, *, file: str | None,
                  memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> IO[bytes]:
     """A temporary file holding ``src`` (a ``kind`` stream: gzip, bzip2 or xz) decompressed,
     at offset 0; refuses more than ``limit`` bytes (see :func:`mlf_spec._compress.decompress_to`).
-    The caller closes it."""
+    Runs of zeros are left as holes (no disk for a bomb of zeros). The caller closes it."""
     import tempfile  # only for compressed input: not on every start
 
     tmp = tempfile.TemporaryFile()
     try:
-        _compress.decompress_to(src, kind, _FirstBlockChecked(tmp, file), limit, file=file, memlimit=memlimit)
+        size = _compress.decompress_to(src, kind, _FirstBlockChecked(tmp, file), limit, file=file, memlimit=memlimit)
+        tmp.truncate(size)  # the holes the writer skipped at the end
         tmp.flush()
         tmp.seek(0)
     except BaseException:

@@ -542,3 +542,23 @@ def test_check_of_a_compressed_non_tar_stops_at_the_first_block(tmp_path):
                                               "header"]
     assert m.cpu < 2.5, m.cpu
     assert sorted(os.listdir(tmp_path)) == ["text.tar.gz"]
+
+
+def test_a_compressed_bomb_of_zeros_takes_no_disk(tmp_path):
+    # a gzip stream of zeros (an empty tar and its padding to tarfile) was written out whole
+    # into the temporary file: 8 MB could fill up to max_total_size (8 GiB) of disk. Runs of
+    # zeros are holes now; what is read back is the same
+    import gzip
+    import io
+
+    from mlf_spec.tar import read as tar_read
+
+    src = io.BytesIO(gzip.compress(bytes(64 << 20), compresslevel=1, mtime=0) * 4 + gzip.compress(b"\1" * 700))
+    with tar_read.decompressed(src, "gzip", 1 << 40, file=None) as tmp:
+        st = os.fstat(tmp.fileno())
+        assert st.st_size == (256 << 20) + 700
+        assert st.st_blocks * 512 < 1 << 20, st.st_blocks  # was 256 MiB
+        tmp.seek((256 << 20) - 3)
+        assert tmp.read() == b"\0" * 3 + b"\1" * 700
+    report = mlf_check.check(gzip.compress(bytes(1 << 20), mtime=0))
+    assert [f.code for f in report.findings] == ["layout.compressed", "layout.padding", "metadata.missing"]
