@@ -22,7 +22,7 @@ import math
 import os
 import tarfile
 from collections.abc import Generator, Iterator
-from typing import IO
+from typing import IO, cast
 
 from mlf_spec import _compress
 from mlf_spec._internal.lean_dataclass import dataclass, field
@@ -400,7 +400,8 @@ def decompressed(src: IO[bytes], kind: str, limit: int, *, file: str | None,
 
     tmp = tempfile.TemporaryFile()
     try:
-        size = _compress.decompress_to(src, kind, _FirstBlockChecked(tmp, file), limit, file=file, memlimit=memlimit)
+        dst = cast(IO[bytes], _FirstBlockChecked(tmp, file))  # decompress_to only writes to it
+        size = _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
         tmp.truncate(size)  # the holes the writer skipped at the end
         tmp.flush()
         tmp.seek(0)
