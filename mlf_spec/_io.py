@@ -165,6 +165,36 @@ class FileSpan:
                                      file=self.file))
 
 
+class PreadWindow:
+    """The ``size`` bytes of the file ``fd`` for a reader that slices them (``w[a:b]``, as it
+    would slice bytes), read by pread through a window of ``window`` bytes: many small fields
+    cost one read, a slice larger than the window is read alone, and the file is never held
+    whole (its size bounds nothing in memory). A slice past the end is cut short, as a bytes
+    object's is; a file that shrank meanwhile gives MlfError ("file shrank ...") naming ``file``."""
+
+    __slots__ = ("fd", "size", "file", "window", "_win", "_lo")
+
+    def __init__(self, fd: int, size: int, file: str | None = None, window: int = 64 << 10) -> None:
+        self.fd, self.size, self.file, self.window = fd, size, file, window
+        self._win, self._lo = b"", 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes | bytearray:
+        start, stop, step = key.indices(self.size)
+        if step != 1:
+            raise ValueError("a PreadWindow is sliced with step 1")
+        n, lo = max(0, stop - start), self._lo
+        if lo <= start and start + n <= lo + len(self._win):
+            return self._win[start - lo:start - lo + n]
+        if n >= self.window:
+            return read_at(self.fd, start, n, file=self.file)
+        self._win = bytes(read_at(self.fd, start, min(self.window, self.size - start), file=self.file))
+        self._lo = start
+        return self._win[:n]
+
+
 def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:
     """Raise MlfError (one line: the path and what is wrong) when ``path`` cannot be the
     output of a command, before anything is written: its folder does not exist or is no

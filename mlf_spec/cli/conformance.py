@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
 
     tee = csub.add_parser("testee", help="mlf-spec as a testee: info | decode FORMAT | encode FORMAT | migrate "
                           "FORMAT to=N | serve", description="The reference testee, speaking the protocol of "
-                          "docs/conformance/protocol.md.")
+                          "docs/conformance/protocol.md. A request holds at most 64 MiB (67108864 bytes on stdin, "
+                          "or as a serve line's base64 input); more is a bad request (exit 2; serve: a protocol "
+                          "error).")
     tee.add_argument("args", nargs=argparse.REMAINDER, help="info | decode FORMAT [k=v ...] | encode FORMAT | "
                      "migrate FORMAT to=N | serve")
     tee.set_defaults(handler=_testee)

@@ -10,6 +10,13 @@ answers one JSON request per line with one JSON response per line.
 An adapter's methods raise :class:`Rejected` to refuse an input; any other exception is a
 fault of the testee: an ``internal`` error (one-shot: exit 1 with ``{"error": {"class":
 "internal"}}`` on stdout and the traceback on stderr; persistent: an ``internal`` response).
+
+A request is held in memory whole, so its size is bounded: at most :data:`MAX_INPUT` bytes
+(64 MiB) on a one-shot stdin (more: "bad request" on stderr, exit 2, nothing on stdout) and
+at most :data:`MAX_LINE` bytes in a persistent request line (its base64 ``input`` of
+``MAX_INPUT`` bytes and the rest of the request; a longer line is answered with a
+``protocol`` error, id -1, and skipped). Conformance cases are far smaller; a 1 GiB stdin
+cost 2 GB before the bound.
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format
 
 PROTOCOL = "mlf-conformance/1"
 ROLES = ("decode", "encode", "migrate")
+#: The most bytes a one-shot request reads from stdin (the artifact, or for encode the reading).
+MAX_INPUT = 64 << 20
+#: The longest persistent request line: a base64 ``input`` of MAX_INPUT bytes and 1 MiB more.
+MAX_LINE = -(-MAX_INPUT // 3) * 4 + (1 << 20)
 
 
 def parse_options(args: list[str]) -> dict[str, str]:
@@ -88,7 +99,9 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
         if is_folder_format(fmt) and op != "encode":
             payload = folder_argument(options.pop(INPUT_DIR, None))
         else:
-            raw = stdin.read()
+            raw = stdin.read(MAX_INPUT + 1)
+            if len(raw) > MAX_INPUT:
+                raise ValueError(f"stdin holds more than {MAX_INPUT} bytes, the most a request may hold")
             payload = json.loads(raw) if op == "encode" else raw
         if is_folder_format(fmt) and op == "encode":  # the adapter writes into options["output_dir"]
             options[OUTPUT_DIR] = str(folder_argument(options.get(OUTPUT_DIR), OUTPUT_DIR))
@@ -138,10 +151,16 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
     request: the response then says which signal ended the child."""
     fork = adapter.isolated and hasattr(os, "fork")
     adapter.prepare()
-    for line in stdin:
-        if not line.strip():
+    while line := stdin.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE:
+            while line and not line.endswith(b"\n"):  # the rest of the line, a MiB at a time
+                line = stdin.readline(1 << 20)
+            resp = {"id": -1, "ok": False, "error": {"class": "protocol", "message": "bad request: a line longer "
+                                                     f"than {MAX_LINE} bytes, the most a request may hold"}}
+        elif not line.strip():
             continue
-        resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
+        else:
+            resp = respond_in_child(adapter, line) if fork else respond(adapter, line)
         stdout.write(response_line(resp))
         stdout.flush()
     return 0
@@ -218,4 +237,4 @@ def respond(adapter: Adapter, line: bytes | str) -> dict[str, Any]:
     return {"id": rid, "ok": True, "reading": result}
 
 
-__all__ = ["PROTOCOL", "ROLES", "carry_out", "folder_argument", "one_shot", "parse_options", "respond", "serve"]
+__all__ = ["MAX_INPUT", "MAX_LINE", "PROTOCOL", "ROLES", "carry_out", "folder_argument", "one_shot", "parse_options", "respond", "serve"]

@@ -365,23 +365,26 @@ def _padding_check(a: _archive.Archive, c: _findings.Collector) -> None:
     if trailer is None or size is None:
         return
     record = _layout.TAR["record_size"]
+    most = record + 2 * _tar.BLOCK  # the most a tar writer leaves after the last member
     length = len(trailer)
-    nonzero = _first_nonzero(trailer)
-    if nonzero is not None or length < 2 * _tar.BLOCK or size % record or length > record + 2 * _tar.BLOCK:
+    # only what a writer could have left is read: a longer trailer is a finding whatever it
+    # holds (a file of zeros read as an empty tar: its size, not the bytes, says so)
+    nonzero = _first_nonzero(trailer, most)
+    if nonzero is not None or length < 2 * _tar.BLOCK or size % record or length > most:
         what = f" (not all zero from byte {nonzero} of it)" if nonzero is not None else ""
-        if length > record + 2 * _tar.BLOCK:
-            what += f"; more than the {record + 2 * _tar.BLOCK} bytes a tar writer leaves (data appended to the archive)"
+        if length > most:
+            what += f"; more than the {most} bytes a tar writer leaves (data appended to the archive)"
         c.add("layout.padding", "", f"the archive is {size} bytes with {length} bytes after the last member{what}"
               f"; tarfile ends with two zero blocks padded to a multiple of {record}")
 
 
-def _first_nonzero(trailer: Any, chunk: int = 1 << 20) -> int | None:
-    """The offset of the first non-zero byte of ``trailer`` (a buffer or a FileSpan) or None,
-    read a MiB at a time (a trailer can be gigabytes: it is never copied whole)."""
+def _first_nonzero(trailer: Any, upto: int, chunk: int = 1 << 20) -> int | None:
+    """The offset of the first non-zero byte among the first ``upto`` bytes of ``trailer``
+    (a buffer or a FileSpan), or None; read a MiB at a time, never further than ``upto``."""
     if isinstance(trailer, FileSpan):
-        parts: Any = trailer.pieces(chunk)
+        parts: Any = FileSpan(trailer.f, trailer.offset, min(upto, trailer.length), trailer.file).pieces(chunk)
     else:
-        view = memoryview(trailer).cast("B")
+        view = memoryview(trailer).cast("B")[:upto]
         parts = (view[start:start + chunk] for start in range(0, len(view), chunk))
     start = 0
     for piece in parts:

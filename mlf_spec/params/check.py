@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlf_spec._internal.spec_engine import Tracer
-from mlf_spec._io import describe, open_regular_fd, read_source
+from mlf_spec._io import PreadWindow, describe, open_regular_fd, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
 from mlf_spec.findings import ArtifactReport, Collector
 from mlf_spec.generated import params_ir as _ir
@@ -96,8 +96,9 @@ def check(source: Any, *, dialect: str | None = None, tvm: str | None = None, wr
     TVM version's reader, taking the writer to be ``writer`` (a version, whose dtype codes
     then apply unless ``dialect`` says otherwise; default: the dialect's range). Raises
     MlfError when the file's structure cannot be followed. ``mapped=False`` reads a path
-    into memory instead of mapping it (a file that shrinks meanwhile is an MlfError, not
-    SIGBUS)."""
+    by pread instead of mapping it (a file that shrinks meanwhile is an MlfError, not
+    SIGBUS): the headers a window at a time and the data bytes dialect detection needs a
+    MiB at a time, so memory does not grow with the file's size."""
     reader = _engine().reader_version(tvm) if tvm is not None else None
     r = _read(source, dialect, writer, name, mapped)
     c = Collector(FINDINGS)
@@ -136,10 +137,11 @@ def _read(source: Any, dialect: str | None, writer: str | None, name: str | None
         given = _dt.of_version(_engine().writer_range(writer)[0])  # the writer's codes
     try:
         if not mapped and isinstance(source, (str, os.PathLike)):
-            _magic_first(source)
-        with read_source(source, mapped) as (buf, size, _fd):
-            pf = _scan(buf, size)
-            max_bytes = _max_bytes(buf, pf.records)
+            pf, max_bytes = _read_by_pread(source)
+        else:
+            with read_source(source, mapped) as (buf, size, _fd):
+                pf = _scan(buf, size)
+                max_bytes = _max_bytes(buf, pf.records)
     except MlfError as exc:
         raise exc.with_file(label) from None
     keys = [r.key for r in pf.records]
@@ -151,16 +153,24 @@ def _read(source: Any, dialect: str | None, writer: str | None, name: str | None
 # ------------------------------------------------------------------------------ reading
 
 
-def _magic_first(path: str | os.PathLike[str]) -> None:
-    """Raise the magic's MlfError from the first bytes of a file that is no .params file,
-    before the whole file is read into memory (a 16 GiB file of zeros cost 16 GiB)."""
+def _read_by_pread(path: str | os.PathLike[str]) -> tuple[_File, dict[tuple[int, int, int], int]]:
+    """The records and the dialect-telling bytes of a file read by pread, never whole: a
+    16 GiB file of zeros after the magic cost 16 GiB when it was read into memory."""
     fd = open_regular_fd(path)
     try:
-        head = os.read(fd, 8)  # a fresh descriptor: at offset 0
+        size = os.fstat(fd).st_size
+        window = PreadWindow(fd, size, os.fspath(path))
+        try:
+            # the fast reader's checks, its headers read by pread (never mapped); the dialect
+            # is detected below from the same bytes, so the index need not detect it
+            with _codec.open(path, mapped=False, dialect=_dt.LATEST) as lazy:
+                idx = lazy._idx
+                pf = _file_of(idx.reserved, idx.names, idx.records, size - idx.end)
+        except MlfError:
+            pf = _scan_leniently(window, size)
+        return pf, _max_bytes(window, pf.records)
     finally:
         os.close(fd)
-    if len(head) == 8 and head != struct.pack("<Q", _ir.CONSTANTS["PARAMS_MAGIC"]):
-        _scan(head, len(head))  # raises at the magic
 
 
 def _scan(buf: Any, size: int) -> _File:
@@ -169,12 +179,17 @@ def _scan(buf: Any, size: int) -> _File:
         rec, end = _codec.read_params_file(buf, 0, size)
     except MlfError:
         return _scan_leniently(buf, size)
+    return _file_of(rec.reserved, rec.names, rec.arrays, size - end)
+
+
+def _file_of(reserved: int, names: list[str], arrays: list[Any], trailing: int) -> _File:
+    """The file the fast reader read (its checks passed: as many records as names)."""
     records = []
-    for i, (n, r) in enumerate(zip(rec.names, rec.arrays)):
+    for i, (n, r) in enumerate(zip(names, arrays)):
         start = _codec.start_of_tensor_record(r)
         records.append(_Rec(i, n, r.reserved, r.device_type, r.device_id, r.ndim, r.dtype_code, r.dtype_bits,
                             r.dtype_lanes, tuple(r.shape), r.data_byte_size, start, r.data_offset, r.data_byte_size))
-    return _File(rec.reserved, list(rec.names), rec.count, records, size - end, False)
+    return _File(reserved, list(names), len(names), records, trailing, False)
 
 
 class _Stop(Exception):
@@ -228,7 +243,7 @@ def _path(path: tuple) -> str:
 
 
 def _scan_leniently(buf: Any, size: int) -> _File:
-    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    view = buf if isinstance(buf, (memoryview, PreadWindow)) else memoryview(buf)
     t = _LoaderTracer(_ir.STRUCTS, view, size)
     ns: dict[str, Any] = {}
     arrays: list[dict[str, Any]] = []
@@ -274,7 +289,7 @@ def _partial_record(t: _LoaderTracer, i: int, names: list[str]) -> _Rec | None:
     def value(*path: Any) -> int:
         s = fields[path]
         fmt = {1: "<B", 2: "<H", 4: "<i", 8: "<q"}[s.size]
-        raw = int(struct.unpack_from(fmt, t.buf, s.offset)[0])
+        raw = int(struct.unpack(fmt, t.buf[s.offset:s.offset + s.size])[0])
         if path in (("reserved",),):
             raw %= _I64
         return raw
@@ -297,9 +312,20 @@ def _max_bytes(buf: Any, records: list[_Rec]) -> dict[tuple[int, int, int], int]
             need[cb] = _dt.needs_data(*cb)
         if not need[cb]:
             continue
-        top = int(np.frombuffer(buf, np.uint8, count=r.present, offset=r.data_offset).max()) if r.present else -1
-        out[r.key] = max(out.get(r.key, -1), top)
+        out[r.key] = max(out.get(r.key, -1), _top(buf, r.data_offset, r.present))
     return out
+
+
+def _top(buf: Any, at: int, n: int) -> int:
+    """The largest of ``n`` bytes at ``at`` (-1 for none): a view of a buffer, or read a MiB
+    at a time from a PreadWindow."""
+    if not isinstance(buf, PreadWindow):
+        return int(np.frombuffer(buf, np.uint8, count=n, offset=at).max()) if n else -1
+    top = -1
+    for start in range(at, at + n, 1 << 20):
+        piece = buf[start:min(at + n, start + (1 << 20))]
+        top = max(top, int(np.frombuffer(piece, np.uint8).max()))
+    return top
 
 
 # ------------------------------------------------------------------------------ findings
@@ -360,14 +386,14 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
             c.add("tensor.negative-extent", f"{at}.shape[{k}]", f"extent {e}", offset=r.offset("shape") + 8 * k)
     if r.shape and r.shape[0] != 0 and 0 in r.shape[1:]:
         k = r.shape.index(0, 1)
-        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {list(r.shape)}: no data bytes while shape[0] is "
+        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {_shape_text(r.shape)}: no data bytes while shape[0] is "
               f"{r.shape[0]}; TVM's loader cannot read it back", offset=r.offset("shape") + 8 * k)
     numel = _numel(r.shape)
     if not -(1 << 63) <= numel < (1 << 63):
-        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {numel}", offset=r.offset("shape"))
+        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {_int_text(numel)}", offset=r.offset("shape"))
     expected = numel * -(-r.bits // 8)
     if r.nbytes != expected:
-        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {expected}",
+        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {_int_text(expected)}",
               offset=r.offset("data_byte_size"))
     dtype_at = r.offset("dtype")
     if r.bits == 0:
@@ -393,6 +419,19 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
     elif max_byte >= 0 and not _dt.data_fits(d, r.code, r.bits, max_byte):
         c.add("tensor.data-range", f"{at}.data", f"{dt.name} data holds byte {max_byte:#04x}, which {d.id} writers "
               "never store for it", offset=r.data_offset)
+
+
+def _int_text(n: int) -> str:
+    """``n`` in digits, or its size in bits when it is too long to read (the extents of a
+    record TVM's loader follows past 64 dimensions multiply to thousands of digits, more than
+    ``str`` converts)."""
+    bits = abs(n).bit_length()
+    return str(n) if bits <= 256 else f"{'-' if n < 0 else ''}a {bits}-bit number"
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """``shape`` as a list, its first 16 extents when it has more (a stored ndim can be huge)."""
+    return str(list(shape)) if len(shape) <= 16 else f"{str(list(shape[:16]))[:-1]}, ... ({len(shape)} extents)]"
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -11,6 +11,7 @@ stores for it (numel of them: TVM's writer leaves the lanes out of the byte coun
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -39,15 +40,20 @@ def values_of(t: Any, dialect: _dt.Dialect) -> np.ndarray | None:
         if base.numpy_name is None:
             return None
         return raw[: numel * dt.bits // 8].view(_dt._numpy_type(base.numpy_name))
+    if dt.bits > 64:
+        return None  # no NumPy integer holds such a code
     if _dt.layout(dialect, dt.code, dt.bits) == "packed":
         bits = np.unpackbits(raw[: (numel * dt.bits + 7) // 8], bitorder="little")[: numel * dt.bits]
-        codes = (bits.reshape(numel, dt.bits).astype(np.uint8) << np.arange(dt.bits, dtype=np.uint8)).sum(
-            axis=1, dtype=np.uint8)
-    else:
-        codes = raw[:numel] & np.uint8((1 << dt.bits) - 1)
+        codes = _little_endian(bits.reshape(numel, dt.bits), 1)
+    else:  # one element per ceil(bits / 8) bytes, the value in its low bits
+        width = -(-dt.bits // 8)
+        codes = _little_endian(raw[: numel * width].reshape(numel, width), 8) & np.uint64((1 << dt.bits) - 1)
+    if dt.bits <= 8:
+        codes = codes.astype(np.uint8)
     if row["kind"] == "int":
-        sign = np.int16(1 << (dt.bits - 1))
-        return ((codes.astype(np.int16) ^ sign) - sign).astype(np.int8)
+        sign = 1 << (dt.bits - 1)  # bits < 64 here: a whole multiple of 8 was viewed above
+        signed = (codes.astype(np.int64) ^ sign) - sign
+        return signed.astype(np.int8) if dt.bits <= 8 else signed
     if row["kind"] in ("uint", "bool"):
         return codes
     if row["kind"] in ("float4", "float6", "float"):  # float4_e2m1fn, float6_e2m3fn ...: ml_dtypes holds them
@@ -58,6 +64,15 @@ def values_of(t: Any, dialect: _dt.Dialect) -> np.ndarray | None:
         except (AttributeError, TypeError, ValueError):
             return None
     return None
+
+
+def _little_endian(digits: np.ndarray, width: int) -> np.ndarray:
+    """The unsigned integers (uint64) whose little-endian digits of ``width`` bits are the
+    rows of ``digits`` (bits: width 1; bytes: width 8; at most 64 bits in all)."""
+    codes = np.zeros(digits.shape[0], np.uint64)
+    for k in range(digits.shape[1]):
+        codes |= digits[:, k].astype(np.uint64) << np.uint64(k * width)
+    return codes
 
 
 def tensor_stats(v: np.ndarray | None) -> dict[str, Any] | None:
@@ -87,30 +102,45 @@ def tensor_stats(v: np.ndarray | None) -> dict[str, Any] | None:
     nan = inf = zeros = finite = 0
     total = 0.0
     lo, hi = np.inf, -np.inf
-    for i in range(0, n, _CHUNK):
-        c = v[i:i + _CHUNK]
-        c = np.abs(c.astype(np.complex128)) if v.dtype.kind == "c" else c.astype(np.float64)
-        isnan = np.isnan(c)
-        isinf = np.isinf(c)
-        nan += int(isnan.sum())
-        inf += int(isinf.sum())
-        zeros += int(np.count_nonzero(c == 0))
-        f = c[~(isnan | isinf)]
-        if f.size:
-            finite += int(f.size)
-            total += float(f.sum())
-            lo, hi = min(lo, float(f.min())), max(hi, float(f.max()))
-    out.update(nan=nan, inf=inf, zeros=zeros)
-    if finite:
-        mean = total / finite
-        sq = 0.0
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum past float64's range is redone scaled below
         for i in range(0, n, _CHUNK):
-            c = v[i:i + _CHUNK]
-            c = np.abs(c.astype(np.complex128)) if v.dtype.kind == "c" else c.astype(np.float64)
-            f = c[np.isfinite(c)] - mean
-            sq += float(np.dot(f, f))
-        out.update(min=lo, max=hi, mean=mean, std=(sq / finite) ** 0.5)
+            c = _as_float(v[i:i + _CHUNK])
+            isnan = np.isnan(c)
+            isinf = np.isinf(c)
+            nan += int(isnan.sum())
+            inf += int(isinf.sum())
+            zeros += int(np.count_nonzero(c == 0))
+            f = c[~(isnan | isinf)]
+            if f.size:
+                finite += int(f.size)
+                total += float(f.sum())
+                lo, hi = min(lo, float(f.min())), max(hi, float(f.max()))
+        out.update(nan=nan, inf=inf, zeros=zeros)
+        if finite:
+            scale = max(abs(lo), abs(hi)) or 1.0
+            mean = total / finite
+            if not np.isfinite(mean):  # the sum overflowed: the mean of the values scaled down, scaled up
+                mean = sum(float((f / scale).sum()) for f in _finite(v)) / finite * scale
+            sq = sum(float(np.dot(d, d)) for d in (f - mean for f in _finite(v)))
+            if np.isfinite(sq):
+                std = (sq / finite) ** 0.5
+            else:  # the squares overflowed: std <= max |value|, so the scaled sum gives a finite one
+                sq = sum(float(np.dot(d, d)) for d in (f / scale - mean / scale for f in _finite(v)))
+                std = (sq / finite) ** 0.5 * scale
+            out.update(min=lo, max=hi, mean=mean, std=std)
     return out
+
+
+def _as_float(c: np.ndarray) -> np.ndarray:
+    """A chunk as float64 (complex: its magnitudes)."""
+    return np.abs(c.astype(np.complex128)) if c.dtype.kind == "c" else c.astype(np.float64)
+
+
+def _finite(v: np.ndarray) -> Iterator[np.ndarray]:
+    """The finite values of ``v`` as float64, a chunk at a time."""
+    for i in range(0, v.size, _CHUNK):
+        c = _as_float(v[i:i + _CHUNK])
+        yield c[np.isfinite(c)]
 
 
 def first_values(v: np.ndarray | None, count: int) -> list[Any] | None:

@@ -22,7 +22,7 @@ import math
 import os
 import tarfile
 from collections.abc import Generator, Iterator
-from typing import IO
+from typing import IO, cast
 
 from mlf_spec import _compress
 from mlf_spec._internal.lean_dataclass import dataclass, field
@@ -349,16 +349,60 @@ def stream_size(f: IO[bytes]) -> int:
     return end
 
 
+class _FirstBlockChecked:
+    """A writer passing bytes to ``dst`` that refuses, from the first block, a stream that is
+    no tar: a 4 GiB stream of text was decompressed whole (5 s, 4 GiB of temporary file)
+    before its first header was found invalid. Only a header that the reader refuses at
+    offset 0 is refused here, with the reader's own error."""
+
+    def __init__(self, dst: IO[bytes], file: str | None) -> None:
+        self.dst, self.file = dst, file
+        self.head: bytes | None = b""
+
+    def write(self, data: bytes) -> int:
+        """Write ``data`` (checking the first block once it is whole); a chunk of zeros is
+        skipped over instead (a hole: a bomb of zeros takes no disk), the size set at the end."""
+        if self.head is not None:
+            self.head += bytes(data[:BLOCK - len(self.head)])
+            if len(self.head) == BLOCK:
+                head, self.head = self.head, None
+                _refuse_first_block(head, self.file)
+        if len(data) >= BLOCK and data.count(0) == len(data):
+            self.dst.seek(len(data), os.SEEK_CUR)
+            return len(data)
+        return self.dst.write(data)
+
+
+def _refuse_first_block(block: bytes, file: str | None) -> None:
+    """Raise the reader's MalformedError when ``block``, the first of a tar, is neither the
+    end of the archive nor a valid header (its checksum or numbers); else nothing."""
+    import io
+
+    if block[156:157] in (b"x", b"g", b"L", b"K"):
+        return  # an extended header: whether it fits depends on the whole size (check_extended_header)
+    try:
+        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.EOFHeaderError:
+        return  # zeros: the end of an empty archive
+    except tarfile.HeaderError:
+        pass  # invalid: the reader refuses it below
+    else:
+        return
+    _open(io.BytesIO(block), BLOCK, file)  # raises the reader's error at offset 0
+
+
 def decompressed(src: IO[bytes], kind: str, limit: int, *, file: str | None,
                  memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> IO[bytes]:
     """A temporary file holding ``src`` (a ``kind`` stream: gzip, bzip2 or xz) decompressed,
     at offset 0; refuses more than ``limit`` bytes (see :func:`mlf_spec._compress.decompress_to`).
-    The caller closes it."""
+    Runs of zeros are left as holes (no disk for a bomb of zeros). The caller closes it."""
     import tempfile  # only for compressed input: not on every start
 
     tmp = tempfile.TemporaryFile()
     try:
-        _compress.decompress_to(src, kind, tmp, limit, file=file, memlimit=memlimit)
+        dst = cast(IO[bytes], _FirstBlockChecked(tmp, file))  # decompress_to only writes to it
+        size = _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
+        tmp.truncate(size)  # the holes the writer skipped at the end
         tmp.flush()
         tmp.seek(0)
     except BaseException:

@@ -92,8 +92,8 @@ class _Source:
     def __init__(self, data: bytes) -> None:
         self.data = data
 
-    def read(self) -> bytes:
-        return self.data
+    def read(self, n: int = -1) -> bytes:
+        return self.data if n < 0 else self.data[:n]
 
 
 class _Sink:
