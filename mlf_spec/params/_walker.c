@@ -6,10 +6,12 @@
    descriptor (or from a buffer), with every check the generated Python reader
    (generated/params_fast.py, generated/tensor_fast.py: read_params_file,
    read_tensor_record) makes that decides where the next header starts and whether the
-   file is valid, in the same order. It makes the names and the set of dtypes;
-   the headers stay packed in one bytes object, made into the generated reader's flat
-   header tuples on first use (`unpack`). mlf_spec/params/codec.py composes them (dialect
-   detection stays in Python, one source).
+   file is valid, in the same order. It makes the names, the name -> position index and the
+   set of dtypes; the headers stay packed in one bytes object, made into the generated
+   reader's flat header tuples on first use (`unpack`). `open_path` also opens the file (as
+   mlf_spec/_io.open_regular_fd does), so that params.open runs few Python calls: in a
+   process whose caches are cold each one costs microseconds. mlf_spec/params/codec.py
+   composes them (dialect detection stays in Python, one source).
 
    Why by hand: the generated reader is the reference and the fallback; this file is the
    one compiled piece and is held to the reference by a differential test
