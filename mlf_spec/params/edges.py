@@ -23,8 +23,12 @@ from mlf_spec._internal.drawn import Data, Edge
 from mlf_spec._internal.spec_engine import Span, build, trace
 from mlf_spec._internal.spec_strategies import ERAS, TABLES, valid_tree
 from mlf_spec.edge_values import WIDTH, edge_values, length_lies, patch, raw, rooms, unpack
+from mlf_spec.errors import MlfError
 from mlf_spec.generated import params_ir
 from mlf_spec.versions import label, public
+
+from .codec import loads
+from .dtypes import of_version
 
 #: The edges :func:`edge_params_bytes` draws, each with its weight (how many of 30 draws):
 #: ``length`` the names count, a name's length or the tensor count lying (right in its low 32
@@ -70,6 +74,9 @@ def edge_params_bytes(draw: Any, era: str | None = None, kinds: tuple[str, ...] 
     tree = draw(valid_tree(_STRUCTS, _ROOT, e))
     if which in ("dtype", "shape", "size") or (which == "names" and not tree["names"]) or _pick(draw, (False, True)):
         _add_tensor(draw, tree, e)
+    if which == "dtype" and _pick(draw, range(3)) == 0:
+        _accepted_edge(draw, tree, e)
+        return _edge("dtype.accepted", build(_STRUCTS, _ROOT, tree, e), e)
     if which in ("dtype", "shape", "size"):
         i = _pick(draw, range(len(tree["arrays"])))
         rec = dict(tree["arrays"][i])
@@ -189,6 +196,44 @@ def _dtype_edge(draw: Any, rec: dict, e: tuple[int, ...]) -> str:
     return which
 
 
+def _accepted_edge(draw: Any, tree: dict, e: tuple[int, ...]) -> None:
+    """Tensors on the accepted side of every dtype bound at once: one per code of the dialect's
+    table, each with a width its rows allow (the fixed one, or one of a few for a row of any
+    width), the first and the last custom code, and one tensor of 64 dimensions. A reader whose
+    table is narrower by one code or one width refuses the file. A tensor the reference refuses
+    alone (a width a row's other rules forbid) is left out, so that the file stays valid."""
+    rows = [r for r in TABLES["dtype_codes"].ROWS if (r["since"] is None or tuple(r["since"]) <= e)
+            and (r["until"] is None or e < tuple(r["until"]))]
+    dialect = of_version(e).id
+    dtypes = []
+    for r in rows:
+        for code in sorted({r["code"], r["code_max"] if r["code_max"] is not None else r["code"]}):
+            bits = r["bits"] if r["bits"] is not None else _pick(draw, (8, 16, 32, *(r["numpy_bits"] or ())))
+            dtypes.append({"code": code, "bits": bits, "lanes": 1})
+    base = draw(valid_tree(_STRUCTS, _TENSOR, e))
+    records = []
+    for d in [*dtypes, None]:
+        rec = dict(base)
+        if d is None:  # 64 dimensions (the bound), one extent of 2
+            rec["shape"] = [1] * 64
+            rec["shape"][_pick(draw, range(64))] = 2
+        else:
+            rec["dtype"], rec["shape"] = d, [_pick(draw, (1, 2, 3))]
+        rec["ndim"], rec["data_byte_size"] = None, _true_size(rec)
+        rec["data"] = bytes(rec["data_byte_size"])
+        one = {**tree, "names": [""], "arrays": [rec], "count": None}
+        try:
+            loads(build(_STRUCTS, _ROOT, one, e), dialect=dialect)
+        except MlfError:
+            continue
+        records.append(rec)
+    for rec in draw(st.permutations(records)):
+        at = _pick(draw, range(len(tree["names"]) + 1))
+        tree["names"].insert(at, f"t{len(tree['names'])}")
+        tree["arrays"].insert(at, rec)
+    tree["count"] = None
+
+
 #: extents whose product wraps around 2^64: to 0, or to 4 ([2^62 + 1, 4] loads as 4 elements in TVM)
 _WRAPS = ([1 << 32, 1 << 32], [1 << 33, 1 << 31], [(1 << 62) + 1, 4], [1 << 32, 3, 1 << 32], [(1 << 32) + 1, (1 << 32) - 1],
           [1 << 62, 4, 1], [(1 << 61) + 1, 8])
@@ -270,7 +315,8 @@ def _length_edge(draw: Any, data: bytes, spans: list[Span], e: tuple[int, ...]) 
     span = _by_place(draw, counts, lambda s: -len(s.path))  # a name's length, then the counts
     n = int.from_bytes(data[span.offset:span.offset + 8], "little")
     rem = rooms(data, spans)(span)
-    value = _pick(draw, [n + (1 << 32)] * 3 + [rem + 1, rem, rem // 8, rem // 8 + 1, 1 << 61, (1 << 61) + n,
+    value = _pick(draw, [n + (1 << 32)] * 3 + [rem + 1, *([n - 1] if n else []), rem, rem // 8, rem // 8 + 1,
+                        1 << 61, (1 << 61) + n,
                                                        *length_lies(n)])
     return _edge("length", patch(data, span.offset, raw("u64", value)), e, _place(span.path))
 
