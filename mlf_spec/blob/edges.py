@@ -40,7 +40,7 @@ from .strategies import (
     tree_of,
 )
 
-#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 22 draws):
+#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 27 draws):
 #: ``length`` a count or length prefix lying (right in its low half, one element or byte past
 #: what remains, off by one, at the sign bit); ``value`` a checked integer at its edges;
 #: ``tree`` the import tree reshaped (a row short or long, one row, a middle row past the
@@ -49,7 +49,7 @@ from .strategies import (
 #: at 0.7 and 0.8, a 0.21 function table read as 0.20); ``fill`` a module whose lists hold
 #: least-size elements that end the payload or the body; ``tail`` bytes after the blob (or
 #: the last 0-4 bytes of the last kind left after the size prefix's end: at 0 the kind ends the body exactly).
-EDGE_KINDS: dict[str, int] = {"length": 5, "value": 2, "tree": 7, "era": 4, "fill": 3, "tail": 1}
+EDGE_KINDS: dict[str, int] = {"length": 6, "value": 2, "tree": 9, "era": 4, "fill": 4, "tail": 2}
 #: The edges of the tvm-ffi layout, with their weights: those of :data:`EDGE_KINDS` and ``kind`` a
 #: module kind one byte away from a name readers dispatch on (``_lib`` or a kind of the payload
 #: switch: one byte short, and then the byte after it in the blob is the one cut off; one byte
@@ -82,6 +82,9 @@ _FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", "children-many"
 #: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...), so
 #: that counting them at one byte more each claims more than remains
 _LONG = (33, 40)
+#: the places of a ``length`` edge, by group (:func:`_group`): a string's length, the size prefix, a payload's
+#: length, a string's length again, a kind's length, a count, a count again
+_LENGTH_GROUPS = (3, 0, 2, 3, 1, 4, 4)
 
 
 class _Least(Drawn):
@@ -154,7 +157,7 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
             e = era_tuple(draw(st.sampled_from([x for x in allowed if era_tuple(x) >= (0, 7)] or ["0.8"])))
         return _tree_edge(draw, fmt, e, kinds)
     if which == "fill":
-        if fmt == "legacy" and "0.6" in allowed and draw(st.booleans()):  # no import tree: the payload ends the body
+        if fmt == "legacy" and "0.6" in allowed and draw(st.integers(0, 2)) < 2:  # no import tree: the payload ends the body
             e = (0, 6)
         return _fill_edge(draw, fmt, e, kinds)
     if which == "kind":
@@ -180,8 +183,8 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         room = rooms(data, spans)
         # the size prefix, a kind's length, a payload's length (tvm-ffi), another length, a count: each
         # read at its own place in a reader
-        # (a string's length first: hypothesis favours the first group, and the body's lengths are probed by most draws)
-        groups = [[s for s in spans if s.role in ("count", "length") and _group(s) == g] for g in (3, 2, 1, 4, 0)]
+        # a string's length and a count (the most places, in every payload grammar) drawn twice as often as the others
+        groups = [[s for s in spans if s.role in ("count", "length") and _group(s) == g] for g in _LENGTH_GROUPS]
         span = draw(st.sampled_from(_by_place(draw(st.sampled_from([g for g in groups if g])), body)))
         n = int.from_bytes(data[span.offset:span.offset + 8], "little")
         rem = room(span)
@@ -238,7 +241,7 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
         kind = "metadata_module" if "metadata_module" in pool else draw(st.sampled_from(pool))
         payload = _least_payload(draw, kind, fmt, e)
         lib = _blob.Module.lib()
-        mods = [lib] + [_blob.Module(kind, payload) for _ in range(draw(st.sampled_from((0, 1, 7, 8, 9))))]
+        mods = [lib] + [_blob.Module(kind, payload) for _ in range(draw(st.sampled_from((0, 1, 7, 8, 9, 8, 9))))]
         return _edge("tree.flat", _blob.build(lib, format=fmt, era=e, order=mods), fmt, e)
     data = _build(draw, fmt, e, kinds)
     structs, root = _ROOTS[fmt]

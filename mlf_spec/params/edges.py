@@ -180,12 +180,16 @@ def _dtype_edge(draw: Any, rec: dict, e: tuple[int, ...]) -> str:
     which = _pick(draw, ("boundary",) * 4 + ("code", "bits", "lanes", "lanes"))
     if which == "boundary" and edges:
         pair = _pick(draw, edges)
-        fixed = sorted(set().union(*(_widths(rows, c) or () for c in pair)))
         dt["code"] = _pick(draw, pair)
-        dt["bits"] = _pick(draw, sorted({b + d for b in fixed for d in (-1, 0, 1)} | {1, 16, 32}))
+        # the code's own widths one below and one above first (a reader that checks bits <= w), then
+        # the other side's widths, then any
+        mine, other = (sorted(_widths(rows, c) or ()) for c in (dt["code"], sum(pair) - dt["code"]))
+        near = [b + d for d in (-1, 1) for b in mine] + [b + d for b in other for d in (0, -1, 1)] + [1, 16, 32]
+        dt["bits"] = _pick(draw, [b for b in dict.fromkeys(near) if 0 <= b <= 255])
         dt["lanes"] = 1
     elif which == "lanes":
-        dt["lanes"] = _pick(draw, (0, 0, 2, 255, 256, 257, 1 << 15, (1 << 16) - 1, (1 << 16) - 1))
+        # 257 and 256: 1 and 0 in the low byte
+        dt["lanes"] = _pick(draw, (0, 257, (1 << 16) - 1, 256, 0, 2, 255, 257, 1 << 15, (1 << 16) - 1))
     else:
         near = {v for c in codes for v in (c - 1, c, c + 1)} | {127, 255} if which == "code" else \
             {b + d for r in rows if r["bits"] is not None for b in (r["bits"],) for d in (-1, 0, 1)} | \
@@ -345,7 +349,7 @@ def _rule_rank(s: Span) -> int:
 
 def _cut_edge(draw: Any, data: bytes, spans: list[Span], e: tuple[int, ...]) -> Edge:
     """The file cut at the start or the end of a field, or inside a name or a tensor's data."""
-    span = _by_place(draw, spans)
+    span = _by_place(draw, spans, lambda s: s.role != "payload")  # names' and data's bytes first (sized by a field)
     cuts = {span.offset, span.offset + span.size}
     if span.size > 1:
         cuts |= {span.offset + 1, span.offset + span.size // 2, span.offset + span.size - 1}
