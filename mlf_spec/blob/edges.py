@@ -40,7 +40,7 @@ from .strategies import (
     tree_of,
 )
 
-#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 27 draws):
+#: The edges :func:`edge_blob_bytes` draws, each with its weight (how many of 30 draws):
 #: ``length`` a count or length prefix lying (right in its low half, one element or byte past
 #: what remains, off by one, at the sign bit); ``value`` a checked integer at its edges;
 #: ``tree`` the import tree reshaped (a row short or long, one row, a middle row past the
@@ -48,8 +48,10 @@ from .strategies import (
 #: the ``_lib`` alone or beside up to 9 modules nothing imports); ``era`` a blob of one writer read as its neighbouring era (two ``_lib``
 #: at 0.7 and 0.8, a 0.21 function table read as 0.20); ``fill`` a module whose lists hold
 #: least-size elements that end the payload or the body; ``tail`` bytes after the blob (or
-#: the last 0-4 bytes of the last kind left after the size prefix's end: at 0 the kind ends the body exactly).
-EDGE_KINDS: dict[str, int] = {"length": 6, "value": 2, "tree": 9, "era": 4, "fill": 4, "tail": 2}
+#: the last 0-4 bytes of the last kind left after the size prefix's end: at 0 the kind ends the body exactly);
+#: ``bound`` as in :data:`FFI_EDGE_KINDS`, at 0.6 (no import tree, no ``_lib``), where the one module's payload
+#: ends the body (read as any other era, it becomes a ``fill`` edge).
+EDGE_KINDS: dict[str, int] = {"length": 6, "value": 2, "tree": 9, "era": 5, "fill": 3, "bound": 3, "tail": 2}
 #: The edges of the tvm-ffi layout, with their weights: those of :data:`EDGE_KINDS` and ``kind`` a
 #: module kind one byte away from a name readers dispatch on (``_lib`` or a kind of the payload
 #: switch: one byte short, and then the byte after it in the blob is the one cut off; one byte
@@ -78,13 +80,15 @@ _TREE_EDITS = ("rows-short", "one-row", "children-uncovered", "rows-long", "chil
 #: the tvm-ffi layout's tree edits: those above and the ``_lib`` alone with many child indices after its
 #: empty row (never read, so valid), more 8-byte indices than the module entries after them have bytes
 _FFI_TREE_EDITS = ("child-at-bound", "children-many", "one-row", "children-many", *_TREE_EDITS)
+#: the legacy layout's: those above, one row and the flat trees (up to 10 rows, no child) drawn twice as often
+_LEGACY_TREE_EDITS = ("one-row", "flat", *_TREE_EDITS)
 #: elements of the one long list of a ``bound`` edge: more than the bytes after the list in each
 #: payload grammar's least form (the 24 after a function's ``arg_types``, 16 after its tags, ...), so
 #: that counting them at one byte more each claims more than remains
 _LONG = (33, 40)
-#: the places of a ``length`` edge, by group (:func:`_group`): a string's length, the size prefix, a payload's
-#: length, a string's length again, a kind's length, a count, a count again
-_LENGTH_GROUPS = (3, 0, 2, 3, 1, 4, 4)
+#: the places of a ``length`` edge, by group (:func:`_group`): a string's length, a kind's, the size prefix, a
+#: payload's length, a count; a string's length, a kind's and a count twice as often as the others
+_LENGTH_GROUPS = (3, 1, 0, 2, 4, 3, 1, 4)
 
 
 class _Least(Drawn):
@@ -93,10 +97,10 @@ class _Least(Drawn):
     one outside and many inside, or a few sizes anywhere), so that a count's elements fill
     what remains with the least bytes each."""
 
-    def __init__(self, draw: Any) -> None:
+    def __init__(self, draw: Any, inside: bool = False) -> None:
         super().__init__(draw)
         self.depth = 0
-        self.shape = draw(st.sampled_from(("many-outside", "many-inside", "mixed")))
+        self.shape = draw(st.sampled_from(("many-inside", "mixed") if inside else ("many-outside", "many-inside", "mixed")))
 
     def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
         return "" if f.get("encoding") or f.get("strategy", {}).get("alphabet") == "text" else b""
@@ -135,7 +139,7 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     which = draw(st.sampled_from([k for k, w in _WEIGHTS[fmt].items() for _ in range(w)]))
     allowed = _eras(fmt, eras)
     if which == "era":
-        rule = draw(st.sampled_from(("libs", "neighbours", "tables"))) if fmt == "legacy" else "neighbours"
+        rule = draw(st.sampled_from(("libs", "neighbours", "libs", "tables"))) if fmt == "legacy" else "neighbours"
         written: tuple[int, ...]
         if rule == "libs" and set(_LIB_ERAS) & set(allowed):  # two _lib, as 0.7 writes them
             written, read = (0, 7), era_tuple(draw(st.sampled_from([x for x in _LIB_BOUND if x in allowed])))
@@ -162,8 +166,10 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         return _fill_edge(draw, fmt, e, kinds)
     if which == "kind":
         return _kind_edge(draw, fmt, e, kinds)
-    if which == "bound":
+    if which == "bound" and (fmt == "ffi" or "0.6" in allowed):
         return _bound_edge(draw, fmt, e, kinds)
+    if which == "bound":
+        return _fill_edge(draw, fmt, e, kinds)
     if which == "inner":
         return _inner_edge(draw, fmt, e, kinds)
     if which == "tail":
@@ -230,7 +236,7 @@ def _by_place(spans: list, body: dict) -> list:
 
 
 def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
-    edit = draw(st.sampled_from(_FFI_TREE_EDITS if fmt == "ffi" else _TREE_EDITS))
+    edit = draw(st.sampled_from(_FFI_TREE_EDITS if fmt == "ffi" else _LEGACY_TREE_EDITS))
     if edit == "children-many":  # the _lib alone (12 bytes of entry), 13 or more child indices after its row
         alone = _blob.build(_blob.Module.lib(), format=fmt, era=e)
         k = draw(st.sampled_from((13, 17, 33)))
@@ -282,9 +288,9 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     return _edge(f"tree.{edit}", out or b"", fmt, e)  # the tree exists (node above): never b""
 
 
-def _least_payload(draw: Any, kind: str, fmt: str, e: tuple[int, ...]) -> _blob.Payload:
+def _least_payload(draw: Any, kind: str, fmt: str, e: tuple[int, ...], inside: bool = False) -> _blob.Payload:
     struct = _blob.known_kinds(fmt)[kind]
-    tree = value_tree(_Least(draw), _PAYLOAD_STRUCTS, struct, e)
+    tree = value_tree(_Least(draw, inside), _PAYLOAD_STRUCTS, struct, e)
     return _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt, era=e)
 
 
@@ -299,14 +305,18 @@ def _fill_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
 def _one_module(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None,
                 device_first: bool = False) -> bytes:
     """A blob of the ``_lib`` and one module of least-size elements: a module with an empty payload
-    (its kind then ends a 0.6 body) or a device module (function tables) at both ends of the draw."""
+    (its kind then ends a 0.6 body) or a device module (function tables) at both ends of the draw;
+    with ``device_first``, a device module if ``kinds`` has one, its inner lists (a function's
+    arguments and tags) not empty, so that a table of the wrong era's shape is misread."""
     known = _blob.known_kinds(fmt)
     pool = [k for k in _kinds(fmt, kinds) if k in known]
     device = [k for k in pool if known[k] == "device_binary"]
     empty = [k for k in pool if known[k] == "empty_payload"]
-    ordered = (device + empty if device_first else empty + device) + [k for k in pool if k not in device + empty]
-    kind = draw(st.sampled_from(ordered[:1] + ordered[1:][::-1]))
-    payload = _least_payload(draw, kind, fmt, e)
+    # a grammar, then a kind of it: the seven device-binary kinds share one grammar
+    grammars = list(dict.fromkeys(known[k] for k in (device + empty if device_first else empty + device) + pool))
+    grammar = "device_binary" if device_first and device else draw(st.sampled_from(grammars))
+    kind = draw(st.sampled_from([k for k in pool if known[k] == grammar]))
+    payload = _least_payload(draw, kind, fmt, e, inside=device_first and bool(device))
     return _blob.build(_blob.Module.lib(_blob.Module(kind, payload)), format=fmt, era=e)
 
 
@@ -454,16 +464,23 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     """The ``_lib`` and 1-3 modules whose payloads each hold one long list of least-size elements
     (so that each list's elements fill its payload but for a few bytes); the last module ends the
     blob, and its list's count is as built, one element past what remains, a count whose byte
-    size wraps in 64 bits to the built one, or the count plus 2^32."""
+    size wraps in 64 bits to the built one, or the count plus 2^32. In the legacy layout, one module
+    at 0.6: its payload (no length of its own) ends the body."""
     how = draw(st.sampled_from(("fill", "fill", "past", "past", "wrap", "high")))
-    drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(0, 2)))]
-    drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
-    lib = _blob.Module.lib(*[m for m, _ in drawn])
-    data = _blob.build(lib, format=fmt, era=e, order=[lib, *[m for m, _ in drawn]])
+    if fmt == "legacy":  # at 0.6 (no import tree, no _lib): one module, its payload ends the body
+        e = (0, 6)
+        drawn = [_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap"))]
+        data = _blob.build(_blob.Module.lib(drawn[0][0]), format=fmt, era=e)
+    else:
+        drawn = [_long_list(draw, fmt, e, kinds) for _ in range(draw(st.integers(0, 2)))]
+        drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
+        lib = _blob.Module.lib(*[m for m, _ in drawn])
+        data = _blob.build(lib, format=fmt, era=e, order=[lib, *[m for m, _ in drawn]])
     structs, root = _ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body, k = tree["body"], drawn[-1][1]
-    last = ("body", "modules", len(body["modules"]) - 1)
+    key = "modules" if "modules" in body else "entries"  # the tvm-ffi layout's, the legacy layout's
+    last = ("body", key, len(body[key]) - 1)
     mine = [s for s in spans if s.path[:3] == last and len(s.path) > 4]
     # the long list's own count (a list whose count is another field, or that drew fewer, has none)
     counts = [s for s in mine if s.role == "count" and int.from_bytes(data[s.offset:s.offset + 8], "little") == k]
