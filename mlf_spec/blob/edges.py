@@ -454,6 +454,7 @@ def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     lists = [i for i, x in enumerate(counting.fixed) if x or not fixed] or list(range(len(counting.fixed)))
     first = next((j for j, i in enumerate(lists) if counting.fixed[i]), 0)
     lists = lists[first:] + lists[:first]  # from the first list of fixed-size elements on (drawn most)
+    assume(bool(lists))  # a grammar whose lists all come at later eras has none here
     target, k = draw(st.sampled_from(lists)), draw(st.sampled_from(_LONG))
     tree = value_tree(_OneLong(draw, target, k), _PAYLOAD_STRUCTS, struct, e)
     return _blob.Module(kind, _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt,

@@ -178,7 +178,7 @@ def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
         lambda bb: bb.format in layouts).map(
         lambda bb: request(f"broken.{bb.kind}" + (f".{bb.where}" if bb.where else ""), bb.format, bb.era,
                            bytes(bb.data))))
-    parts = [st.one_of(p) for p in (valid, edges, broken, edges, edges) if p]  # edges: 3 draws in 5
+    parts = [st.one_of(p) for p in (valid, edges, broken, edges, edges, edges) if p]  # edges: 4 draws in 6
     return st.sampled_from(range(len(parts))).flatmap(lambda i: parts[i]) if parts else st.nothing()
 
 
