@@ -189,7 +189,7 @@ def _dtype_edge(draw: Any, rec: dict, e: tuple[int, ...]) -> str:
         dt["lanes"] = 1
     elif which == "lanes":
         # 257 and 256: 1 and 0 in the low byte
-        dt["lanes"] = _pick(draw, (0, 257, (1 << 16) - 1, 256, 0, 2, 255, 257, 1 << 15, (1 << 16) - 1))
+        dt["lanes"] = _pick(draw, (0, (1 << 16) - 1, 257, 256, 0, (1 << 16) - 1, 2, 255, 257, 1 << 15))
     else:
         near = {v for c in codes for v in (c - 1, c, c + 1)} | {127, 255} if which == "code" else \
             {b + d for r in rows if r["bits"] is not None for b in (r["bits"],) for d in (-1, 0, 1)} | \
