@@ -131,8 +131,8 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
 
 
 def _params_sources(d: Any, opts: dict[str, str], scope: dict[str, str]) -> st.SearchStrategy[Drawn]:
-    """.params requests of dialect ``d``: valid files, broken ones (a fifth each) and files at
-    the edges of the spec's rules (3 draws in 5, :func:`mlf_spec.params.edges.edge_params_bytes`)."""
+    """.params requests of dialect ``d``: valid files, broken ones (a sixth each) and files at
+    the edges of the spec's rules (4 draws in 6, :func:`mlf_spec.params.edges.edge_params_bytes`)."""
     from mlf_spec.generated import params_strategies as pst
     from mlf_spec.params.edges import edge_params_bytes
     from mlf_spec.versions import label
@@ -147,7 +147,7 @@ def _params_sources(d: Any, opts: dict[str, str], scope: dict[str, str]) -> st.S
 
 
 def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
-    """Blob requests: valid blobs per era, broken ones (a fifth each), and edges, their modules
+    """Blob requests: valid blobs per era, broken ones (a sixth each), and edges (4 draws in 6), their modules
     of the kinds whose payload grammar the handshake declares (``payloads``) in 4 of 5 draws, so
     that few draws end in an ``unsupported`` skip, and of any kind in the 5th."""
     from mlf_spec import strategies as ms
