@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -24,16 +25,19 @@ END = "<!-- end of figures -->"
 
 def interleaved(contenders: dict[str, Callable[[], object]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
     """Wall times of each contender over ``rounds`` rounds; in every round each contender
-    runs once, in an order rotated from round to round, so that a slow moment of a shared
-    machine touches every contender alike. A garbage collection runs before each call (and
-    is not timed)."""
+    runs once, in an order shuffled from round to round (seeded: the same orders every run),
+    so that a slow moment of a shared machine touches every contender alike and no contender
+    always follows the same one (what ran before leaves caches warm or cold). A garbage
+    collection runs before each call (and is not timed)."""
+    shuffle = random.Random(20).shuffle
     labels = list(contenders)
     for _ in range(warmup):
         for label in labels:
             contenders[label]()
     times: dict[str, list[float]] = {k: [] for k in labels}
-    for r in range(rounds):
-        order = labels[r % len(labels):] + labels[:r % len(labels)]
+    for _ in range(rounds):
+        order = list(labels)
+        shuffle(order)
         for label in order:
             fn = contenders[label]
             gc.collect()

@@ -3,7 +3,7 @@
     python benchmarks/params.py [--rounds 15] [--quick] [--full] [--json OUT] [--record]
 
 Every comparison runs its contenders in interleaved rounds (each round runs each contender
-once, in a rotated order) and reports medians, so that a busy moment of a shared machine
+once, in an order shuffled each round) and reports medians, so that a busy moment of a shared machine
 touches every contender alike. The headline table (issue 20):
 
 * load 10,000 x float32[64] into NumPy: ``params.load`` against TVM's
