@@ -184,8 +184,8 @@ def _dtype_edge(draw: Any, rec: dict, e: tuple[int, ...]) -> str:
         # the code's own widths one below and one above first (a reader that checks bits <= w), then
         # the other side's widths, then any
         mine, other = (sorted(_widths(rows, c) or ()) for c in (dt["code"], sum(pair) - dt["code"]))
-        near = [b + d for d in (-1, 1) for b in mine] + [b + d for b in other for d in (0, -1, 1)] + [1, 16, 32]
-        dt["bits"] = _pick(draw, [b for b in dict.fromkeys(near) if 0 <= b <= 255])
+        widths = [b + d for d in (-1, 1) for b in mine] + [b + d for b in other for d in (0, -1, 1)] + [1, 16, 32]
+        dt["bits"] = _pick(draw, [b for b in dict.fromkeys(widths) if 0 <= b <= 255])
         dt["lanes"] = 1
     elif which == "lanes":
         # 257 and 256: 1 and 0 in the low byte
