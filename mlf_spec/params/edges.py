@@ -181,10 +181,11 @@ def _dtype_edge(draw: Any, rec: dict, e: tuple[int, ...]) -> str:
     if which == "boundary" and edges:
         pair = _pick(draw, edges)
         dt["code"] = _pick(draw, pair)
-        # the code's own widths one below and one above first (a reader that checks bits <= w), then
-        # the other side's widths, then any
+        # a code of fixed widths: one below and one above them (a reader that checks bits <= w) or the
+        # other side's; a code of any width (or none): the other side's widths and their neighbours, or any
         mine, other = (sorted(_widths(rows, c) or ()) for c in (dt["code"], sum(pair) - dt["code"]))
-        widths = [b + d for d in (-1, 1) for b in mine] + [b + d for b in other for d in (0, -1, 1)] + [1, 16, 32]
+        widths = [b + d for d in (-1, 1) for b in mine] + other if mine else \
+            [b + d for b in other for d in (0, -1, 1)] + [1, 16, 32]
         dt["bits"] = _pick(draw, [b for b in dict.fromkeys(widths) if 0 <= b <= 255])
         dt["lanes"] = 1
     elif which == "lanes":
