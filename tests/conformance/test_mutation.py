@@ -236,17 +236,24 @@ def test_generated_cases_find_an_overflow_bug_without_a_vector(tmp_path):
     assert any(("bad_derived" in s or ".edge.shape.wrap." in s) and s.endswith("accepted") for s in sigs), sigs
 
 
+def _assert_generated_alone_kill_92_percent(reader: str, fmt: str) -> None:
+    """The first 300 generated cases of seed 0 alone (no vector) kill >= 92 % of the
+    non-equivalent mutants of the independent ``reader`` (tests/support/independent/<reader>.c),
+    its equivalents file naming every equivalent mutant; the survivors are the message."""
+    report = harness.generated_alone(HERE / f"{reader}.c", 300, seed=0, formats=[fmt],
+                                     equivalents=HERE / f"{reader}.equivalent")
+    alone = report.generated_alone or {}
+    survivors = [m.signature for m in report.scored if m.id not in alone]
+    assert len(report.equivalent) == len(harness.load_equivalents(HERE / f"{reader}.equivalent"))
+    assert report.score_generated_alone() >= 0.92, survivors
+
+
 @needs_gcc
 def test_generated_cases_alone_kill_92_percent_of_the_params_readers_mutants():
     """Without any vector, the first 300 generated cases of seed 0 (valid, broken and edge .params
     files) kill at least 92 % of the non-equivalent mutants of the independent .params reader
     (benchmarks/mutation.py --reader params --alone-only prints the survivors)."""
-    report = harness.generated_alone(HERE / "params_reader.c", 300, seed=0, formats=["params"],
-                                     equivalents=HERE / "params_reader.equivalent")
-    alone = report.generated_alone or {}
-    survivors = [m.signature for m in report.scored if m.id not in alone]
-    assert len(report.equivalent) == len(harness.load_equivalents(HERE / "params_reader.equivalent"))
-    assert report.score_generated_alone() >= 0.92, survivors
+    _assert_generated_alone_kill_92_percent("params_reader", "params")
 
 
 @needs_gcc
@@ -255,12 +262,7 @@ def test_generated_cases_alone_kill_92_percent_of_the_ffi_blob_readers_mutants()
     of the tvm-ffi layout: near kind names, payload lists at their exact bound, bytes after a
     payload's grammar, ...) kill at least 92 % of the non-equivalent mutants of the independent
     ffi blob reader (benchmarks/mutation.py prints the survivors)."""
-    report = harness.generated_alone(HERE / "blob_reader.c", 300, seed=0, formats=["blob"],
-                                     equivalents=HERE / "blob_reader.equivalent")
-    alone = report.generated_alone or {}
-    survivors = [m.signature for m in report.scored if m.id not in alone]
-    assert len(report.equivalent) == len(harness.load_equivalents(HERE / "blob_reader.equivalent"))
-    assert report.score_generated_alone() >= 0.92, survivors
+    _assert_generated_alone_kill_92_percent("blob_reader", "blob")
 
 
 @needs_gcc
@@ -270,9 +272,4 @@ def test_generated_cases_alone_kill_92_percent_of_the_legacy_blob_readers_mutant
     their exact bound in a 0.6 body, ...) kill at least 92 % of the non-equivalent mutants of the
     independent legacy blob reader (benchmarks/mutation.py --reader legacy --alone-only prints the
     survivors)."""
-    report = harness.generated_alone(HERE / "legacy_blob_reader.c", 300, seed=0, formats=["blob"],
-                                     equivalents=HERE / "legacy_blob_reader.equivalent")
-    alone = report.generated_alone or {}
-    survivors = [m.signature for m in report.scored if m.id not in alone]
-    assert len(report.equivalent) == len(harness.load_equivalents(HERE / "legacy_blob_reader.equivalent"))
-    assert report.score_generated_alone() >= 0.92, survivors
+    _assert_generated_alone_kill_92_percent("legacy_blob_reader", "blob")

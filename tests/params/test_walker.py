@@ -277,6 +277,14 @@ def _said(path: object, **kw: object) -> tuple:
         return ("error", type(e).__name__, str(e))
 
 
+def _same_error_either_way(path) -> None:
+    """``params.open`` of ``path`` (mapped or not) fails, with the compiled walker as without it."""
+    for kw in ({}, {"mapped": False}):
+        with accel.pure_python():
+            slow = _said(path, **kw)
+        assert _said(path, **kw) == slow and slow[0] == "error"
+
+
 def test_open_path_leaves_what_it_cannot_open_to_open_regular_fd(tmp_path):
     """``open_path`` opens as ``open_regular_fd`` does: a path it cannot open as a regular
     file (missing, a folder, a FIFO, a NUL in the name) gives None with nothing left open,
@@ -287,10 +295,7 @@ def test_open_path_leaves_what_it_cannot_open_to_open_regular_fd(tmp_path):
     before = _open_fds()
     for path in (tmp_path / "missing.params", tmp_path / "folder", fifo, str(tmp_path / "a\0b")):
         assert W.open_path(path, False) is None
-        for kw in ({}, {"mapped": False}):
-            with accel.pure_python():
-                slow = _said(path, **kw)
-            assert _said(path, **kw) == slow and slow[0] == "error"
+        _same_error_either_way(path)
     assert _open_fds() == before
 
 
@@ -319,10 +324,7 @@ def test_a_refused_file_leaves_no_descriptor_open(tmp_path):
     for bad in (cut, HOSTILE["ndim 65"], HOSTILE["negative extent"]):
         path = tmp_path / "bad.params"
         path.write_bytes(bad)
-        for kw in ({}, {"mapped": False}):
-            with accel.pure_python():
-                slow = _said(path, **kw)
-            assert _said(path, **kw) == slow and slow[0] == "error"
+        _same_error_either_way(path)
     assert _open_fds() == before
 
 
