@@ -9,6 +9,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 
 from mlf_spec import strategies as ms
+from mlf_spec._internal.pinned_draw import seed_only
 from mlf_spec.blob import codec as blob
 from mlf_spec.conformance.generated_cases import drawn_cases
 from mlf_spec.errors import MlfError
@@ -26,7 +27,8 @@ def _collect(strategy, n: int) -> list:
     def run(x):
         out.append(x)
 
-    run()
+    with seed_only():  # the same draws in every pytest worker, whatever it imported before
+        run()
     return out
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from mlf_spec.generated import params_ir
 
 from mlf_spec import strategies as ms
+from mlf_spec._internal.pinned_draw import seed_only
 from mlf_spec._internal.spec_engine import trace
 from mlf_spec.conformance.generated_cases import drawn_cases
 from mlf_spec.errors import MlfError
@@ -32,7 +33,8 @@ def _collect(strategy, n: int) -> list:
     def run(x):
         out.append(x)
 
-    run()
+    with seed_only():  # the same draws in every pytest worker, whatever it imported before
+        run()
     return out
 
 
