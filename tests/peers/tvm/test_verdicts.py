@@ -21,9 +21,6 @@ from pathlib import Path
 import pytest
 
 from mlf_spec import peers
-from mlf_spec.blob import check as bcheck
-from mlf_spec.errors import MlfError
-from mlf_spec.params import check as pcheck
 from tests.support import tvm_artifacts as ta
 from tests.support import tvm_verdict_cases as tc
 from tests.support import verdict_sample as vs
@@ -43,15 +40,8 @@ WHOLE, RECORD = "MLF_SPEC_VERDICTS_WHOLE", "MLF_SPEC_VERDICTS_RECORD"
 
 
 def _predict(case: tc.Case, reader: str) -> str:
-    try:
-        if case.kind == "params":
-            report = pcheck.check(case.data, writer=case.writer, tvm=reader)
-        else:
-            report = bcheck.check(case.path, tvm=reader)
-    except MlfError:
-        return "unreadable"
-    assert report.tvm is not None
-    return report.tvm.verdict
+    v = vs.verdict(case, reader)
+    return "unreadable" if v is None else v.verdict
 
 
 def compare(cases: list[tc.Case], results: dict, reader: str) -> dict[str, list]:
