@@ -9,6 +9,13 @@ from pathlib import Path
 from typing import Any
 
 FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
+#: what --format also takes: "cache" names the tensor cache, as the `cache` command does
+_FORMAT_HELP = "only these formats (repeatable; cache = tensor-cache)"
+
+
+def _format(name: str) -> str:
+    """A --format value: a format's name, or ``cache`` for ``tensor-cache``."""
+    return "tensor-cache" if name == "cache" else name
 
 
 def register(sub: Any) -> None:
@@ -23,7 +30,8 @@ def register(sub: Any) -> None:
 
     vec = csub.add_parser("vectors", help="write the conformance vectors to a directory")
     vec.add_argument("out_dir", help="where to write them (created if needed)")
-    vec.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    vec.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
+                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
     vec.set_defaults(handler=_vectors)
 
     tee = csub.add_parser("testee", help="mlf-spec as a testee: info | decode FORMAT | encode FORMAT | migrate "
@@ -44,7 +52,8 @@ def register(sub: Any) -> None:
 
     who.add_argument("--adapter", metavar="NAME", help=f"a built-in adapter ({', '.join(BUILTIN)}), one registered "
                      "under the entry-point group mlf_spec.conformance.adapters, or module:Class")
-    run.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    run.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
+                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
     run.add_argument("--role", action="append", choices=("decode", "encode", "migrate"), help="only these roles")
     run.add_argument("--id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")
     run.add_argument("--sample", action="store_true",
@@ -121,7 +130,8 @@ def register(sub: Any) -> None:
                      "-fsanitize=address,undefined")
     mut.add_argument("--testee", default="{bin}", metavar="CMD", help="testee command with {bin} (default: {bin})")
     mut.add_argument("--equivalent", metavar="FILE", help="equivalent mutants: 'signature :: reason' per line")
-    mut.add_argument("--format", action="append", choices=FORMATS, help="only these formats (repeatable)")
+    mut.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
+                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
     mut.add_argument("--known-failures", metavar="FILE", help="cases the reader is known to fail: left out")
     mut.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
     mut.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")

@@ -68,11 +68,11 @@ class KnownFailures:
                 continue
             parts = line.split(None, 1)
             if len(parts) < 2 or not parts[1].strip():
-                raise MlfError(f"line {n}: {_cut(parts[0])!r} has no reason (write the reason after the case id)",
+                raise MlfError(f"{_cut(parts[0])!r} has no reason (write the reason after the case id)",
                                file=source, field=f"line {n}")
             pattern, reason = parts[0], parts[1].strip()
             if not _PATTERN.match(pattern):
-                raise MlfError(f"line {n}: {_cut(pattern)!r} is not a case id or pattern", file=source,
+                raise MlfError(f"{_cut(pattern)!r} is not a case id or pattern", file=source,
                                field=f"line {n}")
             flaky = reason.lower().startswith("flaky:")
             entries.append(Entry(pattern, reason, flaky, n, source))

@@ -92,7 +92,9 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
     if argv[0] not in ROLES or len(argv) < 2:
         print(f"unknown command {' '.join(argv)!r}", file=stderr)
         return 2
-    op, fmt = argv[0], argv[1]
+    from .vectors import format_name
+
+    op, fmt = argv[0], format_name(argv[1])  # `cache` names the tensor cache too
     try:
         options = parse_options(argv[2:])
         payload: Any

@@ -54,7 +54,29 @@ def skip_reason(case: Case, info: dict[str, Any]) -> str | None:
         cls = case.expected.get("error_class")
         if cls in not_checked:
             return f"the testee does not check {cls} (its handshake says so)"
+        reason = opaque_skip(case, info)
     return reason
+
+
+def opaque_skip(case: Case, info: dict[str, Any]) -> str | None:
+    """Why a tvm-ffi blob case the reference rejects is a skip: its fault lies inside a
+    length-consistent payload of a kind whose grammar the handshake's ``payloads`` leaves out
+    (the testee reads it as opaque bytes, :mod:`.opaque`). None: the case is in scope."""
+    if case.format != "blob" or case.options.get("layout") != "ffi" or case.expected.get("outcome") != "reject":
+        return None
+    declared = (format_support(info, case.format) or {}).get("payloads")
+    if declared is None or case.is_folder:
+        return None
+    from .opaque import hidden_in
+
+    try:
+        kinds = hidden_in(case.input(), case.options, frozenset(declared))
+    except MlfError:  # an unreadable input: the run reports it
+        return None
+    if not kinds:
+        return None
+    return (f"its fault lies inside a payload of {', '.join(kinds)}, whose grammar the handshake's `payloads` does "
+            "not declare (read as opaque bytes)")
 
 
 def out_of_scope(fmt: str, role: str, scope: dict[str, Any], info: dict[str, Any]) -> str | None:
@@ -232,5 +254,5 @@ def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
     return [f"{os.path.basename(str(e.source or known.source))}:{e.line} {e.pattern}" for e in unused]
 
 
-__all__ = ["RunResult", "TesteeStartError", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
+__all__ = ["RunResult", "TesteeStartError", "opaque_skip", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
            "skip_reason", "unsupported_skip", "unused_lines"]

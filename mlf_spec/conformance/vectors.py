@@ -96,6 +96,16 @@ def scope_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+#: other names of a format, accepted wherever a format is named to select cases (the CLI and
+#: the docs say "cache" for the tensor cache); requests and handshakes use the format's own name
+FORMAT_ALIASES = {"cache": "tensor-cache"}
+
+
+def format_name(name: str) -> str:
+    """The format ``name`` stands for (``cache`` -> ``tensor-cache``; any other name as given)."""
+    return FORMAT_ALIASES.get(name, name)
+
+
 def format_support(info: dict[str, Any], fmt: str) -> dict[str, Any] | None:
     """The handshake's entry for ``fmt`` (None: the testee does not support it)."""
     return next((f for f in info.get("formats", []) if f.get("format") == fmt), None)
@@ -443,7 +453,7 @@ def select(cases: list[Case], *, formats: Iterable[str] | None = None, roles: It
     """The cases of these formats, roles and ids (patterns as :func:`load_suite` takes them)."""
     import fnmatch
 
-    fset, rset = set(formats or ()), set(roles or ())
+    fset, rset = {format_name(f) for f in formats or ()}, set(roles or ())
     wanted = list(ids or ())
     exact = {w for w in wanted if not any(ch in w for ch in "*?[")}  # a set: a list of many ids stays linear
     patterns = [w for w in wanted if w not in exact]
@@ -492,4 +502,4 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
 
 
 __all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "case_text", "default_suite", "echo",
-           "format_support", "load_case", "load_suite", "save_case", "scope_list", "select", "verify", "write_suite"]
+           "format_name", "format_support", "load_case", "load_suite", "save_case", "scope_list", "select", "verify", "write_suite"]

@@ -196,14 +196,18 @@ def _tree_vectors(c: Collector, fmt: str) -> None:
             if fmt == "legacy" and era <= (0, 8):  # both sides of single_lib (from 0.8): 0.7 reads it, 0.8 refuses
                 trees.append(("two-libs", _mod(k, fmt, era, _blob.Module.lib(), _blob.Module.lib()),
                               "two _lib modules (one per DSO module, TVM 0.7; refused from 0.8)"))
+                # no payload at all: a reader that parses no payload grammar reads it (and must judge the era)
+                trees.append(("two-libs-only", _blob.Module.lib(_blob.Module.lib()),
+                              "a _lib importing a second _lib, and nothing else (TVM 0.7; refused from 0.8)"))
         for label, root, description in trees:
-            refused = fmt == "legacy" and label == "two-libs" and era >= (0, 8)
+            refused = fmt == "legacy" and label.startswith("two-libs") and era >= (0, 8)
             try:
                 data = _blob.build(root, format=fmt, era=(0, 7) if refused else era)
             except Exception as exc:
                 raise AssertionError(f"blob tree {label} at {era}: {exc}") from exc
             _add(c, f"blob.{fmt}.{era_text(era)}.tree.{label}", data, fmt, era, description, page,
-                 {"import_tree": [label], **({"rule": ["legacy_body.single_lib.invariant"]} if label == "two-libs" else {})},
+                 {"import_tree": [label],
+                  **({"rule": ["legacy_body.single_lib.invariant"]} if label.startswith("two-libs") else {})},
                  expect="reject" if refused else None)
 
 
@@ -513,7 +517,8 @@ def _vm_base_vectors(c: Collector, name: str, fmt: str, era: tuple[int, ...], ki
                      and not r.endswith(".table"))
     new = set(reached) - covered
     # field boundaries of the fields whose rules this base adds
-    starts = {s.offset for s in inside if any(_rules.span_rule(s, owner, a) in new for a in _rules.field_aspects(s.field))}
+    starts = {s.offset + k for s in inside if any(_rules.span_rule(s, owner, a) in new for a in _rules.field_aspects(s.field))
+              for k in {0, 1, 4, s.size - 1} if k == 0 or (s.role != "payload" and 0 < k < s.size)}
     probe(f"{label}.whole", data, reached, f"a {kind} executable ({name}), every field at its exact value")
     for rids, where, b in _rules.span_variants(data, spans, owner, root):
         vm_rids = [r for r in rids if r.split(".")[0] in vm]

@@ -5,7 +5,7 @@ A *rule* is one thing the spec states about one field of one struct, named
 for every element of a counted field), a relation to other fields (``equals``, ``derive``),
 its length or count prefix against what the input holds (``length``), its table
 (``table``); plus, per root record, ``<root>.truncation`` (the input ends at a field
-boundary) and ``<root>.trailing`` (bytes after the end). A vector names the rules it probes
+boundary or inside a field) and ``<root>.trailing`` (bytes after the end). A vector names the rules it probes
 in ``features.rule``; its expected outcome says which side of the rule it stands on
 (accept: the value at the bound or the exact length; reject: past it). :func:`sides` is the
 rule-coverage table the suite's test requires to be full.
@@ -16,7 +16,7 @@ trace: every count and length prefix lying by one, by powers of two, in its high
 would allocate terabytes), at the sign bit and at 2^64 - 1; every constant differing in its
 lowest or only its highest byte; every ranged integer at 0, 1, the bounds and the bounds +/- 1,
 the sign bit, 2^31, 2^32, 2^63, 2^64 - 1 of its width; and the input cut at every field
-boundary and every byte string one byte short.
+boundary, 1, 4 and its size - 1 bytes into every multi-byte field, and every byte string one byte short.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
                   per_rule: int = 1) -> Iterator[tuple[list[str], str, bytes]]:
     """(rule ids, label, bytes) of every boundary variant of the valid input ``data``: lying
     counts and lengths, constants and ranged integers at their edges (the first ``per_rule``
-    places of each rule), and the input cut at every field boundary."""
+    places of each rule), and the input cut at every field boundary and 1, 4 and its size - 1
+    bytes into each multi-byte field."""
     done: dict[tuple[str, str], int] = defaultdict(int)
     seen: set[bytes] = {data}
 
@@ -169,9 +170,12 @@ def span_variants(data: bytes, spans: list[Span], owner: dict[int, str], root: s
                 b = data[:s.offset] + raw(type_name, v) + data[s.offset + s.size:]
                 if fresh(b):
                     yield [rid], f"{where}.{v:#x}", b
-    # every field boundary, and every byte string one byte short
+    # every field boundary, every byte string one byte short, and every multi-byte field cut 1, 4
+    # and its size - 1 bytes into it (a reader that reads a field before checking that all of it
+    # is there reads past the input only when the cut falls inside the field)
     cuts = sorted({s.offset for s in spans} | {s.offset + s.size for s in spans}
-                  | {s.offset + s.size - 1 for s in spans if s.role == "payload" and s.size > 1})
+                  | {s.offset + s.size - 1 for s in spans if s.size > 1}
+                  | {s.offset + k for s in spans if s.role != "payload" for k in (1, 4) if k < s.size})
     for n in cuts:
         if n < len(data) and fresh(data[:n]):
             inside = [span_rule(s, owner, "length") for s in spans

@@ -10,12 +10,12 @@
 
 #define INFO "{\"protocol\": \"mlf-conformance/1\", \"name\": \"independent-blob-ffi-c\", \"version\": \"1\", " \
   "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"ffi\"]}, " \
-  "\"payloads\": [\"cuda\", \"hip\", \"hsaco\", \"opencl\", \"aocl\", \"sdaccel\", \"hexagon\", \"c\"]}]}"
+  "\"payloads\": " MLF_PAYLOADS("\"cuda\", \"hip\", \"hsaco\", \"opencl\", \"aocl\", \"sdaccel\", \"hexagon\", \"c\"") "}]}"
 
-static const char *DEVICE_BINARY[] = {"cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon", NULL};
-static const char *NOT_IMPLEMENTED[] = {"vulkan", "metal", "webgpu", "const_loader", "static_library",
+static const char *DEVICE_BINARY[] = {MLF_KINDS("cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon") NULL};
+static const char *NOT_IMPLEMENTED[] = {MLF_KINDS("vulkan", "metal", "webgpu", "const_loader", "static_library",
   "relax.VMExecutable", "dnnl_json", "tensorrt", "msc_tensorrt", "arm_compute_lib", "bnns_json", "clml",
-  "cublas_json", "cudnn_json", "hipblas_json", "nnapi", "example_npu_json", "coreml", NULL};
+  "cublas_json", "cudnn_json", "hipblas_json", "nnapi", "example_npu_json", "coreml") NULL};
 
 /* MUTATE BEGIN */
 static void skip_str(cur_t *c) {
@@ -111,7 +111,7 @@ static int decode_blob(const char *fmt, const char *options, const uint8_t *p, s
     if (plen > c.n - c.pos) { fail(&c, "length", "a payload claims more bytes than remain"); break; }
     cur_t pc = {c.p, c.pos + (size_t)plen, c.pos, r, 0};
     if (is_kind(kind, (size_t)klen, DEVICE_BINARY)) device_binary(&pc);
-    else if (klen == 1 && kind[0] == 'c') c_source(&pc);
+    else if (klen == 1 && kind[0] == 'c' && !MLF_OPAQUE) c_source(&pc);
     else if (is_kind(kind, (size_t)klen, NOT_IMPLEMENTED)) {
       r->cls = "unsupported";
       snprintf(r->msg, sizeof r->msg, "payload grammar not implemented");

@@ -22,12 +22,12 @@
   "\"cublas_json\", \"cudnn_json\", \"hipblas_json\", \"nnapi\""
 #define INFO "{\"protocol\": \"mlf-conformance/1\", \"name\": \"independent-blob-legacy-c\", \"version\": \"1\", " \
   "\"serve\": true, \"formats\": [{\"format\": \"blob\", \"roles\": [\"decode\"], \"scope\": {\"layout\": [\"legacy\"]}, " \
-  "\"payloads\": [" DEVICE_KINDS ", " JSON_KINDS ", \"c\", \"static_library\", \"metadata_module\"]}]}"
+  "\"payloads\": " MLF_PAYLOADS(DEVICE_KINDS ", " JSON_KINDS ", \"c\", \"static_library\", \"metadata_module\"") "}]}"
 
 
-static const char *DEVICE_BINARY[] = {"cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon", NULL};
-static const char *JSON_RUNTIME[] = {"dnnl_json", "tensorrt", "msc_tensorrt", "arm_compute_lib", "bnns_json", "clml",
-  "cublas_json", "cudnn_json", "hipblas_json", "nnapi", NULL};
+static const char *DEVICE_BINARY[] = {MLF_KINDS("cuda", "hip", "hsaco", "opencl", "aocl", "sdaccel", "hexagon") NULL};
+static const char *JSON_RUNTIME[] = {MLF_KINDS("dnnl_json", "tensorrt", "msc_tensorrt", "arm_compute_lib", "bnns_json", "clml",
+  "cublas_json", "cudnn_json", "hipblas_json", "nnapi") NULL};
 static int kind_is(const uint8_t *k, size_t n, const char *s) { return strlen(s) == n && !memcmp(s, k, n); }
 
 /* The TVM minor version the request's `era` names (legacy `latest` is 0.21). */
@@ -160,10 +160,10 @@ static int decode_blob(const char *fmt, const char *options, const uint8_t *p, s
     int lib = kind_is(kind, (size_t)klen, "_lib");
     if (lib) libs++;
     else if (is_kind(kind, (size_t)klen, DEVICE_BINARY)) device_binary(&c, era);
-    else if (kind_is(kind, (size_t)klen, "c")) c_source(&c);
+    else if (!MLF_OPAQUE && kind_is(kind, (size_t)klen, "c")) c_source(&c);
     else if (is_kind(kind, (size_t)klen, JSON_RUNTIME)) json_runtime(&c);
-    else if (kind_is(kind, (size_t)klen, "static_library")) static_library(&c);
-    else if (!kind_is(kind, (size_t)klen, "metadata_module")) {
+    else if (!MLF_OPAQUE && kind_is(kind, (size_t)klen, "static_library")) static_library(&c);
+    else if (MLF_OPAQUE || !kind_is(kind, (size_t)klen, "metadata_module")) {
       r->cls = "unsupported";
       snprintf(r->msg, sizeof r->msg, "no payload grammar for this kind in this reader (offset %zu)", start);
       c.bad = 1;

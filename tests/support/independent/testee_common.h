@@ -12,6 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Built with -DMLF_OPAQUE_PAYLOADS, a blob reader parses no payload grammar: its handshake
+ * declares `"payloads": []` and its kind lists are empty (a tvm-ffi payload is read as opaque
+ * bytes, a legacy one is refused as unsupported). MLF_KINDS(...) is a kind list's entries,
+ * MLF_PAYLOADS(...) the handshake's `payloads` array. */
+#ifdef MLF_OPAQUE_PAYLOADS
+#define MLF_OPAQUE 1
+#define MLF_KINDS(...)
+#define MLF_PAYLOADS(...) "[]"
+#else
+#define MLF_OPAQUE 0
+#define MLF_KINDS(...) __VA_ARGS__,
+#define MLF_PAYLOADS(...) "[" __VA_ARGS__ "]"
+#endif
+
 typedef struct { char *p; size_t n, cap; } buf_t;
 
 static void put(buf_t *b, const char *s, size_t n) {
@@ -189,6 +203,16 @@ static inline int is_kind(const uint8_t *k, size_t n, const char **list) {
   return 0;
 }
 
+/* `p`'s first `n` bytes in a buffer of exactly `n` bytes (freeing `p`), so that AddressSanitizer
+ * reports a read even one byte past the input. */
+static uint8_t *exact(uint8_t *p, size_t n) {
+  uint8_t *q = malloc(n ? n : 1);
+  if (!q) abort();
+  if (n) memcpy(q, p, n);
+  free(p);
+  return q;
+}
+
 static int serve(decode_fn decode) {
   size_t cap = 1 << 16; char *line = malloc(cap); size_t n = 0; int c;
   for (;;) {
@@ -209,6 +233,7 @@ static int serve(decode_fn decode) {
     if (fmt && fl < sizeof fmtbuf) memcpy(fmtbuf, fmt, fl);
     size_t dn = 0;
     uint8_t *data = in ? b64dec(in, il, &dn) : calloc(1, 1);
+    data = exact(data, dn);
     buf_t out = {0}; refusal_t r = {"malformed", ""};
     int ok = decode(fmtbuf, opts ? opts : "", data, dn, &out, &r);
     if (ok) printf("{\"id\": %lld, \"ok\": true, \"reading\": %s}\n", rid, out.p);
@@ -228,6 +253,7 @@ static int testee_main(int argc, char **argv, const char *info, decode_fn decode
     size_t cap = 1 << 16, n = 0, got;
     uint8_t *data = malloc(cap);
     while ((got = fread(data + n, 1, cap - n, stdin)) > 0) { n += got; if (n == cap) { cap *= 2; data = realloc(data, cap); } }
+    data = exact(data, n);
     buf_t opts = {0};
     puts_(&opts, "{");
     for (int i = 3; i < argc; i++) {
