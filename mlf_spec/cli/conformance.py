@@ -86,6 +86,7 @@ def register(sub: Any) -> None:
                      "depend on the seed and the answers to the drawn cases only: for CI)")
     run.add_argument("--save-dir", metavar="DIR", default="conformance-failures",
                      help="where --generate saves the shrunk disagreements as vectors (default ./conformance-failures)")
+    _add_maxfail(run, "cases")
     run.add_argument("--allow-empty", action="store_true", help="a selection of no case is not an error (exit 0)")
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
     run.set_defaults(handler=_run)
@@ -146,7 +147,21 @@ def register(sub: Any) -> None:
     mut.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
                      help="exit 1 when fewer than PCT %% of the non-equivalent mutants are killed by the vectors")
     mut.add_argument("--json", action="store_true", help="print the report as JSON")
+    mut.add_argument("--maxfail", type=int, default=0, metavar="N",
+                     help="stop the check of the unmutated reader after N failing cases (each mutant always stops at "
+                     "its first killing case)")
+    mut.add_argument("-x", "--exitfirst", dest="maxfail", action="store_const", const=1,
+                     help="stop the check of the unmutated reader at its first failing case (--maxfail 1)")
     mut.set_defaults(handler=_mutate)
+
+
+def _add_maxfail(p: argparse.ArgumentParser, what: str) -> None:
+    """-x / --maxfail N (pytest's convention): stop after N unexpected outcomes."""
+    p.add_argument("--maxfail", type=int, default=0, metavar="N",
+                   help=f"stop after N unexpected outcomes (fail, error, xpass): the {what} not yet run are left "
+                   "out and the report says so (default: run all)")
+    p.add_argument("-x", "--exitfirst", dest="maxfail", action="store_const", const=1,
+                   help="stop at the first unexpected outcome (--maxfail 1)")
 
 
 def _mutate(args: argparse.Namespace) -> int:
@@ -159,7 +174,7 @@ def _mutate(args: argparse.Namespace) -> int:
     report = mutate(args.source, cases, build_cmd=args.build or DEFAULT_BUILD, testee_cmd=args.testee,
                     equivalents=args.equivalent, jobs=args.jobs, generate=args.generate, seed=args.seed,
                     formats=args.format, known_failures=args.known_failures, generate_alone=args.generate_alone,
-                    generate_budget=args.generate_budget)
+                    generate_budget=args.generate_budget, maxfail=max(0, args.maxfail))
     print(json.dumps(report.as_dict(), indent=1) if args.json else "\n".join(report.lines()))
     return 1 if 100 * report.score() < args.fail_under else 0
 
@@ -291,7 +306,7 @@ def _sampler(known: Any, keep: list[str]) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from mlf_spec._io import check_output
     from mlf_spec.conformance import report as _report
-    from mlf_spec.conformance.runner import TesteeStartError, run, unused_lines
+    from mlf_spec.conformance.runner import TesteeStartError, run, summary_of
     from mlf_spec.conformance.vectors import load_suite, select, suite_digest
 
     for out in (args.report_json, args.junit):
@@ -324,12 +339,15 @@ def _run(args: argparse.Namespace) -> int:
             result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
                          strict_errors=args.strict_errors, vectors=args.vectors or "installed",
                          progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite},
-                         suite_sha256=suite_digest(suite), choose=choose)
+                         suite_sha256=suite_digest(suite), choose=choose, maxfail=max(0, args.maxfail))
         except TesteeStartError as exc:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2
         seconds = result.seconds
-        if args.generate:
+        if args.generate and result.stopped:
+            if jsonl is not None:
+                jsonl.write(summary_of(result, known))
+        elif args.generate:
             from mlf_spec.conformance.generated_cases import explore
 
             gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
@@ -345,8 +363,7 @@ def _run(args: argparse.Namespace) -> int:
                 for r in gen.results:
                     jsonl.write(r)
                 jsonl.write(gen_record)
-                jsonl.write(_report.summary_record(result.results + gen_results, seconds, result.coverage,
-                                                   unused_lines(known, result.unused_known)))
+                jsonl.write(summary_of(result, known, result.results + gen_results, seconds))
     finally:
         if jsonl is not None:
             jsonl.close()
@@ -377,6 +394,9 @@ def _run(args: argparse.Namespace) -> int:
         for e in result.unused_known:
             out.write(f"note: known failure {e.pattern!r} ({e.source or known.source}:{e.line}) matches no case "
                       "of the suite\n")
+    if result.stopped:
+        out.write(f"{result.stopped}: {result.not_run} of {len(result.results) + result.not_run} cases not run"
+                  + (", no generated case" if args.generate else "") + "\n")
     out.write(_report.summary_line(result.results, result.seconds) + "\n")
     if gen_record is not None:
         out.write(_report.generated_line(gen_record, gen_results) + "\n")

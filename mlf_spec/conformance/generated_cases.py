@@ -17,14 +17,17 @@ known-failures file can name the divergences a testee is known to have.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import re
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
@@ -38,6 +41,8 @@ from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
 from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_support, save_case
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -340,6 +345,36 @@ def signature(d: Drawn, answer: Answer, verdict: Any) -> str:
     return slug(f"gen.{d.format}.{d.role}.{label}.{how}")
 
 
+def _cache_home() -> Path:
+    """Where hypothesis keeps its caches (the Unicode tables) for the kit: mlf-spec's cache
+    folder (``$XDG_CACHE_HOME/mlf-spec/hypothesis``), never the working directory."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlf-spec" / "hypothesis"
+
+
+def outside_cwd(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Run ``fn`` with hypothesis's storage outside the working directory: hypothesis writes
+    ``./.hypothesis/`` (its Unicode tables, even with ``database=None``) unless told otherwise.
+    A storage folder the user chose (``HYPOTHESIS_STORAGE_DIRECTORY``, or one set in the
+    process) is kept."""
+    from hypothesis import configuration
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> _T:
+        home = configuration.storage_directory(intent_to_write=False).home_directory
+        chosen = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") or home != Path.cwd() / ".hypothesis"
+        if chosen:
+            return fn(*args, **kwargs)
+        configuration.set_hypothesis_home_dir(_cache_home())
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            configuration.set_hypothesis_home_dir(home)
+
+    return wrapped
+
+
+@outside_cwd
 def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path | None = None,
             formats: list[str] | None = None, info: dict[str, Any] | None = None,
             known: KnownFailures | None = None, strict_errors: bool = False, quiet: bool = True,
@@ -439,6 +474,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     return result
 
 
+@outside_cwd
 def drawn_cases(info: dict[str, Any], n: int, *, seed_value: int = 0, formats: list[str] | None = None,
                 where: Path | None = None) -> list[Case]:
     """The first ``n`` requests that :func:`explore` draws with ``seed_value`` for a testee of

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +40,8 @@ class RunResult:
     coverage: list[dict[str, Any]]
     info: dict[str, Any]
     unused_known: list[Any] = field(default_factory=list)
+    stopped: str = ""  # why the run stopped early (``maxfail``); "" when every case ran
+    not_run: int = 0  # the cases left unrun when it stopped
 
     @property
     def exit_status(self) -> int:
@@ -183,13 +186,15 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
         report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
         on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
         write_summary: bool = True, suite_ids: set[str] | None = None, suite_sha256: str = "",
-        choose: Callable[[list[Case], dict[str, Any]], list[Case]] | None = None) -> RunResult:
+        choose: Callable[[list[Case], dict[str, Any]], list[Case]] | None = None, maxfail: int = 0) -> RunResult:
     """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
     gets the run line, a line per case as it finishes and (``write_summary``) the summary.
     ``suite_ids``: the ids of the whole suite the cases were selected from (default: the
     cases); a known failure matching none of them is reported as unused. ``suite_sha256``:
     the suite's digest (:func:`vectors.suite_digest`), kept on the run line. ``choose``: what
-    of ``cases`` to run once the handshake is known (a sample, :mod:`.sampling`)."""
+    of ``cases`` to run once the handshake is known (a sample, :mod:`.sampling`). ``maxfail``
+    N > 0: stop after N unexpected outcomes (fail, error, xpass; pytest's ``--maxfail``), the
+    cases not yet started left unrun and the summary saying so."""
     from mlf_spec import __version__
 
     known = known or KnownFailures()
@@ -213,7 +218,13 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     bar = Progress(len(cases)) if progress else None
     results: list[dict[str, Any]] = []
 
-    def one(case: Case) -> dict[str, Any]:
+    stop = threading.Event()
+    lock = threading.Lock()
+    unexpected = [0]
+
+    def one(case: Case) -> dict[str, Any] | None:
+        if stop.is_set():
+            return None
         try:
             rec = run_case(testee, case, info, known, strict_errors)
         except MlfError as exc:  # the case itself is unusable (its input is missing or altered)
@@ -225,14 +236,20 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
             bar.step(rec["outcome"])
         if on_result is not None:
             on_result(rec)
+        if maxfail > 0 and rec["outcome"] in UNEXPECTED:
+            with lock:
+                unexpected[0] += 1
+                if unexpected[0] >= maxfail:
+                    stop.set()
         return rec
 
     try:
         if jobs > 1:
             with ThreadPoolExecutor(jobs) as pool:
-                results = list(pool.map(one, cases))
+                ran = list(pool.map(one, cases))
         else:
-            results = [one(c) for c in cases]
+            ran = [one(c) for c in cases]
+        results = [r for r in ran if r is not None]
     finally:
         if bar is not None:
             bar.finish()
@@ -243,9 +260,29 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     unused = [e for e in known.unused(suite_ids if suite_ids is not None else {c.id for c in cases})
               if not e.pattern.startswith("gen.")]
     result = RunResult(results, counts, seconds, rows, info, unused)
+    if stop.is_set():
+        result.not_run = len(cases) - len(results)
+        result.stopped = stopped_text(maxfail)
     if report is not None and write_summary:
-        report.write(summary_record(results, seconds, rows, unused_lines(known, unused)))
+        report.write(summary_of(result, known))
     return result
+
+
+def stopped_text(maxfail: int) -> str:
+    """Why a run stopped early: ``stopped after 1 unexpected outcome (-x / --maxfail 1)``."""
+    return f"stopped after {maxfail} unexpected outcome{'s' if maxfail != 1 else ''} (-x / --maxfail {maxfail})"
+
+
+def summary_of(result: RunResult, known: KnownFailures, results: list[dict[str, Any]] | None = None,
+               seconds: float | None = None) -> dict[str, Any]:
+    """The summary line of ``result`` (``results``/``seconds``: with generated cases added),
+    saying when it stopped early and how many cases were left unrun."""
+    rec = summary_record(result.results if results is None else results,
+                         result.seconds if seconds is None else seconds, result.coverage,
+                         unused_lines(known, result.unused_known))
+    if result.stopped:
+        rec.update(stopped=result.stopped, not_run=result.not_run)
+    return rec
 
 
 def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
@@ -255,4 +292,4 @@ def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
 
 
 __all__ = ["RunResult", "TesteeStartError", "opaque_skip", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
-           "skip_reason", "unsupported_skip", "unused_lines"]
+           "skip_reason", "stopped_text", "summary_of", "unsupported_skip", "unused_lines"]

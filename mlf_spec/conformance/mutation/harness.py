@@ -188,13 +188,15 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
            equivalents: str | Path | None = None, jobs: int = 2, generate: int = 0, seed: int = 0,
            generate_budget: float = 30.0, timeout: float = 10.0,
            formats: list[str] | None = None, known_failures: str | Path | None = None,
-           generate_alone: bool = False) -> MutationReport:
+           generate_alone: bool = False, maxfail: int = 0) -> MutationReport:
     """Mutation analysis of the C reader ``source`` against ``cases`` (see the module doc);
     the cases a ``known_failures`` file lists are left out (what the reader does not do).
     ``generate`` N: N generated cases (seed ``seed``) against each survivor of the vectors
     (explored and shrunk per survivor), and with ``generate_alone`` the first N cases that seed
     draws, drawn once, against every non-equivalent mutant (how strong the generated cases are
-    without any vector); a disagreement the unmutated reader also has kills nothing."""
+    without any vector); a disagreement the unmutated reader also has kills nothing. Each mutant
+    stops at its first killing case; ``maxfail`` N > 0 stops the check of the unmutated reader
+    after N failing cases too (a reader that hangs on every case costs N timeouts, not the suite's)."""
     from ..generated_cases import explore
 
     started = time.perf_counter()
@@ -210,16 +212,22 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
             raise MlfError("no case of the suite applies to the reader (check its handshake)", file=str(src))
         base = testee_for(command, None, timeout)
         bad = []
+        tried = 0
         try:
             known = KnownFailures()
             for c in mine:
                 rec = run_case(base, c, info, known)
+                tried += 1
                 if rec["outcome"] in _KILLING:
                     bad.append(f"{c.id}: {rec.get('message', rec['outcome'])}")
+                    if 0 < maxfail <= len(bad):
+                        break
         finally:
             base.close()
         if bad:
-            raise MlfError(f"the unmutated reader fails {len(bad)} of {len(mine)} cases (first: {bad[0][:300]}); "
+            of = f"{len(mine)}" if tried == len(mine) else \
+                f"the first {tried} of {len(mine)} (stopped after {len(bad)}: -x / --maxfail {maxfail})"
+            raise MlfError(f"the unmutated reader fails {len(bad)} of {of} cases (first: {bad[0][:300]}); "
                            "a mutation score means nothing until it passes", file=str(src))
         report = MutationReport(src.name, mutants, baseline_cases=len(mine))
         report.equivalent = equivalent
