@@ -12,6 +12,7 @@ reported apart with their reason and left out of the score.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -49,6 +50,7 @@ class MutationReport:
     equivalent: dict[int, str] = field(default_factory=dict)  # mutant id -> reason
     baseline_cases: int = 0
     seconds: float = 0.0
+    uncompilable: list[str] = field(default_factory=list)  # signatures left out: they do not compile
 
     @property
     def scored(self) -> list[Mutant]:
@@ -85,7 +87,8 @@ class MutationReport:
                 "survivors": [m.signature for m in self.survivors if m.id not in self.killed_by_generate],
                 "survivors_killed_by_generate": {self.mutants[i].signature: s
                                                  for i, s in sorted(self.killed_by_generate.items())},
-                "equivalents": {self.mutants[i].signature: r for i, r in sorted(self.equivalent.items())}}
+                "equivalents": {self.mutants[i].signature: r for i, r in sorted(self.equivalent.items())},
+                "uncompilable": list(self.uncompilable)}
 
     def lines(self) -> list[str]:
         """The report for a terminal."""
@@ -101,6 +104,8 @@ class MutationReport:
             out.append(f"  survivor {m.signature}{how}")
         for i, r in sorted(self.equivalent.items()):
             out.append(f"  equivalent {self.mutants[i].signature}  ({r})")
+        for sig in self.uncompilable:
+            out.append(f"  left out {sig}  (does not compile)")
         return out
 
 
@@ -147,20 +152,77 @@ def build(source: Path, build_cmd: str, work: Path) -> tuple[Path, list[Mutant]]
         text = read_limited(source, SOURCE_LIMIT).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MlfError(f"cannot read the reader's source: {exc}", file=str(source)) from None
-    schema, mutants = instrument(text)
-    src = work / source.name
-    src.write_text(schema, encoding="utf-8")
+    binary, mutants, _ = build_schema(source, build_cmd, work, text)
+    return binary, mutants
+
+
+def build_schema(source: Path, build_cmd: str, work: Path, text: str) -> tuple[Path, list[Mutant], list[str]]:
+    """Build the mutant schema of ``text`` in ``work``: (the binary, the mutants, the
+    signatures of the mutants set aside because they do not compile). A mutant the types make
+    invalid (``end - in`` of two pointers turned into ``end + in``) fails the build at its
+    line: the mutants of the lines the compiler names are left out and the schema built again;
+    an error on a line with no mutant is the reader's own and is reported (its first error)."""
+    skip: set[int] = set()
+    dropped: list[str] = []
     out = work / "reader-under-mutation"
-    argv = _command(build_cmd, src=str(src), out=str(out), dir=str(source.resolve().parent))
-    try:
-        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, errors="replace",
-                              timeout=600)  # a compiler quotes file names, which need not be UTF-8
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MlfError(f"the build command failed to run: {exc}", file=str(source)) from None
-    if done.returncode != 0 or not out.exists():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise MlfError("the instrumented reader does not build: " + " | ".join(tail), file=str(source))
-    return out, mutants
+    src = work / source.name
+    for _ in range(_REBUILDS):
+        schema, mutants = instrument(text, frozenset(skip))
+        src.write_text(schema, encoding="utf-8")
+        argv = _command(build_cmd, src=str(src), out=str(out), dir=str(source.resolve().parent))
+        try:
+            done = subprocess.run(argv, cwd=work, capture_output=True, text=True, errors="replace",
+                                  timeout=600)  # a compiler quotes file names, which need not be UTF-8
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise MlfError(f"the build command failed to run: {exc}", file=str(source)) from None
+        if done.returncode == 0 and out.exists():
+            return out, mutants, dropped
+        output = done.stderr or done.stdout
+        lines = {m.line for m in mutants}
+        bad = set()
+        for n in error_lines(output, src.name):  # the mutant's expression may start a line or two before
+            bad |= {k for k in (n, n - 1, n - 2) if k in lines} if n not in lines else {n}
+        if not bad:
+            raise MlfError("the instrumented reader does not build: " + first_error(output, text), file=str(source))
+        dropped += [m.signature for m in mutants if m.line in bad]
+        skip |= bad
+    raise MlfError("the instrumented reader does not build: " + first_error(output, text), file=str(source))
+
+
+#: the uncompilable mutants of each schema built by :func:`_prepare`, by its work folder
+_UNCOMPILABLE: dict[str, list[str]] = {}
+
+#: how many times a schema is built again without the mutants of the lines that do not compile
+_REBUILDS = 8
+
+
+def error_lines(output: str, name: str) -> list[int]:
+    """The line numbers of the compiler's errors in the file ``name``."""
+    out = []
+    for line in output.splitlines():
+        mt = _DIAGNOSTIC.match(line.strip())
+        if mt and Path(mt.group("file")).name == name:
+            out.append(int(mt.group("line")))
+    return out
+
+
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.*)$")
+
+
+def first_error(output: str, source: str) -> str:
+    """The compiler's first error (not a warning or a note) as ``line L: message``, quoting
+    line L of the reader's own ``source`` (the instrumented copy keeps its line numbers); the
+    last lines of ``output`` when no line looks like an error."""
+    lines = output.strip().splitlines()
+    for line in lines:
+        mt = _DIAGNOSTIC.match(line.strip())
+        if mt:
+            n = int(mt.group("line"))
+            text = source.splitlines()[n - 1].strip() if 0 < n <= len(source.splitlines()) else ""
+            at = f"line {n}" + (f":{mt.group('col')}" if mt.group("col") else "")
+            return f"{at}: error: {mt.group('msg')}" + (f" (line {n}: {text[:200]})" if text else "")
+    errors = [x for x in lines if "error" in x.lower()]
+    return " | ".join((errors or lines)[:3])
 
 
 def testee_for(command: list[str], mutant: int | None, timeout: float = 10.0) -> Persistent:
@@ -231,6 +293,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                            "a mutation score means nothing until it passes", file=str(src))
         report = MutationReport(src.name, mutants, baseline_cases=len(mine))
         report.equivalent = equivalent
+        report.uncompilable = _UNCOMPILABLE.pop(tmp, [])
 
         def one(m: Mutant) -> tuple[int, str | None]:
             return m.id, _first_kill(testee_for(command, m.id, timeout), mine, info)
@@ -275,12 +338,19 @@ def _prepare(src: Path, build_cmd: str, testee_cmd: str, equivalents: str | Path
     equivalent ones by id with their reason, the handshake); MlfError for an equivalents file
     that names no mutant or a reader that does not answer its handshake."""
     equiv = load_equivalents(equivalents)
-    binary, mutants = build(src, build_cmd, work)
+    try:
+        text = read_limited(src, SOURCE_LIMIT).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MlfError(f"cannot read the reader's source: {exc}", file=str(src)) from None
+    binary, mutants, dropped = build_schema(src, build_cmd, work, text)
+    _UNCOMPILABLE[str(work)] = dropped
     by_sig = {m.signature: m.id for m in mutants}
     stale = [s for s in equiv if s not in by_sig]
     if stale:
         raise MlfError(f"{len(stale)} equivalent mutant(s) match no mutant of the source (first: {stale[0]}): "
                        "the equivalents file is out of date", file=str(equivalents))
+    # equivalent by construction (a change to a message only), unless the file says otherwise
+    equiv = {**{m.signature: f"by construction: {m.equivalent}" for m in mutants if m.equivalent}, **equiv}
     command = _command(testee_cmd, bin=str(binary))
     base = testee_for(command, None, timeout)
     try:
@@ -326,6 +396,7 @@ def generated_alone(source: str | Path, n: int, *, seed: int = 0, build_cmd: str
         command, mutants, equivalent, info = _prepare(src, build_cmd, testee_cmd, equivalents, Path(tmp), timeout)
         report = MutationReport(src.name, mutants, generated_cases=n)
         report.equivalent = equivalent
+        report.uncompilable = _UNCOMPILABLE.pop(tmp, [])
         report.generated_alone = _replay_generated(command, info, report.scored, n, seed, formats, Path(tmp), jobs,
                                                    timeout)
     report.seconds = time.perf_counter() - started

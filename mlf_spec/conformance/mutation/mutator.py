@@ -30,7 +30,6 @@ static long mlf_mutant_id(void) {
   return v;
 }
 #define MLF_M(i) (mlf_mutant_id() == (i))
-#line 1
 """
 
 _REL_SWAPS = {"<": ["<=", "!="], "<=": ["<", "=="], ">": [">=", "!="], ">=": [">", "=="], "==": ["!=", "<="],
@@ -52,6 +51,7 @@ class Mutant:
     original: str
     replacement: str
     nth: int = 1
+    equivalent: str = ""  # why it is equivalent by construction ("" : it is scored)
 
     @property
     def signature(self) -> str:
@@ -173,14 +173,108 @@ def _arith_op(m: str, s: int, e: int) -> tuple[int, str] | None:
             c = m[j]
             if c in ops and m[j + 1:j + 2] not in "=+-" and m[j - 1] not in "+-=":
                 prev = m[s:j].rstrip()
+                if c == "*" and _TYPE_END.search(m[s:j + 1]):
+                    continue  # a pointer: (const unsigned char *)p, uint8_t *q
+                if not m[j + 1:e].strip():
+                    continue  # no right operand: not a binary operator
                 if prev and (prev[-1].isalnum() or prev[-1] in "_)]") and not re.search(r"\bsizeof$", prev):
                     return j, c
     return None
 
 
-def instrument(src: str) -> tuple[str, list[Mutant]]:
-    """The mutant schema of C source ``src``: (instrumented source, mutants)."""
+#: a declarator's type before a ``*``: the ``*`` of ``(const unsigned char *)p`` or ``uint8_t *q = ...``
+#: is a pointer, not a product
+_TYPE_END = re.compile(r"(?:\b(?:char|short|int|long|float|double|void|signed|unsigned|const|volatile|restrict|"
+                       r"_Bool|bool|size_t|ssize_t|ptrdiff_t|FILE|\w+_t)|\b(?:struct|union|enum)\s+\w+)\s*\**\s*$")
+_KEYWORD = re.compile(r"\b(?:static|enum|typedef|struct|union)\b")
+#: calls whose arguments only make an error message or a diagnostic (never the reading)
+_MESSAGE_CALL = re.compile(r"\bv?s?n?printf\s*\(\s*[^,()]*?(?:msg|err|message|why|reason)[^,()]*,"
+                           r"|\bv?fprintf\s*\(\s*stderr\s*,|\bperror\s*\(|\bfputs\s*\([^;]*?,\s*stderr\s*\)")
+
+
+def _bodies(m: str) -> list[tuple[int, int]]:
+    """The spans of the function bodies of masked source ``m`` (a ``{`` at file scope right
+    after a ``)``, to its closing ``}``): file-scope initializers, enums and structs are not
+    code that runs, and a mutant there would not compile."""
+    out, depth, start = [], 0, -1
+    for i, c in enumerate(m):
+        if c == "{":
+            if depth == 0 and m[:i].rstrip().endswith(")"):
+                start = i
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0 and start >= 0:
+                out.append((start + 1, i))
+                start = -1
+    return out
+
+
+def _constant_spans(m: str, bodies: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans in which nothing may be mutated because C needs a constant there or the text is a
+    declaration: each statement of a body that declares a ``static`` object, an ``enum``, a
+    ``typedef``, a ``struct`` or ``union``, every ``[...]`` whose contents are a constant
+    expression (an array size: ``wide[CHUNK * 2]``), and all file scope."""
+    out: list[tuple[int, int]] = []
+    at = 0
+    for bs, be in bodies:
+        out.append((at, bs))
+        at = be
+    out.append((at, len(m)))
+    for bs, be in bodies:
+        i = bs
+        while i < be:  # statements: from after a ; { or } to the next ;
+            j = i
+            while j < be and m[j] not in ";{}":
+                j += 1
+            if _KEYWORD.search(m[i:j]) and j < be:
+                end = j
+                if m[j] == "{":  # an enum / struct body, or a static initializer list: to its ;
+                    depth = 0
+                    while end < be:
+                        depth += (m[end] == "{") - (m[end] == "}")
+                        if depth == 0 and m[end] == ";":
+                            break
+                        end += 1
+                out.append((i, end + 1))
+                i = end + 1
+                continue
+            i = j + 1
+    for mt in re.finditer(r"\[([^\[\]]*)\]", m):
+        inner = re.sub(r"\bsizeof\s*(?:\([^()]*\)|\w+)", "", mt.group(1))
+        if not re.search(r"[a-z]", re.sub(r"0[xX][0-9a-fA-F]+|\b\d+[uUlL]*", "", inner)):
+            out.append((mt.start(), mt.end()))
+    return out
+
+
+def _message_spans(m: str) -> list[tuple[int, int]]:
+    """The argument lists of calls that only make a message (an snprintf into a message
+    buffer, an fprintf to stderr, perror): a mutant there changes no reading nor refusal."""
+    out = []
+    for mt in _MESSAGE_CALL.finditer(m):
+        open_at = m.find("(", mt.start())
+        try:
+            out.append((open_at, _close(m, open_at) + 1))
+        except MlfError:
+            continue
+    return out
+
+
+def _code_start(m: str) -> int:
+    """Where the first line holding code begins (after the leading comments, blank lines and
+    preprocessor lines: ``#define _POSIX_C_SOURCE`` must stay before every include)."""
+    first = next((i for i, c in enumerate(m) if not c.isspace()), len(m))
+    return m.rfind("\n", 0, first) + 1
+
+
+def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str, list[Mutant]]:
+    """The mutant schema of C source ``src``: (instrumented source, mutants), none on the lines
+    ``skip_lines``. The prelude goes before the first line of code, with a ``#line`` that keeps
+    the compiler's line numbers those of ``src``."""
     m = _mask(src)
+    bodies = _bodies(m)
+    fixed = _constant_spans(m, bodies)
+    messages = _message_spans(m)
     begin, end = src.find("/* MUTATE BEGIN */"), src.find("/* MUTATE END */")
     lo = 0 if begin < 0 else src.find("\n", begin) + 1
     hi = len(src) if end < 0 else src.rfind("\n", 0, end)
@@ -249,7 +343,8 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
     for mt in _INT.finditer(m, lo, hi):
         s, e = mt.start(), mt.end()
         before = m[:s].rstrip()
-        if before.endswith("[") or re.search(r"\bcase\s*$", before):
+        if before.endswith("[") or re.search(r"\bcase\s*$", before) or \
+                (re.search(r"=\s*\{$", before) and m[e:].lstrip().startswith("}")):  # `= {0}`: zero-initialize all
             continue
         v = int(mt.group(1), 0)
         variants = [(str(w), f"({w}{mt.group(2)})") for w in (v + 1, v - 1, 0) if w >= 0 and w != v]
@@ -262,7 +357,11 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
     taken: list[tuple[int, int]] = []
     for leaf in sorted(leaves, key=lambda x: (x[0], x[2] - x[1], x[1])):
         s, e = leaf[1], leaf[2]
-        if any(s < te and ts < e for ts, te in taken):
+        if line_of[s] in skip_lines:
+            continue
+        # not inside a span that must stay constant (a leaf holding all of one, `kind[0] == 'c'`, is fine)
+        if any(s < te and ts < e for ts, te in taken) or \
+                any(s < fe and fs < e and not (s <= fs and fe <= e) for fs, fe in fixed):
             continue
         taken.append((s, e))
         chosen.append(leaf)
@@ -272,12 +371,17 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
     for _, s, e, op, variants, original in sorted(chosen, key=lambda x: x[1]):
         text = src[s:e]
         chain = ""
+        why = "it changes an error message or a diagnostic only (messages are not compared)" \
+            if any(ms <= s and e <= me for ms, me in messages) else ""
         for shown, code in variants:
-            mutants.append(Mutant(len(mutants), op, line_of[s], " ".join(original.split()), " ".join(shown.split())))
+            mutants.append(Mutant(len(mutants), op, line_of[s], " ".join(original.split()), " ".join(shown.split()),
+                                  equivalent=why))
             chain += f"MLF_M({mutants[-1].id}) ? {code} : "
         events.append((s, 1, e, f"({chain}({text}))"))
     for s, e in wrappers:
-        if any(ts < s < te or ts < e < te for ts, te in taken):
+        if line_of[s] in skip_lines:
+            continue
+        if any(ts < s < te or ts < e < te for ts, te in taken) or any(fs <= s < fe for fs, fe in fixed):
             continue
         cond = " ".join(src[s:e].split())
         mutants.append(Mutant(len(mutants), "check", line_of[s], f"if ({cond})", "if (0)"))
@@ -287,11 +391,13 @@ def instrument(src: str) -> tuple[str, list[Mutant]]:
     for i, mu in enumerate(mutants):
         seen[mu.signature] = seen.get(mu.signature, 0) + 1
         if seen[mu.signature] > 1:
-            mutants[i] = Mutant(mu.id, mu.operator, mu.line, mu.original, mu.replacement, seen[mu.signature])
+            mutants[i] = Mutant(mu.id, mu.operator, mu.line, mu.original, mu.replacement, seen[mu.signature],
+                                mu.equivalent)
     out = src
     for pos, _, end, text in sorted(events, key=lambda x: (x[0], x[1]), reverse=True):
         out = out[:pos] + text + out[end:]
-    return PRELUDE + out, mutants
+    at = _code_start(m)  # before every event: events are in code
+    return out[:at] + PRELUDE + f"#line {line_of[at]}\n" + out[at:], mutants
 
 
 __all__ = ["Mutant", "PRELUDE", "READ_CALL", "instrument"]
