@@ -4,7 +4,10 @@ environment selects the active one; unset, the program is the original). One san
 then serves all mutants.
 
 Operators, applied between the lines ``/* MUTATE BEGIN */`` and ``/* MUTATE END */`` (the whole
-file if it has none), outside comments, strings and preprocessor lines:
+file if it has none), inside function bodies, outside comments, strings, preprocessor lines and
+what C needs constant (``static``, ``enum``, ``typedef``, ``struct`` declarations, constant
+``[...]`` such as an array size, ``case`` labels, ``= {0}``); a mutant inside the arguments of a
+call that only makes a message is equivalent by construction (:attr:`Mutant.equivalent`):
 
 * ``rel``: a comparison ``a OP b`` becomes the neighbouring operators (``<`` -> ``<=``, ``!=``;
   ``==`` -> ``!=``, ``<=``; ...), and a literal operand its value +/- 1;
