@@ -35,10 +35,15 @@ def test_the_schema_keeps_what_c_needs_constant_and_what_comes_before_the_includ
     assert not [m for m in mutants if m.line == enum]
     casts = [m for m in mutants if "unsigned char +" in m.replacement or m.original.endswith("*")]
     assert not casts, casts  # the * of (const unsigned char *)p is no product
-    # a change only to a message is equivalent by construction
-    msg = [m for m in mutants if m.equivalent]
-    assert msg and all("message" in m.equivalent for m in msg)
-    assert any(m.original == "64" for m in msg)  # the `64` of snprintf(msg, ..., "ndim %d outside 0..%d", .., 64)
+    # equivalent by construction: a change to a message only, and a comparison with an
+    # enumerator that agrees on every value of its enum
+    eq = {m.signature: m.equivalent for m in mutants if m.equivalent}
+    line = next(i for i, x in enumerate(lines, 1) if '"ndim %d outside 0..%d"' in x)
+    assert {f"const@L{line}: 64 -> {v}" for v in (65, 63, 0)} <= set(eq)
+    assert all("message" in eq[f"const@L{line}: 64 -> {v}"] for v in (65, 63, 0))
+    enum_eq = [sig for sig, why in eq.items() if "enum verdict" in why]
+    assert enum_eq and all("V_OK -> " in sig and (sig.endswith("> V_OK") or sig.endswith("<= V_OK")) for sig in enum_eq)
+    assert not [m for m in mutants if m.replacement.endswith("!= V_OK") and m.equivalent]  # == -> != is no equivalent
 
 
 @needs_gcc

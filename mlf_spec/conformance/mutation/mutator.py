@@ -7,7 +7,9 @@ Operators, applied between the lines ``/* MUTATE BEGIN */`` and ``/* MUTATE END 
 file if it has none), inside function bodies, outside comments, strings, preprocessor lines and
 what C needs constant (``static``, ``enum``, ``typedef``, ``struct`` declarations, constant
 ``[...]`` such as an array size, ``case`` labels, ``= {0}``); a mutant inside the arguments of a
-call that only makes a message is equivalent by construction (:attr:`Mutant.equivalent`):
+call that only makes a message, and a comparison with an enumerator turned into one that agrees on
+every value of its enum (``state != V_OK`` -> ``state > V_OK`` when V_OK is the least), are equivalent
+by construction (:attr:`Mutant.equivalent`):
 
 * ``rel``: a comparison ``a OP b`` becomes the neighbouring operators (``<`` -> ``<=``, ``!=``;
   ``==`` -> ``!=``, ``<=``; ...), and a literal operand its value +/- 1;
@@ -263,6 +265,44 @@ def _message_spans(m: str) -> list[tuple[int, int]]:
     return out
 
 
+def _enums(m: str) -> dict[str, tuple[str, int, tuple[int, ...]]]:
+    """Enumerator -> (its enum's name, its value, the values of every enumerator of that enum),
+    for the enums of masked source ``m`` whose values are all integer literals or implied."""
+    out: dict[str, tuple[str, int, tuple[int, ...]]] = {}
+    for mt in re.finditer(r"\benum\s*(\w*)\s*\{([^{}]*)\}", m):
+        items, value, ok = [], -1, True
+        for part in (x.strip() for x in mt.group(2).split(",")):
+            if not part:
+                continue
+            name, eq, given = (x.strip() for x in part.partition("="))
+            lit = _INT.fullmatch(given) if eq else None
+            if eq and not lit:
+                ok = False
+                break
+            value = int(lit.group(1), 0) if lit else value + 1
+            items.append((name, value))
+        if ok and items:
+            values = tuple(v for _, v in items)
+            out.update({name: (mt.group(1) or "an enum", v, values) for name, v in items})
+    return out
+
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _enum_equivalent(lhs: str, op: str, new: str, rhs: str, enums: dict[str, tuple[str, int, tuple[int, ...]]]) -> str:
+    """Why ``lhs new rhs`` is equivalent to ``lhs op rhs`` when one side is an enumerator and
+    the other holds a value of its enum: both operators agree on every value ("" : not shown)."""
+    for ident, other, flip in ((rhs, lhs, False), (lhs, rhs, True)):
+        if ident in enums and other not in enums and not _INT.fullmatch(other):
+            name, e, values = enums[ident]
+            if all(_CMP[op](*((e, v) if flip else (v, e))) == _CMP[new](*((e, v) if flip else (v, e))) for v in values):
+                return (f"{other} holds a value of enum {name} ({', '.join(map(str, sorted(set(values))))}), on each of "
+                        f"which `{op} {ident}` and `{new} {ident}` agree")
+    return ""
+
+
 def _code_start(m: str) -> int:
     """Where the first line holding code begins (after the leading comments, blank lines and
     preprocessor lines: ``#define _POSIX_C_SOURCE`` must stay before every include)."""
@@ -278,6 +318,8 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
     bodies = _bodies(m)
     fixed = _constant_spans(m, bodies)
     messages = _message_spans(m)
+    enums = _enums(m)
+    enum_why: dict[tuple[int, str], str] = {}  # (start, shown) -> why that rel mutant is equivalent
     begin, end = src.find("/* MUTATE BEGIN */"), src.find("/* MUTATE END */")
     lo = 0 if begin < 0 else src.find("\n", begin) + 1
     hi = len(src) if end < 0 else src.rfind("\n", 0, end)
@@ -322,6 +364,10 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
                 j, op = rel
                 lhs, rhs = src[ps:j].strip(), src[j + len(op):pe].strip()
                 variants = [(f"{lhs} {o} {rhs}", f"({lhs} {o} {rhs})") for o in _REL_SWAPS[op]]
+                for o in _REL_SWAPS[op]:
+                    why = _enum_equivalent(lhs, op, o, rhs, enums)
+                    if why:
+                        enum_why[(ps, " ".join(f"{lhs} {o} {rhs}".split()))] = why
                 lit = _INT.fullmatch(rhs)
                 if lit:
                     v = int(lit.group(1), 0)
@@ -378,7 +424,7 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
             if any(ms <= s and e <= me for ms, me in messages) else ""
         for shown, code in variants:
             mutants.append(Mutant(len(mutants), op, line_of[s], " ".join(original.split()), " ".join(shown.split()),
-                                  equivalent=why))
+                                  equivalent=why or enum_why.get((s, " ".join(shown.split())), "")))
             chain += f"MLF_M({mutants[-1].id}) ? {code} : "
         events.append((s, 1, e, f"({chain}({text}))"))
     for s, e in wrappers:
