@@ -40,7 +40,7 @@ from .known_failures import KnownFailures
 from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
-from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_support, save_case
+from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_name, format_support, save_case
 
 _T = TypeVar("_T")
 
@@ -96,8 +96,10 @@ def sources(info: dict[str, Any], formats: list[str] | None = None) -> st.Search
     from mlf_spec import strategies as ms
     from mlf_spec.params import dtypes as dt
 
+    chosen = None if formats is None else {format_name(f) for f in formats}
+
     def wanted(fmt: str, role: str) -> bool:
-        return (formats is None or fmt in formats) and out_of_scope(fmt, role, {}, info) is None
+        return (chosen is None or fmt in chosen) and out_of_scope(fmt, role, {}, info) is None
 
     out: list[st.SearchStrategy[Drawn]] = []
     dialects = [d for d in dt.DIALECTS if d.id in _scope_values(info, "params", "dialect", [x.id for x in dt.DIALECTS])]

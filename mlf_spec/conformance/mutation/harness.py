@@ -28,7 +28,7 @@ from mlf_spec.errors import MlfError
 from ..known_failures import KnownFailures
 from ..runner import run_case
 from ..testee import Limits, Persistent
-from ..vectors import Case
+from ..vectors import Case, format_name
 from .mutator import Mutant, instrument
 
 DEFAULT_BUILD = ("gcc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer "
@@ -263,6 +263,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
 
     started = time.perf_counter()
     src = Path(source)
+    formats = None if formats is None else [format_name(f) for f in formats]  # `cache` names tensor-cache
     with tempfile.TemporaryDirectory(prefix="mlf-mutate-") as tmp:
         command, mutants, equivalent, info = _prepare(src, build_cmd, testee_cmd, equivalents, Path(tmp), timeout)
         from ..runner import skip_reason
