@@ -389,10 +389,13 @@ def test_opening_a_big_index_costs_a_few_times_its_size(tmp_path):
         (d / f"params_shard_{s}.bin").write_bytes(b"\0" * 4000)
     (d / "tensor-cache.json").write_text(json.dumps({"metadata": {}, "records": shards}))
     size = (d / "tensor-cache.json").stat().st_size
-    code = ("import resource, sys\nfrom mlf_spec import cache\nimport numpy\n"
-            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    # VmHWM, not ru_maxrss: the latter carries the parent's (pytest's) peak over exec
+    code = ("import sys\nfrom mlf_spec import cache\nimport numpy\n"
+            "def hwm():\n    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n            return int(line.split()[1]) * 1024\n"
+            "before = hwm()\n"
             "with cache.open(sys.argv[1]) as lazy:\n    n = len(lazy.tensors)\n"
-            "print(n, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n")
+            "print(n, hwm() - before)\n")
     r = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     n, grown = map(int, r.stdout.split())
