@@ -13,7 +13,7 @@ from mlf_spec.errors import MlfError
 
 from .. import canonical
 from ..folders import folder_sha256, private_copy
-from .common import Built, Collector, doc_ref
+from .common import Built, Collector, doc_ref, slug
 
 #: index file names of cache version 2 -> version 1 (3c36ce2ec6, v0.22: the rename)
 V1_NAMES = {"tensor-cache.json": "ndarray-cache.json", "tensor-cache-b16.json": "ndarray-cache-b16.json"}
@@ -36,6 +36,36 @@ def _version1(folder: str, files: dict[str, bytes]) -> dict[str, bytes]:
     ``v1.<folder>`` (a dataPath that climbs back into its own folder follows the new name)."""
     back, new = f"../{folder}/".encode(), f"../v1.{folder}/".encode()
     return {V1_NAMES.get(n, n): (d.replace(back, new) if n in V1_NAMES else d) for n, d in files.items()}
+
+
+def build_cache_bounds(c: Collector) -> None:
+    """Add a decode case per boundary cache (:mod:`mlf_spec.cache.bounds`), named by its rule
+    (``features.rule``), in each index version: ``tensor-cache.bound.<rule>.<label>`` with
+    ``tensor-cache.json``, ``tensor-cache.v1.bound...`` renamed ``ndarray-cache.json``. The
+    side each stands on is the reference's reading."""
+    from mlf_spec.cache import bounds
+
+    seen: set[str] = set()
+    for bc in bounds.bound_caches():
+        folder = slug(f"bound.{bc.rule}.{bc.label}")
+        if folder in seen:
+            raise AssertionError(f"boundary cache {folder!r} is built twice")
+        seen.add(folder)
+        versions = [("2", folder, bc.files)]
+        if "tensor-cache.json" in bc.files and "ndarray-cache.json" not in bc.files:
+            versions.append(("1", f"v1.{folder}", _version1(folder, bc.files)))
+        for version, name, files in versions:
+            vid = f"tensor-cache.{name}"
+            expected = folder_outcome(name, files)
+            side = expected["outcome"]
+            case = {"id": vid, "format": "tensor-cache", "role": "decode", "input": name,
+                    "input_sha256": folder_sha256(files), "options": {}, "scope": {"version": [version]},
+                    "tvm": TVM_OF_VERSION[version], "features": {"version": [version], "rule": [bc.rule]},
+                    "description": f"{bc.doc}: " + ("accepted" if side == "accept" else "must be rejected"),
+                    "spec_ref": doc_ref("tensor_cache", "`cache_index`"),
+                    "broken_kind": bc.rule if side == "reject" else None, "expected": expected}
+            c.items.append(Built(case, b"", files))
+            c.ids.add(vid)
 
 
 def _spec_ref(c: cases.Case) -> str:
@@ -140,5 +170,5 @@ def build_cache_encode(c: Collector) -> None:
         c.ids.add(vid)
 
 
-__all__ = ["ENCODE_CASES", "V1_NAMES", "build_cache", "build_cache_encode", "encode_outcome", "folder_outcome",
+__all__ = ["ENCODE_CASES", "V1_NAMES", "build_cache", "build_cache_bounds", "build_cache_encode", "encode_outcome", "folder_outcome",
            "reading_with_data"]
