@@ -83,6 +83,13 @@ class Bound:
     doc: str
 
 
+def _folder(rule: str, label: str) -> str:
+    """The folder (vector) name of a probe (mlf_spec.conformance.suite.cache names them so)."""
+    from mlf_spec.conformance.suite.common import slug
+
+    return slug(f"bound.{rule}.{label}")
+
+
 def _md5(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
@@ -267,15 +274,24 @@ def bound_caches() -> Iterator[Bound]:
 
     # -- dataPath -----------------------------------------------------------------------
     moved = {k: v for k, v in b.items() if k != "params_shard_0.bin"}
+    # where a reader that skips a check would find the shard: inside the folder, or in the folder
+    # itself reached by climbing out and back in (the private copy keeps the folder's name)
+    back = f"../{_folder('shard_record.dataPath.safe', 'dot-dot-back')}/a.bin"
     for label, path, where in (("plain", "params_shard_0.bin", None), ("dot-slash", "./a.bin", "a.bin"),
                                ("sub-folder", "sub/a.bin", "sub/a.bin"), ("dot-dot-in", "sub/../a.bin", "a.bin"),
-                               ("dot-dot", "..", None), ("dot-dot-out", "../a.bin", "a.bin"),
+                               ("dot-dot", "..", None), ("dot-dot-back", back, "a.bin"),
+                               ("sub-dot-dot-back", "sub/../" + back, "a.bin"),
                                ("absolute", "/a.bin", "a.bin"), ("nul", "a.bin\u0000", "a.bin"),
-                               ("backslash-dot-dot", "..\\a.bin", "a.bin"), ("drive", "c:a.bin", "a.bin"),
+                               ("nul-then-dir", "a.bin\u0000/x", "a.bin"),
+                               ("backslash-dot-dot", "..\\a.bin", "a.bin"),
+                               ("dot-dot-file", "..a.bin", "..a.bin"), ("dots-3", ".../a.bin", ".../a.bin"),
+                               ("drive", "c:a.bin", "c:a.bin"), ("colon-second", "ab:c.bin", "ab:c.bin"),
                                ("trailing-slash", "a.bin/", "a.bin"), ("folder", "sub", "sub/a.bin"),
                                ("folder-slash", "sub/", "sub/a.bin"), ("dot", ".", "a.bin"), ("empty", "", "a.bin"),
                                ("double-slash", "sub//a.bin", "sub/a.bin"), ("not-utf8", "a\udcff.bin", "a.bin")):
         files = dict(b) if where is None else {**moved, where: shard0}
+        if label.startswith(("dot-dot-in", "sub-dot-dot")):
+            files["sub/other.bin"] = b""
         yield probe("shard_record.dataPath.safe", label, edit(files, lambda d, p=path: d["records"][0].update(dataPath=p)),
                     f"dataPath {path!r}" + (f", the shard stored as {where}" if where else ""))
     yield probe("shard.missing", "present", b, "every shard file is there")
@@ -328,9 +344,10 @@ def bound_caches() -> Iterator[Bound]:
     for label, shape in (("zero", [0]), ("zero-of-two", [3, 0]), ("scalar", [])):
         n = 0 if 0 in shape else 1
         yield probe("tensor_record.shape.each", label, _one("int8", shape, "raw", n), f"int8 shape {shape}")
-    for label, shape in (("minus-1", [-1]), ("minus-1-beside-zero", [-1, 0]), ("minus-1-times-minus-1", [-1, -1]),
-                         ("min", [-(1 << 63)])):
-        yield probe("tensor_record.shape.each", label, _one("int8", shape, "raw", 1), f"int8 shape {shape}, nbytes 1")
+    # nbytes as a reader that forgets the sign computes it (the product, or 0 beside a zero)
+    for label, shape, nb in (("minus-1", [-1], 1), ("minus-1-beside-zero", [-1, 0], 0), ("zero-beside-minus-1", [0, -1], 0),
+                             ("minus-1-times-minus-1", [-1, -1], 1), ("min", [-(1 << 63)], 1)):
+        yield probe("tensor_record.shape.each", label, _one("int8", shape, "raw", nb), f"int8 shape {shape}, nbytes {nb}")
     for label, dtype, shape in (("zero-then-max", "float32", [0, INT64_MAX]), ("max-then-zero", "float64", [INT64_MAX, 0]),
                                 ("max-max-zero", "int8", [INT64_MAX, INT64_MAX, 0]),
                                 ("overflow-then-zero", "int32", [1 << 62, 1 << 62, 0])):
@@ -339,6 +356,8 @@ def bound_caches() -> Iterator[Bound]:
     yield probe("tensor_record.shape.overflow", "bytes-at-int64-max", _one("int8", [INT64_MAX], "raw", INT64_MAX, 12),
                 "int8 [2^63 - 1], nbytes 2^63 - 1: fits (past the shard)")
     for label, dtype, shape, fmt in (("numel-2-64", "int8", [1 << 32, 1 << 32], "raw"),
+                                     ("numel-2-128", "int8", [1 << 43, 1 << 43, 1 << 42], "raw"),
+                                     ("numel-2-64-then-1", "int8", [1 << 32, 1 << 32, 1], "raw"),
                                      ("bytes-2-64", "float32", [1 << 62], "raw"),
                                      ("bytes-2-63", "int8", [1 << 61, 4], "raw"),
                                      ("bf16-bytes-2-64", "float32", [1 << 63 - 1], "f32-to-bf16"),
@@ -412,6 +431,8 @@ def bound_caches() -> Iterator[Bound]:
                 "both index names, ndarray-cache.json broken: tensor-cache.json is read")
     yield probe("cache.index-name", "both-v2-broken", {**v1, "tensor-cache.json": broken["tensor-cache.json"]},
                 "both index names, tensor-cache.json broken")
+    yield probe("cache.index-name", "v2-folder", {**v1, "tensor-cache.json/x": b"{}"},
+                "tensor-cache.json is a folder: ndarray-cache.json is read")
     yield probe("cache.index-name", "neither", {**{k: v for k, v in b.items() if k != "tensor-cache.json"},
                                                  "tensor-cache.json.bak": b["tensor-cache.json"]},
                 "no index by either name")

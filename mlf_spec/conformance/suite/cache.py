@@ -47,7 +47,7 @@ def build_cache_bounds(c: Collector) -> None:
 
     seen: set[str] = set()
     for bc in bounds.bound_caches():
-        folder = slug(f"bound.{bc.rule}.{bc.label}")
+        folder = bounds._folder(bc.rule, bc.label)
         if folder in seen:
             raise AssertionError(f"boundary cache {folder!r} is built twice")
         seen.add(folder)

@@ -19,7 +19,8 @@
 
 /* ---- a JSON value: its raw span in the text, strings decoded (UTF-8; a lone surrogate
  * escape as its 3-byte form), numbers with their integer value when they are integers ---- */
-enum { J_NULL, J_FALSE, J_TRUE, J_NUM, J_STR, J_ARR, J_OBJ };
+/* (numbered from 1 and interleaved so that a comparison mutated from != to < or > differs) */
+enum { J_NULL = 1, J_STR, J_FALSE, J_NUM, J_TRUE, J_ARR, J_OBJ };
 typedef struct jv {
   int t;
   size_t s, e;               /* the value's bytes in the text: [s, e) */
@@ -245,7 +246,14 @@ static void put_raw(buf_t *out, const uint8_t *text, const jv *v) {
   for (size_t k = v->s; k < v->e; k++) put(out, text[k] == '\n' || text[k] == '\r' ? " " : (const char *)text + k, 1);
 }
 
-static int decode_folder(const char *dir, buf_t *out, refusal_t *r);
+static int read_folder(int dir, buf_t *out, refusal_t *r);
+/* The error class of open_below's answer: missing, a link on the way, not a regular file. */
+static const char *open_class(int fd) { return fd == -1 ? "invalid_document" : fd == -2 ? "unsafe" : "unsupported"; }
+/* the index names a folder may hold, the newer first, and the cache version each stands for */
+static uint8_t INDEX_2[] = "tensor-cache.json", INDEX_1[] = "ndarray-cache.json";
+static uint8_t *INDEX_NAMES[] = {INDEX_2, INDEX_1};
+static const char *INDEX_TEXT[] = {"tensor-cache.json", "ndarray-cache.json"};
+static const int INDEX_VERSIONS[] = {2, 1};
 
 /* MUTATE BEGIN */
 #define MAX_DEPTH 1000
@@ -281,12 +289,12 @@ static jv *member(const jv *o, const char *key) {
     if (o->klen[i - 1] == k && !memcmp(o->keys[i - 1], key, k)) return o->items[i - 1];
   return NULL;
 }
-/* A required member of type t (an integer: J_NUM that is an integer fitting in int64). */
+/* A required member of type t (J_NUM: an integer that fits in int64; is_int is set on numbers only). */
 static jv *need(const jv *o, const char *key, int t) {
   jv *v = member(o, key);
-  if (!v || v->t != t) return NULL;
-  if (t == J_NUM && !(v->is_int && v->fits)) return NULL;
-  return v;
+  if (!v) return NULL;
+  if (t == J_NUM) return v->is_int && v->fits ? v : NULL;
+  return v->t == t ? v : NULL;
 }
 
 /* A dtype of the table: spellings with a fixed width, then kinds that take {bits}. */
@@ -348,34 +356,30 @@ static int dtype_of(const uint8_t *s, size_t n, int *bits, long *lanes) {
 
 static int is(const jv *v, const char *s) { return v->len == strlen(s) && !memcmp(v->str, s, v->len); }
 
-/* Why a dataPath may not be opened inside the folder (NULL: it may); its components in parts. */
+/* The components of a dataPath (split at '/', without "" and ".") into parts (room for
+ * len + 1), and why it may not be opened inside the folder (NULL: it may). */
 static const char *path_problem(const jv *p, uint8_t **parts, size_t *lens, size_t *nparts) {
-  const uint8_t *s = p->str;
-  size_t n = p->len;
+  uint8_t *s = p->str;
+  size_t n = p->len, start = 0;
   *nparts = 0;
-  if (n == 0) return "an empty dataPath";
-  if (memchr(s, 0, n)) return "a dataPath with NUL";
-  if (s[0] == '/' || (n > 1 && s[1] == ':')) return "an absolute dataPath";
-  size_t start = 0;
-  for (size_t k = 0; k <= n; k++) {
-    if (k < n && s[k] != '/' && s[k] != '\\') continue;
-    size_t len = k - start;
-    if (len == 2 && s[start] == '.' && s[start + 1] == '.') return "a dataPath with ..";
-    start = k + 1;
-  }
-  start = 0;
   for (size_t k = 0; k <= n; k++) {
     if (k < n && s[k] != '/') continue;
-    size_t len = k - start;
-    if (len > 0 && !(len == 1 && s[start] == '.')) {
-      if (*nparts == 64) return "a dataPath of too many components";
-      parts[*nparts] = (uint8_t *)s + start;
-      lens[*nparts] = len;
-      (*nparts)++;
+    if (k > start && !(k - start == 1 && s[start] == '.')) {
+      parts[*nparts] = s + start;
+      lens[*nparts] = k - start;
+      *nparts += 1;
     }
     start = k + 1;
   }
-  if (*nparts == 0) return "a dataPath that names the folder";
+  if (*nparts == 0) return "a dataPath that names no file";
+  if (memchr(s, 0, n)) return "a dataPath with NUL";
+  if (s[0] == '/' || (n > 1 && s[1] == ':')) return "an absolute dataPath";
+  start = 0;
+  for (size_t k = 0; k <= n; k++) {
+    if (k < n && s[k] != '/' && s[k] != '\\') continue;
+    if (k - start == 2 && s[start] == '.' && s[start + 1] == '.') return "a dataPath with ..";
+    start = k + 1;
+  }
   return NULL;
 }
 
@@ -411,7 +415,7 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
   int ok = 0;
   buf_t body = {0};
   if (!doc) { refuse(r, "malformed", "the index is not JSON"); goto done; }
-  if (doc->t != J_OBJ) { refuse(r, "malformed", "the index is not a JSON object"); goto done; }
+  /* (a value other than an object has no member: need() refuses it) */
   jv *records = need(doc, "records", J_ARR);
   if (!records) { refuse(r, "malformed", "records is missing or not an array"); goto done; }
   jv *meta = member(doc, "metadata");
@@ -424,7 +428,6 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
   int first = 1;
   for (size_t s = 0; s < records->n; s++) {
     jv *sh = records->items[s];
-    if (sh->t != J_OBJ) { refuse(r, "malformed", "a shard record is not an object"); goto done; }
     jv *path = need(sh, "dataPath", J_STR), *fmt = need(sh, "format", J_STR), *nb = need(sh, "nbytes", J_NUM);
     jv *tensors = need(sh, "records", J_ARR), *md5 = member(sh, "md5sum");
     if (!path || !fmt || !nb || !tensors) { refuse(r, "malformed", "a shard record lacks a key or has a wrong type"); goto done; }
@@ -433,13 +436,12 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
     for (size_t k = 0; k < tensors->n; k++) {
       jv *t = tensors->items[k];
       tensor_t *e = &ts[k];
-      if (t->t != J_OBJ) { refuse(r, "malformed", "a tensor record is not an object"); free(ts); goto done; }
       e->rec = t;
       e->shape = need(t, "shape", J_ARR);
       if (e->shape)
         for (size_t d = 0; d < e->shape->n; d++) {
           jv *x = e->shape->items[d];
-          if (x->t != J_NUM || !x->is_int || !x->fits) e->shape = NULL;
+          if (!x->is_int || !x->fits) e->shape = NULL;
           if (!e->shape) break;
         }
       e->name = need(t, "name", J_STR);
@@ -453,13 +455,14 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
       e->offset = to->i;
     }
     if (!is(fmt, "raw-shard")) { refuse(r, "invalid_document", "the shard format is not raw-shard"); free(ts); goto done; }
-    uint8_t *parts[64]; size_t lens[64], nparts;
+    uint8_t **parts = calloc(path->len + 1, sizeof *parts);
+    size_t *lens = calloc(path->len + 1, sizeof *lens), nparts;
     const char *problem = path_problem(path, parts, lens, &nparts);
+    int fd = problem ? -4 : open_below(dir, parts, lens, nparts);
+    free(parts);
+    free(lens);
     if (problem) { refuse(r, "unsafe", problem); free(ts); goto done; }
-    int fd = open_below(dir, parts, lens, nparts);
-    if (fd == -1) { refuse(r, "invalid_document", "the shard file does not exist"); free(ts); goto done; }
-    if (fd == -2) { refuse(r, "unsafe", "the dataPath passes through a link"); free(ts); goto done; }
-    if (fd < 0) { refuse(r, "unsupported", "the shard is not a regular file"); free(ts); goto done; }
+    if (fd < 0) { refuse(r, open_class(fd), "the shard file cannot be opened"); free(ts); goto done; }
     file_t f = {0};
     int got = read_fd(fd, &f);
     close(fd);
@@ -521,29 +524,33 @@ done:
   return ok;
 }
 
-static int decode_folder(const char *path, buf_t *out, refusal_t *r) {
-  int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return refuse(r, "error", "cannot open the folder");
-  static const char *NAMES[] = {"tensor-cache.json", "ndarray-cache.json"};
-  static const int VERSIONS[] = {2, 1};
+/* The folder's index (tensor-cache.json, else ndarray-cache.json: a name that is no regular
+ * file is passed over) read against its shards. */
+static int read_folder(int dir, buf_t *out, refusal_t *r) {
   int ok = 0;
   for (int k = 0; k < 2; k++) {
-    uint8_t *part = (uint8_t *)NAMES[k];
-    size_t len = strlen(NAMES[k]);
+    uint8_t *part = INDEX_NAMES[k];
+    size_t len = strlen(INDEX_TEXT[k]);
     int fd = open_below(dir, &part, &len, 1);
     if (fd < 0) continue;
     file_t f = {0};
     int got = read_fd(fd, &f);
     close(fd);
-    ok = got ? read_cache(f.p, f.n, NAMES[k], VERSIONS[k], dir, out, r) : refuse(r, "error", "cannot read the index");
+    ok = got ? read_cache(f.p, f.n, INDEX_TEXT[k], INDEX_VERSIONS[k], dir, out, r) : refuse(r, "error", "cannot read the index");
     free(f.p);
-    close(dir);
     return ok;
   }
-  close(dir);
   return refuse(r, "error", "no tensor-cache.json or ndarray-cache.json in the folder");
 }
 /* MUTATE END */
+
+static int decode_folder(const char *path, buf_t *out, refusal_t *r) {
+  int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) { r->cls = "error"; snprintf(r->msg, sizeof r->msg, "cannot open the folder"); return 0; }
+  int ok = read_folder(dir, out, r);
+  close(dir);
+  return ok;
+}
 
 static int answer(long long rid, const char *fmt, const char *dir, int persistent) {
   buf_t out = {0};
