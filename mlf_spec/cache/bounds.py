@@ -187,7 +187,7 @@ def _stored(bits: int, lanes: int, numel: int) -> int:
 #: spellings of the dtype table (generated/docs/dtype_codes.md) and their stored bits; every
 #: version's float8 names among them
 TABLE_SPELLINGS: dict[str, int] = {
-    "int8": 8, "int16": 16, "int32": 32, "int64": 64, "int1": 1, "int4": 4, "int255": 255,
+    "int8": 8, "int16": 16, "int32": 32, "int64": 64, "int1": 1, "int4": 4, "int9": 9, "int255": 255, "uint9": 9,
     "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "uint1": 1, "uint4": 4,
     "float16": 16, "float32": 32, "float64": 64, "float8": 8,
     "bfloat16": 16, "bool": 8, "bool8": 8, "complex64": 64, "complex128": 128,
@@ -202,7 +202,10 @@ PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0"
                   "int": "int", "uint": "uint", "bfloat": "bfloat", "handle": "handle", "float8_e4m3fnx": "float8_e4m3fnx",
                   "float8_e4m3fn_": "float8_e4m3fn_", "upper-case": "Float32", "trailing-space": "float32 ",
                   "leading-space": " float32", "custom": "custom[129]8", "float8_e6m2": "float8_e6m2",
-                  "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "empty": ""}
+                  "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "empty": "",
+                  "lanes-letter": "float32x2a", "lanes-minus": "float32x-1", "lanes-plus": "float32x+2",
+                  "lanes-after-letter": "float32a4", "lanes-y": "float32y4", "bits-letter": "int8a",
+                  "float8-lanes-letter": "float8_e5m2a", "fixed-then-bits": "float8_e5m28"}
 
 
 def bound_caches() -> Iterator[Bound]:
@@ -285,7 +288,10 @@ def bound_caches() -> Iterator[Bound]:
                                ("nul-then-dir", "a.bin\u0000/x", "a.bin"),
                                ("backslash-dot-dot", "..\\a.bin", "a.bin"),
                                ("dot-dot-file", "..a.bin", "..a.bin"), ("dots-3", ".../a.bin", ".../a.bin"),
-                               ("drive", "c:a.bin", "c:a.bin"), ("colon-second", "ab:c.bin", "ab:c.bin"),
+                               ("drive", "c:a.bin", "c:a.bin"), ("drive-only", "c:", "c:"),
+                               ("colon-second", "ab:c.bin", "ab:c.bin"), ("dot-name", ".a", ".a"),
+                               ("dash-dot", "-./a.bin", "-./a.bin"), ("dot-dash", ".-/a.bin", ".-/a.bin"),
+                               ("dot-dot-end", "sub/..", "sub/a.bin"),
                                ("trailing-slash", "a.bin/", "a.bin"), ("folder", "sub", "sub/a.bin"),
                                ("folder-slash", "sub/", "sub/a.bin"), ("dot", ".", "a.bin"), ("empty", "", "a.bin"),
                                ("double-slash", "sub//a.bin", "sub/a.bin"), ("not-utf8", "a\udcff.bin", "a.bin")):
@@ -408,12 +414,13 @@ def bound_caches() -> Iterator[Bound]:
         nbytes=end + 4, md5sum=_md5(shard0 + b"\0" * 4))), "params_shard_0.bin": shard0 + b"\0" * 4},
         "4 bytes after the last tensor")
     # dtype spellings
-    for spelling, bits in TABLE_SPELLINGS.items():
-        yield probe("tensor_record.dtype.table", spelling, _one(spelling, [3], "raw", _stored(bits, 1, 3)),
-                    f"dtype {spelling} [3]")
-    for spelling in ("float32x1", "float32x32767", "int8x2", "boolx4", "int255x32767", "float16x2"):
+    for spelling, bits in TABLE_SPELLINGS.items():  # 8 elements: a width one off stores other bytes
+        yield probe("tensor_record.dtype.table", spelling, _one(spelling, [8], "raw", _stored(bits, 1, 8)),
+                    f"dtype {spelling} [8]")
+    for spelling in ("float32x1", "float32x32767", "int8x2", "boolx4", "int255x32767", "float16x2", "float32x9",
+                     "float32x10", "float8_e4m3fnx2", "float4_e2m1fnx3"):
         base_name, lanes = spelling.split("x")
-        n = 0 if int(lanes) > 4 else 3
+        n = 0 if int(lanes) > 100 else 3
         yield probe("tensor_record.dtype.table", spelling,
                     _one(spelling, [n], "raw", _stored(TABLE_SPELLINGS[base_name], int(lanes), n)),
                     f"dtype {spelling} [{n}]")

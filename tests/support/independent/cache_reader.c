@@ -20,7 +20,7 @@
 /* ---- a JSON value: its raw span in the text, strings decoded (UTF-8; a lone surrogate
  * escape as its 3-byte form), numbers with their integer value when they are integers ---- */
 /* (numbered from 1 and interleaved so that a comparison mutated from != to < or > differs) */
-enum { J_NULL = 1, J_STR, J_FALSE, J_NUM, J_TRUE, J_ARR, J_OBJ };
+enum { J_NUM = 1, J_NULL, J_STR, J_FALSE, J_TRUE, J_ARR, J_OBJ };
 typedef struct jv {
   int t;
   size_t s, e;               /* the value's bytes in the text: [s, e) */
@@ -30,7 +30,7 @@ typedef struct jv {
   struct jv **items; uint8_t **keys; size_t *klen; size_t n;
 } jv;
 
-typedef struct { const uint8_t *p; size_t n, pos; int bad; void **owned; size_t nowned, capowned; } jp_t;
+typedef struct { const uint8_t *p; size_t n, pos; void **owned; size_t nowned, capowned; } jp_t;
 
 static void *jalloc(jp_t *j, size_t n) {
   void *p = calloc(1, n ? n : 1);
@@ -247,8 +247,14 @@ static void put_raw(buf_t *out, const uint8_t *text, const jv *v) {
 }
 
 static int read_folder(int dir, buf_t *out, refusal_t *r);
-/* The error class of open_below's answer: missing, a link on the way, not a regular file. */
-static const char *open_class(int fd) { return fd == -1 ? "invalid_document" : fd == -2 ? "unsafe" : "unsupported"; }
+/* The error class of a shard that cannot be read (open_below's answer): missing, a link on
+ * the way, not a regular file; of a size that differs from nbytes. */
+static const char *open_class(int fd) {
+  return fd == -1 ? "invalid_document" : fd == -2 ? "unsafe" : fd < 0 ? "unsupported" : "error";
+}
+static const jp_t NO_PARSER;
+static const file_t NO_FILE;
+static const buf_t NO_BUF;
 /* the index names a folder may hold, the newer first, and the cache version each stands for */
 static uint8_t INDEX_2[] = "tensor-cache.json", INDEX_1[] = "ndarray-cache.json";
 static uint8_t *INDEX_NAMES[] = {INDEX_2, INDEX_1};
@@ -362,16 +368,17 @@ static const char *path_problem(const jv *p, uint8_t **parts, size_t *lens, size
   uint8_t *s = p->str;
   size_t n = p->len, start = 0;
   *nparts = 0;
+  /* ("." components are kept: opening "." is opening the folder; no component at all opens the
+   * folder itself, which is not a regular file) */
   for (size_t k = 0; k <= n; k++) {
     if (k < n && s[k] != '/') continue;
-    if (k > start && !(k - start == 1 && s[start] == '.')) {
+    if (k > start) {
       parts[*nparts] = s + start;
       lens[*nparts] = k - start;
       *nparts += 1;
     }
     start = k + 1;
   }
-  if (*nparts == 0) return "a dataPath that names no file";
   if (memchr(s, 0, n)) return "a dataPath with NUL";
   if (s[0] == '/' || (n > 1 && s[1] == ':')) return "an absolute dataPath";
   start = 0;
@@ -383,7 +390,7 @@ static const char *path_problem(const jv *p, uint8_t **parts, size_t *lens, size
   return NULL;
 }
 
-/* numel x bits x lanes / 8, rounded up; -1 when an extent is negative, -2 past int64. */
+/* numel x bits x lanes / 8, rounded up; -1 when an extent is negative or the size is past int64. */
 static int64_t stored_size(const jv *shape, int bits, long lanes) {
   unsigned __int128 numel = 1;
   int zero = 0;
@@ -394,10 +401,10 @@ static int64_t stored_size(const jv *shape, int bits, long lanes) {
   if (zero) return 0;
   for (size_t k = 0; k < shape->n; k++) {
     numel *= (uint64_t)shape->items[k]->i;
-    if (numel > (unsigned __int128)UINT64_MAX) return -2;
+    if (numel > (unsigned __int128)UINT64_MAX) return -1;
   }
   unsigned __int128 want = (numel * (unsigned)bits * (unsigned long)lanes + 7) / 8;
-  if (want > (unsigned __int128)INT64_MAX) return -2;
+  if (want > (unsigned __int128)INT64_MAX) return -1;
   return (int64_t)want;
 }
 
@@ -409,11 +416,13 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
   for (size_t i = 0; i < n; i = bad) {
     if (!utf8_valid(text, n, &bad, i)) return refuse(r, "malformed", "the index is not UTF-8");
   }
-  jp_t j = {text, n, 0, 0, NULL, 0, 0};
+  jp_t j = NO_PARSER;
+  j.p = text;
+  j.n = n;
   jv *doc = jvalue(&j, 0);
   if (doc) { ws(&j); if (j.pos != n) doc = NULL; }
   int ok = 0;
-  buf_t body = {0};
+  buf_t body = NO_BUF;
   if (!doc) { refuse(r, "malformed", "the index is not JSON"); goto done; }
   /* (a value other than an object has no member: need() refuses it) */
   jv *records = need(doc, "records", J_ARR);
@@ -458,16 +467,16 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
     uint8_t **parts = calloc(path->len + 1, sizeof *parts);
     size_t *lens = calloc(path->len + 1, sizeof *lens), nparts;
     const char *problem = path_problem(path, parts, lens, &nparts);
-    int fd = problem ? -4 : open_below(dir, parts, lens, nparts);
+    if (problem) { refuse(r, "unsafe", problem); free(parts); free(lens); free(ts); goto done; }
+    int fd = open_below(dir, parts, lens, nparts);
     free(parts);
     free(lens);
-    if (problem) { refuse(r, "unsafe", problem); free(ts); goto done; }
-    if (fd < 0) { refuse(r, open_class(fd), "the shard file cannot be opened"); free(ts); goto done; }
-    file_t f = {0};
-    int got = read_fd(fd, &f);
-    close(fd);
+    file_t f = NO_FILE;
+    int got = read_fd(fd, &f);  /* (fails on a descriptor open_below did not give) */
+    if (fd >= 0) close(fd);
     if (!got || (int64_t)f.n != nb->i) {
-      refuse(r, "error", "the shard's size differs from its nbytes"); free(f.p); free(ts); goto done;
+      refuse(r, open_class(fd), "the shard cannot be read, or its size differs from its nbytes");
+      free(f.p); free(ts); goto done;
     }
     for (size_t k = 0; k < tensors->n; k++) {
       tensor_t *e = &ts[k];
@@ -477,9 +486,8 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
       }
       e->decode = is(e->format, "f32-to-bf16") && is(e->dtype, "float32");
       int64_t want = stored_size(e->shape, e->decode ? 16 : bits, lanes);
-      if (want == -1) { refuse(r, "invalid_document", "a negative extent"); free(f.p); free(ts); goto done; }
       if (want < 0 || want != e->nbytes) {
-        refuse(r, "invalid_document", "nbytes differs from shape x dtype"); free(f.p); free(ts); goto done;
+        refuse(r, "invalid_document", "a negative extent, or nbytes differs from shape x dtype"); free(f.p); free(ts); goto done;
       }
       if (e->offset < 0 || (uint64_t)e->offset + (uint64_t)e->nbytes > f.n) {
         refuse(r, "error", "the tensor's bytes go past the shard"); free(f.p); free(ts); goto done;
@@ -527,16 +535,15 @@ done:
 /* The folder's index (tensor-cache.json, else ndarray-cache.json: a name that is no regular
  * file is passed over) read against its shards. */
 static int read_folder(int dir, buf_t *out, refusal_t *r) {
-  int ok = 0;
   for (int k = 0; k < 2; k++) {
     uint8_t *part = INDEX_NAMES[k];
     size_t len = strlen(INDEX_TEXT[k]);
     int fd = open_below(dir, &part, &len, 1);
     if (fd < 0) continue;
-    file_t f = {0};
+    file_t f = NO_FILE;
     int got = read_fd(fd, &f);
     close(fd);
-    ok = got ? read_cache(f.p, f.n, INDEX_TEXT[k], INDEX_VERSIONS[k], dir, out, r) : refuse(r, "error", "cannot read the index");
+    int ok = got ? read_cache(f.p, f.n, INDEX_TEXT[k], INDEX_VERSIONS[k], dir, out, r) : refuse(r, "error", "cannot read the index");
     free(f.p);
     return ok;
   }
