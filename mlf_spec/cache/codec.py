@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
+from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnknownDtypeError, UnsupportedError
 
 from . import dtypes, encodings, rules
 from .folder import Folder, UnsafePathError, locate
-from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
+from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, is_unicode, parse, shown
 from .planning import _b16_records, _shard_chunks, index_text, plan, write_indexes, write_shard
 
 _MAX_INDEX = 256 << 20  # an index larger than this is refused before it is read (it costs about twice its size)
@@ -42,6 +42,12 @@ class LazyCache:
     def _fd(self, i: int) -> int | None:
         if i not in self._fds:
             shard = self.index.shards[i]
+            if not is_unicode(shard.data_path):
+                raise self.index.error(f"a dataPath that is not valid Unicode (a lone surrogate): "
+                                       f"{shown(shard.data_path)!r}", f"{shard.path}.dataPath", UnsafePathError)
+            if shard.data_path.endswith("/"):  # the loaders' open() fails (ENOTDIR): no such file
+                self._fds[i] = None
+                return None
             try:
                 self._fds[i] = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
             except UnsafePathError as exc:  # name the index, the JSON path and its offset
@@ -112,7 +118,8 @@ class LazyCache:
         size = self.shard_size(t.shard)
         shard = self.index.shards[t.shard]
         if size is None:
-            raise self.index.error(f"shard file {shard.data_path!r} does not exist", f"{shard.path}.dataPath")
+            raise self.index.error(f"shard file {shard.data_path!r} does not exist", f"{shard.path}.dataPath",
+                                   MalformedError)
         if t.offset < 0 or t.nbytes < 0 or t.offset + t.nbytes > size:
             raise MlfError(f"bytes {t.offset}..{t.offset + t.nbytes} go past the shard's {size} bytes",
                            file=str(self.folder / shard.data_path), field=f"{t.path}.byteOffset", offset=t.offset)
@@ -120,43 +127,62 @@ class LazyCache:
     def decoded_dtype(self, t: TensorEntry | str) -> np.dtype:
         """The NumPy type of the array TVM's loader returns for the tensor."""
         t = self._entry(t)
-        dt = dtypes.parse(t.dtype)
+        dt = dtypes.parse(t.dtype, self.index.version)
         if dt is None:
-            raise self.index.error(f"dtype {t.dtype!r} is not a TVM dtype", f"{t.path}.dtype", UnsupportedError)
+            raise self.index.error(f"dtype {shown(t.dtype)[:40]!r} is not a TVM dtype", f"{t.path}.dtype", UnknownDtypeError)
         if dt.numpy is None:
             raise self.index.error(f"dtype {t.dtype!r} has no NumPy type (TVM's Python loader cannot read it either); "
                                    "use raw() for its bytes", f"{t.path}.dtype", UnsupportedError)
         return dt.numpy
 
-    def array(self, t: TensorEntry | str) -> np.ndarray:
-        """The tensor as TVM's loader returns it (``.numpy()``): a new C-contiguous array,
-        f32-to-bf16 data decoded to float32, bfloat16 and float8 as ml_dtypes types."""
+    def flat(self, t: TensorEntry | str) -> np.ndarray:
+        """The tensor's elements as TVM's loader returns them, in C order, as a new 1-D array
+        (f32-to-bf16 data decoded to float32): for any shape, also one that NumPy cannot hold
+        (more than 64 extents, or no element beside an extent of 2^63-1), without allocating
+        more than the elements."""
         t = self._entry(t)
         np_type = self.decoded_dtype(t)
-        dt = dtypes.parse(t.dtype)
+        dt = dtypes.parse(t.dtype, self.index.version)
         assert dt is not None
+        if any(d < 0 for d in t.shape):
+            raise self.index.error(f"negative extent in shape {list(t.shape)[:8]}", f"{t.path}.shape", ConstraintError)
         want = rules.expected_nbytes(dt, t.format, t.shape)
-        if want != t.nbytes or any(d < 0 for d in t.shape):
-            raise self.index.error(f"nbytes {t.nbytes} does not match shape {list(t.shape)} of {t.dtype} "
-                                   f"under {t.format} ({want} bytes)", f"{t.path}.nbytes", ValidationError)
+        if want != t.nbytes:
+            raise self.index.error(f"nbytes {t.nbytes} does not match the shape of {t.dtype} under {t.format}",
+                                   f"{t.path}.nbytes", ConstraintError)
         self._require_in_shard(t)
-        out = np.empty(t.shape, dtype=np_type)
+        n = rules.numel(t.shape)
+        out = np.empty(n, dtype=np_type)
         if t.nbytes == 0:
             return out
         fd = self._fd(t.shard)
         assert fd is not None
         if encodings.applies(t.format, t.dtype):
-            words = np.empty(min(rules.numel(t.shape), 1 << 20), dtype="<u2")
-            flat = out.reshape(-1)
+            words = np.empty(min(n, 1 << 20), dtype="<u2")
             done = 0
-            while done < flat.size:
-                n = min(words.size, flat.size - done)
-                _pread_into(fd, words[:n].data.cast("B"), t.offset + 2 * done)
-                encodings.bf16_to_f32(words[:n], flat[done:done + n])
-                done += n
+            while done < out.size:
+                k = min(words.size, out.size - done)
+                _pread_into(fd, words[:k].data.cast("B"), t.offset + 2 * done)
+                encodings.bf16_to_f32(words[:k], out[done:done + k])
+                done += k
         else:
-            _pread_into(fd, out.reshape(-1).view(np.uint8).data, t.offset)
+            _pread_into(fd, out.view(np.uint8).data, t.offset)
         return out
+
+    def array(self, t: TensorEntry | str) -> np.ndarray:
+        """The tensor as TVM's loader returns it (``.numpy()``): a new C-contiguous array,
+        f32-to-bf16 data decoded to float32, bfloat16 and float8 as ml_dtypes types.
+        UnsupportedError for a shape NumPy cannot hold (:meth:`flat` reads it)."""
+        t = self._entry(t)
+        if len(t.shape) > rules.NUMPY_MAX_DIMS:
+            raise self.index.error(f"a shape of {len(t.shape)} extents: NumPy holds at most {rules.NUMPY_MAX_DIMS}",
+                                   f"{t.path}.shape", UnsupportedError)
+        flat = self.flat(t)
+        try:
+            return flat.reshape(t.shape)
+        except ValueError as exc:  # np: "array is too big" for [0, 2^63-1]
+            raise self.index.error(f"NumPy cannot hold shape {list(t.shape)[:8]}: {exc}", f"{t.path}.shape",
+                                   UnsupportedError) from None
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every tensor by name (a repeated name: the last one, as the loaders do)."""
@@ -266,9 +292,10 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
         try:
             for p in lazy.problems():
                 if p.code in rules.FATAL:
+                    cls = rules.error_type(p.code)
                     if p.file is not None:
-                        raise MlfError(p.message, file=p.file, field=p.path, offset=p.offset)
-                    raise index.error(p.message, p.path, ValidationError)
+                        raise cls(p.message, file=p.file, field=p.path, offset=p.offset)
+                    raise index.error(p.message, p.path, cls)
         except BaseException:
             lazy.close()
             raise

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mlf_spec.errors import OutputExistsError
+from mlf_spec.errors import OutputExistsError, UnsupportedError
 
 from . import codec
 from .folder import locate
@@ -39,6 +39,8 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
     if Path(dst).suffix in (".params", ".npz", ".safetensors"):
         if Path(dst).exists() and not replace:
             raise OutputExistsError("the output exists", file=os.fspath(dst))
+        if Path(dst).suffix in (".params", ".npz"):
+            _require_unicode_names(tensors)
         if metadata not in (None, {}):
             losses.append("the cache's metadata (a .params, .npz or .safetensors file does not carry it)")
         write_any(tensors, dst)
@@ -48,3 +50,14 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
         codec.write(dst, tensors, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
                     version=version, replace=replace)
     return len(tensors)
+
+
+def _require_unicode_names(tensors: dict) -> None:
+    """A .params or .npz file holds names as UTF-8 (TVM's writer, the zip member names): a name
+    with a lone surrogate (a cache's "\\ud800" escape) cannot be written."""
+    from .index import is_unicode, shown
+
+    for name in tensors:
+        if not is_unicode(name):
+            raise UnsupportedError(f"tensor name {shown(name)!r} is not valid Unicode (a lone surrogate): a .params "
+                                   "or .npz file cannot hold it (.safetensors neither; a tensor cache can)")

@@ -15,9 +15,18 @@ _CHUNK = 1 << 20  # elements per step of the chunked codecs (bounds the temporar
 
 
 def applies(fmt: str, dtype: str) -> bool:
-    """Whether encoding ``fmt`` is applied to a tensor of ``dtype`` (else its bytes are raw)."""
+    """Whether encoding ``fmt`` is applied to a tensor of ``dtype`` (else its bytes are raw): the
+    C++ loader compares the parsed type, so ``float32x1`` and ``float032`` are float32 (the
+    Python loader compares the string and refuses them: tensor.dtype-numpy)."""
     row = ENCODINGS.get(fmt)
-    return row is not None and row["applies_to"] is not None and row["applies_to"] == dtype
+    if row is None or row["applies_to"] is None:
+        return False
+    if dtype == row["applies_to"]:
+        return True
+    from .dtypes import parse
+
+    dt = parse(dtype)
+    return dt is not None and dt.canonical == row["applies_to"]
 
 
 def stored_bits(fmt: str, dtype: str, dtype_bits: int) -> int:

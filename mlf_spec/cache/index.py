@@ -5,10 +5,11 @@ problem; sizes against the shards are checked by :mod:`mlf_spec.cache.rules`."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlf_spec.errors import MalformedError, MlfError
+from mlf_spec.errors import MalformedError, MlfError, ValidationError
 from mlf_spec.generated import cache_layouts_table as _layouts
 
 from . import jsonpos
@@ -19,6 +20,15 @@ B16_NAMES: dict[int, str] = {r["version"]: r["b16_file"] for r in _layouts.ROWS 
 VERSION_OF_NAME: dict[str, int] = {name: v for v, name in INDEX_NAMES.items()}
 LATEST = max(INDEX_NAMES)
 INT64_MAX = (1 << 63) - 1
+#: The deepest nesting of JSON arrays and objects an index may have (the top-level object is
+#: level 1, a record's shape level 6); deeper is refused (malformed). The loaders' parsers have
+#: no stated limit: Python's json stops near 1,000 levels (RecursionError), tvm-ffi's parser
+#: (the C++ loader) crashes between 5,000 and 100,000 (observed 0.27).
+MAX_DEPTH = 64
+_MD5 = re.compile(r"[0-9a-f]{32}")
+_MD5_ANYCASE = re.compile(r"[0-9a-fA-F]{32}")
+# a \uD800-\uDFFF escape somewhere: only then are strings searched for lone surrogates
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _keys() -> dict[str, list[str]]:
@@ -69,6 +79,18 @@ class ShardEntry:
     tensors: list[TensorEntry]
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
+    #: whether the record has an md5sum key (``md5sum`` is its value when that is a string)
+    has_md5: bool = False
+
+    @property
+    def md5_syntax_ok(self) -> bool:
+        """Whether md5sum is what the writer writes: 32 lower-case hex digits."""
+        return self.md5sum is not None and _MD5.fullmatch(self.md5sum) is not None
+
+    @property
+    def md5_comparable(self) -> bool:
+        """Whether md5sum can be compared with the shard's MD5 (32 hex digits, either case)."""
+        return self.md5sum is not None and _MD5_ANYCASE.fullmatch(self.md5sum) is not None
 
 
 @dataclass(slots=True)
@@ -84,13 +106,18 @@ class CacheIndex:
     version: int | None
     layout: str
     extra: dict[str, Any] = field(default_factory=dict)
+    #: how many NaN / Infinity / -Infinity literals (not RFC 8259 JSON) the index holds; each
+    #: was read as null
+    nonfinite: int = 0
+    #: whether some string of the index holds a lone surrogate escape (\\ud800 alone)
+    surrogates: bool = False
 
     @property
     def tensors(self) -> list[TensorEntry]:
         """Every tensor record, shard by shard, in stored order."""
         return [t for s in self.shards for t in s.tensors]
 
-    def error(self, message: str, path: str, cls: type[MlfError] = MalformedError) -> MlfError:
+    def error(self, message: str, path: str, cls: type[MlfError] = ValidationError) -> MlfError:
         """An error at JSON ``path`` of this index, with its byte offset."""
         return cls(message, file=self.file, field=path or None, offset=jsonpos.byte_offset(self.raw, path))
 
@@ -104,7 +131,7 @@ class _Reader:
         self.raw, self.file = raw, file
 
     def fail(self, message: str, path: str) -> MlfError:
-        return MalformedError(message, file=self.file, field=path or None, offset=jsonpos.byte_offset(self.raw, path))
+        return ValidationError(message, file=self.file, field=path or None, offset=jsonpos.byte_offset(self.raw, path))
 
     def get(self, obj: dict, key: str, path: str, kind: str) -> Any:
         where = f"{path}.{key}" if path else key
@@ -152,13 +179,18 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedError(f"the index is not UTF-8 text ({exc.reason})", file=file, offset=exc.start) from None
+    nonfinite = [0]
+
+    def constant(_literal: str) -> None:  # NaN, Infinity, -Infinity: read as null, counted
+        nonfinite[0] += 1
+
     try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        pos = getattr(exc, "pos", None)
-        msg = getattr(exc, "msg", "nested too deeply")
-        offset = None if pos is None else len(text[:pos].encode("utf-8"))
-        raise MalformedError(f"the index is not JSON: {msg}", file=file, offset=offset) from None
+        doc = json.loads(text, parse_constant=constant)
+    except RecursionError:
+        raise _depth_error(file) from None
+    except json.JSONDecodeError as exc:
+        offset = len(text[:exc.pos].encode("utf-8"))
+        raise MalformedError(f"the index is not JSON: {exc.msg}", file=file, offset=offset) from None
     except ValueError:  # Python's limit on integer digits (sys.get_int_max_str_digits)
         raise MalformedError("the index holds an integer of more than 4,300 digits, which no cache loader reads",
                              file=file) from None
@@ -182,9 +214,9 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
         data_path = r.get(s, "dataPath", sp, "str")
         fmt = r.get(s, "format", sp, "str")
         nbytes = r.get(s, "nbytes", sp, "int")
-        md5 = s.get("md5sum")
-        if md5 is not None and not isinstance(md5, str):
-            raise r.fail("md5sum must be a JSON string", f"{sp}.md5sum")
+        md5 = s.get("md5sum")  # no loader reads it: any JSON value is kept (cache check: shard.md5-syntax)
+        if not isinstance(md5, str):
+            md5 = None
         tensors = []
         for j, t in enumerate(r.get(s, "records", sp, "list")):
             fast = _fast_tensor(t, i, j)
@@ -205,6 +237,89 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
                 r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"), i, j, r.extra(t, "tensor_record")))
         if "md5sum" not in s:
             layout = "ndarray-shards-nomd5" if version != 2 else layout
-        shards.append(ShardEntry(data_path, fmt, nbytes, md5, tensors, sp, r.extra(s, "shard_record")))
-    return CacheIndex(doc.get("metadata"), "metadata" in doc, shards, file, raw, version, layout,
-                      r.extra(doc, "cache_index"))
+        shards.append(ShardEntry(data_path, fmt, nbytes, md5, tensors, sp, r.extra(s, "shard_record"), "md5sum" in s))
+    extra = r.extra(doc, "cache_index")
+    # the records' own keys nest 6 levels at most: only metadata and unknown keys can go deeper
+    # (each extra dict stands at the level of the record object it was taken from)
+    deep = _too_deep(doc.get("metadata"), 2) or _too_deep(extra, 1)
+    for sh in shards:
+        deep = deep or _too_deep(sh.extra, 3) or any(_too_deep(t.extra, 5) for t in sh.tensors if t.extra)
+    if deep:
+        raise _depth_error(file)
+    out = CacheIndex(doc.get("metadata"), "metadata" in doc, shards, file, raw, version, layout, extra,
+                     nonfinite[0])
+    if _SURROGATE_ESCAPE.search(raw) is not None:
+        out.surrogates = _has_surrogate(doc)
+    return out
+
+
+def _depth_error(file: str) -> MlfError:
+    return MalformedError(f"the index nests JSON arrays and objects more than {MAX_DEPTH} levels deep "
+                          "(mlf-spec's stated limit; TVM's parsers have none and fail near 1,000 levels)", file=file)
+
+
+def _too_deep(value: Any, level: int) -> bool:
+    """Whether ``value``, standing at nesting ``level`` (a container there is that level),
+    holds containers deeper than :data:`MAX_DEPTH` (an explicit stack: no recursion)."""
+    stack = [(value, level)]
+    while stack:
+        v, lv = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        if lv > MAX_DEPTH:
+            return True
+        stack.extend((c, lv + 1) for c in items if isinstance(c, (dict, list)))
+    return False
+
+
+def _has_surrogate(value: Any) -> bool:
+    """Whether some string (or key) of the parsed ``value`` holds a lone surrogate."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not is_unicode(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def is_unicode(text: str) -> bool:
+    """Whether ``text`` is a sequence of Unicode scalar values (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def wtf8(text: str) -> bytes:
+    """The bytes of a JSON string as stored: UTF-8, a lone surrogate as its three-byte
+    generalized UTF-8 form (``\\ud800`` -> ED A0 80)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def shown(text: str) -> str:
+    """``text`` as every output writes it: unchanged when it is valid Unicode, else the UTF-8
+    decoding of :func:`wtf8`'s bytes with each maximal invalid subpart replaced by U+FFFD (a
+    lone surrogate becomes three U+FFFD, one per byte, as for a .params name)."""
+    return text if is_unicode(text) else wtf8(text).decode("utf-8", "replace")
+
+
+def shown_value(value: Any) -> Any:
+    """A JSON value with every string and key passed through :func:`shown`."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {shown(k): shown_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown_value(v) for v in value]
+    return value

@@ -24,12 +24,17 @@ def document(lazy: LazyCache, *, stats: Callable[[np.ndarray], dict[str, Any]] |
     """Per tensor record in stored order its name, dtype, shape, format, shard, offset, stored
     size and the SHA-256 of the array the loader returns (of the stored bytes for a dtype
     without a NumPy type); ``stats(array)`` adds a ``stats`` entry where the array decodes."""
+    from .index import is_unicode, shown, shown_value, wtf8
+
     tensors = []
     for t in lazy.tensors:
-        entry: dict[str, Any] = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
-                                 "shard": lazy.index.shards[t.shard].data_path, "offset": t.offset, "nbytes": t.nbytes}
+        entry: dict[str, Any] = {"name": shown(t.name)}
+        if not is_unicode(t.name):
+            entry["name_hex"] = wtf8(t.name).hex()
+        entry.update(dtype=shown(t.dtype), shape=list(t.shape), format=shown(t.format),
+                     shard=shown(lazy.index.shards[t.shard].data_path), offset=t.offset, nbytes=t.nbytes)
         try:
-            arr = lazy.array(t)
+            arr = lazy.flat(t)  # 1-D: any shape, also one NumPy cannot hold (tensor.shape-numpy)
         except UnsupportedError:  # no NumPy type (int4, vectors): the stored bytes, as the C++ loader copies them
             h = hashlib.sha256()
             for block in lazy.raw_blocks(t):  # by pread, never mapped: no SIGBUS if the shard is cut
@@ -42,8 +47,8 @@ def document(lazy: LazyCache, *, stats: Callable[[np.ndarray], dict[str, Any]] |
             if stats is not None:
                 entry["stats"] = stats(arr)
         tensors.append(entry)
+    metadata = shown_value(lazy.metadata) if lazy.index.surrogates else lazy.metadata
     return {"format": "tensor-cache", "index": lazy.index_name, "version": lazy.index.version,
-            "shards": len(lazy.index.shards), "metadata": lazy.metadata, "tensors": tensors}
-
+            "shards": len(lazy.index.shards), "metadata": metadata, "tensors": tensors}
 
 __all__ = ["array_sha256", "document"]

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from mlf_spec.errors import MlfError
 from mlf_spec.generated import cache_check_findings as _findings
 
 from . import dtypes, encodings
-from .index import INT64_MAX
+from .index import INDEX_NAMES, INT64_MAX
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -68,10 +70,23 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
     observations that need no data (no shard byte is read)."""
     idx = lazy.index
     if not idx.has_metadata:
-        yield Problem("cache.metadata-missing", "", "no 'metadata' key: TVM's Python loader raises KeyError")
+        yield Problem("cache.metadata-missing", "", "no 'metadata' key: TVM's Python loader raises KeyError (the C++ "
+                      "loader and the web runtime do not read it)")
+    if idx.nonfinite:
+        yield Problem("cache.json-nonfinite", "", f"{idx.nonfinite} NaN / Infinity literal(s): not RFC 8259 JSON; the "
+                      "web runtime's JSON.parse refuses the index (Python's json and tvm-ffi's parser read them); "
+                      "mlf-spec reads each as null")
+    if idx.surrogates:
+        yield Problem("cache.lone-surrogate", "", "a string holds a lone surrogate escape (\\ud800 alone): the C++ "
+                      "loader (tvm-ffi's JSON parser) refuses the index, Python's json and the web runtime read it")
     if idx.version is None:
         yield Problem("cache.index-name", "", f"the index is named {lazy.index_name!r}; TVM's C++ loader opens only "
                       "tensor-cache.json (0.22 on) or ndarray-cache.json (0.16 to 0.21) in a folder")
+    if idx.version is not None:
+        other = INDEX_NAMES[3 - idx.version] if 3 - idx.version in INDEX_NAMES else None
+        if other is not None and os.path.lexists(lazy.folder / other):
+            yield Problem("cache.two-indexes", "", f"the folder also holds {other}: TVM 0.16 to 0.21 read "
+                          f"ndarray-cache.json, 0.22 on tensor-cache.json; mlf-spec reads {lazy.index_name}")
     for key in idx.extra:
         yield Problem("cache.unknown-key", key, f"key {key!r} is not written by dump_tensor_cache; loaders ignore it")
     seen: dict[str, Any] = {}
@@ -85,8 +100,12 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
         if m is None or int(m.group(1)) != i or m.group(1) != str(i):
             yield Problem("shard.data-path", f"{sp}.dataPath",
                           f"dataPath {shard.data_path!r} is not the writer's params_shard_{i}.bin")
-        if shard.md5sum is None:
+        if not shard.has_md5:
             yield Problem("shard.md5-missing", sp, "no md5sum (written before v0.16, or by another tool)")
+        elif not shard.md5_syntax_ok:
+            yield Problem("shard.md5-syntax", f"{sp}.md5sum", "md5sum is not 32 lower-case hex digits as the writer "
+                          "writes it (no loader reads it)" + ("; compared case-insensitively" if shard.md5_comparable
+                                                             else "; not compared"))
         if not shard.tensors:
             yield Problem("shard.empty", f"{sp}.records", "a shard without tensor records")
         size = lazy.shard_size(i)
@@ -106,21 +125,24 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                 yield Problem("tensor.duplicate-name", f"{t.path}.name",
                               f"name {t.name!r} also at {seen[t.name].path}: the loaders keep the last one")
             seen[t.name] = t
-            kind = _kinds.get((t.dtype, t.format))
+            kind = _kinds.get((t.dtype, t.format, idx.version))
             if kind is None:
-                kind = _kinds[(t.dtype, t.format)] = _kind(t.dtype, t.format)
+                kind = _kinds[(t.dtype, t.format, idx.version)] = _kind(t.dtype, t.format, idx.version)
             dt, bits, fast = kind
             n = math.prod(t.shape)
             if fast and t.nbytes == (n * bits + 7) // 8 and 0 <= t.offset and t.offset + t.nbytes <= limit \
-                    and min(t.shape, default=0) >= 0 and (n or t.format == "raw"):
+                    and min(t.shape, default=0) >= 0 and len(t.shape) <= NUMPY_MAX_DIMS \
+                    and (n or (t.format == "raw" and dt is not None and not _numpy_too_big(t.shape, dt))):
                 spans.append((t.offset, t.offset + t.nbytes, t))
                 continue
             tp = t.path
             if dt is None:
-                yield Problem("tensor.dtype", f"{tp}.dtype", f"dtype {t.dtype!r} is not a TVM dtype")
-            elif dt.numpy is None:
-                yield Problem("tensor.dtype-numpy", f"{tp}.dtype", f"dtype {t.dtype!r} has no NumPy type: TVM's Python "
-                              "loader fails in np.frombuffer (the C++ loader copies the bytes)")
+                yield Problem("tensor.dtype", f"{tp}.dtype", f"dtype {_short(t.dtype)!r} is not a TVM dtype of the "
+                              f"loaders of {idx.version and INDEX_NAMES_OF.get(idx.version) or 'any index'}")
+            elif not fast_python(t.dtype):
+                yield Problem("tensor.dtype-numpy", f"{tp}.dtype", f"dtype {t.dtype!r}: TVM's Python loader fails in "
+                              "np.frombuffer (no NumPy type of that spelling); the C++ loader reads it as "
+                              f"{dt.canonical}")
             if t.format not in encodings.ENCODINGS:
                 yield Problem("tensor.format-unknown", f"{tp}.format", f"format {t.format!r} is known to no loader: "
                               "the bytes are read raw")
@@ -128,16 +150,20 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                 yield Problem("tensor.format-ignored", f"{tp}.format",
                               f"format {t.format!r} does not apply to {t.dtype}: the bytes are read raw")
             if any(d < 0 for d in t.shape):
-                yield Problem("tensor.negative-extent", f"{tp}.shape", f"negative extent in {list(t.shape)}")
+                yield Problem("tensor.negative-extent", f"{tp}.shape", f"negative extent in {_shape_text(t.shape)}")
                 continue
+            if numpy_shape_bad(t.shape, dt):
+                yield Problem("tensor.shape-numpy", f"{tp}.shape", f"shape {_shape_text(t.shape)}: NumPy holds at most "
+                              f"{NUMPY_MAX_DIMS} dimensions and {INT64_MAX} bytes of shape, so TVM's Python loader fails "
+                              "(np.empty / reshape); the C++ loader reads it")
             if dt is None:
                 continue
             want = expected_nbytes(dt, t.format, t.shape)
             if want > INT64_MAX:
-                yield Problem("tensor.nbytes", f"{tp}.shape", f"the shape's byte size {want} overflows int64")
+                yield Problem("tensor.nbytes", f"{tp}.shape", f"the shape's byte size {_size_text(want)} overflows int64")
                 continue
             if want != t.nbytes:
-                yield Problem("tensor.nbytes", f"{tp}.nbytes", f"nbytes {t.nbytes} but shape {list(t.shape)} of {t.dtype} "
+                yield Problem("tensor.nbytes", f"{tp}.nbytes", f"nbytes {t.nbytes} but shape {_shape_text(t.shape)} of {t.dtype} "
                               f"under {t.format if encodings.applies(t.format, t.dtype) else 'raw'} stores {want}")
             if t.format != "raw" and encodings.applies(t.format, t.dtype) and numel(t.shape) == 0:
                 yield Problem("tensor.empty-encoded", tp, "an empty tensor under an encoding")
@@ -163,33 +189,95 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
 
 #: (dtype, format) -> (parsed dtype, stored bits per element, whether a record of it may take
 #: the fast path: a known dtype with a NumPy type, a known format that is raw or applies)
-_kinds: dict[tuple[str, str], tuple[dtypes.CacheDType | None, int, bool]] = {}
+_kinds: dict[tuple[str, str, int | None], tuple[dtypes.CacheDType | None, int, bool]] = {}
 
 
-def _kind(dtype: str, fmt: str) -> tuple[dtypes.CacheDType | None, int, bool]:
-    dt = dtypes.parse(dtype)
+def _kind(dtype: str, fmt: str, version: int | None) -> tuple[dtypes.CacheDType | None, int, bool]:
+    dt = dtypes.parse(dtype, version)
     if dt is None:
         return None, 0, False
     bits = encodings.stored_bits(fmt, dtype, dt.bits) * dt.lanes
     applies = encodings.applies(fmt, dtype)
-    fast = dt.numpy is not None and (fmt == "raw" or applies)
+    fast = dt.numpy is not None and fast_python(dtype) and (fmt == "raw" or applies)
     return dt, bits, fast
+
+
+def fast_python(dtype: str) -> bool:
+    """Whether TVM's Python loader reads the spelling (dtypes.python_reads)."""
+    return dtypes.python_reads(dtype)
+
+
+#: NumPy's limit on dimensions (numpy.core: NPY_MAXDIMS 64 in NumPy 2)
+NUMPY_MAX_DIMS = 64
+
+
+def _numpy_too_big(shape: tuple[int, ...], dt: dtypes.CacheDType) -> bool:
+    """Whether np.empty refuses the shape although it holds no element: NumPy multiplies the
+    nonzero extents (and the item size) and refuses a product past int64."""
+    size = max(1, (dt.bits * dt.lanes + 7) // 8)
+    for d in shape:
+        if d:
+            size *= d
+            if size > INT64_MAX:
+                return True
+    return False
+
+
+def numpy_shape_bad(shape: tuple[int, ...], dt: dtypes.CacheDType | None) -> bool:
+    """Whether NumPy cannot hold an array of ``shape`` (TVM's Python loader then fails)."""
+    if len(shape) > NUMPY_MAX_DIMS:
+        return True
+    if any(d < 0 for d in shape) or math.prod(shape) != 0:
+        return False
+    return _numpy_too_big(shape, dt) if dt is not None else False
+
+
+def _size_text(n: int) -> str:
+    """A byte size for a message: its digits, or its power of two when it has more than 30
+    (int -> str is refused past 4,300 digits)."""
+    return str(n) if n < 10 ** 30 else f"about 2^{n.bit_length() - 1}"
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """A shape for a message, cut after 8 extents."""
+    inner = ", ".join(str(d) for d in shape[:8])
+    return f"[{inner}{', ...' if len(shape) > 8 else ''}] ({len(shape)} extents)" if len(shape) > 8 else f"[{inner}]"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+INDEX_NAMES_OF = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.json (TVM 0.22 on)"}
 
 
 def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
     """md5sum against the shard bytes (reads every shard)."""
     for i, shard in enumerate(lazy.index.shards):
-        if shard.md5sum is None or lazy.shard_size(i) is None:
+        if not shard.md5_comparable or lazy.shard_size(i) is None:
             continue
         h = hashlib.md5(usedforsecurity=False)
         for block in lazy.shard_blocks(i):
             h.update(block)
-        if h.hexdigest() != shard.md5sum.lower():
+        if shard.md5sum is not None and h.hexdigest() != shard.md5sum.lower():
             yield Problem("shard.md5", f"{shard.path}.md5sum",
                           f"the shard's MD5 is {h.hexdigest()}, its record says {shard.md5sum}",
                           str(lazy.folder / shard.data_path), 0)
 
 
-#: Problems that stop the codec from reading (strict open): the loaders refuse or misread.
-FATAL = frozenset({"shard.format", "shard.missing", "shard.size", "tensor.dtype", "tensor.negative-extent",
-                   "tensor.nbytes", "tensor.out-of-shard"})
+#: Problems that stop the codec from reading (strict open): the rules that have an error
+#: class in spec/findings/cache_check.yaml (the loaders refuse or misread).
+FATAL = frozenset(code for code, f in FINDINGS.items() if f.get("error_class"))
+
+
+def error_type(code: str) -> type[MlfError]:
+    """The MlfError subclass of a refusing rule's conformance error class (its
+    ``error_class`` in the spec, mapped through spec/tables/conformance_errors.yaml)."""
+    from mlf_spec import errors
+    from mlf_spec.generated import conformance_errors_table as _classes
+
+    name = FINDINGS[code]["error_class"]
+    row = next(r for r in _classes.ROWS if r["error_class"] == name)
+    cls = getattr(errors, row["mlf_error"])
+    assert isinstance(cls, type) and issubclass(cls, MlfError)
+    return cls

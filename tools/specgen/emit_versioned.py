@@ -832,12 +832,21 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
                 d["was"] = " ".join(f.was.split())
         if f.invariants:
             d["invariants"] = f.invariants
+        if f.error_class is not None:
+            d["error_class"] = f.error_class
         data[f.code] = d
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
     page = _page_head(model, [doc], spec.title, spec.doc)
-    page += ["| Code | Severity | Meaning |", "|---|---|---|"]
+    classes = any(f.error_class for f in spec.findings)
+    if classes:
+        page += ["The error class is the conformance class (conformance_errors) under which a reader refuses an "
+                 "input with that finding; a finding without one does not stop a reader.", ""]
+        page += ["| Code | Severity | Error class | Meaning |", "|---|---|---|---|"]
+    else:
+        page += ["| Code | Severity | Meaning |", "|---|---|---|"]
     for f in spec.findings:
-        page.append(f"| `{f.code}` | {f.severity} | {' '.join(f.doc.split())} |")
+        cls = f"| {'`' + f.error_class + '`' if f.error_class else '-'} " if classes else ""
+        page.append(f"| `{f.code}` | {f.severity} {cls}| {' '.join(f.doc.split())} |")
     rules = [f for f in spec.findings if f.rule is not None]
     if rules:
         page += ["", "## Cross-check rules", "",

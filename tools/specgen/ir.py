@@ -450,6 +450,9 @@ class FindingSpec(Strict):
         "cannot be proven is info at most).")
     basis: list[FindingBasis] = Field(default_factory=list, description="The commits the rule rests on.")
     was: str | None = Field(None, description="The earlier, wrong form of the rule and why it was wrong.")
+    error_class: str | None = Field(
+        None, description="The conformance error class (table conformance_errors) of the rejection when a reader "
+        "refuses an input for this finding; null: the finding does not stop a reader.")
 
 
 class FindingsSpec(Strict):
