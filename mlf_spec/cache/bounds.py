@@ -24,7 +24,7 @@ from .index import INT64_MAX
 RULES: dict[str, str] = {
     "cache_index.records.required": "the index has the key records",
     "cache_index.records.type": "records is a JSON array",
-    "cache_index.metadata.required": "the index has the key metadata, of any JSON type",
+    "cache_index.keys": "the index has records; metadata may be missing or of any type, other keys are ignored",
     "cache_index.layout": "the index is a JSON object of shard records (not a layout before 663c8211a4)",
     "shard_record.dataPath.required": "a shard record has dataPath",
     "shard_record.dataPath.type": "dataPath is a JSON string",
@@ -36,7 +36,8 @@ RULES: dict[str, str] = {
     "shard_record.nbytes.range": "the shard's nbytes is >= 0",
     "shard_record.records.required": "a shard record has records",
     "shard_record.records.type": "a shard's records is a JSON array",
-    "shard_record.md5sum.type": "md5sum, when present and not null, is a JSON string (no loader checks its value)",
+    "shard_record.keys": "a shard record has dataPath, format, nbytes and records; md5sum may hold any value "
+                         "(no loader reads it), other keys are ignored",
     "shard.missing": "the shard file exists",
     "shard.size": "the shard file holds exactly nbytes bytes",
     "tensor_record.name.type": "a tensor's name is a JSON string (any string)",
@@ -63,10 +64,11 @@ RULES: dict[str, str] = {
     "cache.text.utf8": "the index is UTF-8",
     "cache.text.bom": "no byte order mark before the index",
     "cache.text.syntax": "the index is one JSON value (RFC 8259), nothing after it",
-    "cache.text.constant": "numbers are JSON numbers (NaN, Infinity refused)",
+    "cache.text.constant": "NaN, Infinity and -Infinity are read (as null); no other non-JSON literal",
     "cache.text.duplicate-key": "of a key repeated in an object the last value counts",
     "cache.text.digits": "no integer of more than 4,300 digits (Python's limit)",
-    "cache.text.surrogate": "a \\u escape of a surrogate is half of a pair",
+    "cache.text.surrogate": "a \\u escape has four hex digits; a lone surrogate is read (U+FFFD), not in a dataPath",
+    "cache.text.depth": "arrays and objects nest at most 64 levels (the top-level object is level 1)",
 }
 
 Doc = dict[str, Any]
@@ -189,8 +191,8 @@ def _stored(bits: int, lanes: int, numel: int) -> int:
 TABLE_SPELLINGS: dict[str, int] = {
     "int8": 8, "int16": 16, "int32": 32, "int64": 64, "int1": 1, "int4": 4, "int9": 9, "int255": 255, "uint9": 9,
     "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "uint1": 1, "uint4": 4,
-    "float16": 16, "float32": 32, "float64": 64, "float8": 8,
-    "bfloat16": 16, "bool": 8, "bool8": 8, "complex64": 64, "complex128": 128,
+    "float16": 16, "float32": 32, "float64": 64, "float8": 8, "float032": 32, "int0008": 8,
+    "bfloat16": 16, "bool": 8, "bool8": 8, "handle": 64,
     "e4m3_float8": 8, "e5m2_float8": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float8_e3m4": 8,
     "float8_e4m3": 8, "float8_e4m3b11fnuz": 8, "float8_e4m3fnuz": 8, "float8_e5m2fnuz": 8,
     "float8_e8m0fnu": 8, "float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4,
@@ -198,8 +200,10 @@ TABLE_SPELLINGS: dict[str, int] = {
 #: spellings one step past the grammar: bits 0 or 256, lanes 0 or 32768, a kind without bits,
 #: a row without a width, a near name, a custom code
 PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0": "float0", "float256": "float256",
-                  "float32x0": "float32x0", "float32x32768": "float32x32768", "float32x": "float32x", "float": "float",
-                  "int": "int", "uint": "uint", "bfloat": "bfloat", "handle": "handle", "float8_e4m3fnx": "float8_e4m3fnx",
+                  "float32x0": "float32x0", "float32x65536": "float32x65536", "float32x": "float32x", "float": "float",
+                  "complex64": "complex64", "complex128": "complex128", "handlex2": "handlex2", "handle64": "handle64",
+                  "int1000000": "int1000000",
+                  "int": "int", "uint": "uint", "bfloat": "bfloat", "float8_e4m3fnx": "float8_e4m3fnx",
                   "float8_e4m3fn_": "float8_e4m3fn_", "upper-case": "Float32", "trailing-space": "float32 ",
                   "leading-space": " float32", "custom": "custom[129]8", "float8_e6m2": "float8_e6m2",
                   "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "empty": "",
@@ -219,16 +223,18 @@ def bound_caches() -> Iterator[Bound]:
         return Bound(rule, label, files, doc)
 
     # -- keys every record must have, and their JSON types -------------------------------
-    for key in ("records", "metadata"):
-        yield probe(f"cache_index.{key}.required", "present", b, f"the index has {key}")
-        yield probe(f"cache_index.{key}.required", "missing", edit(b, lambda d, k=key: d.pop(k)), f"no {key} key")
+    yield probe("cache_index.records.required", "present", b, "the index has records")
+    yield probe("cache_index.records.required", "missing", edit(b, lambda d: d.pop("records")), "no records key")
+    yield probe("cache_index.keys", "metadata-missing", edit(b, lambda d: d.pop("metadata")), "no metadata key")
+    yield probe("cache_index.keys", "unknown", edit(b, lambda d: d.update(note=1)), "a key the writer never writes")
+    yield probe("cache_index.keys", "records-missing", edit(b, lambda d: d.pop("records")), "metadata, no records")
     for label, v in (("object", {}), ("string", "records"), ("null", None), ("number", 0)):
         yield probe("cache_index.records.type", label, edit(b, lambda d, v=v: d.update(records=v)),
                     f"records is a JSON {label}")
     yield probe("cache_index.records.type", "empty", edit(b, lambda d: d.update(records=[])), "no shard at all")
     for label, v in (("object", {}), ("list", [1, "a"]), ("null", None), ("number", -1.5), ("string", "m"),
                      ("nested", {"a": [{"b": {"c": [None, True, 2 ** 70]}}]}), ("huge-int", 2 ** 64)):
-        yield probe("cache_index.metadata.required", f"metadata-{label}", edit(b, lambda d, v=v: d.update(metadata=v)),
+        yield probe("cache_index.keys", f"metadata-{label}", edit(b, lambda d, v=v: d.update(metadata=v)),
                     f"metadata as a JSON {label}")
     yield probe("cache_index.layout", "shards", b, "an object of shard records")
     yield probe("cache_index.layout", "no-md5", edit(b, lambda d: [s.pop("md5sum") for s in d["records"]]),
@@ -269,11 +275,13 @@ def bound_caches() -> Iterator[Bound]:
     for label, md5 in (("lower", d0["records"][0]["md5sum"]), ("upper", d0["records"][0]["md5sum"].upper()),
                        ("31-digits", d0["records"][0]["md5sum"][:31]), ("33-digits", d0["records"][0]["md5sum"] + "0"),
                        ("other", "0" * 32), ("short", "abc"), ("empty", ""), ("null", None)):
-        yield probe("shard_record.md5sum.type", label, edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
+        yield probe("shard_record.keys", f"md5-{label}", edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
                     f"md5sum {json.dumps(md5)}")
     for label, md5 in (("number", 0), ("list", [d0["records"][0]["md5sum"]]), ("true", True)):
-        yield probe("shard_record.md5sum.type", label, edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
+        yield probe("shard_record.keys", f"md5-{label}", edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
                     f"md5sum {json.dumps(md5)}")
+    yield probe("shard_record.keys", "unknown", edit(b, lambda d: d["records"][1].update(note="x")), "an unknown key")
+    yield probe("shard_record.keys", "datapath-missing", edit(b, _pop("dataPath", None, 1)), "shard 1 without dataPath")
 
     # -- dataPath -----------------------------------------------------------------------
     moved = {k: v for k, v in b.items() if k != "params_shard_0.bin"}
@@ -417,7 +425,7 @@ def bound_caches() -> Iterator[Bound]:
     for spelling, bits in TABLE_SPELLINGS.items():  # 8 elements: a width one off stores other bytes
         yield probe("tensor_record.dtype.table", spelling, _one(spelling, [8], "raw", _stored(bits, 1, 8)),
                     f"dtype {spelling} [8]")
-    for spelling in ("float32x1", "float32x32767", "int8x2", "boolx4", "int255x32767", "float16x2", "float32x9",
+    for spelling in ("float32x1", "float32x32767", "float32x65535", "int8x2", "boolx4", "int255x32767", "float16x2", "float32x9",
                      "float32x10", "float8_e4m3fnx2", "float4_e2m1fnx3"):
         base_name, lanes = spelling.split("x")
         n = 0 if int(lanes) > 100 else 3
@@ -475,7 +483,9 @@ def bound_caches() -> Iterator[Bound]:
         yield probe("cache.text.constant" if label == "numbers" else "cache.text.syntax", label, with_meta(raw),
                     f"metadata {raw.decode()}")
     for label, raw in (("nan", b"NaN"), ("infinity", b"Infinity"), ("minus-infinity", b"-Infinity"),
-                       ("nan-in-list", b"[1, NaN]")):
+                       ("nan-in-list", b"[1, NaN]"), ("lower-nan", b"nan"), ("minus-nan", b"-NaN"),
+                       ("plus-infinity", b"+Infinity"), ("inf", b"Inf"), ("lower-infinity", b"infinity"),
+                       ("nan-then-letter", b"NaNa"), ("minus-inf", b"-Inf")):
         yield probe("cache.text.constant", label, with_meta(raw), f"metadata {raw.decode()}")
     yield probe("cache.text.duplicate-key", "siblings", b, "the same keys in sibling records")
     yield probe("cache.text.duplicate-key", "last-right", _text(b, text.replace(
@@ -486,6 +496,11 @@ def bound_caches() -> Iterator[Bound]:
         b'                    "byteOffset": 12', 1)), "the int32's nbytes twice, the last wrong")
     yield probe("cache.text.duplicate-key", "metadata-twice", _text(b, text.replace(meta, meta + b',\n    "metadata": 5', 1)),
                 "metadata twice (the last is read)")
+    # metadata is level 2: n nested arrays in it reach level n + 1
+    yield probe("cache.text.depth", "64", with_meta(b"[" * 63 + b"]" * 63), "metadata nested to level 64")
+    yield probe("cache.text.depth", "65", with_meta(b"[" * 64 + b"]" * 64), "metadata nested to level 65")
+    yield probe("cache.text.depth", "65-objects", with_meta(b'{"a": ' * 64 + b"1" + b"}" * 64), "objects to level 65")
+    yield probe("cache.text.depth", "far", with_meta(b"[" * 5000 + b"]" * 5000), "metadata nested 5,000 levels")
     yield probe("cache.text.digits", "4300", with_meta(b"9" * 4300), "an integer of 4,300 digits in metadata")
     yield probe("cache.text.digits", "4301", with_meta(b"9" * 4301), "an integer of 4,301 digits in metadata")
     yield probe("cache.text.digits", "4301-negative", with_meta(b"-" + b"9" * 4301), "-(4,301 digits) in metadata")
@@ -495,7 +510,17 @@ def bound_caches() -> Iterator[Bound]:
     for label, raw in (("lone-high", b'"\\ud800"'), ("lone-low", b'"\\udc00"'), ("reversed", b'"\\ude00\\ud83d"'),
                        ("high-then-char", b'"\\ud83da"')):
         yield probe("cache.text.surrogate", label, with_meta(raw), f"metadata {raw.decode()}")
-    for label, raw in (("name-lone-high", b'"\\ud800"'), ("name-pair", b'"\\ud83d\\ude00"')):
+    for label, raw in (("short-escape", b'"\\ud80"'), ("bad-hex", b'"\\ud80g"'), ("upper-u", b'"\\U0041"')):
+        yield probe("cache.text.surrogate", label, with_meta(raw), f"metadata {raw.decode()}")
+    yield probe("cache.text.surrogate", "data-path-lone", edit({**moved, "a.bin": shard0},
+                lambda d: d["records"][0].update(dataPath="a\ud800.bin")), "a dataPath with a lone surrogate")
+    yield probe("cache.text.surrogate", "data-path-pair", edit({**moved, "a\U0001f600.bin": shard0},
+                lambda d: d["records"][0].update(dataPath="a\U0001f600.bin")), "a dataPath with a surrogate pair")
+    for label, raw in (("name-lone-high", b'"\\ud800"'), ("name-pair", b'"\\ud83d\\ude00"'),
+                       ("name-lone-then-char", b'"\\ud800x"'), ("format-lone", None)):
+        if raw is None:
+            yield probe("cache.text.surrogate", label, edit(b, _set(1, format="r\udc00w")), "a format label with a lone surrogate")
+            continue
         yield probe("cache.text.surrogate", label, _text(b, text.replace(b'"name": "i"', b'"name": ' + raw, 1)),
                     f"the int32's name {raw.decode()}")
 

@@ -124,7 +124,7 @@ static jv *jnumber(jp_t *j, jv *v) {
   size_t s = j->pos;
   int neg = 0;
   if (j->p[j->pos] == '-') { neg = 1; j->pos++; }
-  if (lit(j, "Infinity")) return constant_ok("-Infinity") ? v : NULL;
+  if (lit(j, "Infinity")) { v->t = J_NULL; return constant_ok("-Infinity") ? v : NULL; }
   size_t ds = j->pos;
   if (j->pos >= j->n || j->p[j->pos] < '0' || j->p[j->pos] > '9') return NULL;
   if (j->p[j->pos] == '0') j->pos++;
@@ -197,8 +197,8 @@ static jv *jvalue(jp_t *j, int depth) {
   } else if (lit(j, "true")) v->t = J_TRUE;
   else if (lit(j, "false")) v->t = J_FALSE;
   else if (lit(j, "null")) v->t = J_NULL;
-  else if (lit(j, "NaN")) { v->t = J_NUM; if (!constant_ok("NaN")) return NULL; }
-  else if (lit(j, "Infinity")) { v->t = J_NUM; if (!constant_ok("Infinity")) return NULL; }
+  else if (lit(j, "NaN")) { v->t = J_NULL; if (!constant_ok("NaN")) return NULL; }
+  else if (lit(j, "Infinity")) { v->t = J_NULL; if (!constant_ok("Infinity")) return NULL; }
   else if (c == '-' || (c >= '0' && c <= '9')) { v->t = J_NUM; if (!jnumber(j, v)) return NULL; }
   else return NULL;
   v->e = j->pos;
@@ -241,6 +241,20 @@ static int open_below(int dir, uint8_t **parts, size_t *lens, size_t nparts) {
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) { close(fd); return -3; }
   return fd;
 }
+/* "key": the string's bytes as text (each maximal ill-formed subpart, a lone surrogate's three
+ * bytes included, as U+FFFD), without name_hex. */
+static void put_text(buf_t *out, const char *key, const jv *v) {
+  buf_t tmp = {0};
+  put_name(&tmp, key, v->str, v->len);
+  char *hex = strstr(tmp.p, "_hex\": \"");
+  if (hex) {  /* cut ", \"key_hex\": ..." */
+    char *cut = hex - strlen(key) - 3;
+    *cut = 0;
+    tmp.n = (size_t)(cut - tmp.p);
+  }
+  put(out, tmp.p, tmp.n);
+  free(tmp.p);
+}
 /* A value's text as it stands in the index, on one line (a JSON string holds no raw line break). */
 static void put_raw(buf_t *out, const uint8_t *text, const jv *v) {
   for (size_t k = v->s; k < v->e; k++) put(out, text[k] == '\n' || text[k] == '\r' ? " " : (const char *)text + k, 1);
@@ -250,7 +264,7 @@ static int read_folder(int dir, buf_t *out, refusal_t *r);
 /* The error class of a shard that cannot be read (open_below's answer): missing, a link on
  * the way, not a regular file; of a size that differs from nbytes. */
 static const char *open_class(int fd) {
-  return fd == -1 ? "invalid_document" : fd == -2 ? "unsafe" : fd < 0 ? "unsupported" : "error";
+  return fd == -1 ? "malformed" : fd == -2 ? "unsafe" : fd < 0 ? "unsupported" : "constraint";
 }
 static const jp_t NO_PARSER;
 static const file_t NO_FILE;
@@ -262,13 +276,15 @@ static const char *INDEX_TEXT[] = {"tensor-cache.json", "ndarray-cache.json"};
 static const int INDEX_VERSIONS[] = {2, 1};
 
 /* MUTATE BEGIN */
-#define MAX_DEPTH 1000
+#define MAX_DEPTH 64
 #define MAX_DIGITS 4300
-#define MAX_LANES 32767
+#define MAX_LANES 65535
 
+/* Arrays and objects nest at most 64 levels (the top-level object is level 1); an integer has
+ * at most 4,300 digits; NaN, Infinity and -Infinity are read (as null). */
 static int depth_ok(int depth) { return depth <= MAX_DEPTH; }
 static int digits_ok(size_t digits) { return digits <= MAX_DIGITS; }
-static int constant_ok(const char *word) { (void)word; return 0; }
+static int constant_ok(const char *word) { (void)word; return 1; }
 
 /* The decimal digits p[0..n) (negative if `neg`) as an int64: 0 if it does not fit. */
 static int int64_of(const uint8_t *p, size_t n, int neg, int64_t *out) {
@@ -304,11 +320,13 @@ static jv *need(const jv *o, const char *key, int t) {
 }
 
 /* A dtype of the table: spellings with a fixed width, then kinds that take {bits}. */
-static const char *FIXED8[] = {"bool", "e4m3_float8", "e5m2_float8", "float8_e4m3fn", "float8_e5m2", "float8_e3m4",
-  "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", NULL};
+static const char *FIXED8[] = {"bool", "float8_e4m3fn", "float8_e5m2", "float8_e3m4", "float8_e4m3",
+  "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", NULL};
+/* the float8 names of 0.13 to 0.19, read only in an ndarray-cache.json (TVM 0.16 to 0.21) */
+static const char *FIXED8_V1[] = {"e4m3_float8", "e5m2_float8", NULL};
 static const char *FIXED6[] = {"float6_e2m3fn", "float6_e3m2fn", NULL};
 static const char *FIXED4[] = {"float4_e2m1fn", NULL};
-static const char *KINDS[] = {"int", "uint", "float", "bfloat", "complex", "bool", NULL};
+static const char *KINDS[] = {"int", "uint", "float", "bfloat", "bool", NULL};
 
 /* Digits s[0..n) as a number of at most `max`: -1 if empty, not digits or larger. */
 static long small_number(const uint8_t *s, size_t n, long max) {
@@ -341,9 +359,13 @@ static int fixed(const uint8_t *s, size_t n, const char **names, int width, int 
   }
   return 0;
 }
-static int dtype_of(const uint8_t *s, size_t n, int *bits, long *lanes) {
+static int dtype_of(const uint8_t *s, size_t n, int version, int *bits, long *lanes) {
   if (fixed(s, n, FIXED8, 8, bits, lanes) || fixed(s, n, FIXED6, 6, bits, lanes) || fixed(s, n, FIXED4, 4, bits, lanes))
     return 1;
+  if (version == 1 && fixed(s, n, FIXED8_V1, 8, bits, lanes)) return 1;
+  *bits = 64;  /* handle: 64 bits, never with lanes */
+  *lanes = 1;
+  if (n == 6 && !memcmp(s, "handle", 6)) return 1;
   for (int i = 0; KINDS[i]; i++) {
     size_t k = strlen(KINDS[i]);
     if (n <= k || memcmp(s, KINDS[i], k)) continue;
@@ -372,7 +394,7 @@ static const char *path_problem(const jv *p, uint8_t **parts, size_t *lens, size
    * folder itself, which is not a regular file) */
   for (size_t k = 0; k <= n; k++) {
     if (k < n && s[k] != '/') continue;
-    if (k > start) {
+    if (k > start || k == n) {  /* a trailing '/' leaves an empty last component: no such file */
       parts[*nparts] = s + start;
       lens[*nparts] = k - start;
       *nparts += 1;
@@ -380,6 +402,8 @@ static const char *path_problem(const jv *p, uint8_t **parts, size_t *lens, size
     start = k + 1;
   }
   if (memchr(s, 0, n)) return "a dataPath with NUL";
+  for (size_t k = 0; k + 1 < n; k++)  /* a lone surrogate's three bytes: ED A0..BF */
+    if (s[k] == 0xED && s[k + 1] >= 0xA0) return "a dataPath with a lone surrogate";
   if (s[0] == '/' || (n > 1 && s[1] == ':')) return "an absolute dataPath";
   start = 0;
   for (size_t k = 0; k <= n; k++) {
@@ -426,21 +450,19 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
   if (!doc) { refuse(r, "malformed", "the index is not JSON"); goto done; }
   /* (a value other than an object has no member: need() refuses it) */
   jv *records = need(doc, "records", J_ARR);
-  if (!records) { refuse(r, "malformed", "records is missing or not an array"); goto done; }
-  jv *meta = member(doc, "metadata");
+  if (!records) { refuse(r, "invalid_document", "records is missing or not an array"); goto done; }
   puts_(&body, "{\"format\": \"tensor-cache\", \"index\": \""); puts_(&body, index);
   puts_(&body, "\", \"version\": "); putf_i(&body, version);
   puts_(&body, ", \"shards\": "); putf_u(&body, records->n);
-  puts_(&body, ", \"metadata\": ");
-  if (meta) put_raw(&body, text, meta); else puts_(&body, "null");
   puts_(&body, ", \"tensors\": [");
   int first = 1;
   for (size_t s = 0; s < records->n; s++) {
     jv *sh = records->items[s];
     jv *path = need(sh, "dataPath", J_STR), *fmt = need(sh, "format", J_STR), *nb = need(sh, "nbytes", J_NUM);
-    jv *tensors = need(sh, "records", J_ARR), *md5 = member(sh, "md5sum");
-    if (!path || !fmt || !nb || !tensors) { refuse(r, "malformed", "a shard record lacks a key or has a wrong type"); goto done; }
-    if (md5 && md5->t != J_STR && md5->t != J_NULL) { refuse(r, "malformed", "md5sum is not a string"); goto done; }
+    jv *tensors = need(sh, "records", J_ARR);
+    if (!path || !fmt || !nb || !tensors) {
+      refuse(r, "invalid_document", "a shard record lacks a key or has a wrong type"); goto done;
+    }  /* (md5sum may hold any value: no loader reads it) */
     tensor_t *ts = calloc(tensors->n ? tensors->n : 1, sizeof *ts);
     for (size_t k = 0; k < tensors->n; k++) {
       jv *t = tensors->items[k];
@@ -458,12 +480,12 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
       e->format = need(t, "format", J_STR);
       jv *tn = need(t, "nbytes", J_NUM), *to = need(t, "byteOffset", J_NUM);
       if (!e->shape || !e->name || !e->dtype || !e->format || !tn || !to) {
-        refuse(r, "malformed", "a tensor record lacks a key or has a wrong type"); free(ts); goto done;
+        refuse(r, "invalid_document", "a tensor record lacks a key or has a wrong type"); free(ts); goto done;
       }
       e->nbytes = tn->i;
       e->offset = to->i;
     }
-    if (!is(fmt, "raw-shard")) { refuse(r, "invalid_document", "the shard format is not raw-shard"); free(ts); goto done; }
+    if (!is(fmt, "raw-shard")) { refuse(r, "bad_constant", "the shard format is not raw-shard"); free(ts); goto done; }
     uint8_t **parts = calloc(path->len + 1, sizeof *parts);
     size_t *lens = calloc(path->len + 1, sizeof *lens), nparts;
     const char *problem = path_problem(path, parts, lens, &nparts);
@@ -481,25 +503,26 @@ static int read_cache(const uint8_t *text, size_t n, const char *index, int vers
     for (size_t k = 0; k < tensors->n; k++) {
       tensor_t *e = &ts[k];
       int bits; long lanes;
-      if (!dtype_of(e->dtype->str, e->dtype->len, &bits, &lanes)) {
-        refuse(r, "invalid_document", "the dtype is not a TVM dtype"); free(f.p); free(ts); goto done;
+      if (!dtype_of(e->dtype->str, e->dtype->len, version, &bits, &lanes)) {
+        refuse(r, "unknown_dtype", "the dtype is not a TVM dtype"); free(f.p); free(ts); goto done;
       }
-      e->decode = is(e->format, "f32-to-bf16") && is(e->dtype, "float32");
+      /* f32-to-bf16 applies to what parses as float32 with one lane (float32x1, float032 too) */
+      e->decode = is(e->format, "f32-to-bf16") && bits == 32 && lanes == 1 && e->dtype->str[0] == 'f';
       int64_t want = stored_size(e->shape, e->decode ? 16 : bits, lanes);
       if (want < 0 || want != e->nbytes) {
-        refuse(r, "invalid_document", "a negative extent, or nbytes differs from shape x dtype"); free(f.p); free(ts); goto done;
+        refuse(r, "constraint", "a negative extent, or nbytes differs from shape x dtype"); free(f.p); free(ts); goto done;
       }
       if (e->offset < 0 || (uint64_t)e->offset + (uint64_t)e->nbytes > f.n) {
-        refuse(r, "error", "the tensor's bytes go past the shard"); free(f.p); free(ts); goto done;
+        refuse(r, "constraint", "the tensor's bytes go past the shard"); free(f.p); free(ts); goto done;
       }
       if (!first) puts_(&body, ", ");
       first = 0;
-      puts_(&body, "{\"name\": "); put_raw(&body, text, e->name);
+      puts_(&body, "{"); put_name(&body, "name", e->name->str, e->name->len);
       puts_(&body, ", \"dtype\": "); put_raw(&body, text, e->dtype);
       puts_(&body, ", \"shape\": [");
       for (size_t d = 0; d < e->shape->n; d++) { if (d) puts_(&body, ", "); putf_i(&body, e->shape->items[d]->i); }
-      puts_(&body, "], \"format\": "); put_raw(&body, text, e->format);
-      puts_(&body, ", \"shard\": "); put_raw(&body, text, path);
+      puts_(&body, "], "); put_text(&body, "format", e->format);
+      puts_(&body, ", "); put_text(&body, "shard", path);
       puts_(&body, ", \"offset\": "); putf_i(&body, e->offset);
       puts_(&body, ", \"nbytes\": "); putf_i(&body, e->nbytes);
       puts_(&body, ", \"sha256\": \"");
