@@ -169,6 +169,14 @@ def _set(k: int, s: int = 0, **kv: Any) -> Callable[[Doc], None]:
     return lambda d: _t(d, k, s).update(kv)
 
 
+def _top(**kv: Any) -> Callable[[Doc], None]:
+    return lambda d: d.update(kv)
+
+
+def _shard(s: int, **kv: Any) -> Callable[[Doc], None]:
+    return lambda d: d["records"][s].update(kv)
+
+
 def _pop(key: str, k: int | None = 0, s: int = 0) -> Callable[[Doc], None]:
     return lambda d: (d["records"][s] if k is None else _t(d, k, s)).pop(key)
 
@@ -214,6 +222,14 @@ PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0"
 
 def bound_caches() -> Iterator[Bound]:
     """Every probe of every rule of :data:`RULES`, in a fixed order."""
+    # the loops below give these values of every JSON type
+    v: Any
+    w: Any
+    md5: Any
+    shape: Any
+    raw: Any
+    lanes: Any
+    n: Any
     b = base()
     shard0 = b["params_shard_0.bin"]
     d0 = _doc(b)
@@ -229,12 +245,12 @@ def bound_caches() -> Iterator[Bound]:
     yield probe("cache_index.keys", "unknown", edit(b, lambda d: d.update(note=1)), "a key the writer never writes")
     yield probe("cache_index.keys", "records-missing", edit(b, lambda d: d.pop("records")), "metadata, no records")
     for label, v in (("object", {}), ("string", "records"), ("null", None), ("number", 0)):
-        yield probe("cache_index.records.type", label, edit(b, lambda d, v=v: d.update(records=v)),
+        yield probe("cache_index.records.type", label, edit(b, _top(records=v)),
                     f"records is a JSON {label}")
     yield probe("cache_index.records.type", "empty", edit(b, lambda d: d.update(records=[])), "no shard at all")
     for label, v in (("object", {}), ("list", [1, "a"]), ("null", None), ("number", -1.5), ("string", "m"),
                      ("nested", {"a": [{"b": {"c": [None, True, 2 ** 70]}}]}), ("huge-int", 2 ** 64)):
-        yield probe("cache_index.keys", f"metadata-{label}", edit(b, lambda d, v=v: d.update(metadata=v)),
+        yield probe("cache_index.keys", f"metadata-{label}", edit(b, _top(metadata=v)),
                     f"metadata as a JSON {label}")
     yield probe("cache_index.layout", "shards", b, "an object of shard records")
     yield probe("cache_index.layout", "no-md5", edit(b, lambda d: [s.pop("md5sum") for s in d["records"]]),
@@ -252,7 +268,7 @@ def bound_caches() -> Iterator[Bound]:
         yield probe(f"shard_record.{key}.required", "present", b, f"every shard record has {key}")
         yield probe(f"shard_record.{key}.required", "missing", edit(b, _pop(key, None, 1)), f"shard 1 without {key}")
         rid = f"shard_record.{key}.type" if key != "format" else "shard_record.format.const"
-        yield probe(rid, "wrong-type", edit(b, lambda d, k=key, w=wrong: d["records"][1].update({k: w})),
+        yield probe(rid, "wrong-type", edit(b, _shard(1, **{key: wrong})),
                     f"shard 1's {key} is {json.dumps(wrong)}")
     yield probe("shard_record.dataPath.type", "string", b, "dataPath is a string")
     yield probe("shard_record.records.type", "empty", edit(b, lambda d: d["records"].append(
@@ -260,12 +276,12 @@ def bound_caches() -> Iterator[Bound]:
         "a third shard record of no tensor (the first shard's file again)")
     for label, v in (("float", 24.0), ("exponent", "2.4e1"), ("true", True), ("null", None)):
         value = json.loads(v) if isinstance(v, str) else v
-        yield probe("shard_record.nbytes.type", label, edit(b, lambda d, v=value: d["records"][1].update(nbytes=v)),
+        yield probe("shard_record.nbytes.type", label, edit(b, _shard(1, nbytes=value)),
                     f"shard 1's nbytes is {json.dumps(value)}")
     yield probe("shard_record.nbytes.type", "integer", b, "nbytes integers")
     for label, v in (("raw-shard", "raw-shard"), ("upper", "Raw-shard"), ("underscore", "raw_shard"),
                      ("space", "raw-shard "), ("prefix", "raw-shar"), ("raw", "raw"), ("empty", "")):
-        yield probe("shard_record.format.const", label, edit(b, lambda d, v=v: d["records"][1].update(format=v)),
+        yield probe("shard_record.format.const", label, edit(b, _shard(1, format=v)),
                     f"shard 1's format {v!r}")
     empty = edit(b, lambda d: d["records"].append({"dataPath": "params_shard_2.bin", "format": "raw-shard",
                                                   "nbytes": 0, "records": [], "md5sum": _md5(b"")}))
@@ -275,10 +291,10 @@ def bound_caches() -> Iterator[Bound]:
     for label, md5 in (("lower", d0["records"][0]["md5sum"]), ("upper", d0["records"][0]["md5sum"].upper()),
                        ("31-digits", d0["records"][0]["md5sum"][:31]), ("33-digits", d0["records"][0]["md5sum"] + "0"),
                        ("other", "0" * 32), ("short", "abc"), ("empty", ""), ("null", None)):
-        yield probe("shard_record.keys", f"md5-{label}", edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
+        yield probe("shard_record.keys", f"md5-{label}", edit(b, _shard(0, md5sum=md5)),
                     f"md5sum {json.dumps(md5)}")
     for label, md5 in (("number", 0), ("list", [d0["records"][0]["md5sum"]]), ("true", True)):
-        yield probe("shard_record.keys", f"md5-{label}", edit(b, lambda d, m=md5: d["records"][0].update(md5sum=m)),
+        yield probe("shard_record.keys", f"md5-{label}", edit(b, _shard(0, md5sum=md5)),
                     f"md5sum {json.dumps(md5)}")
     yield probe("shard_record.keys", "unknown", edit(b, lambda d: d["records"][1].update(note="x")), "an unknown key")
     yield probe("shard_record.keys", "datapath-missing", edit(b, _pop("dataPath", None, 1)), "shard 1 without dataPath")
@@ -306,7 +322,7 @@ def bound_caches() -> Iterator[Bound]:
         files = dict(b) if where is None else {**moved, where: shard0}
         if label.startswith(("dot-dot-in", "sub-dot-dot")):
             files["sub/other.bin"] = b""
-        yield probe("shard_record.dataPath.safe", label, edit(files, lambda d, p=path: d["records"][0].update(dataPath=p)),
+        yield probe("shard_record.dataPath.safe", label, edit(files, _shard(0, dataPath=path)),
                     f"dataPath {path!r}" + (f", the shard stored as {where}" if where else ""))
     yield probe("shard.missing", "present", b, "every shard file is there")
     yield probe("shard.missing", "missing", {k: v for k, v in b.items() if k != "params_shard_1.bin"},
@@ -318,7 +334,7 @@ def bound_caches() -> Iterator[Bound]:
     for label, data in (("exact", shard1), ("one-short", shard1[:-1]), ("one-more", shard1 + b"\0"), ("empty", b"")):
         yield probe("shard.size", label, {**b, "params_shard_1.bin": data}, f"shard 1 holds {len(data)} of 8 bytes")
     for label, n in (("nbytes-plus-1", 9), ("nbytes-minus-1", 7)):
-        yield probe("shard.size", label, edit(b, lambda d, n=n: d["records"][1].update(nbytes=n)), f"shard 1's nbytes {n}")
+        yield probe("shard.size", label, edit(b, _shard(1, nbytes=n)), f"shard 1's nbytes {n}")
 
     # -- tensor records -----------------------------------------------------------------
     wrong = {"name": 7, "shape": "2", "dtype": 32, "format": None, "nbytes": "12", "byteOffset": [0]}

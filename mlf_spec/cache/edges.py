@@ -75,11 +75,9 @@ def stored(dtype: str, fmt: str, shape: list[int]) -> int | None:
 
 @st.composite
 def _tensors(draw: Any) -> list[list[bounds.Tensor]]:
-    shards: list[list[bounds.Tensor]] = []
     names = draw(st.lists(st.text(alphabet="abcwxyz_0", min_size=1, max_size=3), min_size=1, max_size=4, unique=True))
     n_shards = _pick(draw, (1, 2)) if len(names) > 1 else 1
-    for s in range(n_shards):
-        shards.append([])
+    shards: list[list[bounds.Tensor]] = [[] for _ in range(n_shards)]
     for k, name in enumerate(names):
         dtype = _pick(draw, ("float32", "int32", "float16", "int8") + _DTYPES)
         shape = draw(st.lists(st.integers(0, 4), max_size=3))
@@ -206,7 +204,7 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
                                    (rec, "name"), (rec, "dtype"), (rec, "format"), (rec, "nbytes"), (rec, "byteOffset"),
                                    (rec, "shape"), (doc, "records"), (shard, "md5sum")))
         old = target.get(key)
-        options = [None, True, "x", [old], {"v": old}, 0]
+        options: list[Any] = [None, True, "x", [old], {"v": old}, 0]
         if isinstance(old, int) and not isinstance(old, bool):
             options += [float(old), str(old)]
         if key == "shape" and old:

@@ -13,7 +13,7 @@ from mlf_spec.errors import MlfError
 
 from .. import canonical
 from ..folders import folder_sha256, private_copy
-from .common import Built, Collector, doc_ref, slug
+from .common import Built, Collector, doc_ref
 
 #: index file names of cache version 2 -> version 1 (3c36ce2ec6, v0.22: the rename)
 V1_NAMES = {"tensor-cache.json": "ndarray-cache.json", "tensor-cache-b16.json": "ndarray-cache-b16.json"}
