@@ -464,6 +464,10 @@ def bound_caches() -> Iterator[Bound]:
                 "both index names, tensor-cache.json broken")
     yield probe("cache.index-name", "v2-folder", {**v1, "tensor-cache.json/x": b"{}"},
                 "tensor-cache.json is a folder: ndarray-cache.json is read")
+    yield probe("cache.index-name", "v2-folder-v1-broken", {**{k: v for k, v in v1.items() if k != "ndarray-cache.json"},
+                                                             "ndarray-cache.json": broken["tensor-cache.json"],
+                                                             "tensor-cache.json/x": b"{}"},
+                "tensor-cache.json is a folder, ndarray-cache.json broken")
     yield probe("cache.index-name", "neither", {**{k: v for k, v in b.items() if k != "tensor-cache.json"},
                                                  "tensor-cache.json.bak": b["tensor-cache.json"]},
                 "no index by either name")

@@ -40,8 +40,10 @@ def test_every_edge_class_is_drawn_and_read_or_refused_cleanly_on_both_sides():
         assert index, kind
         # folder_outcome lets only MlfError through as a rejection: anything else fails here
         sides[kind] = {folder_outcome("generated", e.files)["outcome"] for e in edges}
-    for kind in ("dtype", "shape", "size", "value", "type", "key", "text"):
+    for kind in ("dtype", "shape", "size", "key", "text"):
         assert sides[kind] == {"accept", "reject"}, (kind, sides)
+    for kind in ("value", "type"):  # an integer moved off the value its record needs, a key of another type
+        assert "reject" in sides[kind], sides
 
 
 def test_edges_are_named_for_the_version_asked_for():

@@ -145,7 +145,7 @@ def test_every_rule_of_the_tensor_cache_is_probed_on_both_sides(suite):
                          ("tensor_record.shape.each.minus-1-beside-zero", "reject"),
                          ("tensor_record.shape.overflow.numel-2-64", "reject"),
                          ("tensor_record.dtype.table.float32x32767", "accept"),
-                         ("tensor_record.dtype.table.past.float32x32768", "reject"),
+                         ("tensor_record.dtype.table.past.float32x65536", "reject"),
                          ("cache.text.digits.4300", "accept"), ("cache.text.digits.4301", "reject")):
         assert by_id[f"tensor-cache.bound.{vid}"].expected["outcome"] == outcome, vid
 

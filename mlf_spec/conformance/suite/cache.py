@@ -51,7 +51,9 @@ def build_cache_bounds(c: Collector) -> None:
         if folder in seen:
             raise AssertionError(f"boundary cache {folder!r} is built twice")
         seen.add(folder)
-        versions = [("2", folder, bc.files)]
+        # the index the folder's reader opens names the version (tensor-cache.json when both are there)
+        versions = [("1" if "ndarray-cache.json" in bc.files and "tensor-cache.json" not in bc.files else "2",
+                     folder, bc.files)]
         if "tensor-cache.json" in bc.files and "ndarray-cache.json" not in bc.files:
             versions.append(("1", f"v1.{folder}", _version1(folder, bc.files)))
         for version, name, files in versions:
