@@ -190,6 +190,15 @@ def _one(dtype: str, shape: list[int], fmt: str, nbytes: int, data: int | None =
     return files
 
 
+def _reference_size(dtype: str, fmt: str, shape: list[int]) -> int:
+    """Bytes the reference says a record stores (numel x stored bits x lanes / 8, rounded up)."""
+    from . import dtypes, rules
+
+    dt = dtypes.parse(dtype)
+    assert dt is not None, dtype
+    return rules.expected_nbytes(dt, fmt, tuple(shape))
+
+
 def _stored(bits: int, lanes: int, numel: int) -> int:
     return (numel * bits * lanes + 7) // 8
 
@@ -217,7 +226,8 @@ PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0"
                   "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "empty": "",
                   "lanes-letter": "float32x2a", "lanes-minus": "float32x-1", "lanes-plus": "float32x+2",
                   "lanes-after-letter": "float32a4", "lanes-y": "float32y4", "bits-letter": "int8a",
-                  "float8-lanes-letter": "float8_e5m2a", "fixed-then-bits": "float8_e5m28"}
+                  "float8-lanes-letter": "float8_e5m2a", "fixed-then-bits": "float8_e5m28",
+                  "handle-last-letter": "handlf"}
 
 
 def bound_caches() -> Iterator[Bound]:
@@ -305,7 +315,7 @@ def bound_caches() -> Iterator[Bound]:
     # itself reached by climbing out and back in (the private copy keeps the folder's name)
     back = f"../{_folder('shard_record.dataPath.safe', 'dot-dot-back')}/a.bin"
     for label, path, where in (("plain", "params_shard_0.bin", None), ("dot-slash", "./a.bin", "a.bin"),
-                               ("sub-folder", "sub/a.bin", "sub/a.bin"), ("dot-dot-in", "sub/../a.bin", "a.bin"),
+                               ("sub-folder", "sub/a.bin", "sub/a.bin"), ("sub-sub-folder", "sub/deep/a.bin", "sub/deep/a.bin"), ("dot-dot-in", "sub/../a.bin", "a.bin"),
                                ("dot-dot", "..", None), ("dot-dot-back", back, "a.bin"),
                                ("sub-dot-dot-back", "sub/../" + back, "a.bin"),
                                ("absolute", "/a.bin", "a.bin"), ("nul", "a.bin\u0000", "a.bin"),
@@ -411,13 +421,12 @@ def bound_caches() -> Iterator[Bound]:
                                      ("float8", "float8_e4m3fn", [5], "raw"), ("float8-bf16", "float8_e5m2", [5], "f32-to-bf16"),
                                      ("bfloat16", "bfloat16", [5], "raw"), ("lanes", "float32x4", [3], "raw"),
                                      ("int4-lanes", "int4x3", [3], "raw"), ("float32x4-bf16", "float32x4", [2], "f32-to-bf16"),
-                                     ("scalar-bf16", "float32", [], "f32-to-bf16"), ("unknown-format", "float32", [3], "q4")):
-        bits = 16 if fmt == "f32-to-bf16" and dtype == "float32" else TABLE_SPELLINGS.get(dtype.split("x")[0], 0)
-        lanes = int(dtype.split("x")[1]) if "x" in dtype else 1
-        n = 1
-        for e in shape:
-            n *= e
-        want = _stored(bits, lanes, n)
+                                     ("scalar-bf16", "float32", [], "f32-to-bf16"),
+                                     ("bfloat32-bf16", "bfloat32", [5], "f32-to-bf16"),
+                                     ("bool32-bf16", "bool32", [5], "f32-to-bf16"),
+                                     ("float32x1-bf16", "float32x1", [5], "f32-to-bf16"),
+                                     ("float032-bf16", "float032", [5], "f32-to-bf16"), ("unknown-format", "float32", [3], "q4")):
+        want = _reference_size(dtype, fmt, shape)  # where the bound is; the reading decides each side
         for delta, side in ((0, "exact"), (1, "plus-1"), (-1, "minus-1")):
             yield probe("tensor_record.nbytes.derive", f"{label}.{side}", _one(dtype, shape, fmt, want + delta),
                         f"{dtype} {shape} under {fmt}: nbytes {want + delta} ({want} stored)")
