@@ -38,8 +38,8 @@ from .index import INT64_MAX
 #: in, absolute, NUL, a trailing ``/``, a folder); ``text`` the index text (a byte order mark,
 #: NaN and Infinity, 4,300 and 4,301 digits, surrogate escapes, bytes after the value, not
 #: UTF-8); ``index`` the index names (both present, one a folder, none).
-EDGE_KINDS: dict[str, int] = {"value": 5, "shape": 5, "size": 5, "dtype": 5, "type": 3, "key": 3, "shard": 3,
-                              "path": 3, "text": 3, "index": 1}
+EDGE_KINDS: dict[str, int] = {"value": 3, "shape": 4, "size": 3, "dtype": 8, "type": 3, "key": 2, "shard": 2,
+                              "path": 7, "text": 6, "index": 2}
 
 _FORMATS = ("raw", "f32-to-bf16", "q4f16")
 _DTYPES = tuple(bounds.TABLE_SPELLINGS) + ("float32x4", "int4x2", "boolx3")
@@ -123,9 +123,9 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
     where = ""
     files: dict[str, bytes]
     if which == "dtype":
-        spelling = _pick(draw, _DTYPES + tuple(bounds.PAST_SPELLINGS.values()) + (
-            "float32x1", "float32x32767", "int08", "float16x02", "int255", "int256", "int0", "float32x0", "float32x32768"))
-        shape = shape if "32767" not in spelling else [0]
+        spelling = draw(_spellings())
+        # 8 elements: a width one off stores other bytes (ceil(n x bits / 8) differs)
+        shape = [0] if any(x in spelling for x in ("x65", "x32")) else _pick(draw, ([8], [2, 4], shape))
         want = stored(spelling, fmt, shape)
         nb = (want if want is not None else nb) + _pick(draw, (0, 0, 1, -1))
         shards[s][k] = (name, spelling, shape, fmt, nb)
@@ -133,8 +133,9 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
         where = "dtype"
     elif which == "shape":
         edit = _pick(draw, ("minus-1", "minus-1-beside-zero", "zero-beside-max", "wrap-2-64", "wrap-2-128", "wrap-bytes",
-                            "max"))
+                            "max", "max-max-zero", "minus-1-twice", "zero-beside-minus-1"))
         new = {"minus-1": [-1] + shape, "minus-1-beside-zero": [-1, 0], "zero-beside-max": [0, INT64_MAX],
+               "max-max-zero": [INT64_MAX, INT64_MAX, 0], "minus-1-twice": [-1, -1], "zero-beside-minus-1": [0, -1],
                "wrap-2-64": [1 << 32, 1 << 32], "wrap-2-128": [1 << 43, 1 << 43, 1 << 42],
                "wrap-bytes": [1 << 62, 4], "max": [INT64_MAX]}[edit]
         true = stored(dtype, fmt, [abs(e) for e in new])  # as a reader that drops the sign sizes it
@@ -169,6 +170,26 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
     if version == 1 and "tensor-cache.json" in files and "ndarray-cache.json" not in files:
         files = {("ndarray-cache.json" if n == "tensor-cache.json" else n): v for n, v in files.items()}
     return CacheEdge(files, what, where, version)
+
+
+#: the parts of a dtype spelling, each at its bound and one step past it
+_KIND_PARTS = ("int", "uint", "float", "bfloat", "bool", "handl", "handle", "complex", "Float", "floa")
+_BITS_PARTS = ("", "0", "1", "4", "8", "9", "08", "16", "32", "64", "255", "256", "1000000", "8a", "-8", "+8")
+_FIXED_PARTS = ("bool", "float8_e4m3fn", "float8_e5m2", "e4m3_float8", "e5m2_float8", "float6_e2m3fn",
+                "float4_e2m1fn", "float8_e8m0fnu", "float8_e4m3", "handle", "float8_e4m3f", "float6_e2m3f", "handlf")
+_LANES_PARTS = ("", "", "", "x1", "x2", "x9", "x01", "x65535", "x65536", "x0", "x", "x2a", "a4", "y4", "x-1", "x+2",
+                "x3")
+
+
+@st.composite
+def _spellings(draw: Any) -> str:
+    """A dtype spelling built part by part (a kind and its bits, or a fixed-width name, then
+    lanes), each part at its bound or one step past it."""
+    if _pick(draw, (False, True)):
+        head = _pick(draw, _KIND_PARTS) + _pick(draw, _BITS_PARTS)
+    else:
+        head = _pick(draw, _FIXED_PARTS)
+    return head + _pick(draw, _LANES_PARTS)
 
 
 def _spelling_class(spelling: str) -> str:
@@ -253,17 +274,20 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
         return f"shard.{edit}", "md5sum" if edit.startswith("md5") else "format", write(doc)
     if which == "path":
         folder = "generated"  # the folder name generated cases are copied under
+        # the shard is put where a reader that skips the rule would find it
         form = _pick(draw, ("./a.bin", "sub/a.bin", "sub/../a.bin", f"../{folder}/a.bin", "/a.bin", "a.bin\u0000",
-                            "a.bin/", "sub", "c:a.bin", "..", ""))
-        where = {"./a.bin": "a.bin", "sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin",
-                 "a.bin\u0000": "a.bin", "a.bin/": "a.bin", "sub": "sub/a.bin", "c:a.bin": "a.bin", "..": "a.bin",
-                 "": "a.bin"}.get(form, form)
+                            "a.bin/", "sub", "c:a.bin", "..", "", "c:", ".a", "-./a.bin", ".-/a.bin", "sub/deep/a.bin",
+                            "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", "sub//a.bin", "\u00e9.bin"))
+        where = {"sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin", "a.bin\u0000": "a.bin",
+                 "a.bin/": "a.bin", "sub": "sub/a.bin", "..": "a.bin", "": "a.bin", "sub/..": "sub/a.bin",
+                 "a\u0000/b": "a", "./a.bin": "a.bin", "sub//a.bin": "sub/a.bin"}.get(form, form)
         shard["dataPath"] = form
         moved = {n: v for n, v in write(doc).items() if n != path}
         moved[where] = files.get(path, b"")
         if form.startswith("sub/.."):
             moved["sub/other.bin"] = b""
-        label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "": "empty"}.get(form, form.strip("/") or "root")
+        label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "a\u0000/b": "nul-dir", "": "empty"}.get(
+            form, form.strip("/") or "root")
         return "path." + label.replace("/", "-").replace(".", "dot").replace(":", "colon"), "dataPath", moved
     if which == "text":
         text = files["tensor-cache.json"]
@@ -274,14 +298,18 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
         def metadata(raw: bytes) -> bytes:
             return text[:meta] + raw + text[meta + len(value):]
 
-        edit = _pick(draw, ("bom", "nan", "infinity", "minus-infinity", "digits-4300", "digits-4301", "lone-surrogate",
-                            "pair", "after", "whitespace", "not-utf8", "big-int", "float-exponent", "control"))
+        edit = _pick(draw, ("depth-64", "depth-65", "digits-4300", "digits-4301", "bom", "nan", "infinity",
+                            "minus-infinity", "lone-surrogate", "after", "not-utf8", "big-int", "nan-lower", "short-escape"))
         raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
                "minus-infinity": metadata(b"-Infinity"), "digits-4300": metadata(b"9" * 4300),
                "digits-4301": metadata(b"9" * 4301), "lone-surrogate": metadata(b'"\\udc00"'),
                "pair": metadata(b'"\\ud83d\\ude00"'), "after": text + b" 0", "whitespace": b"\r\n " + text + b"\t",
                "not-utf8": metadata(b'"\xc3"'), "big-int": metadata(b"18446744073709551616"),
-               "float-exponent": metadata(b"1e400"), "control": metadata(b'"\x01"')}[edit]
+               "float-exponent": metadata(b"1e400"), "control": metadata(b'"\x01"'),
+               # metadata is level 2 of the index: n arrays in it reach level n + 1
+               "depth-64": metadata(b"[" * 63 + b"]" * 63), "depth-65": metadata(b"[" * 64 + b"]" * 64),
+               "nan-lower": metadata(b"nan"), "short-escape": metadata(b'"\\ud80"'),
+               "digits-4301-negative": metadata(b"-" + b"9" * 4301)}[edit]
         return f"text.{edit}", "", {**files, "tensor-cache.json": raw}
     # index names
     edit = _pick(draw, ("both", "both-v2-broken", "v2-folder", "none"))
