@@ -173,12 +173,12 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
 
 
 #: the parts of a dtype spelling, each at its bound and one step past it
-_KIND_PARTS = ("int", "uint", "float", "bfloat", "bool", "handl", "handle", "complex", "Float", "floa")
-_BITS_PARTS = ("", "0", "1", "4", "8", "9", "08", "16", "32", "64", "255", "256", "1000000", "8a", "-8", "+8")
-_FIXED_PARTS = ("bool", "float8_e4m3fn", "float8_e5m2", "e4m3_float8", "e5m2_float8", "float6_e2m3fn",
-                "float4_e2m1fn", "float8_e8m0fnu", "float8_e4m3", "handle", "float8_e4m3f", "float6_e2m3f", "handlf")
-_LANES_PARTS = ("", "", "", "x1", "x2", "x9", "x01", "x65535", "x65536", "x0", "x", "x2a", "a4", "y4", "x-1", "x+2",
-                "x3")
+#: (hypothesis draws the first elements of a list more often: the parts a reader gets wrong come first)
+_KIND_PARTS = ("float", "int", "uint", "bfloat", "bool", "handl", "handle", "complex", "Float", "floa")
+_BITS_PARTS = ("9", "256", "255", "8a", "0", "1000000", "32", "8", "1", "4", "08", "16", "64", "", "-8", "+8")
+_FIXED_PARTS = ("handle", "float4_e2m1fn", "e4m3_float8", "handlf", "float6_e2m3fn", "bool", "float8_e4m3fn",
+                "float8_e5m2", "e5m2_float8", "float8_e8m0fnu", "float8_e4m3", "float8_e4m3f", "float6_e2m3f")
+_LANES_PARTS = ("", "x0", "a4", "x65536", "x2a", "x9", "x1", "x2", "", "x01", "x65535", "x", "y4", "x-1", "x+2", "x3")
 
 
 @st.composite
@@ -275,9 +275,9 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
     if which == "path":
         folder = "generated"  # the folder name generated cases are copied under
         # the shard is put where a reader that skips the rule would find it
-        form = _pick(draw, ("./a.bin", "sub/a.bin", "sub/../a.bin", f"../{folder}/a.bin", "/a.bin", "a.bin\u0000",
-                            "a.bin/", "sub", "c:a.bin", "..", "", "c:", ".a", "-./a.bin", ".-/a.bin", "sub/deep/a.bin",
-                            "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", "sub//a.bin", "\u00e9.bin"))
+        form = _pick(draw, ("a.bin\u0000", "sub/../a.bin", "c:", "/a.bin", ".-/a.bin", "-./a.bin", "sub//a.bin",
+                            "\u00e9.bin", "c:a.bin", "./a.bin", "sub/a.bin", "a.bin/", "sub", "..", "", ".a",
+                            "sub/deep/a.bin", "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", f"../{folder}/a.bin"))
         where = {"sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin", "a.bin\u0000": "a.bin",
                  "a.bin/": "a.bin", "sub": "sub/a.bin", "..": "a.bin", "": "a.bin", "sub/..": "sub/a.bin",
                  "a\u0000/b": "a", "./a.bin": "a.bin", "sub//a.bin": "sub/a.bin"}.get(form, form)
@@ -298,7 +298,7 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
         def metadata(raw: bytes) -> bytes:
             return text[:meta] + raw + text[meta + len(value):]
 
-        edit = _pick(draw, ("depth-64", "depth-65", "digits-4300", "digits-4301", "bom", "nan", "infinity",
+        edit = _pick(draw, ("digits-4300", "depth-64", "depth-65", "digits-4301", "bom", "nan", "infinity",
                             "minus-infinity", "lone-surrogate", "after", "not-utf8", "big-int", "nan-lower", "short-escape"))
         raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
                "minus-infinity": metadata(b"-Infinity"), "digits-4300": metadata(b"9" * 4300),

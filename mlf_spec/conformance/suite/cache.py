@@ -46,11 +46,19 @@ def build_cache_bounds(c: Collector) -> None:
     from mlf_spec.cache import bounds
 
     seen: set[str] = set()
+    same: dict[str, list[Built]] = {}  # a probe that is another's folder joins that vector (its rules)
     for bc in bounds.bound_caches():
         folder = bounds._folder(bc.rule, bc.label)
         if folder in seen:
             raise AssertionError(f"boundary cache {folder!r} is built twice")
         seen.add(folder)
+        digest = folder_sha256(bc.files)
+        if digest in same:
+            for built in same[digest]:
+                if bc.rule not in built.case["features"]["rule"]:
+                    built.case["features"]["rule"].append(bc.rule)
+            continue
+        same[digest] = []
         # the index the folder's reader opens names the version (tensor-cache.json when both are there)
         versions = [("1" if "ndarray-cache.json" in bc.files and "tensor-cache.json" not in bc.files else "2",
                      folder, bc.files)]
@@ -68,6 +76,7 @@ def build_cache_bounds(c: Collector) -> None:
                     "broken_kind": bc.rule if side == "reject" else None, "expected": expected}
             c.items.append(Built(case, b"", files))
             c.ids.add(vid)
+            same[digest].append(c.items[-1])
 
 
 def _spec_ref(c: cases.Case) -> str:
