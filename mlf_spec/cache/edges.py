@@ -132,10 +132,10 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
         files, what = _relayout(shards), f"dtype.{_spelling_class(spelling)}"
         where = "dtype"
     elif which == "shape":
-        edit = _pick(draw, ("minus-1", "minus-1-beside-zero", "zero-beside-max", "wrap-2-64", "wrap-2-128", "wrap-bytes",
-                            "max", "max-max-zero", "minus-1-twice", "zero-beside-minus-1"))
+        edit = _pick(draw, ("minus-1-beside-zero", "bytes-2-64", "zero-beside-max", "minus-1", "wrap-2-64", "wrap-2-128",
+                            "wrap-bytes", "max", "max-max-zero", "minus-1-twice", "zero-beside-minus-1"))
         new = {"minus-1": [-1] + shape, "minus-1-beside-zero": [-1, 0], "zero-beside-max": [0, INT64_MAX],
-               "max-max-zero": [INT64_MAX, INT64_MAX, 0], "minus-1-twice": [-1, -1], "zero-beside-minus-1": [0, -1],
+               "max-max-zero": [INT64_MAX, INT64_MAX, 0], "bytes-2-64": [1 << 62], "minus-1-twice": [-1, -1], "zero-beside-minus-1": [0, -1],
                "wrap-2-64": [1 << 32, 1 << 32], "wrap-2-128": [1 << 43, 1 << 43, 1 << 42],
                "wrap-bytes": [1 << 62, 4], "max": [INT64_MAX]}[edit]
         true = stored(dtype, fmt, [abs(e) for e in new])  # as a reader that drops the sign sizes it
@@ -298,8 +298,9 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
         def metadata(raw: bytes) -> bytes:
             return text[:meta] + raw + text[meta + len(value):]
 
-        edit = _pick(draw, ("digits-4300", "depth-64", "depth-65", "digits-4301", "bom", "nan", "infinity",
-                            "minus-infinity", "lone-surrogate", "after", "not-utf8", "big-int", "nan-lower", "short-escape"))
+        edit = _pick(draw, ("digits-4300", "after", "depth-64", "no-records", "depth-65", "digits-4301", "bom", "nan",
+                            "infinity", "minus-infinity", "lone-surrogate", "not-utf8", "big-int", "nan-lower",
+                            "short-escape"))
         raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
                "minus-infinity": metadata(b"-Infinity"), "digits-4300": metadata(b"9" * 4300),
                "digits-4301": metadata(b"9" * 4301), "lone-surrogate": metadata(b'"\\udc00"'),
@@ -309,7 +310,8 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
                # metadata is level 2 of the index: n arrays in it reach level n + 1
                "depth-64": metadata(b"[" * 63 + b"]" * 63), "depth-65": metadata(b"[" * 64 + b"]" * 64),
                "nan-lower": metadata(b"nan"), "short-escape": metadata(b'"\\ud80"'),
-               "digits-4301-negative": metadata(b"-" + b"9" * 4301)}[edit]
+               "digits-4301-negative": metadata(b"-" + b"9" * 4301),
+               "no-records": text.replace(b'"records"', b'"Records"', 1)}[edit]
         return f"text.{edit}", "", {**files, "tensor-cache.json": raw}
     # index names
     edit = _pick(draw, ("both", "both-v2-broken", "v2-folder", "none"))
