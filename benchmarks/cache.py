@@ -1,14 +1,18 @@
 """Benchmark loading a tensor cache: mlf-spec's ``cache.load`` against apache-tvm's
-``load_tensor_cache`` (+ ``.numpy()`` of every tensor), and mlf-spec's lazy open.
+``load_tensor_cache`` (+ ``.numpy()`` of every tensor) and against the physical anchor, a raw
+``readinto`` of the same shard bytes; and mlf-spec's lazy open against a bare ``json.load`` of
+the same index.
 
-    python benchmarks/cache.py [--gib 1] [--repeat 3] [--bf16] [--json OUT]
+    python benchmarks/cache.py [--gib 1] [--repeat 3] [--bf16] [--json OUT] [--record]
 
 Each load runs in a fresh child process, the contenders interleaved round by round, on the
 same folder (in the page cache after the first round). Prints the median seconds, the
-ratio mlf-spec / TVM (target <= 0.6) and each contender's peak memory growth (VmHWM
-after the load minus before it) over the tensor bytes (target <= 1.1). Then the lazy open
-of caches of 1,000 and 10,000 records: microseconds per record (O(records): the per-record
-cost stays flat).
+ratios mlf-spec / raw readinto (target <= 1.1) and mlf-spec / TVM, and each contender's peak
+memory growth (VmHWM after the load minus before it) over the tensor bytes (target <= 1.1).
+Then the lazy open (strict: every structural rule checked) of caches of 1,000 and 10,000
+records against ``json.load`` of their index, interleaved rounds in this process (target
+<= 1.5x). ``--record`` writes benchmarks/results/cache.json and the figures block of
+docs/tensor-cache.md.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def _child(kind: str, folder: str) -> None:
     if kind == "tvm":
         import tvm
         from tvm.contrib import tvmjs
-    else:
+    elif kind == "mlf":
         from mlf_spec import cache
     gc.collect()
     before = _hwm()
@@ -55,6 +59,14 @@ def _child(kind: str, folder: str) -> None:
         arrays, _ = tvmjs.load_tensor_cache(folder, tvm.cpu())
         out = {k: v.numpy() for k, v in arrays.items()}
         del arrays
+    elif kind == "readinto":  # the floor: every shard's bytes read into new memory, nothing else
+        out = {}
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".bin"):
+                with open(os.path.join(folder, name), "rb", buffering=0) as f:
+                    buf = np.empty(os.fstat(f.fileno()).st_size, dtype=np.uint8)
+                    f.readinto(memoryview(buf))
+                out[name] = buf
     else:
         out, _ = cache.load(folder)
     seconds = time.perf_counter() - t0
@@ -85,7 +97,12 @@ def _make(folder: Path, gib: float, bf16: bool) -> int:
     return n * per * 4
 
 
-def _open_cost(tmp: Path) -> list[tuple[int, float]]:
+def _open_cost(tmp: Path, rounds: int = 9) -> list[dict]:
+    """The strict lazy open of caches of 1,000 and 10,000 records against json.load of their
+    index (interleaved rounds; medians and the median per-round ratio)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _bench import interleaved, median, ratio_of_medians_per_round
+
     from mlf_spec import cache
 
     out = []
@@ -93,13 +110,19 @@ def _open_cost(tmp: Path) -> list[tuple[int, float]]:
         d = tmp / f"small{n}"
         cache.write(d, ((f"p{i}", np.full(4, i, np.float32)) for i in range(n)), encode_format="raw",
                     shard_cap_mb=1)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
+
+        def lazy_open(d: Path = d, n: int = n) -> None:
             with cache.open(d) as lazy:
                 assert len(lazy.tensors) == n
-            times.append(time.perf_counter() - t0)
-        out.append((n, statistics.median(times)))
+
+        def json_load(d: Path = d) -> None:
+            with open(d / "tensor-cache.json", "rb") as f:
+                json.load(f)
+
+        times = interleaved({"open": lazy_open, "json": json_load}, rounds)
+        out.append({"records": n, "seconds": median(times["open"]), "json_seconds": median(times["json"]),
+                    "us_per_record": median(times["open"]) / n * 1e6,
+                    "ratio_vs_json": ratio_of_medians_per_round(times["open"], times["json"])})
     return out
 
 
@@ -110,15 +133,16 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bf16", action="store_true", help="store the float32 tensors f32-to-bf16 (decoded on load)")
     ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/cache.json and the docs figures")
     args = ap.parse_args()
     if args.child:
         _child(*args.child)
         return 0
     try:
         import tvm  # noqa: F401
-        contenders = ["mlf-spec", "tvm"]
+        contenders = ["mlf-spec", "readinto", "tvm"]
     except ImportError:
-        contenders = ["mlf-spec"]
+        contenders = ["mlf-spec", "readinto"]
     with tempfile.TemporaryDirectory(prefix="mlf-cache-bench-") as t:
         tmp = Path(t)
         folder = tmp / "cache"
@@ -127,7 +151,7 @@ def main() -> int:
         runs: dict[str, list[dict]] = {c: [] for c in contenders}
         for _ in range(args.repeat):
             for c in contenders:
-                runs[c].append(_run("mlf" if c == "mlf-spec" else "tvm", folder))
+                runs[c].append(_run({"mlf-spec": "mlf"}.get(c, c), folder))
         result = {"tensor_bytes": nbytes, "shards": shards, "encoding": "f32-to-bf16" if args.bf16 else "raw"}
         print(f"load {nbytes / (1 << 30):.2f} GiB of float32 ({result['encoding']}, 64 tensors, {shards} shards), "
               f"median of {args.repeat} interleaved rounds, each in a fresh process:")
@@ -136,18 +160,70 @@ def main() -> int:
             mem = max(r["peak_growth"] for r in runs[c]) / nbytes
             result[c] = {"seconds": sec, "peak_memory_ratio": mem}
             print(f"  {c:9s} {sec:7.3f} s   peak memory growth {mem:5.2f}x the tensor bytes")
+        ratio = statistics.median(a["seconds"] / b["seconds"] for a, b in zip(runs["mlf-spec"], runs["readinto"]))
+        result["time_ratio_vs_readinto"] = ratio
+        print(f"  mlf-spec / raw readinto of the shards: {ratio:.2f}x (target <= 1.1)")
         if "tvm" in result:
-            ratio = result["mlf-spec"]["seconds"] / result["tvm"]["seconds"]
+            ratio = statistics.median(a["seconds"] / b["seconds"] for a, b in zip(runs["mlf-spec"], runs["tvm"]))
             result["time_ratio_vs_tvm"] = ratio
+            import tvm
+
+            result["tvm_version"] = tvm.__version__
             print(f"  mlf-spec / TVM load_tensor_cache + .numpy(): {ratio:.2f}x (target <= 0.6)")
         print(f"  mlf-spec peak memory: {result['mlf-spec']['peak_memory_ratio']:.2f}x the tensor bytes (target <= 1.1)")
         cost = _open_cost(tmp)
-        result["lazy_open"] = [{"records": n, "seconds": s, "us_per_record": s / n * 1e6} for n, s in cost]
-        print("lazy open: " + ", ".join(f"{n} records {s * 1e3:.1f} ms ({s / n * 1e6:.1f} us/record)" for n, s in cost)
-              + f"; 10x the records -> {cost[1][1] / cost[0][1]:.1f}x the time")
+        result["lazy_open"] = cost
+        print("lazy open (strict) vs json.load of the index: " + ", ".join(
+            f"{c['records']} records {c['seconds'] * 1e3:.1f} ms ({c['us_per_record']:.1f} us/record, "
+            f"{c['ratio_vs_json']:.2f}x json.load)" for c in cost) + " (target <= 1.5x)")
+    result["rounds"] = args.repeat
+    result["python"] = sys.version.split()[0]
+    result["numpy"] = np.__version__
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.record:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from _bench import record
+
+        if "tvm" not in result:
+            raise SystemExit("--record needs apache-tvm installed (the docs compare with it)")
+        record("cache", result)
+        print(f"recorded; docs/tensor-cache.md {'updated' if update_docs(result) else 'unchanged'}")
     return 0
+
+
+DOCS = ROOT / "docs" / "tensor-cache.md"
+BEGIN = "<!-- figures from benchmarks/results/cache.json (python benchmarks/cache.py --record) -->"
+END = "<!-- end of cache figures -->"
+
+
+def docs_block(result: dict) -> str:
+    """The figures block of docs/tensor-cache.md, from a recorded run."""
+    gib = result["tensor_bytes"] / (1 << 30)
+    m = result["mlf-spec"]
+    rows = [BEGIN, "", "| measure | mlf-spec | against | ratio | goal |", "|---|---:|---|---:|---|",
+            f"| `cache.load` of {gib:.2f} GiB float32 ({result['encoding']}, {result['shards']} shards) | "
+            f"{m['seconds']:.3f} s, {m['peak_memory_ratio']:.2f}x the tensor bytes in memory | raw `readinto` of the "
+            f"shards ({result['readinto']['seconds']:.3f} s) | {result['time_ratio_vs_readinto']:.2f}x | <= 1.1x |",
+            f"| the same | | TVM {result['tvm_version']} `load_tensor_cache` + `.numpy()` "
+            f"({result['tvm']['seconds']:.3f} s) | {result['time_ratio_vs_tvm']:.2f}x | |"]
+    for c in result["lazy_open"]:
+        rows.append(f"| strict lazy open of {c['records']:,} records | {c['seconds'] * 1e3:.1f} ms "
+                    f"({c['us_per_record']:.2f} us/record) | `json.load` of the index ({c['json_seconds'] * 1e3:.1f} ms) | "
+                    f"{c['ratio_vs_json']:.2f}x | <= 1.5x |")
+    rows += ["", f"Medians of {result['rounds']} interleaved rounds (loads: each in a fresh process); Python "
+             f"{result['python']}, NumPy {result['numpy']}.", "", END]
+    return "\n".join(rows)
+
+
+def update_docs(result: dict) -> bool:
+    """Put the figures block in docs/tensor-cache.md (between its markers); whether it changed."""
+    text = DOCS.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    new = text[:start] + docs_block(result) + text[end:]
+    if new != text:
+        DOCS.write_text(new)
+    return new != text
 
 
 if __name__ == "__main__":

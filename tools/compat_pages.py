@@ -194,6 +194,12 @@ def sample_contradicts(name: str, records: list[dict[str, Any]], page: str) -> l
     return out
 
 
+def _utf8(text: str) -> bytes:
+    """UTF-8 of a page; a lone surrogate a testee's answer carried (a tensor name "\\ud800") is
+    written as U+FFFD per maximal subpart, as the canonical readings write it."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+
+
 def main(argv: list[str]) -> int:
     """Write the pages of the adapters named (all by default)."""
     from mlf_spec._io import atomic_write_bytes
@@ -211,10 +217,10 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mlf-spec-compat-") as tmp:
         for name in names:
             status, records, text = run(name, Path(tmp))
-            (PAGES / f"{name}.md").write_text(text, encoding="utf-8")
+            (PAGES / f"{name}.md").write_bytes(_utf8(text))
             doc = results.with_entry(read_index(), results.entry(records))
-            atomic_write_bytes(INDEX, results.index_text(doc).encode("utf-8"))
-            atomic_write_bytes(HTML, html_text(doc).encode("utf-8"))
+            atomic_write_bytes(INDEX, _utf8(results.index_text(doc)))
+            atomic_write_bytes(HTML, _utf8(html_text(doc)))
             print(f"{name}: exit {status}, wrote {PAGES / (name + '.md')}, its entry of {INDEX} and {HTML}",
                   file=sys.stderr)
             worst = max(worst, status)

@@ -60,6 +60,10 @@ def fields() -> dict[str, dict[str, dict[str, Any]]]:
 def short(value: Any, limit: int = 60) -> str:
     """A value as compact JSON, cut to ``limit`` characters."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a testee's name "\ud800"): shown as its escape
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -346,3 +346,57 @@ def test_every_refusing_finding_states_an_error_class_of_the_table():
     for code in rules.FATAL:
         assert rules.FINDINGS[code]["error_class"] in names
         assert canonical.error_class(rules.error_type(code)("x")) == rules.FINDINGS[code]["error_class"]
+
+
+# issue 32 item 11: compact records ------------------------------------------------------------
+
+def test_the_compact_decoding_reads_every_case_as_the_general_path_does(tmp_path, monkeypatch):
+    """The writer's layout is decoded straight into records (msgspec); every case of the
+    suite gives the same records and findings through the general path (json + checks)."""
+    from mlf_spec.cache import cases
+
+    for c in cases.all_cases():
+        if c.error is not None:
+            continue
+        d = tmp_path / c.id
+        d.mkdir()
+        for n, data in c.files.items():
+            (d / n).write_bytes(data)
+        fast = check.check(d).codes()
+        with cache.open(d, strict=False) as lazy:
+            fast_tensors = [(t.name, t.shape, t.dtype, t.format, t.nbytes, t.offset, t.path) for t in lazy.tensors]
+        with monkeypatch.context() as m:
+            m.setattr(index, "_fast_index", lambda *a: None)
+            assert check.check(d).codes() == fast, c.id
+            with cache.open(d, strict=False) as lazy:
+                assert [(t.name, t.shape, t.dtype, t.format, t.nbytes, t.offset, t.path)
+                        for t in lazy.tensors] == fast_tensors, c.id
+
+
+def test_opening_a_big_index_costs_a_few_times_its_size(tmp_path):
+    """2 x 10^5 records (22 MB of compact JSON) opened strictly in a child: the peak grows by
+    less than 7x the index (measured 5.4x; a tree of dicts took 9x: issue 32 item 11)."""
+    import sys
+
+    d = tmp_path / "big"
+    d.mkdir()
+    shards = []
+    for s in range(200):
+        recs = [{"name": f"param_{s}_{j}", "shape": [1], "dtype": "float32", "format": "raw", "nbytes": 4,
+                 "byteOffset": 4 * j} for j in range(1000)]
+        shards.append({"dataPath": f"params_shard_{s}.bin", "format": "raw-shard", "nbytes": 4000, "records": recs,
+                       "md5sum": "0" * 32})
+        (d / f"params_shard_{s}.bin").write_bytes(b"\0" * 4000)
+    (d / "tensor-cache.json").write_text(json.dumps({"metadata": {}, "records": shards}))
+    size = (d / "tensor-cache.json").stat().st_size
+    # VmHWM, not ru_maxrss: the latter carries the parent's (pytest's) peak over exec
+    code = ("import sys\nfrom mlf_spec import cache\nimport numpy\n"
+            "def hwm():\n    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n            return int(line.split()[1]) * 1024\n"
+            "before = hwm()\n"
+            "with cache.open(sys.argv[1]) as lazy:\n    n = len(lazy.tensors)\n"
+            "print(n, hwm() - before)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    n, grown = map(int, r.stdout.split())
+    assert n == 200_000 and grown < 7 * size, (grown / size)

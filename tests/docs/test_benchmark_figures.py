@@ -30,3 +30,26 @@ def test_recorded_figures_are_measurements_of_the_named_contenders():
     assert large["memory_ratio"] >= 1.0 and 0 < large["ratio"]
     chk = s["check"]
     assert abs(chk["ratio"] - chk["mlf_ms"] / chk["numpy_ms"]) < 1e-9
+
+
+def _cache_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cache_benchmark", ROOT / "benchmarks" / "cache.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tensor_cache_doc_shows_the_recorded_cache_figures():
+    """docs/tensor-cache.md's speed table is what benchmarks/cache.py --record measured: the load
+    against raw readinto and TVM, the strict lazy open against json.load."""
+    result = _bench.load_results()["cache"]
+    bench = _cache_benchmark()
+    assert bench.docs_block(result) in (ROOT / "docs" / "tensor-cache.md").read_text(), \
+        "run python benchmarks/cache.py --record"
+    assert result["readinto"]["seconds"] > 0 and result["tvm"]["seconds"] > 0 and result["tvm_version"].startswith("0.")
+    assert 0 < result["time_ratio_vs_readinto"] and result["mlf-spec"]["peak_memory_ratio"] >= 0.9
+    assert [c["records"] for c in result["lazy_open"]] == [1_000, 10_000]
+    assert all(c["json_seconds"] > 0 and c["ratio_vs_json"] > 0 for c in result["lazy_open"])
