@@ -137,8 +137,12 @@ def test_every_rule_of_the_tensor_cache_is_probed_on_both_sides(suite):
         assert set(table) <= set(RULES), set(table) - set(RULES)
     by_id = {c.id: c for c in cases}
     # the refused side sits one step past the bound, the accepted side at it
-    for vid, outcome in (("shard.size.one-short", "reject"), ("shard.size.exact", "accept"),
-                         ("tensor_record.byteoffset.within.end-exact", "accept"),
+    # the base cache is every record at its bound: one vector for the probes that are that folder
+    base = by_id["tensor-cache.bound.cache_index.records.required.present"]
+    assert base.expected["outcome"] == "accept"
+    assert {"shard.size", "tensor_record.byteOffset.within", "cache.text.bom"} <= set(base.features["rule"])
+    for vid, outcome in (("shard.size.one-short", "reject"), ("shard.size.one-more", "reject"),
+                         ("tensor_record.byteoffset.within.empty-at-end", "accept"),
                          ("tensor_record.byteoffset.within.end-plus-1", "reject"),
                          ("tensor_record.nbytes.derive.float32-bf16.exact", "accept"),
                          ("tensor_record.nbytes.derive.float32-bf16.plus-1", "reject"),
