@@ -227,3 +227,9 @@ from mlf_spec.params.edges import EDGE_KINDS as PARAMS_EDGE_KINDS  # noqa: E402
 from mlf_spec.params.edges import edge_params_bytes  # noqa: E402
 
 __all__ += ["PARAMS_EDGE_KINDS", "edge_params_bytes"]
+
+# Tensor caches at the edges of the cache's rules (valid or not: the reference's reading says).
+from mlf_spec.cache.edges import EDGE_KINDS as CACHE_EDGE_KINDS  # noqa: E402
+from mlf_spec.cache.edges import edge_caches  # noqa: E402
+
+__all__ += ["CACHE_EDGE_KINDS", "edge_caches"]

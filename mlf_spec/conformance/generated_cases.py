@@ -191,10 +191,12 @@ def _blob_sources(info: dict[str, Any]) -> st.SearchStrategy[Drawn]:
 
 def _cache_sources(info: dict[str, Any], wanted: Any) -> st.SearchStrategy[Drawn]:
     """Tensor-cache requests in the index versions the handshake declares: valid caches as
-    dump_tensor_cache writes them and broken ones (one rule broken, labelled by the finding
-    code ``check`` reports, e.g. ``broken.tensor.out-of-shard``), as folders; and encode
+    dump_tensor_cache writes them, broken ones (one rule broken, labelled by the finding
+    code ``check`` reports, e.g. ``broken.tensor.out-of-shard``) and caches at the edges of the
+    cache's rules (4 draws in 6, :func:`mlf_spec.cache.edges.edge_caches`), as folders; and encode
     requests (a valid cache's reading with data, its version and shard cap as options)."""
     from mlf_spec.cache import strategies as cs
+    from mlf_spec.cache.edges import edge_caches
 
     versions = tuple(int(v) for v in _scope_values(info, "tensor-cache", "version", ["1", "2"]))
     if not versions:
@@ -203,10 +205,14 @@ def _cache_sources(info: dict[str, Any], wanted: Any) -> st.SearchStrategy[Drawn
     # small caches: a disagreement is shrunk through the testee (a forked load per step)
     small: dict[str, Any] = {"versions": versions, "max_tensors": 4, "max_dims": 2, "max_side": 4}
     if wanted("tensor-cache", "decode"):
-        parts.append(cs.caches(**small).map(lambda c: Drawn(
-            "tensor-cache", "decode", "valid", {}, {"version": str(c.version)}, files=c.files)))
-        parts.append(cs.broken_caches(versions=versions).map(lambda b: Drawn(
-            "tensor-cache", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)}, files=b.files)))
+        valid = cs.caches(**small).map(lambda c: Drawn(
+            "tensor-cache", "decode", "valid", {}, {"version": str(c.version)}, files=c.files))
+        broken = cs.broken_caches(versions=versions).map(lambda b: Drawn(
+            "tensor-cache", "decode", f"broken.{b.kind}", {}, {"version": str(b.version)}, files=b.files))
+        edges = edge_caches(versions=versions).map(lambda e: Drawn(
+            "tensor-cache", "decode", f"edge.{e.kind}", {}, {"version": str(e.version)}, files=e.files))
+        decode = (valid, broken, edges, edges, edges, edges)  # edges: 4 draws in 6
+        parts.append(st.sampled_from(range(len(decode))).flatmap(lambda i: decode[i]))
     if wanted("tensor-cache", "encode"):
         parts.append(cs.caches(**small).map(_encode_cache))
     return st.one_of(parts)

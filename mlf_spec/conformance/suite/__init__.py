@@ -13,7 +13,7 @@ from collections import Counter
 
 from ..vectors import case_text
 from .blob import build_blob
-from .cache import build_cache, build_cache_encode
+from .cache import build_cache, build_cache_bounds, build_cache_encode
 from .common import Built, Collector
 from .graph import build_graph
 from .metadata import build_metadata_rules
@@ -33,6 +33,7 @@ def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:
     build_graph(c)
     build_metadata_rules(c)
     build_cache(c)
+    build_cache_bounds(c)
     build_cache_encode(c)
     items = [b for b in c.items if formats is None or b.case["format"] in formats]
     return sorted(items, key=lambda b: b.id)

@@ -38,6 +38,47 @@ def _version1(folder: str, files: dict[str, bytes]) -> dict[str, bytes]:
     return {V1_NAMES.get(n, n): (d.replace(back, new) if n in V1_NAMES else d) for n, d in files.items()}
 
 
+def build_cache_bounds(c: Collector) -> None:
+    """Add a decode case per boundary cache (:mod:`mlf_spec.cache.bounds`), named by its rule
+    (``features.rule``), in each index version: ``tensor-cache.bound.<rule>.<label>`` with
+    ``tensor-cache.json``, ``tensor-cache.v1.bound...`` renamed ``ndarray-cache.json``. The
+    side each stands on is the reference's reading."""
+    from mlf_spec.cache import bounds
+
+    seen: set[str] = set()
+    same: dict[str, list[Built]] = {}  # a probe that is another's folder joins that vector (its rules)
+    for bc in bounds.bound_caches():
+        folder = bounds._folder(bc.rule, bc.label)
+        if folder in seen:
+            raise AssertionError(f"boundary cache {folder!r} is built twice")
+        seen.add(folder)
+        digest = folder_sha256(bc.files)
+        if digest in same:
+            for built in same[digest]:
+                if bc.rule not in built.case["features"]["rule"]:
+                    built.case["features"]["rule"].append(bc.rule)
+            continue
+        same[digest] = []
+        # the index the folder's reader opens names the version (tensor-cache.json when both are there)
+        versions = [("1" if "ndarray-cache.json" in bc.files and "tensor-cache.json" not in bc.files else "2",
+                     folder, bc.files)]
+        if "tensor-cache.json" in bc.files and "ndarray-cache.json" not in bc.files:
+            versions.append(("1", f"v1.{folder}", _version1(folder, bc.files)))
+        for version, name, files in versions:
+            vid = f"tensor-cache.{name}"
+            expected = folder_outcome(name, files)
+            side = expected["outcome"]
+            case = {"id": vid, "format": "tensor-cache", "role": "decode", "input": name,
+                    "input_sha256": folder_sha256(files), "options": {}, "scope": {"version": [version]},
+                    "tvm": TVM_OF_VERSION[version], "features": {"version": [version], "rule": [bc.rule]},
+                    "description": f"{bc.doc}: " + ("accepted" if side == "accept" else "must be rejected"),
+                    "spec_ref": doc_ref("tensor_cache", "`cache_index`"),
+                    "broken_kind": bc.rule if side == "reject" else None, "expected": expected}
+            c.items.append(Built(case, b"", files))
+            c.ids.add(vid)
+            same[digest].append(c.items[-1])
+
+
 def _spec_ref(c: cases.Case) -> str:
     if c.error is not None:
         return doc_ref("tensor_cache", "`cache_index`")
@@ -140,5 +181,5 @@ def build_cache_encode(c: Collector) -> None:
         c.ids.add(vid)
 
 
-__all__ = ["ENCODE_CASES", "V1_NAMES", "build_cache", "build_cache_encode", "encode_outcome", "folder_outcome",
+__all__ = ["ENCODE_CASES", "V1_NAMES", "build_cache", "build_cache_bounds", "build_cache_encode", "encode_outcome", "folder_outcome",
            "reading_with_data"]
