@@ -1,0 +1,119 @@
+"""Issue 32, items 1-5 and 12: the tensor cache's writers and readers on hostile folders
+(an update of a cache whose dataPath leaves the folder or whose records lie outside their
+shards, outputs over their input, a shard named like an index, files changing while read,
+more shards than open descriptors). Memory and time bounds run in a child under RLIMIT_AS
+and RLIMIT_CPU (tests.safety.test_hostile_resources.run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlf_spec import cache
+from mlf_spec.cache import cases, codec
+from mlf_spec.cache.folder import UnsafePathError
+
+from .test_hostile_resources import leftovers, run
+
+MiB = 1 << 20
+
+
+def _folder(where: Path, files: dict[str, bytes], name: str = "c") -> Path:
+    d = where / name
+    d.mkdir(parents=True)
+    for n, data in files.items():
+        (d / n).write_bytes(data)
+    return d
+
+
+def _snapshot(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def _one_tensor_cache(where: Path, name: str = "c", **edit: object) -> Path:
+    """A cache of one 8-byte tensor ``w`` (raw int32 [2]) with ``edit`` applied to its record."""
+    files = codec.render({"w": np.arange(2, dtype="<i4")}, encode_format="raw")
+    files = cases._edit(files, lambda d: cases._t(d, 0).update(**edit))
+    return _folder(where, files, name)
+
+
+# -- items 1, 2: update_if_exists gets every check of the read path -------------------------
+
+def test_update_through_a_symlinked_folder_writes_nothing_outside(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    files = codec.render({"w": np.arange(2, dtype="<i4")}, encode_format="raw")
+    (outside / "params_shard_0.bin").write_bytes(files.pop("params_shard_0.bin"))
+    files = cases._edit(files, lambda d: d["records"][0].update(dataPath="sub/params_shard_0.bin"))
+    d = _folder(tmp_path, files)
+    (d / "sub").symlink_to(outside)
+    before, target = _snapshot(d), (outside / "params_shard_0.bin").read_bytes()
+    with pytest.raises(UnsafePathError):
+        cache.write(d, {"w": np.array([7, 8], "<i4")}, encode_format="raw", update_if_exists=True)
+    assert (outside / "params_shard_0.bin").read_bytes() == target
+    assert _snapshot(d) == before and leftovers(tmp_path) == []
+
+
+def test_update_of_a_shard_in_a_subfolder_leaves_the_input_as_it_was_on_failure(tmp_path):
+    """The shard in a subfolder is carried over as a hard link: the patch must not write
+    through it (the old folder would change even when the update is refused later)."""
+    files = codec.render({"w": np.arange(2, dtype="<i4")}, encode_format="raw")
+    files = cases._edit(files, lambda d: d["records"][0].update(dataPath="sub/s.bin"))
+    shard = files.pop("params_shard_0.bin")
+    d = _folder(tmp_path, files)
+    (d / "sub").mkdir()
+    (d / "sub" / "s.bin").write_bytes(shard)
+    keep = os.open(d / "sub" / "s.bin", os.O_RDONLY)  # the old inode, after the rename
+    try:
+        cache.write(d, {"w": np.array([7, 8], "<i4")}, encode_format="raw", update_if_exists=True)
+        assert os.pread(keep, 8, 0) == shard
+    finally:
+        os.close(keep)
+    assert (d / "sub" / "s.bin").read_bytes() == np.array([7, 8], "<i4").tobytes()
+    assert cache.load(d)[0]["w"].tolist() == [7, 8]
+
+
+@pytest.mark.parametrize("offset", [1 << 62, 1 << 28, -4, 4])
+def test_update_of_a_record_outside_its_shard_is_refused_in_bounded_memory(tmp_path, offset):
+    d = _one_tensor_cache(tmp_path, byteOffset=offset)
+    before = _snapshot(d)
+    script = ("import numpy as np, sys\nfrom mlf_spec import cache\nfrom mlf_spec.errors import MlfError\n"
+              "try:\n    cache.write(sys.argv[1], {'w': np.array([7, 8], '<i4')}, encode_format='raw', "
+              "update_if_exists=True)\nexcept MlfError as e:\n    print('refused', e); sys.exit(2)\n")
+    p = _child(script, str(d), cwd=tmp_path)
+    assert p.returncode == 2 and b"refused" in p.stdout, p.stderr[-2000:]
+    assert b"inside the shard" in p.stdout
+    assert _snapshot(d) == before and leftovers(tmp_path) == []
+
+
+def test_update_of_a_sparse_1gib_index_is_refused_in_bounded_memory(tmp_path):
+    d = tmp_path / "c"
+    d.mkdir()
+    with open(d / "tensor-cache.json", "wb") as f:
+        f.write(b'{"metadata": {}, "records": [')
+        f.truncate(1 << 30)
+    script = ("import numpy as np, sys\nfrom mlf_spec import cache\nfrom mlf_spec.errors import MlfError\n"
+              "try:\n    cache.write(sys.argv[1], {'w': np.array([7, 8], '<i4')}, update_if_exists=True)\n"
+              "except MlfError as e:\n    print('refused', e); sys.exit(2)\n")
+    p = _child(script, str(d), cwd=tmp_path)
+    assert p.returncode == 2 and b"more than the" in p.stdout, p.stderr[-2000:]
+    assert os.path.getsize(d / "tensor-cache.json") == 1 << 30 and sorted(os.listdir(d)) == ["tensor-cache.json"]
+
+
+def _child(script: str, *args: str, cwd: Path, cap: int = 768 * MiB, cpu: int = 30) -> subprocess.CompletedProcess:
+    import resource
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+
+    p = subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, capture_output=True, timeout=300,
+                       preexec_fn=limits, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert b"Traceback" not in p.stderr, p.stderr[-3000:]
+    return p
