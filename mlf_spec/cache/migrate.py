@@ -16,6 +16,7 @@ from pathlib import Path
 from mlf_spec.errors import MigrationError
 
 from . import codec, dtypes
+from .folder import locate
 from .index import B16_NAMES, INDEX_NAMES
 
 #: float8 spellings before 0.20 (775e05064b) and after.
@@ -42,10 +43,11 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
             old_float8: bool = False) -> Plan:
     """Write the cache at ``src`` as version ``target`` into the new folder ``out``.
     ``old_float8`` (downgrades) spells float8 dtypes as TVM before 0.20 does."""
-    from mlf_spec._io import atomic_directory
+    from mlf_spec._io import atomic_directory, check_output
 
     if target not in INDEX_NAMES:
         raise MigrationError(f"cache version {target}: the versions are {sorted(INDEX_NAMES)}")
+    check_output(out, inputs=[src, locate(src)[0]], directory=True)  # never over, around or inside the input
     with codec.open(src) as lazy:
         source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
         plan = Plan(source, target)

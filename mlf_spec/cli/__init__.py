@@ -103,7 +103,9 @@ def help_text() -> str:
     lines += ["", "options:", "  -h, --help  show this help message and exit",
               "  --version   show program's version number and exit", "",
               "`mlf-spec COMMAND --help` describes a command. Exit status: 0 success, 1 a finding,",
-              "a refusal or a difference, 2 unreadable input."]
+              "a refusal or a difference, 2 unreadable input. Outputs: mlf-spec creates the output",
+              "it is given, never the folders above it; an output that is, holds or lies inside the",
+              "input is refused (exit 2); an existing output is replaced only with --force."]
     return "\n".join(lines)
 
 

@@ -6,7 +6,6 @@ and RLIMIT_CPU (tests.safety.test_hostile_resources.run)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from mlf_spec import cache
 from mlf_spec.cache import cases, codec
 from mlf_spec.cache.folder import UnsafePathError
 
-from .test_hostile_resources import leftovers, run
+from .test_hostile_resources import leftovers
 
 MiB = 1 << 20
 
@@ -117,3 +116,73 @@ def _child(script: str, *args: str, cwd: Path, cap: int = 768 * MiB, cpu: int = 
                        preexec_fn=limits, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert b"Traceback" not in p.stderr, p.stderr[-3000:]
     return p
+
+
+# -- item 3 (and issue 30 item 15): one rule for every command's output ---------------------
+
+def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
+    """``mlf-spec ARGS`` as a child; asserts one line on stderr when the status is 2."""
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", *args], cwd=cwd, capture_output=True, timeout=120)
+    err = p.stderr.decode()
+    assert "Traceback" not in err, err
+    if p.returncode == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("mlf-spec: error: "), err
+    return p.returncode, err
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    from mlf_spec import params
+
+    cache.write(tmp_path / "C", {"w": np.ones(3, "f4")})
+    (tmp_path / "X").mkdir()
+    cache.write(tmp_path / "X" / "inner", {"w": np.ones(3, "f4")})
+    (tmp_path / "D").mkdir()
+    params.save({"w": np.ones(3, "f4")}, tmp_path / "D" / "w.params")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args, what", [
+    (["cache", "upgrade", "X/inner", "-o", "X", "--force"], "holds the input"),
+    (["cache", "upgrade", "C", "-o", "C", "--force"], "is the input"),
+    (["cache", "downgrade", "C/tensor-cache.json", "-o", "C", "--force"], "holds the input"),
+    (["cache", "upgrade", "C", "-o", "C/new"], "lies inside the input"),
+    (["cache", "convert", "C", "C", "--force"], "is the input"),
+    (["cache", "convert", "D/w.params", "D", "--force"], "holds the input"),
+    (["cache", "convert", "C", "C/w.npz"], "lies inside the input"),
+    (["params", "convert", "D/w.params", "D/w.params", "--force"], "is the input"),
+])
+def test_an_output_over_around_or_inside_the_input_is_refused(inputs, args, what):
+    before = {p: _snapshot(inputs / p) for p in ("C", "X", "D")}
+    status, err = _cli(args, inputs)
+    assert status == 2 and what in err, err
+    assert {p: _snapshot(inputs / p) for p in ("C", "X", "D")} == before
+    assert leftovers(inputs) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["params", "convert", "D/w.params", "missing/x.npz"],
+    ["cache", "convert", "C", "missing/x.npz"],
+    ["cache", "convert", "D/w.params", "missing/cache"],
+    ["cache", "upgrade", "C", "-o", "missing/cache"],
+    ["conformance", "vectors", "missing/vec"],
+    ["export", "ksy", "missing/ksy"],
+    ["blob", "extract", str(Path(__file__).resolve().parents[2] / "vectors" / "blob" / "blob.ffi.0.23.c_source_payload.bin"),
+     "-o", "missing/x.bin"],
+])
+def test_a_missing_parent_folder_is_refused_by_every_command(inputs, args):
+    status, err = _cli(args, inputs)
+    assert status == 2 and "does not exist (mlf-spec does not create it)" in err, err
+    assert not (inputs / "missing").exists()
+
+
+def test_the_folder_of_minus_o_dir_is_created_as_the_output(inputs):
+    status, err = _cli(["params", "convert", "D/w.params", "-o", "out", "--to", "npz"], inputs)
+    assert status == 0, err
+    assert (inputs / "out" / "w.npz").is_file()
+
+
+def test_conformance_vectors_minus_writes_no_folder_named_minus(inputs):
+    status, err = _cli(["conformance", "vectors", "-"], inputs)
+    assert status == 2 and "standard output" in err, err
+    assert not (inputs / "-").exists()
