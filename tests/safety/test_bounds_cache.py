@@ -186,3 +186,68 @@ def test_conformance_vectors_minus_writes_no_folder_named_minus(inputs):
     status, err = _cli(["conformance", "vectors", "-"], inputs)
     assert status == 2 and "standard output" in err, err
     assert not (inputs / "-").exists()
+
+
+# -- item 4: a shard named like an index -------------------------------------------------------
+
+def _renamed_shard(where: Path, new: str, version: int = 2) -> Path:
+    files = codec.render({"w": np.arange(2, dtype="<i4")}, encode_format="raw", version=version)
+    index = "tensor-cache.json" if version == 2 else "ndarray-cache.json"
+    files = cases._edit(files, lambda d: d["records"][0].update(dataPath=new), index)
+    files[new] = files.pop("params_shard_0.bin")
+    d = _folder(where, files, "C")
+    cache.open(d / index).close()  # conformant: the loaders read it
+    return d
+
+
+@pytest.mark.parametrize("shard, args", [
+    ("ndarray-cache.json", ["cache", "downgrade", "C", "--to", "1", "-o", "out"]),
+    ("tensor-cache.json", ["cache", "upgrade", "C/ndarray-cache.json", "--to", "2", "-o", "out"]),
+    ("ndarray-cache-b16.json", ["cache", "downgrade", "C", "--to", "1", "-o", "out"]),
+])
+def test_a_shard_named_like_the_new_index_is_refused(tmp_path, shard, args):
+    _renamed_shard(tmp_path, shard, version=1 if shard == "tensor-cache.json" else 2)
+    status, err = _cli(args, tmp_path)
+    assert status == 2 and "has the name of" in err, err
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+
+
+# -- item 5: files changing while read -------------------------------------------------------
+
+# In the child: when the command creates a file named like the shard anywhere but in the
+# input (its copy in the output), the input's shard is cut to a quarter or grown by 4 KiB.
+CHANGE_HOOK = """
+import builtins, os, sys
+target, how = sys.argv[1], sys.argv[2]
+real_open, state = builtins.open, {"done": False}
+
+def hooked(file, mode="r", *a, **k):
+    if (not state["done"] and isinstance(file, (str, os.PathLike)) and "w" in mode
+            and os.path.basename(file) == os.path.basename(target) and os.path.abspath(file) != target):
+        state["done"] = True
+        if how == "cut":
+            os.truncate(target, os.path.getsize(target) // 4)
+        else:
+            with real_open(target, "ab") as f:
+                f.write(bytes(4096))
+    return real_open(file, mode, *a, **k)
+
+builtins.open = hooked
+from mlf_spec.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("how", ["cut", "grow"])
+@pytest.mark.parametrize("command", [["cache", "upgrade", "C", "-o", "out"],
+                                     ["cache", "downgrade", "C", "--to", "1", "-o", "out"]])
+def test_a_shard_changing_while_read_is_one_error_and_nothing_written(tmp_path, how, command):
+    cache.write(tmp_path / "C", {f"w{i}": np.full(4096, i, "f4") for i in range(8)}, encode_format="raw")
+    shard = tmp_path / "C" / "params_shard_0.bin"
+    p = subprocess.run([sys.executable, "-c", CHANGE_HOOK, str(shard), how, *command], cwd=tmp_path,
+                       capture_output=True, timeout=120)
+    err = p.stderr.decode()
+    assert "Traceback" not in err, err
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1, (p.returncode, err)
+    assert "while it was" in err, err
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
