@@ -17,6 +17,7 @@ import pytest
 from mlf_spec import cache
 from mlf_spec.cache import cases, codec
 from mlf_spec.cache.folder import UnsafePathError
+from mlf_spec.errors import MlfError
 
 from .test_hostile_resources import leftovers
 
@@ -251,3 +252,46 @@ def test_a_shard_changing_while_read_is_one_error_and_nothing_written(tmp_path, 
     assert p.returncode == 2 and len(err.strip().splitlines()) == 1, (p.returncode, err)
     assert "while it was" in err, err
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+
+
+# -- item 12: more shards than the process may open files ------------------------------------
+
+@pytest.fixture(scope="module")
+def many_shards(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("many") / "big"
+    cache.write(d, {f"t{i}": np.full(300, i, "f4") for i in range(1100)}, shard_cap_mb=0.001, encode_format="raw")
+    assert len(list(d.glob("params_shard_*.bin"))) == 1100
+    return d
+
+
+@pytest.mark.parametrize("args", [["cache", "dump", "{c}"], ["cache", "check", "{c}"], ["cache", "diff", "{c}", "{c}"],
+                                  ["cache", "upgrade", "{c}", "-o", "out"], ["cache", "convert", "{c}", "out.npz"],
+                                  ["cache", "convert", "{c}", "out"]])
+def test_a_cache_of_1100_shards_is_read_under_1024_open_files(many_shards, tmp_path, args):
+    import resource
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        resource.setrlimit(resource.RLIMIT_AS, (1024 * MiB, 1024 * MiB))
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+    argv = [a.format(c=many_shards) for a in args]
+    p = subprocess.run([sys.executable, "-m", "mlf_spec", *argv], cwd=tmp_path, capture_output=True, timeout=300,
+                       preexec_fn=limits)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    if args[1] == "convert" and args[-1] == "out":
+        assert cache.load(tmp_path / "out")[0]["t1099"].tolist() == [1099.0] * 300
+
+
+def test_a_shard_replaced_between_two_openings_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(codec, "MAX_OPEN", 1)
+    cache.write(tmp_path / "c", {"a": np.ones(300, "f4"), "b": np.ones(300, "f4")}, shard_cap_mb=0.001,
+                encode_format="raw")
+    with cache.open(tmp_path / "c") as lazy:
+        assert lazy.array("a").sum() == 300 and lazy.array("b").sum() == 300  # shard 0 closed again
+        shard = tmp_path / "c" / lazy.index.shards[0].data_path
+        shard.rename(tmp_path / "old.bin")  # kept: its inode is not reused by the new file
+        shard.write_bytes(bytes(1200))  # the same size, another file
+        with pytest.raises(MlfError, match="changed while the cache was read"):
+            lazy.array("a")
+        assert len(lazy._fds) <= 1
