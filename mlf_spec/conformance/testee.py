@@ -450,8 +450,10 @@ class _Server:
             return "timeout", f"did not read the request within {limits.timeout:g} s", None
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
+        scanned = 0  # the buffer before this holds no newline: each byte is searched once
         try:
-            while b"\n" not in self.buffer:
+            while (end := self.buffer.find(b"\n", scanned)) < 0:
+                scanned = len(self.buffer)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return "timeout", f"no answer within {limits.timeout:g} s", None
@@ -469,8 +471,8 @@ class _Server:
                     return "output_limit", f"printed more than {limits.max_output} bytes", None
         finally:
             sel.close()
-        raw, _, rest = bytes(self.buffer).partition(b"\n")
-        self.buffer = bytearray(rest)
+        raw = bytes(memoryview(self.buffer)[:end])
+        del self.buffer[:end + 1]
         try:
             resp = json.loads(raw)
         except (ValueError, RecursionError):
@@ -560,6 +562,10 @@ class Persistent(Testee):
         _kill(s.proc)
         s.proc.wait()
         s.close()
+        s.buffer = bytearray()  # up to the output cap: freed now, not when the run ends
+        with self._lock:
+            if s in self._all:
+                self._all.remove(s)
         self._local.server = None
 
     def ask(self, case: Case) -> Answer:

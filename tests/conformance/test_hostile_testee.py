@@ -68,19 +68,26 @@ def test_servers_dropped_for_the_output_cap_free_their_buffers(tmp_path):
 def test_a_huge_wrong_answer_is_judged_in_bounded_memory_and_time(tmp_path, size, one_shot):
     args = ["run", "--testee", testee(f"big-line:{size}"), "--id", "params.valid.w-and-b", "--report-json", "r.jsonl",
             "--quiet"] + (["--one-shot"] if one_shot else [])
-    conformance(args, tmp_path, cpu=60)
+    conformance(args, tmp_path, cap=(512 if size < 8 * MiB else 1024) * MiB, cpu=60)
     (rec,) = cases_of(tmp_path / "r.jsonl")
     assert rec["outcome"] == "fail" and len(rec.get("diff", [])) <= 50, rec
 
 
 def test_sigterm_stops_a_run_judging_a_huge_answer(tmp_path):
+    """SIGTERM while a 60 MB answer is read and judged ends the run within seconds (the
+    validator that collected every error held the interpreter in C code for minutes)."""
     proc = subprocess.Popen([sys.executable, "-m", "mlf_spec", "conformance", "run", "--testee", testee(f"big-line:{60 * MiB}"),
                              "--id", "params.valid.*", "--max-output", str(128 * MiB), "--quiet"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(4)
+    time.sleep(10)
     proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=30)[1].decode()
-    assert "Traceback" not in err and proc.returncode in (0, 1, 128 + signal.SIGTERM), (proc.returncode, err[-2000:])
+    t0 = time.monotonic()
+    try:
+        err = proc.communicate(timeout=30)[1].decode()
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 30
+    assert "Traceback" not in err and proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err[-2000:])
 
 
 # -- items 15, 16: what a testee writes into output_dir -------------------------------------
