@@ -36,7 +36,7 @@ def conformance(args: list[str], cwd: Path, *, cap: int = 1024 * MiB, cpu: int =
     return p
 
 
-def testee(mode: str) -> str:
+def hostile(mode: str) -> str:
     return shlex.join([*HOSTILE, mode])
 
 
@@ -53,20 +53,19 @@ def cases_of(path: Path) -> list[dict]:
 # -- item 13: a dropped server's buffer is freed ------------------------------------------
 
 def test_servers_dropped_for_the_output_cap_free_their_buffers(tmp_path):
-    """25 servers each dropped at a 64 MiB line: kept, their buffers would need 1.6 GB; the
-    runner's address space is capped at 1 GiB."""
-    conformance(["run", "--testee", testee("flood-line"), "--id", "params.valid.*", "--report-json", "r.jsonl",
-                 "--max-output", str(64 * MiB), "--quiet"], tmp_path)
+    """12 servers each dropped at a 64 MiB line: kept, their buffers would need 768 MiB; the
+    runner's address space is capped at 640 MiB."""
+    conformance(["run", "--testee", hostile("flood-line"), "--id", "params.valid.[d-n]*", "--id", "params.valid.0-d",
+                 "--report-json", "r.jsonl", "--max-output", str(64 * MiB), "--quiet"], tmp_path, cap=640 * MiB)
     got = cases_of(tmp_path / "r.jsonl")
-    assert len(got) >= 20 and all(r["error_kind"] == "output_limit" for r in got), got[:2]
+    assert len(got) >= 12 and all(r["error_kind"] == "output_limit" for r in got), got[:2]
 
 
 # -- item 14: judging a huge wrong reading is bounded work --------------------------------------
 
-@pytest.mark.parametrize("size", [3 * MiB, 12 * MiB])
-@pytest.mark.parametrize("one_shot", [False, True])
+@pytest.mark.parametrize("size, one_shot", [(3 * MiB, False), (3 * MiB, True), (12 * MiB, False)])
 def test_a_huge_wrong_answer_is_judged_in_bounded_memory_and_time(tmp_path, size, one_shot):
-    args = ["run", "--testee", testee(f"big-line:{size}"), "--id", "params.valid.w-and-b", "--report-json", "r.jsonl",
+    args = ["run", "--testee", hostile(f"big-line:{size}"), "--id", "params.valid.w-and-b", "--report-json", "r.jsonl",
             "--quiet"] + (["--one-shot"] if one_shot else [])
     conformance(args, tmp_path, cap=(512 if size < 8 * MiB else 1024) * MiB, cpu=60)
     (rec,) = cases_of(tmp_path / "r.jsonl")
@@ -76,7 +75,7 @@ def test_a_huge_wrong_answer_is_judged_in_bounded_memory_and_time(tmp_path, size
 def test_sigterm_stops_a_run_judging_a_huge_answer(tmp_path):
     """SIGTERM while a 60 MB answer is read and judged ends the run within seconds (the
     validator that collected every error held the interpreter in C code for minutes)."""
-    proc = subprocess.Popen([sys.executable, "-m", "mlf_spec", "conformance", "run", "--testee", testee(f"big-line:{60 * MiB}"),
+    proc = subprocess.Popen([sys.executable, "-m", "mlf_spec", "conformance", "run", "--testee", hostile(f"big-line:{60 * MiB}"),
                              "--id", "params.valid.*", "--max-output", str(128 * MiB), "--quiet"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(10)
@@ -103,7 +102,7 @@ def test_a_hostile_output_folder_is_an_error_of_its_case_and_leaves_nothing(tmp_
             resource.setrlimit(resource.RLIMIT_AS, (1024 * MiB, 1024 * MiB))
             resource.setrlimit(resource.RLIMIT_CPU, (120, 120))
 
-        p = subprocess.run([sys.executable, "-m", "mlf_spec", "conformance", "run", "--testee", testee(mode),
+        p = subprocess.run([sys.executable, "-m", "mlf_spec", "conformance", "run", "--testee", hostile(mode),
                             "--id", "tensor-cache.encode.valid.base", "--report-json", "r.jsonl", "--quiet",
                             "--one-shot"], cwd=tmp_path, capture_output=True, timeout=300, preexec_fn=limits,
                            env={k: v for k, v in {**os.environ, **extra}.items() if extra or k != "TMPDIR"})
@@ -134,8 +133,11 @@ def _alive(mark: str) -> list[int]:
 def test_grandchildren_in_their_own_session_do_not_outlive_the_run(tmp_path, one_shot):
     mark = f"mlf-hostile-{os.getpid()}-{int(one_shot)}-{time.monotonic_ns()}"
     try:
-        conformance(["run", "--testee", testee(f"setsid:{mark}"), "--id", "params.valid.w-and-b", "--id",
-                     "params.valid.0-d", "--quiet"] + (["--one-shot"] if one_shot else []), tmp_path)
+        conformance(["run", "--testee", hostile(f"setsid:{mark}"), "--id", "params.valid.w-and-b", "--id",
+                     "params.valid.0-d", "--quiet", "--report-json", "r.jsonl", "--timeout", "30"]
+                    + (["--one-shot"] if one_shot else []), tmp_path)
+        # a grandchild holding the testee's pipes does not make its case wait for the timeout
+        assert [r["outcome"] for r in cases_of(tmp_path / "r.jsonl")] == ["pass", "pass"]
         deadline = time.monotonic() + 5
         while _alive(mark) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -148,7 +150,7 @@ def test_grandchildren_in_their_own_session_do_not_outlive_the_run(tmp_path, one
 # -- items 18, 19: reports of a testee's bytes ------------------------------------------------
 
 def test_ansi_on_stderr_gives_a_junit_file_that_parses(tmp_path):
-    conformance(["run", "--testee", testee("ansi"), "--id", "params.valid.w-and-b", "--junit", "j.xml", "--quiet",
+    conformance(["run", "--testee", hostile("ansi"), "--id", "params.valid.w-and-b", "--junit", "j.xml", "--quiet",
                  "--one-shot"], tmp_path)
     root = ET.parse(tmp_path / "j.xml").getroot()
     text = ET.tostring(root, encoding="unicode")
@@ -156,7 +158,7 @@ def test_ansi_on_stderr_gives_a_junit_file_that_parses(tmp_path):
 
 
 def test_the_markdown_page_escapes_the_testee_name_version_and_messages(tmp_path):
-    conformance(["run", "--testee", testee("html"), "--id", "params.valid.w-and-b", "--report-json", "r.jsonl",
+    conformance(["run", "--testee", hostile("html"), "--id", "params.valid.w-and-b", "--report-json", "r.jsonl",
                  "--quiet", "--one-shot"], tmp_path)
     conformance(["report", "r.jsonl", "-o", "page.md"], tmp_path, statuses=(0, 1))
     page = (tmp_path / "page.md").read_text()
@@ -178,7 +180,7 @@ def _suite_with_a_fifo(tmp_path: Path) -> Path:
 
 def test_a_fifo_as_a_case_input_never_blocks(tmp_path):
     v = _suite_with_a_fifo(tmp_path)
-    p = conformance(["run", "--testee", testee("good"), "--vectors", str(v), "--id", "params.valid.w-and-b",
+    p = conformance(["run", "--testee", hostile("good"), "--vectors", str(v), "--id", "params.valid.w-and-b",
                      "--report-json", "r.jsonl", "--quiet", "--timeout", "20"], tmp_path, timeout=60,
                     statuses=(1, 2))
     if p.returncode == 1:
