@@ -329,7 +329,7 @@ def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tup
         from .update import update
 
         return update(path, params, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
-                      version=version, keep_empty=keep_empty, b16=b16)
+                      version=version, keep_empty=keep_empty, b16=b16, opener=open)
 
     if version not in INDEX_NAMES:
         raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")

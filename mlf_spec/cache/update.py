@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 from builtins import open as builtins_open
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +45,13 @@ def _stored_bytes(arr: np.ndarray, encode: bool) -> bytes:
     return arr.reshape(-1).view(np.uint8).tobytes()
 
 
-def _old_cache(folder: Path, name: str) -> tuple[dict[str, Any], Any]:
+def _old_cache(folder: Path, name: str, opener: Callable[[Path], Any]) -> tuple[dict[str, Any], Any]:
     """The existing index as JSON and the opened cache: opened by the read path
     (:func:`codec.open`, strict), so that every check of a reading (the index's size cap,
     dataPaths inside the folder and through no symbolic link, shard sizes, every record
-    inside its shard) holds before a byte is written."""
-    from . import codec
-
-    lazy = codec.open(folder / name)
+    inside its shard) holds before a byte is written. ``opener`` is :func:`codec.open`
+    (passed in by :func:`codec.write`: this module is below the codec)."""
+    lazy = opener(folder / name)
     try:
         doc = json.loads(lazy.index.raw)
         for i, shard in enumerate(doc["records"]):
@@ -120,7 +119,8 @@ def _carry_over(folder: Path, tmp: Path, skip: set[str]) -> None:
 
 def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
            encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
-           version: int = LATEST, keep_empty: bool = True, b16: bool = True) -> CacheIndex:
+           version: int = LATEST, keep_empty: bool = True, b16: bool = True,
+           opener: Callable[[Path], Any] | None = None) -> CacheIndex:
     """Update the cache folder at ``path`` with ``params`` as ``dump_tensor_cache(...,
     update_if_exists=True)`` does (see the module), atomically; a folder without an index
     gets one, its other files kept. Returns the index written. MlfError for an existing index
@@ -132,7 +132,9 @@ def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tu
         raise MlfError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
     folder = Path(path)
     index_name = INDEX_NAMES[version]
-    old, lazy = _old_cache(folder, index_name) if (folder / index_name).is_file() else (None, None)
+    if opener is None:
+        raise MlfError("update needs the cache reader (call mlf_spec.cache.write(..., update_if_exists=True))")
+    old, lazy = _old_cache(folder, index_name, opener) if (folder / index_name).is_file() else (None, None)
     try:
         return _update(folder, index_name, old, lazy, params, encode_format=encode_format,
                        shard_cap_mb=shard_cap_mb, metadata=metadata, version=version, keep_empty=keep_empty, b16=b16)
