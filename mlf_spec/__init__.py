@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import MlfError
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations are strings here
     from typing import Any
 
     # the lazy names below (in __all__), as type checkers should see them
     from . import blob, diff, graph, isolation, params, sniff, strategies, versions  # noqa: F401
+    from .errors import MlfError  # noqa: F401
     from .graph import codec as graph_json  # noqa: F401
     from .mlf import archive, check, layout, metadata, migrate  # noqa: F401
     from .params import dtypes  # noqa: F401
@@ -48,6 +47,11 @@ __all__ = ["MlfError", "__version__", *_MODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "MlfError":  # loaded on first use too: the command line's start runs no import before its signal handlers
+        from .errors import MlfError
+
+        globals()["MlfError"] = MlfError
+        return MlfError
     target = _MODULES.get(name)
     if target is None:
         raise AttributeError(f"module 'mlf_spec' has no attribute {name!r}")

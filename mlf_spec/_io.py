@@ -197,13 +197,17 @@ class PreadWindow:
 
 def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), directory: bool = False) -> None:
     """Raise MlfError (one line: the path and what is wrong) when ``path`` cannot be the
-    output of a command, before anything is written: its folder does not exist or is no
-    folder (mlf-spec creates the output, never the folders above it), a file output names a
-    directory, a ``directory`` output names a file, or the output is one of ``inputs``
-    (mlf-spec never modifies its input)."""
+    output of a command, before anything is written. The rule of every command: mlf-spec
+    creates the output it is given (a file, or a folder), never the folders above it (a
+    missing parent folder is refused); a file output may not name a directory, nor a
+    ``directory`` output a file, nor a folder output ``-`` (standard output holds no folder);
+    and an output that is one of ``inputs``, holds one (replacing it would delete the input)
+    or lies inside an input folder is refused (mlf-spec never modifies its input)."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     if directory:
+        if os.fspath(path) == "-":
+            raise MlfError("the output '-': a folder cannot be written to standard output; name a folder")
         if p.exists() and not p.is_dir():
             raise MlfError("the output exists and is not a directory", file=str(p))
     elif p.is_dir():
@@ -213,15 +217,30 @@ def check_output(path: str | os.PathLike[str], *, inputs: Iterable[Any] = (), di
             raise MlfError(f"the folder {parent} does not exist (mlf-spec does not create it)", file=str(p))
         if not parent.is_dir():
             raise MlfError(f"{parent} is not a folder", file=str(p))
+    problem = output_overlap(p, inputs)
+    if problem is not None:
+        raise MlfError(problem, file=str(p))
+
+
+def output_overlap(path: str | os.PathLike[str], inputs: Iterable[Any]) -> str | None:
+    """Why the output ``path`` may not be written over ``inputs`` (it is one, holds one or
+    lies inside an input folder; symbolic links resolved), or None."""
+    out = os.path.realpath(path)
     for src in inputs:
-        if not isinstance(src, (str, os.PathLike)):
+        if not isinstance(src, (str, os.PathLike)) or os.fspath(src) == "-":
             continue
         try:
-            same = os.path.samefile(src, p)
+            same = os.path.samefile(src, path)
         except OSError:
             same = False
-        if same:
-            raise MlfError("the output is the input; mlf-spec never modifies its input", file=str(p))
+        real = os.path.realpath(src)
+        if same or real == out:
+            return "the output is the input; mlf-spec never modifies its input"
+        if real.startswith(out.rstrip(os.sep) + os.sep):
+            return f"the output holds the input {os.fspath(src)}; writing it would replace the input"
+        if os.path.isdir(real) and out.startswith(real.rstrip(os.sep) + os.sep):
+            return f"the output lies inside the input {os.fspath(src)}; mlf-spec never writes into its input"
+    return None
 
 
 #: Every temporary name this package makes holds this tag and the writing process's id
@@ -362,7 +381,7 @@ def atomic_directory(path: Path, *, replace: bool = False, keep: Iterable[str | 
                 raise OutputExistsError(f"the output directory holds {what}; replacing it would delete it",
                                         file=str(path))
     parent = path.parent if str(path.parent) else Path(".")
-    check_output(path, directory=True)
+    check_output(path, directory=True, inputs=keep)
     tmp = parent / f"{temp_prefix(path.name)}{os.urandom(4).hex()}.tmp"  # named first: see atomic_writer
     try:
         try:

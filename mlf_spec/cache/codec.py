@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import mmap
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, is_unicode, parse, shown
 from .planning import _b16_records, _shard_chunks, index_text, plan, write_indexes, write_shard
 
+#: Shards open at once in one opened cache (a least-recently-used set): well under the usual
+#: soft limit of 1,024 open files, whatever the number of shards.
+MAX_OPEN = 64
+
 _MAX_INDEX = 256 << 20  # an index larger than this is refused before it is read (it costs about twice its size)
 
 
@@ -33,27 +38,51 @@ class LazyCache:
     def __init__(self, folder: Path, index_name: str, index: CacheIndex, handle: Folder) -> None:
         self.folder, self.index_name, self.index = folder, index_name, index
         self._folder = handle
-        self._fds: dict[int, int | None] = {}
+        self._fds: OrderedDict[int, int] = OrderedDict()  # open shards, least recently used first
+        self._absent: set[int] = set()  # shards whose file does not exist
+        self._seen: dict[int, tuple[int, int, int]] = {}  # (device, inode, size) when first opened
         self._maps: dict[int, mmap.mmap | None] = {}
         self.tensors: list[TensorEntry] = index.tensors
         self.by_name: dict[str, TensorEntry] = {t.name: t for t in self.tensors}
 
     # -- shards -------------------------------------------------------------------------
     def _fd(self, i: int) -> int | None:
-        if i not in self._fds:
-            shard = self.index.shards[i]
-            if not is_unicode(shard.data_path):
-                raise self.index.error(f"a dataPath that is not valid Unicode (a lone surrogate): "
-                                       f"{shown(shard.data_path)!r}", f"{shard.path}.dataPath", UnsafePathError)
-            if shard.data_path.endswith("/"):  # the loaders' open() fails (ENOTDIR): no such file
-                self._fds[i] = None
-                return None
-            try:
-                self._fds[i] = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
-            except UnsafePathError as exc:  # name the index, the JSON path and its offset
-                raise self.index.error(f"{exc.message}: {shard.data_path!r}", f"{shard.path}.dataPath",
-                                       UnsafePathError) from None
-        return self._fds[i]
+        """Shard ``i``'s descriptor, opened on first use. At most :data:`MAX_OPEN` shards are
+        open at once (the least recently used is closed): a cache of more shards than the
+        process may open files is read all the same. A shard opened again must be the file
+        it was (device, inode and size), else it changed while the cache was read."""
+        fd = self._fds.get(i)
+        if fd is not None:
+            self._fds.move_to_end(i)
+            return fd
+        if i in self._absent:
+            return None
+        shard = self.index.shards[i]
+        if not is_unicode(shard.data_path):
+            raise self.index.error(f"a dataPath that is not valid Unicode (a lone surrogate): "
+                                   f"{shown(shard.data_path)!r}", f"{shard.path}.dataPath", UnsafePathError)
+        if shard.data_path.endswith("/"):  # the loaders' open() fails (ENOTDIR): no such file
+            self._absent.add(i)
+            return None
+        try:
+            opened = self._folder.open(shard.data_path, field=f"{shard.path}.dataPath")
+        except UnsafePathError as exc:  # name the index, the JSON path and its offset
+            raise self.index.error(f"{exc.message}: {shard.data_path!r}", f"{shard.path}.dataPath",
+                                   UnsafePathError) from None
+        if opened is None:
+            if i in self._seen:
+                raise MlfError("the shard was removed while the cache was read", file=str(self.folder / shard.data_path))
+            self._absent.add(i)
+            return None
+        st = os.fstat(opened)
+        ident = (st.st_dev, st.st_ino, st.st_size)
+        if self._seen.setdefault(i, ident) != ident:
+            os.close(opened)
+            raise MlfError("the shard changed while the cache was read", file=str(self.folder / shard.data_path))
+        while len(self._fds) >= MAX_OPEN:
+            os.close(self._fds.popitem(last=False)[1])
+        self._fds[i] = opened
+        return opened
 
     def shard_size(self, i: int) -> int | None:
         """The size of shard ``i``'s file (None: it does not exist)."""
@@ -207,8 +236,7 @@ class LazyCache:
             if m is not None:
                 m.close()
         for fd in self._fds.values():
-            if fd is not None:
-                os.close(fd)
+            os.close(fd)
         self._maps.clear()
         self._fds.clear()
         self._folder.close()
@@ -328,7 +356,7 @@ def write(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tup
         from .update import update
 
         return update(path, params, encode_format=encode_format, shard_cap_mb=shard_cap_mb, metadata=metadata,
-                      version=version, keep_empty=keep_empty, b16=b16)
+                      version=version, keep_empty=keep_empty, b16=b16, opener=open)
 
     if version not in INDEX_NAMES:
         raise UnsupportedError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")

@@ -26,17 +26,20 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
     extension); returns the number of tensors. What the output cannot hold is appended to
     ``losses`` (the cache's metadata in a file; f32-to-bf16 precision)."""
     losses = [] if losses is None else losses
+    from mlf_spec._io import check_output
     from mlf_spec.params.convert import read_any, write_any
 
-    if is_cache(src):
-        locate(src)
+    to_file = Path(dst).suffix in (".params", ".npz", ".safetensors")
+    cache_in = is_cache(src)
+    check_output(dst, inputs=[src, locate(src)[0]] if cache_in else [src], directory=not to_file)
+    if cache_in:
         arrays, _meta = codec.load(src)
         tensors: dict = arrays
         metadata = _meta
     else:
         tensors = read_any(os.fspath(src))
         metadata = None
-    if Path(dst).suffix in (".params", ".npz", ".safetensors"):
+    if to_file:
         if Path(dst).exists() and not replace:
             raise OutputExistsError("the output exists", file=os.fspath(dst))
         if Path(dst).suffix in (".params", ".npz"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from mlf_spec.errors import MigrationError
 
 from . import codec, dtypes
+from .folder import locate
 from .index import B16_NAMES, INDEX_NAMES
 
 #: float8 spellings before 0.20 (775e05064b) and after.
@@ -42,10 +44,11 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
             old_float8: bool = False) -> Plan:
     """Write the cache at ``src`` as version ``target`` into the new folder ``out``.
     ``old_float8`` (downgrades) spells float8 dtypes as TVM before 0.20 does."""
-    from mlf_spec._io import atomic_directory
+    from mlf_spec._io import atomic_directory, check_output
 
     if target not in INDEX_NAMES:
         raise MigrationError(f"cache version {target}: the versions are {sorted(INDEX_NAMES)}")
+    check_output(out, inputs=[src, locate(src)[0]], directory=True)  # never over, around or inside the input
     with codec.open(src) as lazy:
         source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
         plan = Plan(source, target)
@@ -71,21 +74,46 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
                 plan.notes.append("float8 dtypes spelled for TVM 0.20 and 0.21; TVM 0.16 to 0.19 need "
                                   "--old-float8 (e4m3_float8 / e5m2_float8)")
         b16_src = lazy.folder / B16_NAMES[source] if source in B16_NAMES else None
+        _refuse_collisions(lazy, target)
         with atomic_directory(Path(out), replace=replace) as tmp:
-            for shard in lazy.index.shards:
-                dst = tmp / shard.data_path
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                fd = lazy._fd(lazy.index.shards.index(shard))
-                assert fd is not None
-                with os.fdopen(os.dup(fd), "rb") as fin, open(dst, "wb") as fout:
-                    fin.seek(0)
-                    shutil.copyfileobj(fin, fout, 1 << 22)
+            for i, shard in enumerate(lazy.index.shards):
+                _copy_shard(lazy, i, tmp / shard.data_path)
             (tmp / INDEX_NAMES[target]).write_text(json.dumps(doc, indent=4), encoding="utf-8")
             if b16_src is not None and b16_src.is_file() and not b16_src.is_symlink():
                 shutil.copyfile(b16_src, tmp / B16_NAMES[target])
                 if B16_NAMES[source] != B16_NAMES[target]:
                     plan.changes.append(f"bf16 index {B16_NAMES[source]} -> {B16_NAMES[target]}")
+            codec.open(tmp / INDEX_NAMES[target]).close()  # all or nothing: the loaders' checks hold on the result
     return plan
+
+
+def _refuse_collisions(lazy: codec.LazyCache, target: int) -> None:
+    """A shard whose file would be the new index or its bf16 copy (``ndarray-cache.json``
+    as a shard's name, or the index itself as a shard) is refused: the new index would
+    overwrite the shard's copy and leave a cache the loaders cannot read."""
+    names = {INDEX_NAMES[target]: "the new index", B16_NAMES[target]: "the new bf16 index"}
+    for shard in lazy.index.shards:
+        what = names.get(posixpath.normpath(shard.data_path))
+        if what is not None:
+            raise lazy.index.error(f"the shard {shard.data_path!r} has the name of {what}; the migrated cache "
+                                   "would lose the shard (rename the shard first)", f"{shard.path}.dataPath",
+                                   MigrationError)
+
+
+def _copy_shard(lazy: codec.LazyCache, i: int, dst: Path) -> None:
+    """Copy shard ``i`` to ``dst`` by pread blocks; a shard that shrinks or grows while it is
+    copied is an MlfError (its record's size would no longer hold)."""
+    size = lazy.shard_size(i)
+    src = str(lazy.folder / lazy.index.shards[i].data_path)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    done = 0
+    with open(dst, "wb") as fout:
+        for block in lazy.shard_blocks(i):
+            fout.write(block)
+            done += len(block)
+    if done != size or lazy.shard_size(i) != size:
+        raise MigrationError(f"the shard changed while it was read ({size} bytes, then {lazy.shard_size(i)})",
+                             file=src)
 
 
 class _None:

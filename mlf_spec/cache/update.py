@@ -24,7 +24,8 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Mapping
+from builtins import open as builtins_open
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +45,53 @@ def _stored_bytes(arr: np.ndarray, encode: bool) -> bytes:
     return arr.reshape(-1).view(np.uint8).tobytes()
 
 
-def _old_index(folder: Path, name: str) -> dict[str, Any]:
-    """The existing index as JSON (validated as a cache index first)."""
-    path = folder / name
-    raw = path.read_bytes()
-    parse(raw, str(path), name=name)  # MlfError with the JSON path for what is not a cache index
-    doc = json.loads(raw)
-    for i, shard in enumerate(doc["records"]):
-        problem = data_path_problem(shard["dataPath"])
-        if problem is not None:
-            raise UnsafePathError(f"{problem}: {shard['dataPath']!r}", file=str(path), field=f"records[{i}].dataPath")
-    return doc
+def _old_cache(folder: Path, name: str, opener: Callable[[Path], Any]) -> tuple[dict[str, Any], Any]:
+    """The existing index as JSON and the opened cache: opened by the read path
+    (:func:`codec.open`, strict), so that every check of a reading (the index's size cap,
+    dataPaths inside the folder and through no symbolic link, shard sizes, every record
+    inside its shard) holds before a byte is written. ``opener`` is :func:`codec.open`
+    (passed in by :func:`codec.write`: this module is below the codec)."""
+    lazy = opener(folder / name)
+    try:
+        doc = json.loads(lazy.index.raw)
+        for i, shard in enumerate(doc["records"]):
+            problem = data_path_problem(shard["dataPath"])
+            if problem is not None:
+                raise UnsafePathError(f"{problem}: {shard['dataPath']!r}", file=str(folder / name),
+                                      field=f"records[{i}].dataPath")
+    except BaseException:
+        lazy.close()
+        raise
+    return doc, lazy
+
+
+def _patch_shard(lazy: Any, i: int, edits: list[tuple[int, bytes]], dest: Path) -> str:
+    """Copy shard ``i`` to ``dest`` (a new file, never a link to the old one), write
+    ``edits`` at their offsets (inside the shard: :func:`_old_cache` checked it) and return
+    the new MD5; a shard whose size changes while it is copied is an MlfError."""
+    size = lazy.shard_size(i)
+    src = lazy.folder / lazy.index.shards[i].data_path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_symlink() or dest.exists():
+        dest.unlink()  # a hard link made by _carry_over: writing through it would change the input
+    h = hashlib.md5(usedforsecurity=False)
+    with builtins_open(dest, "wb") as out:
+        done = 0
+        for block in lazy.shard_blocks(i):
+            out.write(block)
+            done += len(block)
+        if done != size or lazy.shard_size(i) != size:
+            raise MlfError("the shard changed size while it was read", file=str(src))
+        for offset, chunk in edits:
+            if offset < 0 or offset + len(chunk) > size:
+                raise MlfError(f"bytes {offset}..{offset + len(chunk)} go past the shard's {size} bytes",
+                               file=str(src), offset=offset)
+            out.seek(offset)
+            out.write(chunk)
+    with builtins_open(dest, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _link_or_copy(src: str | Path, dst: str | Path) -> None:
@@ -82,20 +119,35 @@ def _carry_over(folder: Path, tmp: Path, skip: set[str]) -> None:
 
 def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tuple[str, Any]], *,
            encode_format: str | Mapping[str, str] = "f32-to-bf16", shard_cap_mb: float = 32, metadata: Any = None,
-           version: int = LATEST, keep_empty: bool = True, b16: bool = True) -> CacheIndex:
+           version: int = LATEST, keep_empty: bool = True, b16: bool = True,
+           opener: Callable[[Path], Any] | None = None) -> CacheIndex:
     """Update the cache folder at ``path`` with ``params`` as ``dump_tensor_cache(...,
     update_if_exists=True)`` does (see the module), atomically; a folder without an index
     gets one, its other files kept. Returns the index written. MlfError for an existing index
     that is not a cache's, a shard that leaves the folder, or a tensor whose stored size
-    differs from the record it would overwrite."""
-    from mlf_spec._io import atomic_directory
-
-
+    differs from the record it would overwrite; the existing cache is opened as
+    :func:`mlf_spec.cache.open` opens it (every check of a reading holds before a byte is
+    written), and a refused update changes nothing."""
     if version not in INDEX_NAMES:
         raise MlfError(f"cache version {version}: mlf-spec writes {sorted(INDEX_NAMES)}")
     folder = Path(path)
     index_name = INDEX_NAMES[version]
-    old = _old_index(folder, index_name) if (folder / index_name).is_file() else None
+    if opener is None:
+        raise MlfError("update needs the cache reader (call mlf_spec.cache.write(..., update_if_exists=True))")
+    old, lazy = _old_cache(folder, index_name, opener) if (folder / index_name).is_file() else (None, None)
+    try:
+        return _update(folder, index_name, old, lazy, params, encode_format=encode_format,
+                       shard_cap_mb=shard_cap_mb, metadata=metadata, version=version, keep_empty=keep_empty, b16=b16)
+    finally:
+        if lazy is not None:
+            lazy.close()
+
+
+def _update(folder: Path, index_name: str, old: dict[str, Any] | None, lazy: Any,
+            params: Mapping[str, Any] | Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str, str],
+            shard_cap_mb: float, metadata: Any, version: int, keep_empty: bool, b16: bool) -> CacheIndex:
+    from mlf_spec._io import atomic_directory
+
     records: list[dict[str, Any]] = list(old["records"]) if old is not None else []
     if metadata is None and old is not None:
         if "metadata" not in old:
@@ -131,18 +183,8 @@ def update(path: str | os.PathLike[str], params: Mapping[str, Any] | Iterable[tu
             _carry_over(folder, tmp, new_names | patched_names | {index_name, B16_NAMES[version]})
         for i, edits in sorted(patches.items()):
             shard = records[i]
-            src = folder / shard["dataPath"]
-            if src.is_symlink() or not src.is_file():
-                raise MlfError("the shard to update is not a regular file in the folder", file=str(src))
-            patched = bytearray(src.read_bytes())
-            for offset, chunk in edits:  # as TVM's seek + write: past the end the file grows
-                if offset > len(patched):
-                    patched.extend(b"\0" * (offset - len(patched)))
-                patched[offset:offset + len(chunk)] = chunk
-            dest = tmp / shard["dataPath"]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(patched)
-            records[i] = {**shard, "md5sum": hashlib.md5(patched, usedforsecurity=False).hexdigest()}
+            md5 = _patch_shard(lazy, i, edits, tmp / shard["dataPath"])
+            records[i] = {**shard, "md5sum": md5}
         for k, entries in enumerate(shards):
             records.append(write_shard(tmp, f"params_shard_{first + k}.bin", entries))
         relabel = any(r.get("format") == "f32-to-bf16" and r.get("dtype") == "float32"

@@ -15,12 +15,10 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from mlf_spec.errors import MlfError
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings here
     import argparse
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Sequence
 
     Handler = Callable[[argparse.Namespace], int]
 
@@ -103,13 +101,39 @@ def help_text() -> str:
     lines += ["", "options:", "  -h, --help  show this help message and exit",
               "  --version   show program's version number and exit", "",
               "`mlf-spec COMMAND --help` describes a command. Exit status: 0 success, 1 a finding,",
-              "a refusal or a difference, 2 unreadable input."]
+              "a refusal or a difference, 2 unreadable input. Outputs: mlf-spec creates the output",
+              "it is given, never the folders above it; an output that is, holds or lies inside the",
+              "input is refused (exit 2); an existing output is replaced only with --force."]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run the CLI; returns the exit status. SIGINT, SIGTERM and SIGHUP at any moment of the
+    run (imports and argument parsing too) give one line and exit status 128 + the signal's
+    number, temporary files removed on the way out."""
+    program = argv is None  # the process is this command: its handlers stay until it exits
+    saved = _catch_signals()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BaseException as exc:
+        # after a signal, whatever it became on its way up is the stop (numpy's import turns a
+        # KeyboardInterrupt into an ImportError); temporary files were removed on the way out
+        signum = _state["signal"] or (2 if isinstance(exc, KeyboardInterrupt) else None)
+        if signum is None:
+            raise
+        _quiet()
+        if signum == 2:
+            return _stopped("mlf-spec: interrupted", 130)
+        import signal
+
+        return _stopped(f"mlf-spec: stopped by {signal.Signals(signum).name}", 128 + signum)
+    finally:
+        _quiet()
+        if not program:
+            _restore_signals(saved)
+
+
+def _main(argv: list[str]) -> int:
     try:
         if argv == ["--version"]:
             from mlf_spec import __version__
@@ -125,10 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # the CLI uses no pydantic plugin: skip pydantic's scan of every installed distribution
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from mlf_spec.errors import MlfError
+
     from ._text import safe_output
 
     command = _command_of(argv)
-    with safe_output(), _cleanup_on_signals():
+    with safe_output():
         _import_numpy_first(command, argv)
         parser = _build_parser(command, placeholders=argv[:1] != [command])
         args = parser.parse_args(argv)
@@ -148,13 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"{exc.filename}: " if exc.filename else ""
             print(f"mlf-spec: error: {where}{exc.strerror or exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
-            print("mlf-spec: interrupted", file=sys.stderr)
-            return 130
-        except Signalled as exc:  # temporary files were removed on the way out, as for ^C
-            with contextlib.suppress(OSError):  # a hung-up terminal may refuse the line
-                print(f"mlf-spec: stopped by {exc.name}", file=sys.stderr)
-            return 128 + exc.signum
+
+
+def _stopped(line: str, status: int) -> int:
+    with contextlib.suppress(OSError, ValueError):  # a hung-up terminal may refuse the line
+        print(line, file=sys.stderr, flush=True)
+    return status
 
 
 def _import_numpy_first(command: str | None, argv: Sequence[str]) -> None:
@@ -178,27 +203,47 @@ class Signalled(BaseException):
         self.name = signal.Signals(signum).name
 
 
+#: Set once the run has stopped: a signal arriving then (while the last line is printed,
+#: handlers are restored or the interpreter exits) is ignored, never a traceback.
+_state: dict[str, int | None] = {"quiet": 0, "signal": None}
+
+
 def _raise_signalled(signum: int, frame: object) -> None:
+    if _state["quiet"]:
+        return
+    import signal
+
+    _state["signal"] = signum
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Signalled(signum)
 
 
-@contextlib.contextmanager
-def _cleanup_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise :class:`Signalled` inside the block (where they were not
-    ignored); the old handlers come back after it."""
-    import signal
-    import threading
+def _quiet() -> None:
+    _state["quiet"] = 1
 
-    saved = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+
+def _catch_signals() -> dict[int, object]:
+    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`Signalled` from here on
+    (where they were not ignored, and in the main thread only); returns the old handlers."""
+    import signal
+
+    _state["quiet"], _state["signal"] = 0, None
+    saved: dict[int, object] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+            try:
                 saved[sig] = signal.signal(sig, _raise_signalled)
-    try:
-        yield
-    finally:
-        for sig, old in saved.items():
-            signal.signal(sig, old)
+            except ValueError:  # not the main thread: signals are not ours to catch
+                break
+    return saved
+
+
+def _restore_signals(saved: dict[int, object]) -> None:
+    import signal
+
+    for sig, old in saved.items():
+        signal.signal(sig, old)  # type: ignore[arg-type]  # a handler getsignal returned
 
 
 def _pipe_closed() -> int:

@@ -71,8 +71,15 @@ def compare(kind: str, expected: Any, got: Any, *, role: str = "decode") -> list
     """The differences between an expected and a received reading of ``kind`` (a format or
     ``migration``); [] when they agree under the spec's rules."""
     out: list[Difference] = []
-    _Walk(role, out).value(expected, got, ROOT_RECORD[kind], "")
+    try:
+        _Walk(role, out).value(expected, got, ROOT_RECORD[kind], "")
+    except _Enough:  # bounded work: the walk stops at the MAX_DIFFS-th difference
+        pass
     return out[:MAX_DIFFS]
+
+
+class _Enough(Exception):
+    """Raised by the walk once it has found MAX_DIFFS differences."""
 
 
 class _Walk:
@@ -81,6 +88,8 @@ class _Walk:
 
     def diff(self, path: str, message: str) -> None:
         self.out.append(Difference(path, message))
+        if len(self.out) >= MAX_DIFFS:
+            raise _Enough
 
     def value(self, exp: Any, got: Any, type_text: str, path: str, rules: tuple[str, ...] = ()) -> None:
         t = type_text.strip()
@@ -243,12 +252,37 @@ def _equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+#: A reading of more values than this is not validated against its schema (the validator
+#: collects every error: a 60 MB wrong answer needed GBs); the rule walk of :func:`compare`,
+#: which stops at the first MAX_DIFFS differences, judges it alone.
+VALIDATE_VALUES = 100_000
+
+
+def _more_values_than(doc: Any, limit: int) -> bool:
+    """Whether the JSON value ``doc`` holds more than ``limit`` values (bounded work)."""
+    pending, seen = [doc], 0
+    while pending:
+        v = pending.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(v, (dict, list)):
+            if seen + len(pending) + len(v) > limit:
+                return True
+            pending.extend(v.values() if isinstance(v, dict) else v)
+    return False
+
+
 def validate_reading(kind: str, reading: Any) -> str | None:
-    """None if ``reading`` matches the JSON Schema of its kind, else the first problem."""
+    """None if ``reading`` matches the JSON Schema of its kind, else the first problem
+    (None also for a reading of more than :data:`VALIDATE_VALUES` values: left to
+    :func:`compare`, whose work is bounded)."""
     import importlib
 
     from pydantic import ValidationError
 
+    if _more_values_than(reading, VALIDATE_VALUES):
+        return None
     name = ROOT_RECORD[kind]
     mod = importlib.import_module(f"mlf_spec.generated.{name}_models")
     try:

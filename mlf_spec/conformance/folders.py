@@ -35,27 +35,119 @@ def is_folder_format(fmt: str) -> bool:
     return fmt in FOLDER_FORMATS
 
 
+#: the deepest nesting of folders a case folder may have
+MAX_DEPTH = 64
+
+
 def read_files(root: Path) -> dict[str, bytes]:
     """The files below ``root`` as relative path (``/`` between folders) -> bytes; MlfError
-    for a link or anything that is not a regular file or folder, or a folder too big."""
+    for a link or anything that is not a regular file or folder, a folder nested deeper
+    than :data:`MAX_DEPTH`, or a folder too big (the sizes are taken before a byte is read;
+    a file that grows while it is read is cut at the cap and refused)."""
     out: dict[str, bytes] = {}
     total = 0
     if not root.is_dir() or root.is_symlink():
         raise MlfError("not a folder (a folder-shaped case's input is a folder next to the case file)", file=str(root))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            p = Path(dirpath) / name
-            mode = os.lstat(p).st_mode
-            if stat.S_ISDIR(mode):
+    too_big = f"a case folder holds at most {MAX_FILES} files and {MAX_BYTES} bytes"
+    pending: list[tuple[Path, int]] = [(root, 0)]  # iterative: a deep tree costs no recursion
+    while pending:
+        folder, depth = pending.pop()
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            p = Path(entry.path)
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > MAX_DEPTH:
+                    raise MlfError(f"a case folder is nested at most {MAX_DEPTH} folders deep", file=str(root))
+                pending.append((p, depth + 1))
                 continue
-            if not stat.S_ISREG(mode):
+            if not stat.S_ISREG(st.st_mode):
                 raise MlfError("a case folder holds only regular files and folders (no links)", file=str(p))
-            rel = p.relative_to(root).as_posix()
-            out[rel] = p.read_bytes()
-            total += len(out[rel])
-            if len(out) > MAX_FILES or total > MAX_BYTES:
-                raise MlfError(f"a case folder holds at most {MAX_FILES} files and {MAX_BYTES} bytes", file=str(root))
+            total += st.st_size
+            if len(out) + 1 > MAX_FILES or total > MAX_BYTES:
+                raise MlfError(too_big, file=str(root))
+            data = _read_regular(p, st.st_size + 1)
+            if len(data) != st.st_size:
+                raise MlfError("a file of the case folder changed size while it was read", file=str(p))
+            out[p.relative_to(root).as_posix()] = data
     return out
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``, opened without following a
+    link and without blocking (a FIFO put in its place is refused, never waited on)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise MlfError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MlfError("not a regular file", file=str(path))
+        chunks, got = [], 0
+        while got < limit:
+            chunk = os.read(fd, min(1 << 22, limit - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (a case's input): MlfError for anything else
+    (a FIFO, a device, a folder: never blocks) or a file larger than ``limit``."""
+    p = Path(path)
+    data = _read_regular(p, limit + 1)
+    if len(data) > limit:
+        raise MlfError(f"the file is larger than the {limit} bytes mlf-spec reads here", file=str(p))
+    return data
+
+
+def remove_tree(root: str | os.PathLike[str]) -> None:
+    """Remove ``root`` and everything below it, however deep (each folder below the first
+    level is first moved up to ``root``, so no path grows long and nothing recurses);
+    folders left without permissions are given them back. Errors are ignored, as
+    ``shutil.rmtree(ignore_errors=True)`` does."""
+    top = os.fspath(root)
+    order: list[str] = []
+    pending = [top]
+    n = 0
+    while pending:
+        folder = pending.pop()
+        try:
+            os.chmod(folder, 0o700)
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if folder == top:
+                        pending.append(entry.path)
+                        continue
+                    while True:
+                        n += 1
+                        moved = os.path.join(top, f".mlf-rm-{n}")
+                        if not os.path.lexists(moved):
+                            break
+                    os.rename(entry.path, moved)
+                    pending.append(moved)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+        order.append(folder)
+    for folder in reversed(order):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+    if os.path.lexists(top):  # what could not be moved (another file system below): the usual way
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def manifest(files: Mapping[str, bytes]) -> str:
@@ -97,7 +189,7 @@ def scratch(prefix: str = "mlf-conf-") -> Iterator[Path]:
     try:
         yield base
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        remove_tree(base)
 
 
 @contextmanager
@@ -119,4 +211,4 @@ def read_output(root: Path) -> dict[str, bytes]:
 
 
 __all__ = ["FOLDER_FORMATS", "INPUT_DIR", "MAX_BYTES", "MAX_FILES", "OUTPUT_DIR", "folder_sha256", "is_folder_format",
-           "manifest", "private_copy", "read_files", "read_output", "scratch", "write_files"]
+           "manifest", "private_copy", "read_files", "read_output", "read_regular", "remove_tree", "scratch", "write_files"]

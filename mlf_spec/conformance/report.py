@@ -177,24 +177,40 @@ def generated_line(gen: dict[str, Any], results: list[dict[str, Any]]) -> str:
     return head + f": {len(results)} kinds of disagreement ({count_words(tally(results))})"
 
 
+def _xml_safe(text: Any) -> str:
+    """``text`` with what XML 1.0 cannot hold (C0 controls but tab and newline, lone
+    surrogates, U+FFFE/U+FFFF) and what a terminal acts on (ANSI escapes, BEL) written as
+    ``\\uNNNN``: a testee's coloured stderr still gives a JUnit file that parses."""
+    from mlf_spec._text import terminal_safe
+
+    return terminal_safe(str(text)).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+
+
 def write_junit(path: str | os.PathLike, results: list[dict[str, Any]], name: str, seconds: float) -> None:
     """A JUnit XML file: one testsuite, one testcase per case (written atomically)."""
     counts = Counter(r["outcome"] for r in results)
     failures = counts["fail"] + counts["xpass"]
+
+    def _attr(v: Any) -> str:
+        return quoteattr(_xml_safe(v))
+
+    def _text(v: Any) -> str:
+        return escape(_xml_safe(v))
+
     lines = ['<?xml version="1.0" encoding="utf-8"?>',
-             f'<testsuites><testsuite name={quoteattr(name)} tests="{len(results)}" failures="{failures}" '
+             f'<testsuites><testsuite name={_attr(name)} tests="{len(results)}" failures="{failures}" '
              f'errors="{counts["error"]}" skipped="{counts["skip"] + counts["xfail"]}" time="{seconds:.3f}">']
     for r in sorted(results, key=lambda r: r["id"]):
-        head = (f'<testcase classname={quoteattr("conformance." + r["format"])} name={quoteattr(r["id"])} '
+        head = (f'<testcase classname={_attr("conformance." + r["format"])} name={_attr(r["id"])} '
                 f'time="{r.get("seconds", 0):.3f}"')
         msg = r.get("message", "")
         detail = "\n".join(r.get("diff", []) + ([f"reproduce: {r['reproduce']}"] if r.get("reproduce") else []))
         if r["outcome"] in ("fail", "xpass"):
-            body = f"<failure message={quoteattr(msg or 'unexpected pass')}>{escape(detail)}</failure>"
+            body = f"<failure message={_attr(msg or 'unexpected pass')}>{_text(detail)}</failure>"
         elif r["outcome"] == "error":
-            body = f"<error message={quoteattr(msg)} type={quoteattr(r.get('error_kind', 'error'))}>{escape(detail)}</error>"
+            body = f"<error message={_attr(msg)} type={_attr(r.get('error_kind', 'error'))}>{_text(detail)}</error>"
         elif r["outcome"] in ("skip", "xfail"):
-            body = f"<skipped message={quoteattr(msg)}/>"
+            body = f"<skipped message={_attr(msg)}/>"
         else:
             lines.append(head + "/>")
             continue

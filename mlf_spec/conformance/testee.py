@@ -79,7 +79,65 @@ def _limit(proc: subprocess.Popen, memory_mb: int) -> None:
             pass  # it has already ended: its exit status tells
 
 
-def _kill(proc: subprocess.Popen) -> None:
+#: The variable every testee process is started with (a value per testee): what its
+#: descendants inherit even when they leave its session (``setsid()``) and lose their parent,
+#: so that they are found and ended with the run.
+TOKEN_VAR = "MLF_SPEC_TESTEE_RUN"
+
+
+def _token_env(token: str) -> dict[str, str]:
+    return {**os.environ, TOKEN_VAR: token}
+
+
+def _processes() -> dict[int, tuple[int, bytes]]:
+    """Every process but this one: pid -> (parent pid, environment), from /proc ({} where
+    there is no /proc)."""
+    out: dict[int, tuple[int, bytes]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    me = os.getpid()
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                ppid = int(f.read().rpartition(b")")[2].split()[1])
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(name)] = (ppid, env)
+    return out
+
+
+def sweep(token: str | None) -> int:
+    """SIGKILL every process that carries ``token`` in its environment (a testee's children
+    and grandchildren, in its session or their own), repeated while new ones appear (a child
+    forking as it dies). Returns how many were killed."""
+    if not token:
+        return 0
+    needle = f"{TOKEN_VAR}={token}".encode()
+    killed = 0
+    for _ in range(8):
+        found = [pid for pid, (_, env) in _processes().items() if needle in env.split(b"\0")]
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        killed += len(found)
+        time.sleep(0.01)
+    return killed
+
+
+def _kill(proc: subprocess.Popen, token: str | None = None) -> None:
+    """SIGKILL the testee, its process group, and every descendant (those that left its
+    session too: found by parent before it dies, and by ``token``)."""
+    descendants = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
@@ -87,6 +145,26 @@ def _kill(proc: subprocess.Popen) -> None:
             proc.kill()
         except OSError:
             pass
+    for pid in descendants:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if token is not None:
+        sweep(token)
+
+
+def _descendants(root: int) -> list[int]:
+    procs = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    out, pending = [], [root]
+    while pending:
+        for c in children.get(pending.pop(), []):
+            out.append(c)
+            pending.append(c)
+    return out
 
 
 @dataclass
@@ -101,10 +179,13 @@ class Run:
     overflow: bool = False
 
 
-def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
-    """Run ``argv`` with ``data`` on stdin under ``limits``; never blocks past the timeout."""
+def run_capped(argv: Sequence[str], data: bytes, limits: Limits, token: str | None = None) -> Run:
+    """Run ``argv`` with ``data`` on stdin under ``limits``; never blocks past the timeout.
+    ``token``: started with it in :data:`TOKEN_VAR`; when it ends, what is left of its
+    process group is killed."""
     proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+                            start_new_session=True, preexec_fn=_preexec(limits.memory_mb),
+                            env=_token_env(token) if token else None)
     _limit(proc, limits.memory_mb)
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
@@ -119,13 +200,19 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
     out, err = bytearray(), bytearray()
     deadline = time.monotonic() + limits.timeout
     timed_out = overflow = False
+    exited = False
     try:
         while sel.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
                 break
-            for key, _ in sel.select(min(left, 1.0)):
+            if not exited and proc.poll() is not None:
+                exited = True  # from now on only what is already in the pipes is read
+            ready = sel.select(0.05 if exited else min(left, 0.25))
+            if not ready and exited:
+                break  # the testee ended; a descendant still holding its pipes does not keep the case waiting
+            for key, _ in ready:
                 f = key.fileobj
                 if f is proc.stdin:
                     try:
@@ -155,14 +242,18 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits) -> Run:
     finally:
         sel.close()
         if timed_out or overflow:
-            _kill(proc)
+            _kill(proc, token)
         else:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill(proc)
+                _kill(proc, token)
         proc.wait()
+        try:  # what it left in its process group ends with it
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         for f in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 f.close()
@@ -311,15 +402,21 @@ class OneShot(Testee):
         self.command = list(command)
         self.limits = limits or Limits()
         self.label = label
+        self.token = os.urandom(8).hex()
 
     def describe(self) -> str:
         """The label (``adapter:<name>``) or the command line."""
         return self.label or shlex.join(self.command)
 
+    def close(self) -> None:
+        """End whatever the testee's processes left running (grandchildren in their own
+        session too: they carry the run's :data:`TOKEN_VAR`)."""
+        sweep(self.token)
+
     def info(self) -> dict[str, Any]:
         """``CMD info``; MlfError if the command cannot be started or answers nonsense."""
         try:
-            run = run_capped(self.command + ["info"], b"", self.limits)
+            run = run_capped(self.command + ["info"], b"", self.limits, self.token)
         except OSError as exc:
             raise MlfError(f"cannot start the testee {self.describe()!r}: {exc.strerror}") from None
         problem = _failure(run, self.limits)
@@ -360,7 +457,7 @@ class OneShot(Testee):
         argv = self.command + [op, fmt] + [f"{k}={v}" for k, v in sorted(options.items())] + \
             [f"{k}={v}" for k, v in (folder_args or {}).items()]
         try:
-            run = run_capped(argv, data, self.limits)
+            run = run_capped(argv, data, self.limits, self.token)
         except OSError as exc:
             return Answer.failed("crash", f"cannot start: {exc.strerror}")
         problem = _failure(run, self.limits)
@@ -419,10 +516,12 @@ def check_info(doc: Any, who: str) -> dict[str, Any]:
 class _Server:
     """One ``CMD serve`` process."""
 
-    def __init__(self, command: list[str], limits: Limits) -> None:
+    def __init__(self, command: list[str], limits: Limits, token: str | None = None) -> None:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()
+        self.token = token
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     start_new_session=True, preexec_fn=_preexec(limits.memory_mb))
+                                     start_new_session=True, preexec_fn=_preexec(limits.memory_mb),
+                                     env=_token_env(token) if token else None)
         _limit(self.proc, limits.memory_mb)
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
@@ -450,8 +549,10 @@ class _Server:
             return "timeout", f"did not read the request within {limits.timeout:g} s", None
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
+        scanned = 0  # the buffer before this holds no newline: each byte is searched once
         try:
-            while b"\n" not in self.buffer:
+            while (end := self.buffer.find(b"\n", scanned)) < 0:
+                scanned = len(self.buffer)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return "timeout", f"no answer within {limits.timeout:g} s", None
@@ -469,8 +570,8 @@ class _Server:
                     return "output_limit", f"printed more than {limits.max_output} bytes", None
         finally:
             sel.close()
-        raw, _, rest = bytes(self.buffer).partition(b"\n")
-        self.buffer = bytearray(rest)
+        raw = bytes(memoryview(self.buffer)[:end])
+        del self.buffer[:end + 1]
         try:
             resp = json.loads(raw)
         except (ValueError, RecursionError):
@@ -517,8 +618,12 @@ class _Server:
                 self.proc.stdin.close()
                 self.proc.wait(2)
             except (OSError, subprocess.TimeoutExpired):
-                _kill(self.proc)
+                _kill(self.proc, self.token)
                 self.proc.wait()
+        try:  # what it left in its process group ends with it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         for f in (self.proc.stdin, self.proc.stdout, self.stderr):
             try:
                 f.close()  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
@@ -550,16 +655,20 @@ class Persistent(Testee):
     def _server(self) -> _Server:
         s = getattr(self._local, "server", None)
         if s is None or s.proc.poll() is not None:
-            s = _Server(self.command + ["serve"], self.limits)
+            s = _Server(self.command + ["serve"], self.limits, self.oneshot.token)
             self._local.server = s
             with self._lock:
                 self._all.append(s)
         return s
 
     def _drop(self, s: _Server) -> None:
-        _kill(s.proc)
+        _kill(s.proc, s.token)
         s.proc.wait()
         s.close()
+        s.buffer = bytearray()  # up to the output cap: freed now, not when the run ends
+        with self._lock:
+            if s in self._all:
+                self._all.remove(s)
         self._local.server = None
 
     def ask(self, case: Case) -> Answer:
@@ -637,7 +746,8 @@ class Persistent(Testee):
             servers, self._all = self._all, []
         for s in servers:
             s.close()
+        self.oneshot.close()
 
 
 __all__ = ["InProcess", "Limits", "OneShot", "Persistent", "Run", "Testee", "check_info", "internal_kind",
-           "run_capped", "signal_name"]
+           "run_capped", "signal_name", "sweep"]

@@ -208,10 +208,12 @@ class Case:
             raise MlfError(f"case {self.id} has a folder as its input (input_files)", file=str(self.input_path))
         if self.data is not None:
             return self.data
+        from .folders import read_regular
+
         try:
-            data = self.input_path.read_bytes()
-        except OSError as exc:
-            raise MlfError(f"cannot read the input of case {self.id}: {exc.strerror}", file=str(self.input_path)) \
+            data = read_regular(self.input_path)  # a FIFO or a device in its place never blocks the run
+        except MlfError as exc:
+            raise MlfError(f"cannot read the input of case {self.id}: {exc.message}", file=str(self.input_path)) \
                 from None
         if canonical.sha256(data) != self.input_sha256:
             raise MlfError(f"input of case {self.id} does not match its input_sha256", file=str(self.input_path))

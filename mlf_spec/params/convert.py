@@ -109,6 +109,7 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
         return dict(p.items())
     if fmt == "npz":
         arrays, meta, keys = _read_npz(source, name, max_expansion)
+        arrays, keys = _members_renamed(arrays, meta, keys, name)
         return _join_checked(arrays, meta, keys, dialect, name)
     try:
         from safetensors import safe_open
@@ -214,6 +215,21 @@ def _read_npz(source: Any, name: str, max_expansion: int) -> tuple[dict[str, np.
     return arrays, _meta_document(meta, name), list(arrays)
 
 
+def _members_renamed(arrays: dict[str, np.ndarray], meta: dict[str, Any], keys: list[str],
+                     name: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The arrays by tensor name: the metadata's ``members`` (tensor name -> member name,
+    for a tensor named like the metadata member) applied."""
+    members = meta.get("members", {})
+    if not isinstance(members, dict) or not all(isinstance(k, str) and isinstance(v, str) and v in arrays
+                                                and k not in arrays for k, v in members.items()):
+        raise MlfError(f"{_META_KEY}: 'members' does not map tensor names to the file's members", file=name,
+                       field=_META_KEY)
+    if not members:
+        return arrays, keys
+    back = {v: k for k, v in members.items()}
+    return {back.get(k, k): v for k, v in arrays.items()}, [back.get(k, k) for k in keys]
+
+
 def _read_npy(f: Any, member_size: int, name: str, key: str) -> np.ndarray:
     from numpy.lib import format as npf
 
@@ -306,8 +322,7 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
             "shapes": {k: list(np.shape(v)) for k, v in arrays.items() if k not in stored}}
     if fmt == "npz":
         _npz_names(arrays)
-        with atomic_writer(Path(path)) as f:
-            np.savez(f, **arrays, **{_META_KEY: np.array(json.dumps(meta))})
+        _write_npz(path, arrays, meta)
         return
     try:
         from safetensors.numpy import save
@@ -323,10 +338,38 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
         f.write(data)
 
 
+def _write_npz(path: str | os.PathLike, arrays: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Write the .npz as ``numpy.savez`` lays it out (uncompressed members ``NAME.npy``,
+    written by ``numpy.lib.format``), atomically; names are never keywords of a call, so a
+    tensor may be named ``file`` or ``allow_pickle``. A tensor named like the metadata
+    member (``__mlf_spec__``) is stored under another member name, which the metadata's
+    ``members`` maps back (read by :func:`read_any`)."""
+    import zipfile
+
+    from numpy.lib import format as npf
+
+    members: dict[str, str] = {}
+    taken = set(arrays) | {_META_KEY}
+    for name in arrays:
+        if name == _META_KEY:
+            key, k = f"{name}.tensor", 0
+            while key in taken:
+                k += 1
+                key = f"{name}.tensor{k}"
+            taken.add(key)
+            members[name] = key
+    if members:
+        meta = {**meta, "members": members}
+    with atomic_writer(Path(path)) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for name, value in [*((members.get(n, n), v) for n, v in arrays.items()),
+                            (_META_KEY, np.array(json.dumps(meta)))]:
+            with z.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npf.write_array(member, np.asanyarray(value), allow_pickle=False)
+
+
 def _npz_names(arrays: dict[str, Any]) -> None:
     """Refuse names an .npz cannot hold: zip member names are UTF-8 text of at most 65,535
-    bytes (with ``.npy`` added), and NumPy's ``savez`` takes ``file`` and ``allow_pickle``
-    as its own arguments."""
+    bytes (with ``.npy`` added)."""
     for n in arrays:
         try:
             size = len(n.encode("utf-8"))
