@@ -133,12 +133,15 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec import sniff
+
     checker = CHECKERS.get(inp.kind.name)
     if checker is None and inp.kind.name in ("tar", "compressed"):
         checker = _check_archive  # perhaps a damaged MLF archive: the reader says what is wrong
     if checker is None:
         _batch.guard(inp, frozenset(CHECKERS), "an artifact mlf-spec checks")
-        checker = _check_archive  # unrecognised content: the archive reader says what is wrong
+        # content of no known kind under a name that claims a kind (sniff.CLAIMED_BY_NAME): that kind's reader
+        checker = CHECKERS.get(sniff.claimed_kind(inp.name) or "", _check_archive)
     return checker(inp, args)
 
 

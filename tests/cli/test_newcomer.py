@@ -1,0 +1,122 @@
+"""The second newcomer's edges (issue 30): folders that hide nothing they skipped, one message
+for what is no artifact, one rule for every option and output."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mlf_spec.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTOR_BIN = ROOT / "vectors" / "blob" / "blob.ffi.0.23.opaque_payload.bin"
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the CLI in this process (a traceback fails the test by raising)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder every user may enter (pytest's tmp_path is root's alone)."""
+    d = Path(tempfile.mkdtemp(prefix="mlf-spec-newcomer-"))
+    d.chmod(0o755)
+    try:
+        yield d
+    finally:
+        for root, dirs, _ in os.walk(d):
+            for x in dirs:
+                os.chmod(os.path.join(root, x), 0o755)
+        shutil.rmtree(d)
+
+
+def _as_nobody(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI run as the unprivileged user ``nobody`` (root reads every file), by util-linux's setpriv."""
+    if os.geteuid() != 0:
+        pytest.fail("this test drops root's privileges to make permissions bite; run it as root")
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed to drop privileges"
+    return subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                           "mlf_spec", *argv], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(cwd)})
+
+
+def test_an_unreadable_file_and_an_unenterable_folder_are_errors_of_the_run(shared_dir: Path) -> None:
+    # as nobody, `check .` said "1 inputs: 1 ok ... 1 other file(s) skipped", exit 0; the folder was not counted
+    d = shared_dir / "f"
+    (d / "sub").mkdir(parents=True)
+    shutil.copy(VECTOR_BIN, d / "ok.bin")
+    shutil.copy(VECTOR_BIN, d / "locked.bin")
+    shutil.copy(VECTOR_BIN, d / "sub" / "hidden.bin")
+    (d / "notes.txt").write_text("not an artifact\n")
+    for p in (shared_dir, d, d / "ok.bin", d / "notes.txt"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (d / "locked.bin").chmod(0)
+    (d / "sub").chmod(0)
+    for argv in (["check", "f"], ["blob", "check", "f"], ["blob", "dump", "f"], ["check", "-j", "2", "f"]):
+        p = _as_nobody(argv, shared_dir)
+        assert p.returncode == 2, (argv, p.stdout, p.stderr)
+        errors = [line for line in p.stderr.splitlines() if line.startswith("mlf-spec: error:")]
+        assert errors == [f"mlf-spec: error: {os.path.join('f', 'locked.bin')}: cannot open: Permission denied",
+                          f"mlf-spec: error: {os.path.join('f', 'sub')}: cannot list this folder: Permission denied"]
+        summary = (p.stdout + p.stderr).splitlines()
+        assert any(line.startswith("3 inputs: 1 ok, 0 with findings or refused, 2 unreadable") for line in summary), \
+            summary
+
+
+def test_a_compressed_file_that_holds_no_tar_is_skipped_and_counted(tmp_path: Path, capsys) -> None:
+    # a folder with a PNG, a text file, random bytes and hello.txt.gz: "not a tar archive", exit 2
+    (tmp_path / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2)
+    (tmp_path / "t.txt").write_text("hello\n")
+    (tmp_path / "rand.bin.x").write_bytes(os.urandom(300))
+    (tmp_path / "hello.txt.gz").write_bytes(gzip.compress(b"hello world\n" * 10))
+    shutil.copy(VECTOR_BIN, tmp_path / "ok.bin")
+    code, out, err = run(["check", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert out.splitlines()[-1] == "1 inputs: 1 ok, 0 with findings or refused, 0 unreadable; 4 other file(s) " \
+                                   "skipped (not an artifact mlf-spec checks)"
+    code, _, err = run(["check", str(tmp_path / "hello.txt.gz")], capsys)
+    assert code == 2
+    assert err == f"mlf-spec: error: {tmp_path / 'hello.txt.gz'}: not an artifact mlf-spec reads (a compressed " \
+                  "file that holds no tar archive)\n"
+
+
+def test_a_damaged_compressed_tar_in_a_folder_is_still_reported(tmp_path: Path, capsys) -> None:
+    (tmp_path / "model.tar.gz").write_bytes(gzip.compress(b"A" * 4096))  # decompresses, to no tar
+    code, _, err = run(["check", str(tmp_path)], capsys)
+    assert code == 2 and "model.tar.gz: offset 0 (0x0): not a tar archive" in err, err
+
+
+@pytest.mark.parametrize("argv", [["check"], ["diff", "{f}"], ["params", "dump"], ["params", "check"],
+                                  ["blob", "dump"], ["blob", "check"], ["cache", "dump"], ["cache", "check"],
+                                  ["inspect"], ["extract"], ["upgrade"]])
+def test_every_command_says_the_same_of_a_file_that_is_no_artifact(tmp_path: Path, capsys, argv) -> None:
+    png = tmp_path / "img.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    words = [w.replace("{f}", str(png)) for w in argv] + [str(png)]
+    if argv[0] in ("extract", "upgrade"):
+        words += ["-o", str(tmp_path / "out")]
+    code, _, err = run(words, capsys)
+    assert code == 2
+    assert err.splitlines()[0] == f"mlf-spec: error: {png}: not an artifact mlf-spec reads (a file of no known kind)"
+
+
+def test_a_wrong_magic_is_spelt_in_hex_by_params_dump_and_params_check(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.params"
+    bad.write_bytes(b"x" * 40)
+    for action in ("dump", "check"):
+        code, _, err = run(["params", action, str(bad)], capsys)
+        assert code == 2
+        assert err == f"mlf-spec: error: {bad}: magic: offset 0 (0x0): magic is 0x7878787878787878, expected " \
+                      "0xf7e58d4f05049cb7\n", (action, err)
