@@ -324,9 +324,16 @@ def _run(args: argparse.Namespace) -> int:
 
             gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
             try:
-                gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
-                              formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
-                              quiet=True, budget=args.generate_budget, shrink=not args.no_shrink)
+                bar = _report.Progress(args.generate) if not args.quiet else None
+                try:
+                    gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
+                                  formats=args.format, info=result.info, known=known,
+                                  strict_errors=args.strict_errors, quiet=True, budget=args.generate_budget,
+                                  shrink=not args.no_shrink,
+                                  progress=(lambda asked, _n, found: bar.generated(asked, found)) if bar else None)
+                finally:
+                    if bar:
+                        bar.finish()
             finally:
                 gen_testee.close()
             gen_results, seconds = gen.results, seconds + gen.seconds

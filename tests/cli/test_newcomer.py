@@ -120,3 +120,49 @@ def test_a_wrong_magic_is_spelt_in_hex_by_params_dump_and_params_check(tmp_path:
         assert code == 2
         assert err == f"mlf-spec: error: {bad}: magic: offset 0 (0x0): magic is 0x7878787878787878, expected " \
                       "0xf7e58d4f05049cb7\n", (action, err)
+
+
+def _on_a_terminal(argv: list[str], cwd: Path, timeout: float = 240) -> tuple[int, bytes, bytes]:
+    """The CLI with standard error on a pseudo-terminal: (exit status, stdout, what the terminal got)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "mlf_spec", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    got = bytearray()
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            got += chunk
+        elif p.poll() is not None:
+            break
+    out = p.stdout.read() if p.stdout else b""
+    code = p.wait(timeout=30)
+    os.close(master)
+    return code, out, bytes(got)
+
+
+def test_conformance_run_progress_on_a_terminal_writes_real_carriage_returns(tmp_path: Path) -> None:
+    # the bar went through the CLI's escaping stream: "\u000d[....] 1/3633 \u000d[....] 2/3633" on one line,
+    # and the --generate phase showed nothing
+    code, out, tty = _on_a_terminal(["conformance", "run", "--adapter", "mlf-spec", "--format", "graph-json",
+                                     "--generate", "20", "--generate-budget", "5", "--save-dir",
+                                     str(tmp_path / "f")], tmp_path)
+    assert code == 0, (out, tty[-2000:])
+    assert b"\\u000d" not in tty and b"\r[" in tty, tty[-2000:]
+    assert b"generated, " in tty, tty[-2000:]  # the --generate phase's own progress
+    assert b"\x1b[K" in tty  # the bar is cleared before the summary
+    code, out, tty = _on_a_terminal(["conformance", "run", "--adapter", "mlf-spec", "--format", "graph-json",
+                                     "--quiet"], tmp_path)
+    assert code == 0 and b"\r[" not in tty  # --quiet: no bar
