@@ -166,3 +166,27 @@ def test_conformance_run_progress_on_a_terminal_writes_real_carriage_returns(tmp
     code, out, tty = _on_a_terminal(["conformance", "run", "--adapter", "mlf-spec", "--format", "graph-json",
                                      "--quiet"], tmp_path)
     assert code == 0 and b"\r[" not in tty  # --quiet: no bar
+
+
+def test_blob_extract_replaces_a_folder_output_with_force_and_refuses_an_existing_one_with_1(tmp_path: Path,
+                                                                                            capsys) -> None:
+    # the second `blob extract X --module 0 -o gef --force` said "the output is a directory; name a file", exit 2;
+    # an existing -o vm.bin exited 2 with "error:" where --help says 1
+    gef = ROOT / "vectors" / "blob" / "blob.legacy.0.14.graph_executor_factory.bin"
+    out = tmp_path / "gef"
+    argv = ["blob", "extract", str(gef), "--module", "GraphExecutorFactory", "-o", str(out)]
+    assert run(argv, capsys)[0] == 0
+    first = sorted(p.name for p in out.iterdir())
+    code, _, err = run(argv, capsys)
+    assert code == 1 and err == f"mlf-spec: refused: {out}: output exists; pass --force to replace it\n"
+    code, _, err = run([*argv, "--force"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == first
+    vm = ROOT / "vectors" / "blob" / "blob.ffi.0.23.relax_vm_body.bin"
+    bin_out = tmp_path / "vm.bin"
+    assert run(["blob", "extract", str(vm), "-o", str(bin_out)], capsys)[0] == 0
+    code, _, err = run(["blob", "extract", str(vm), "-o", str(bin_out)], capsys)
+    assert code == 1 and err.startswith("mlf-spec: refused: ") and "error" not in err
+    # a single-file payload never lands in a folder
+    code, _, err = run(["blob", "extract", str(vm), "--module", "1", "-o", str(out), "--force"], capsys)
+    assert code == 2 and "the output is a directory; name a file" in err
