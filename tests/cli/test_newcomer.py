@@ -190,3 +190,31 @@ def test_blob_extract_replaces_a_folder_output_with_force_and_refuses_an_existin
     # a single-file payload never lands in a folder
     code, _, err = run(["blob", "extract", str(vm), "--module", "1", "-o", str(out), "--force"], capsys)
     assert code == 2 and "the output is a directory; name a file" in err
+
+
+def _small_archive(tmp_path: Path) -> Path:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from make_example_artifacts import small_archive
+
+    p = tmp_path / "a.tar"
+    p.write_bytes(small_archive())
+    return p
+
+
+@pytest.mark.parametrize("argv", [["check", "--from", "0.8"], ["check", "--fail-on", "rejects"],
+                                  ["params", "check", "--from", "0.16"], ["blob", "check", "--fail-on", "misreads"],
+                                  ["cache", "check", "--from", "0.20", "--fail-on", "rejects"]])
+def test_verdict_options_without_tvm_are_refused(tmp_path: Path, capsys, argv) -> None:
+    # `--from` and `--fail-on` without `--tvm` did nothing, silently
+    code, out, err = run([*argv, str(tmp_path)], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("mlf-spec: error: option") and "only qualif" in err and "give --tvm too" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_from_on_an_mlf_archive_is_refused_not_shown_as_detected(tmp_path: Path, capsys) -> None:
+    # `check --tvm 0.12 --from 0.8` of an MLF archive still said "(detected)"
+    a = _small_archive(tmp_path)
+    code, out, err = run(["check", "--tvm", "0.12", "--from", "0.8", "--json", str(a)], capsys)
+    assert code == 2 and "--from applies to .params files and module blobs" in err
+    assert '"from_source":"detected"' not in out
