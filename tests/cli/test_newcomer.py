@@ -218,3 +218,37 @@ def test_from_on_an_mlf_archive_is_refused_not_shown_as_detected(tmp_path: Path,
     code, out, err = run(["check", "--tvm", "0.12", "--from", "0.8", "--json", str(a)], capsys)
     assert code == 2 and "--from applies to .params files and module blobs" in err
     assert '"from_source":"detected"' not in out
+
+
+def test_a_missing_extra_names_the_command_that_works_from_a_clone(tmp_path: Path) -> None:
+    # "needs `pip install mlf-spec[safetensors]`": unquoted brackets, and the package is not on the index;
+    # `conformance run --adapter tvm` without TVM gave no install hint
+    import numpy as np
+
+    from mlf_spec import params
+
+    params.save({"w": np.ones(3, "f4")}, tmp_path / "a.params")
+    cases = [("safetensors", ["params", "convert", str(tmp_path / "a.params"), str(tmp_path / "a.safetensors")],
+              "safetensors support needs the optional extra 'safetensors': run `pip install -e '.[safetensors]'` "
+              "in your clone of mlf-spec, or `pip install safetensors`"),
+             ("tvm", ["conformance", "run", "--adapter", "tvm", "--format", "params"],
+              "the tvm adapter needs the optional extra 'tvm': run `pip install -e '.[tvm]'` in your clone of "
+              "mlf-spec, or `pip install apache-tvm`")]
+    for module, argv, message in cases:
+        code = (f"import sys; sys.modules[{module!r}] = None  # as if not installed\n"
+                f"from mlf_spec.cli import main; sys.exit(main({argv!r}))")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.splitlines()[-1].endswith(message), p.stderr
+    assert not (tmp_path / "a.safetensors").exists()
+
+
+def test_the_readme_names_every_extra_of_pyproject() -> None:
+    import re
+
+    text = (ROOT / "pyproject.toml").read_text()
+    table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    extras = set(re.findall(r"^([a-z][a-z0-9-]*) = \[", table, re.M))
+    block = re.search(r"<!-- extras -->(.*?)<!-- /extras -->", (ROOT / "README.md").read_text(), re.S)
+    assert block is not None and len(extras) >= 5
+    assert {w for w in re.findall(r"`([a-z][a-z0-9-]*)`", block.group(1)) if w in extras} == extras
