@@ -47,8 +47,11 @@ def register(sub: Any) -> None:
         "convert", help="convert between .params, .npz and .safetensors",
         description="Convert IN to OUT (formats from the extensions; --to overrides OUT's), or several inputs "
         "(files, directories searched by content, '-') into a directory: -o DIR --to FORMAT gives DIR/<name>.<ext> "
-        "per input. The input format is recognised by content. Exit status: 0 done, 1 an output exists (pass "
-        "--force), 2 unreadable input (the worst over all inputs).")
+        "per input. The input format is recognised by content. A written .npz holds one more entry, __mlf_spec__ "
+        "(a 0-d string array of JSON; .safetensors: in __metadata__) with the dtype and shape of each tensor NumPy "
+        "cannot hold: those (int4/uint4 and other sub-byte types, vector lanes, custom codes) are saved as their "
+        "stored bytes, a flat uint8 array (int4: one element per byte), bfloat16/float8 as bytes; converting back restores them. "
+        "Exit status: 0 done, 1 an output exists (pass --force), 2 unreadable input (the worst over all inputs).")
     conv.add_argument("paths", nargs="+", metavar="PATH", help="IN OUT, or with -o: the inputs")
     conv.add_argument("-o", "--output", metavar="DIR", help="write one converted file per input into DIR")
     conv.add_argument("--to", choices=sorted(set(CONVERT_EXT)), help="output format (required with -o)")

@@ -252,3 +252,27 @@ def test_the_readme_names_every_extra_of_pyproject() -> None:
     block = re.search(r"<!-- extras -->(.*?)<!-- /extras -->", (ROOT / "README.md").read_text(), re.S)
     assert block is not None and len(extras) >= 5
     assert {w for w in re.findall(r"`([a-z][a-z0-9-]*)`", block.group(1)) if w in extras} == extras
+
+
+def test_the_npz_metadata_entry_and_int4_bytes_are_as_help_and_readme_say(tmp_path: Path, capsys) -> None:
+    # the .npz carried an undocumented __mlf_spec__ entry (a <U114 array) and int4 tensors as raw uint8
+    import json
+
+    import numpy as np
+
+    src = ROOT / "vectors" / "params" / "params.dtype.v0.20.int4.0-4.params"
+    out = tmp_path / "a.npz"
+    assert run(["params", "convert", str(src), str(out)], capsys)[0] == 0
+    with np.load(out) as z:
+        meta = z["__mlf_spec__"]
+        assert meta.shape == () and meta.dtype.kind == "U"
+        doc = json.loads(str(meta))
+        (name,) = [n for n in z.files if n != "__mlf_spec__"]
+        assert z[name].dtype == np.uint8 and z[name].shape == (6,)  # int4 2x3: six bytes, one element each
+    assert doc["stored"][name] == {"code": 0, "bits": 4, "lanes": 1, "shape": [2, 3]}
+    with pytest.raises(SystemExit):
+        main(["params", "convert", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for text in (help_text, readme):
+        assert "__mlf_spec__" in text and "int4" in text and "uint8" in text and "one element per byte" in text
