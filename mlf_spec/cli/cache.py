@@ -112,11 +112,11 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         return _batch.Outcome(0, doc=doc)
     out = io.StringIO()
     total = sum(t["nbytes"] for t in doc["tensors"])
-    out.write(f"{inp.name}: {doc['index']} (cache version {doc['version']}), {len(doc['tensors'])} tensors in "
+    out.write(f"{inp.name}: {doc['index']} ({_version_text(doc)}), {len(doc['tensors'])} tensors in "
               f"{doc['shards']} shards, {total} stored bytes\n")
     head: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
     if args.stats:
-        head += ("min", "max", "mean", "std")
+        head += ("min", "max", "mean", "std", "nan", "inf")
     rows: list[tuple[str, ...]] = [head]
     for t in doc["tensors"]:
         row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
@@ -124,10 +124,24 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         if args.stats:
             s = t.get("stats") or {}
             row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
+            row += tuple(str(s.get(k, 0)) for k in ("nan", "inf"))
         rows.append(row)
     for line in table(rows, right=5):
         out.write(line + "\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+def _version_text(doc: dict[str, Any]) -> str:
+    """``cache version N``; for a bfloat16 companion index (ndarray-cache-b16.json, which
+    declares no version of its own) the version whose companion it is."""
+    if doc.get("version") is not None:
+        return f"cache version {doc['version']}"
+    from mlf_spec.cache.index import B16_NAMES
+
+    of = [v for v, name in B16_NAMES.items() if name == doc.get("index")]
+    if of:
+        return f"the bfloat16 companion index of cache version {of[0]}"
+    return "cache version not declared"
 
 
 def _require_path(inp: _batch.Input) -> str:

@@ -276,3 +276,23 @@ def test_the_npz_metadata_entry_and_int4_bytes_are_as_help_and_readme_say(tmp_pa
     readme = " ".join((ROOT / "README.md").read_text().split())
     for text in (help_text, readme):
         assert "__mlf_spec__" in text and "int4" in text and "uint8" in text and "one element per byte" in text
+
+
+def test_cache_dump_stats_text_shows_nan_and_inf_and_a_b16_index_names_its_version(tmp_path: Path, capsys) -> None:
+    # the --stats text dropped the NaN/Inf counts that --help promises; ndarray-cache-b16.json said "cache version None"
+    import numpy as np
+
+    from mlf_spec import cache
+
+    w = np.array([1.0, np.nan, np.inf, -np.inf, np.nan, 2.0], "float32")
+    cache.write(tmp_path / "c", {"w": w}, version=1, encode_format="f32-to-bf16")
+    b16 = tmp_path / "c" / "ndarray-cache-b16.json"
+    assert b16.is_file()
+    code, out, err = run(["cache", "dump", "--stats", str(tmp_path / "c")], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    head, row = lines[1].split(), lines[2].split()
+    assert head[-2:] == ["nan", "inf"] and row[-2:] == ["2", "2"], out
+    code, out, err = run(["cache", "dump", str(b16)], capsys)
+    assert code == 0, err
+    assert "(the bfloat16 companion index of cache version 1)" in out.splitlines()[0] and "None" not in out
