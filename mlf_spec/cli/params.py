@@ -88,7 +88,7 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         index = lazy.index
         total = sum(i.nbytes for i in index)
         out.write(f"{inp.name}: {len(index)} tensors, {total} data bytes, {lazy.size} bytes in all\n")
-        out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
+        out.write(f"dialect: {lazy.dialect.text}; {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
         shapes: dict[tuple[int, ...], str] = {}

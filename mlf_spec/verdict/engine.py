@@ -196,7 +196,10 @@ class Verdict:
         reasons (or the reasons and notes), one line each."""
         from mlf_spec._text import printable
 
-        by = f", written by {self.writer_text or self.writer} ({self.writer_source})" if self.writer else ""
+        who = self.writer_text or self.writer
+        # a writer text that ends in a parenthesis (a dialect's label) takes its source after a comma
+        by = (f", written by {who}" + (f", {self.writer_source}" if who and who.endswith(")") else
+                                       f" ({self.writer_source})")) if self.writer else ""
         lines = [f"  TVM {self.version}{by}: {self.verdict}"]
 
         def reason(r: Reason, indent: str) -> str:

@@ -296,3 +296,30 @@ def test_cache_dump_stats_text_shows_nan_and_inf_and_a_b16_index_names_its_versi
     code, out, err = run(["cache", "dump", str(b16)], capsys)
     assert code == 0, err
     assert "(the bfloat16 companion index of cache version 1)" in out.splitlines()[0] and "None" not in out
+
+
+def test_every_output_names_a_dialect_with_its_one_label_from_the_spec(capsys) -> None:
+    # "v0.20 (TVM 0.13 to 0.20)" beside "v0.13 (TVM 0.13 to 0.19)"; v0.26 as "(TVM 0.2 and later)", "(0.21 and
+    # later)" and "(0.26 and later)" in different outputs
+    import re
+
+    from mlf_spec.params import dtypes
+
+    labels = {d.id: d.label for d in dtypes.DIALECTS}
+    seen: set[str] = set()
+    files = sorted((ROOT / "vectors" / "params").glob("params.dtype.*.params"))[::7]
+    assert len(files) > 10
+    for f in files:
+        texts = []
+        for argv in (["params", "dump", str(f)], ["params", "check", "--tvm", "0.27", str(f)],
+                     ["params", "check", "--tvm", "0.16", "--from", "0.16", str(f)], ["check", "--tvm", "0.20", str(f)]):
+            code, out, err = run(argv, capsys)
+            assert code in (0, 1), err
+            texts.append(out)
+        named = re.findall(r"\b(v0\.\d+) \(([^)]*)\)", "\n".join(texts))
+        assert named, texts
+        for dialect_id, label in named:
+            assert label == labels[dialect_id], (f.name, dialect_id, label)
+            seen.add(dialect_id)
+        assert "dialect v0.13 (TVM 0.13 to 0.19), given" in texts[2]
+    assert len(seen) >= 2
