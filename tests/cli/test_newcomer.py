@@ -323,3 +323,22 @@ def test_every_output_names_a_dialect_with_its_one_label_from_the_spec(capsys) -
             seen.add(dialect_id)
         assert "dialect v0.13 (TVM 0.13 to 0.19), given" in texts[2]
     assert len(seen) >= 2
+
+
+def test_a_tensor_tvm_016_cannot_use_at_all_is_rejected_not_misread(tmp_path: Path, capsys) -> None:
+    # `params check --tvm 0.16` of the float8 files of TVM 0.27 (codes 8-14) said `misreads`, though every use of
+    # the tensor raises "Type code 10 not registered" (issue 30 item 13b); misreads stays for other values
+    import numpy as np
+
+    from mlf_spec import params
+
+    for code in range(8, 15):
+        files = sorted((ROOT / "vectors" / "params").glob(f"params.dtype.v0.26.*.{code}-8.params"))
+        assert files, code
+        code_, out, _ = run(["params", "check", "--tvm", "0.16", str(files[0])], capsys)
+        headline = next(line for line in out.splitlines() if line.startswith("  TVM 0.16"))
+        assert headline.endswith(": rejects") and "refused at first use" in out, out
+    bool_file = tmp_path / "b.params"
+    params.save({"b": np.array([True, False])}, bool_file)  # bool (6, 8, 1) of 0.21+: 0.16 reads float8 values
+    code_, out, _ = run(["params", "check", "--tvm", "0.16", str(bool_file)], capsys)
+    assert next(line for line in out.splitlines() if line.startswith("  TVM 0.16")).endswith(": misreads"), out
