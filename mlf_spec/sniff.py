@@ -158,6 +158,8 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
         return _sniff_compressed(io.BytesIO(bytes(data)))
     if _is_tar(head):
         return _tar_kind(head)
+    if len(head) >= 1024 and not head[:1024].strip(b"\0"):
+        return KINDS["tar"]  # two zero blocks: an empty tar archive (tar reads it so), as a damaged archive may be
     if head[:4] == b"PK\x03\x04":
         return KINDS["npz"] if name.endswith(".npz") else KINDS["zip"]
     if len(head) >= 9 and head[8:9] == b"{" and struct.unpack_from("<Q", head)[0] < size:

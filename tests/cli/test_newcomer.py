@@ -342,3 +342,24 @@ def test_a_tensor_tvm_016_cannot_use_at_all_is_rejected_not_misread(tmp_path: Pa
     params.save({"b": np.array([True, False])}, bool_file)  # bool (6, 8, 1) of 0.21+: 0.16 reads float8 values
     code_, out, _ = run(["params", "check", "--tvm", "0.16", str(bool_file)], capsys)
     assert next(line for line in out.splitlines() if line.startswith("  TVM 0.16")).endswith(": misreads"), out
+
+
+def test_control_characters_and_undecodable_names_print_as_readme_says_in_aligned_columns(tmp_path: Path,
+                                                                                          capsys) -> None:
+    # `params dump` showed `\x1b[31mred\x07` (README says \uNNNN) and `\udcff\udcfebad`, and that row's columns shifted
+    import numpy as np
+
+    from mlf_spec import params
+
+    bad = b"\xff\xfebad".decode("utf-8", "surrogateescape")
+    p = tmp_path / "n.params"
+    params.save({"\x1b[31mred\x07": np.ones(2, "f4"), bad: np.ones(3, "i4"), "plain": np.ones(1, "u1")}, p)
+    code, out, err = run(["params", "dump", str(p)], capsys)
+    assert code == 0, err
+    rows = out.splitlines()[2:]
+    assert [r.split()[0] for r in rows[1:]] == ["\\u001b[31mred\\u0007", "\\udcff\\udcfebad", "plain"]
+    starts = {r.index(dtype) for r, dtype in zip(rows[1:], ("float32", "int32", "uint8"))}
+    assert len(starts) == 1, rows  # the dtype column starts at one offset in every row
+    assert rows[0].index("dtype") in starts
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "are written as `\\uNNNN`" in readme

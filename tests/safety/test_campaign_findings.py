@@ -258,7 +258,7 @@ def test_found_nothing_names_a_hostile_folder_on_one_line_without_escapes(tmp_pa
     p = cli(["check", str(folder)], tmp_path)
     assert p.returncode == 2
     err = p.stderr.decode("utf-8", "replace")
-    assert len(err.splitlines()) == 1 and "\x1b" not in err and "new\\nline\\x1b[31m" in err, err
+    assert len(err.splitlines()) == 1 and "\x1b" not in err and "new\\nline\\u001b[31m" in err, err
 
 
 _MEASURED = """
