@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache", "inspect, check, migrate, compare and convert tensor caches (tensor-cache.json + shards)"),
     "blob": ("blob", "inspect the module blob of exported TVM libraries"),
     "inspect": ("archive", "show what MLF archives (tars or directories) hold"),
-    "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON) for conformance"),
+    "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON, tensor caches) for conformance"),
     "diff": ("diff", "compare two artifacts of the same kind (.params, MLF archives, module blobs)"),
     "extract": ("extract", "extract an MLF archive into a new directory, safely"),
     "upgrade": ("migrate", "migrate an MLF archive or metadata.json to a later metadata version"),

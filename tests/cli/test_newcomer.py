@@ -363,3 +363,26 @@ def test_control_characters_and_undecodable_names_print_as_readme_says_in_aligne
     assert rows[0].index("dtype") in starts
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "are written as `\\uNNNN`" in readme
+
+
+@pytest.mark.parametrize("command", ["upgrade", "downgrade"])
+def test_top_level_migrations_and_diff_of_a_tensor_cache_name_the_cache_command(tmp_path: Path, capsys,
+                                                                             command) -> None:
+    # `upgrade` / `downgrade` of a cache said "try `mlf-spec cache dump`"; `diff` of two caches did not say `cache diff`
+    import numpy as np
+
+    from mlf_spec import cache
+
+    cache.write(tmp_path / "c", {"w": np.ones(3, "f4")}, version=1)
+    code, _, err = run([command, str(tmp_path / "c"), "-o", str(tmp_path / "out"), "--to", "6"], capsys)
+    assert code == 2 and f"with `mlf-spec cache {command}`" in err and "cache dump" not in err, err
+    assert not (tmp_path / "out").exists()
+    code, _, err = run(["diff", str(tmp_path / "c"), str(tmp_path / "c")], capsys)
+    assert code == 2 and "`mlf-spec cache diff`" in err, err
+
+
+def test_top_level_help_names_caches_among_what_check_handles(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("check "))
+    assert "tensor caches" in line
