@@ -49,6 +49,7 @@ class Report(_findings.Report):
 
     version: int | None = None
     style: str | None = None
+    kind: str = "mlf-archive"  #: the ``kind`` of the JSON form, as every check report has
 
     @property
     def heading(self) -> str:
@@ -56,8 +57,8 @@ class Report(_findings.Report):
         return f"version {self.version}, {self.style}" if self.version is not None else "version unknown"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
-        out = {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
+        """``{"path", "kind", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
+        out = {"path": self.path, "kind": self.kind, "version": self.version, "style": self.style, "conformant": self.conformant,
                "findings": [f.to_dict() for f in self.findings]}
         if self.tvm is not None:
             out["tvm"] = self.tvm.to_dict()
@@ -159,6 +160,8 @@ def check_metadata(source: Any, *, version: int | None = None, name: str | None 
 @dataclass(kw_only=True)
 class MetadataReport(Report):
     """The check of a bare metadata.json document."""
+
+    kind: str = "mlf-metadata"
 
     @property
     def heading(self) -> str:

@@ -385,3 +385,26 @@ def test_top_level_help_names_caches_among_what_check_handles(capsys) -> None:
     assert main(["--help"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("check "))
     assert "tensor caches" in line
+
+
+def test_every_check_json_line_has_a_kind(tmp_path: Path, capsys) -> None:
+    # MLF `check --json` lines had no `kind` key, unlike every other kind
+    import json
+
+    a = _small_archive(tmp_path)
+    shutil.copy(VECTOR_BIN, tmp_path / "b.bin")
+    code, out, err = run(["check", "--json", str(tmp_path)], capsys)
+    assert code == 0, err
+    kinds = {json.loads(line)["path"].rsplit("/", 1)[-1]: json.loads(line)["kind"] for line in out.splitlines()}
+    assert kinds == {a.name: "mlf-archive", "b.bin": "blob"}
+    (tmp_path / "m").mkdir()
+    import tarfile
+
+    with tarfile.open(a) as t:
+        member = next(m for m in t.getmembers() if m.name.lstrip("./") == "metadata.json")
+        (tmp_path / "m" / "metadata.json").write_bytes(t.extractfile(member).read())
+    code, out, err = run(["check", "--json", str(tmp_path / "m" / "metadata.json")], capsys)
+    assert json.loads(out)["kind"] == "mlf-metadata", out
+    from mlf_spec.generated.mlf_check_output_models import CheckReport
+
+    CheckReport.model_validate(json.loads(out))

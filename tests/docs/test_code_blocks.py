@@ -85,7 +85,8 @@ def _namespace(code: str) -> dict:
     """What a block may take from its surroundings: your reader and your input."""
     from mlf_spec import params
 
-    ns: dict = {"__name__": "doc_block"}
+    # a block written as a script (the isolation example's guard) runs as one
+    ns: dict = {"__name__": "__main__" if 'if __name__ == "__main__":' in code else "doc_block"}
     if "my_reader" in code and "import my_reader" not in code:
         ns["my_reader"] = params.loads  # the README's isolation example: a function reading bytes
     if "data" in code:
@@ -190,3 +191,15 @@ def test_the_readme_blob_block_holds_for_a_blob_of_every_era(doc_dir: Path, vect
 
 def test_blob_vectors_of_several_eras_are_found() -> None:
     assert {p.name.split(".")[1] for p in _ERA_BLOBS} == {"legacy", "ffi"} and len(_ERA_BLOBS) >= 5
+
+
+def test_the_readme_isolation_block_runs_as_a_script(doc_dir: Path) -> None:
+    # the block without the guard reported `crash` for a reader that cannot crash when run at a script's top level:
+    # the spawned worker imports the script again
+    (code,) = [m.group(1) for m in _BLOCK.finditer((ROOT / "README.md").read_text(encoding="utf-8"))
+               if "Isolated(my_reader" in m.group(1)]
+    script = doc_dir / "isolate.py"
+    script.write_text("from pathlib import Path\n\n\ndef my_reader(data):\n    from mlf_spec import params\n"
+                      "    return len(params.loads(data))\n\n\ndata = Path('model.params').read_bytes()\n" + code)
+    p = subprocess.run([sys.executable, str(script)], cwd=doc_dir, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.splitlines() == ["ok"], (p.stdout, p.stderr[-2000:])
