@@ -79,6 +79,8 @@ def register(sub: Any) -> None:
                      help="where --generate saves the shrunk disagreements as vectors (default ./conformance-failures)")
     run.add_argument("--allow-empty", action="store_true", help="a selection of no case is not an error (exit 0)")
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
+    run.add_argument("--label", metavar="TEXT", help="a label kept on the report's run line: the results page and "
+                     "report --compare name the run by it (beside its implementation, version and time)")
     run.set_defaults(handler=_run)
 
     req = csub.add_parser("request", help="print a case's request line of the persistent protocol (pipe it into "
@@ -314,7 +316,7 @@ def _run(args: argparse.Namespace) -> int:
             result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
                          strict_errors=args.strict_errors, vectors=args.vectors or "installed",
                          progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite},
-                         suite_sha256=suite_digest(suite), choose=choose)
+                         suite_sha256=suite_digest(suite), choose=choose, label=args.label or "")
         except TesteeStartError as exc:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2
