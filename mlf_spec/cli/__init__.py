@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings 
 #: their commands are listed. A module whose commands are not in :data:`COMMANDS` is
 #: imported on every start (correct, only slower).
 COMMAND_MODULES = ("params", "cache", "blob", "archive", "check", "diff", "extract", "migrate", "export",
-                   "conformance")
+                   "conformance", "completion")
 
 #: command name -> (command module, one-line help): what ``--help`` lists without imports.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "downgrade": ("migrate", "migrate an MLF archive or metadata.json to an earlier metadata version"),
     "export": ("export", "write the formats as specs for other tools (Kaitai Struct .ksy)"),
     "conformance": ("conformance", "test an implementation of these formats against the spec"),
+    "completion": ("completion", "print a bash or zsh completion script for mlf-spec"),
 }
 
 #: The command modules whose commands read or write the formats: their runs import numpy (through

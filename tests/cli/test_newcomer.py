@@ -408,3 +408,26 @@ def test_every_check_json_line_has_a_kind(tmp_path: Path, capsys) -> None:
     from mlf_spec.generated.mlf_check_output_models import CheckReport
 
     CheckReport.model_validate(json.loads(out))
+
+
+def test_shell_completion_completes_commands_actions_and_options(tmp_path: Path) -> None:
+    # no shell completion for the mlf-spec command
+    script = subprocess.run([sys.executable, "-m", "mlf_spec", "completion", "bash"], capture_output=True, text=True,
+                            timeout=120, check=True).stdout
+    (tmp_path / "model.params").write_bytes(b"")
+    (tmp_path / "c.sh").write_text(script + '''
+complete_line() {
+  read -ra W <<< "mlf-spec $1"; [[ $1 == *" " ]] && W+=("")
+  COMP_WORDS=("${W[@]}"); COMP_CWORD=$((${#W[@]} - 1)); COMPREPLY=(); _mlf_spec; echo "${COMPREPLY[*]}"
+}
+complete_line "par"; complete_line "params "; complete_line "params dump --j"; complete_line "cache d"
+complete_line "check --tv"; complete_line "params dump mod"; complete_line "compl"
+complete -p mlf-spec
+''')
+    p = subprocess.run(["bash", str(tmp_path / "c.sh")], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["params", "check convert dump --help", "--jobs --json", "diff downgrade dump",
+                                     "--tvm", "model.params", "completion", "complete -o default -F _mlf_spec mlf-spec"]
+    zsh = subprocess.run([sys.executable, "-m", "mlf_spec", "completion", "zsh"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert zsh.startswith("autoload -U +X bashcompinit && bashcompinit\n") and zsh.endswith(script.split("\n", 1)[1])
