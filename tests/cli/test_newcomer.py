@@ -431,3 +431,30 @@ complete -p mlf-spec
     zsh = subprocess.run([sys.executable, "-m", "mlf_spec", "completion", "zsh"], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert zsh.startswith("autoload -U +X bashcompinit && bashcompinit\n") and zsh.endswith(script.split("\n", 1)[1])
+
+
+def test_inspect_names_the_kind_of_any_artifact_and_what_it_holds(tmp_path: Path, capsys) -> None:
+    # `inspect` took only MLF archives
+    import json
+
+    import numpy as np
+
+    from mlf_spec import cache, params
+
+    params.save({"w": np.ones(3, "f4")}, tmp_path / "a.params")
+    shutil.copy(VECTOR_BIN, tmp_path / "b.bin")
+    cache.write(tmp_path / "c", {"w": np.ones(3, "f4")})
+    arc = _small_archive(tmp_path)
+    code, out, err = run(["inspect", str(tmp_path / "a.params"), str(tmp_path / "b.bin"), str(tmp_path / "c"),
+                          str(arc)], capsys)
+    assert code == 0, err
+    for name, label in (("a.params", "a TVM .params tensor file"), ("b.bin", "a raw TVM module blob"),
+                        ("c", "a tensor cache")):
+        assert f"{tmp_path / name}: {label}" in out, out
+    assert "w     float32  3" in out and "[1] my_npu" in out and "MLF version 7" in out
+    code, out, _ = run(["inspect", "--json", str(tmp_path / "a.params")], capsys)
+    assert code == 0 and json.loads(out)["format"] == "tvm-params"
+    png = tmp_path / "i.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    code, _, err = run(["inspect", str(png)], capsys)
+    assert code == 2 and "not an artifact mlf-spec reads" in err
