@@ -69,6 +69,8 @@ def register(sub: Any) -> None:
     c.add_argument("--shard-cap-mb", type=float, default=32, help="shard size cap of a cache output (default 32)")
     c.add_argument("--cache-version", type=int, choices=(1, 2), default=2, help="cache version of a cache output")
     c.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    c.add_argument("--json", action="store_true", help="print what was written as JSON: input, tensors, output, "
+                   "bytes and each file with its size and SHA-256")
     c.set_defaults(handler=_convert)
 
 
@@ -209,5 +211,13 @@ def _convert(args: argparse.Namespace) -> int:
         return 1
     for loss in losses:
         print(f"mlf-spec: note: not carried: {loss}", file=sys.stderr)
+    if args.json:
+        import json
+
+        from ._written import written
+
+        print(json.dumps({"input": args.src, "tensors": n, "not_carried": list(losses), **written(args.dst)},
+                         ensure_ascii=False))
+        return 0
     print(f"{args.src} -> {args.dst}: {n} tensors")
     return 0

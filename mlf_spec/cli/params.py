@@ -59,6 +59,8 @@ def register(sub: Any) -> None:
                       help="dtype dialect for reading/writing .params (default: detect, and refuse an ambiguous "
                       "file; newest for writing)")
     conv.add_argument("--force", action="store_true", help="replace outputs that exist")
+    conv.add_argument("--json", action="store_true", help="one JSON object per input: input, output, format, "
+                      "tensors, bytes and each file written with its size and SHA-256")
     conv.add_argument("-j", "--jobs", type=_batch.positive, default=1, metavar="N",
                       help="convert N inputs at once in N processes (default 1)")
     conv.set_defaults(handler=_convert)
@@ -236,6 +238,11 @@ def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     except AmbiguousDialectError as exc:
         return _batch.Outcome(1, notes=[f"mlf-spec: refused: {exc.file or inp.name}: {exc.message}"])
     line = f"{inp.name} -> {out}: {n} tensors"
+    if getattr(args, "json", False):
+        from ._written import written
+
+        return _batch.Outcome(0, doc={"input": inp.name, "format": args.to or format_of(out), "tensors": n,
+                                      **written(out)})
     if args.quiet_text:  # IN OUT: the one line goes to stderr, as before
         return _batch.Outcome(0, notes=[line])
     return _batch.Outcome(0, text=line)

@@ -458,3 +458,31 @@ def test_inspect_names_the_kind_of_any_artifact_and_what_it_holds(tmp_path: Path
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
     code, _, err = run(["inspect", str(png)], capsys)
     assert code == 2 and "not an artifact mlf-spec reads" in err
+
+
+def test_params_convert_and_cache_convert_say_what_they_wrote_as_json(tmp_path: Path, capsys) -> None:
+    # no --json on params convert and cache convert
+    import hashlib
+    import json
+
+    import numpy as np
+
+    from mlf_spec import params
+
+    params.save({"w": np.arange(6, dtype="f4"), "b": np.ones(2, "i4")}, tmp_path / "a.params")
+    code, out, err = run(["params", "convert", str(tmp_path / "a.params"), str(tmp_path / "a.npz"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    data = (tmp_path / "a.npz").read_bytes()
+    assert doc == {"input": str(tmp_path / "a.params"), "format": "npz", "tensors": 2, "output": str(tmp_path / "a.npz"),
+                   "bytes": len(data), "files": [{"name": "a.npz", "bytes": len(data),
+                                                  "sha256": hashlib.sha256(data).hexdigest()}]}
+    code, out, err = run(["params", "convert", str(tmp_path / "a.params"), "-o", str(tmp_path / "d"), "--to",
+                          "params", "--json"], capsys)
+    assert code == 0 and json.loads(out)["files"][0]["name"] == "a.params", (out, err)
+    code, out, err = run(["cache", "convert", str(tmp_path / "a.params"), str(tmp_path / "c"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    names = sorted(str(p.relative_to(tmp_path / "c")) for p in (tmp_path / "c").rglob("*") if p.is_file())
+    assert doc["tensors"] == 2 and [f["name"] for f in doc["files"]] == names and "tensor-cache.json" in names
+    assert doc["bytes"] == sum((tmp_path / "c" / n).stat().st_size for n in names)
