@@ -410,6 +410,11 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
 
 
 def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: int) -> Iterator[Outcome]:
+    if len(inputs) == 1 and sys.stderr.isatty():  # one long input (a 1 GB file): a line says it is being worked on
+        with _Working(inputs[0].name):
+            outcome = _call(work, inputs[0], args)
+        yield outcome
+        return
     if jobs <= 1 or len(inputs) < 2:
         for inp in inputs:
             yield _call(work, inp, args)
@@ -491,3 +496,52 @@ class _Progress:
             out.write("\r\x1b[K")
             out.flush()
             self.shown = False
+
+
+class _Working:
+    """While one input is worked on, a line on a terminal's standard error that counts the
+    seconds (``[12 s] model.params``), from ``$MLF_SPEC_PROGRESS_AFTER`` seconds on (default
+    1), redrawn every half second and cleared before the result is printed."""
+
+    def __init__(self, name: str) -> None:
+        import threading
+
+        self.name = name
+        self.start = time.monotonic()
+        self.stop = threading.Event()
+        self.shown = False
+        self.lock = threading.Lock()
+        try:
+            self.after = float(os.environ.get("MLF_SPEC_PROGRESS_AFTER", "1"))
+        except ValueError:
+            self.after = 1.0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _Working:
+        if self.after <= 0:
+            self._draw()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            if self.shown:
+                out = getattr(sys.stderr, "unescaped", sys.stderr)
+                out.write("\r\x1b[K")
+                out.flush()
+
+    def _run(self) -> None:
+        if self.stop.wait(max(0.0, self.after)):
+            return
+        while not self.stop.is_set():
+            self._draw()
+            self.stop.wait(0.5)
+
+    def _draw(self) -> None:
+        with self.lock:
+            out = getattr(sys.stderr, "unescaped", sys.stderr)  # this line's own \r; the name escaped
+            out.write(f"\r[{time.monotonic() - self.start:.0f} s] working on " + terminal_safe(self.name[:200]))
+            out.flush()
+            self.shown = True
