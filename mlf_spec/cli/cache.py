@@ -172,15 +172,39 @@ def _migrate(args: argparse.Namespace) -> int:
     except OutputExistsError as exc:
         print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
         return 1
+    refusing = _refused_by(args.output, plan.target)
     if args.json:
-        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict()}))
+        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict(),
+                          "refused_by": [{"tvm": v, "rule": r} for v, r, _ in refusing]}))
     else:
         print(f"{args.path} -> {args.output}: cache version {plan.source} -> {plan.target}")
         for c in plan.changes:
             print(f"  {printable(c)}")
         for n in plan.notes:
             print(f"  note: {n}")
+    for version, rule, message in refusing:
+        print(f"mlf-spec: warning: {args.output}: TVM {version}'s loaders reject the result ({rule}: {message}); "
+              f"`mlf-spec cache check --tvm {version} {args.output}` says why", file=sys.stderr)
     return 0
+
+
+#: The TVM versions whose loaders a cache of each version is written for (the first and the
+#: last release of each, and where the float8 spelling changed: 0.20).
+_READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
+
+
+def _refused_by(path: str, version: int) -> list[tuple[str, str, str]]:
+    """(TVM version, rule, message) for each reader of cache ``version`` that rejects the
+    cache at ``path``: a migration whose result its target's loaders refuse says so."""
+    from mlf_spec.cache import check as _ccheck
+
+    out = []
+    for tvm in _READERS_OF.get(version, ()):
+        verdict = _ccheck.check(path, tvm=tvm).tvm
+        if verdict is not None and verdict.verdict in ("rejects", "crashes"):
+            first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
+            out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))
+    return out
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -507,3 +507,26 @@ def test_long_single_file_work_shows_a_line_on_a_terminal_and_none_when_piped(tm
         assert p.returncode == 0 and b"working on" not in p.stderr + p.stdout  # piped: no line
     finally:
         del os.environ[env_key]
+
+
+def test_a_cache_downgrade_whose_result_the_target_loaders_reject_says_so(tmp_path: Path, capsys) -> None:
+    # `cache downgrade` to version 1 produced a folder TVM 0.16 rejects, with no warning
+    import json
+
+    import ml_dtypes
+    import numpy as np
+
+    from mlf_spec import cache
+
+    cache.write(tmp_path / "c2", {"w": np.ones(4, ml_dtypes.float8_e4m3fn), "b": np.ones(2, "f4")})
+    code, out, err = run(["cache", "downgrade", str(tmp_path / "c2"), "-o", str(tmp_path / "c1")], capsys)
+    assert code == 0
+    assert err.splitlines() == [f"mlf-spec: warning: {tmp_path / 'c1'}: TVM 0.16's loaders reject the result "
+                                "(tensor.dtype-new-spelling: float8 dtypes are spelled e4m3_float8 / e5m2_float8 "
+                                f"before 0.20: this spelling is unknown); `mlf-spec cache check --tvm 0.16 "
+                                f"{tmp_path / 'c1'}` says why"]
+    code, out, err = run(["cache", "downgrade", str(tmp_path / "c2"), "-o", str(tmp_path / "j"), "--json"], capsys)
+    assert json.loads(out)["refused_by"] == [{"tvm": "0.16", "rule": "tensor.dtype-new-spelling"}]
+    cache.write(tmp_path / "plain", {"b": np.ones(2, "f4")})
+    code, out, err = run(["cache", "downgrade", str(tmp_path / "plain"), "-o", str(tmp_path / "p1")], capsys)
+    assert code == 0 and err == ""
