@@ -112,7 +112,7 @@ def _groups(divergences: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return sorted(groups.values(), key=lambda g: (-len(g), g[0]["id"]))
 
 
-def _matrix(title: str, rows: list[tuple[str, str, str]], cells: dict[tuple[str, str, str], dict[str, tuple[int, int]]],
+def _matrix(title: str, rows: list[tuple[str, str, str]], cells: dict[tuple[str, str, str], dict[str, tuple[int, ...]]],
             names: list[str], head: tuple[str, ...], matrix_id: str) -> list[str]:
     out = [f"<h2>{escape(title)}</h2>", f'<table id="{matrix_id}"><thead><tr>'
            + "".join(f"<th>{escape(h)}</th>" for h in head)
