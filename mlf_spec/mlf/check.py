@@ -53,7 +53,11 @@ class Report(_findings.Report):
 
     @property
     def heading(self) -> str:
-        """``version 7, full-model``."""
+        """``MLF archive, version 7, full-model``: the kind first, as every check's first line says it."""
+        return "MLF archive, " + self._version_text
+
+    @property
+    def _version_text(self) -> str:
         return f"version {self.version}, {self.style}" if self.version is not None else "version unknown"
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,7 +170,7 @@ class MetadataReport(Report):
     @property
     def heading(self) -> str:
         """``metadata.json of version 7, full-model``."""
-        return "metadata.json of " + super().heading
+        return "metadata.json of " + self._version_text
 
 
 def _read_metadata_member(meta: Any, mname: str | None, version: int | None) -> MetadataReading:

@@ -530,3 +530,18 @@ def test_a_cache_downgrade_whose_result_the_target_loaders_reject_says_so(tmp_pa
     cache.write(tmp_path / "plain", {"b": np.ones(2, "f4")})
     code, out, err = run(["cache", "downgrade", str(tmp_path / "plain"), "-o", str(tmp_path / "p1")], capsys)
     assert code == 0 and err == ""
+
+
+def test_the_first_line_of_every_check_names_the_kind(tmp_path: Path, capsys) -> None:
+    import numpy as np
+
+    from mlf_spec import cache, params
+
+    params.save({"w": np.ones(3, "f4")}, tmp_path / "a.params")
+    shutil.copy(VECTOR_BIN, tmp_path / "b.bin")
+    cache.write(tmp_path / "c", {"w": np.ones(3, "f4")})
+    _small_archive(tmp_path)
+    code, out, err = run(["check", str(tmp_path)], capsys)
+    heads = sorted(line for line in out.splitlines() if line.startswith(str(tmp_path)))
+    assert [h.split(": ")[1] for h in heads] == [".params file", "MLF archive, version 7, full-model", "module blob",
+                                                 "tensor cache"], heads
