@@ -308,10 +308,11 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
     k = inp.kind
     if k.name in accept:
         return
-    if k.name in _sniff.NOT_ARTIFACT_KINDS:
+    if k.name in _sniff.NOT_ARTIFACT_KINDS or k.name == "tar":  # (a tar of no known kind: a weak recognition)
         claimed = _sniff.claimed_kind(inp.name)
         if claimed in accept or claimed == "blob" and accept & _BLOB_KINDS:
             return  # named as what the command reads: its reader says what is wrong
+    if k.name in _sniff.NOT_ARTIFACT_KINDS:
         from mlf_spec.errors import NotAnArtifactError
 
         raise NotAnArtifactError(_sniff.not_an_artifact(k), file=inp.name)

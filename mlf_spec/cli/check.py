@@ -159,6 +159,8 @@ def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec import sniff
 
     checker = CHECKERS.get(inp.kind.name)
+    if checker is None and inp.kind.name == "tar" and sniff.claimed_kind(inp.name) == "params":
+        checker = _check_params  # a file of zeros named x.params: read as one (its magic is wrong)
     if checker is None and inp.kind.name in ("tar", "compressed"):
         checker = _check_archive  # perhaps a damaged MLF archive: the reader says what is wrong
     if checker is None:
