@@ -10,17 +10,18 @@ _BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (and bidi overrides) escaped as ``\\t``, ``\\n``,
-    ``\\xNN`` or ``\\uNNNN``, so that a name holding them stays in its table cell."""
+    """``text`` with control characters, bidi overrides, line separators and lone surrogates
+    (undecodable bytes) escaped as ``\\uNNNN`` (tab, newline and carriage return as ``\\t``,
+    ``\\n``, ``\\r``), so that a name holding them stays in its table cell: what it returns
+    is what the terminal shows, and :func:`terminal_safe` leaves it as it is (a table's
+    columns are measured on the final text)."""
     if text.isprintable():
         return text
     out = []
     for ch in text:
         if ch in _NAMED:
             out.append(_NAMED[ch])
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ch in _BIDI or ch in ("\u2028", "\u2029"):
+        elif _UNSAFE.match(ch) is not None or not ch.isprintable() and ord(ch) < 0xA0:
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)

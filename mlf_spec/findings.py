@@ -104,8 +104,9 @@ class ArtifactReport(Report):
 
     @property
     def heading(self) -> str:
-        """The kind."""
-        return self.kind
+        """The kind, as a user names it (``.params file``, ``module blob``, ...): the first
+        line of every check says what the input is, as ``inspect`` does."""
+        return _KIND_WORDS.get(self.kind, self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (artifact_check)."""
@@ -135,6 +136,11 @@ class Collector:
             self.findings.append(Finding(code, severity, member, path, message, offset, detail))
         elif n == self.limit + 1:
             self.findings.append(left_out(code, severity))
+
+
+#: The kinds of the artifact check reports, as the first line of a check names them.
+_KIND_WORDS = {"params": ".params file", "blob": "module blob", "graph-json": "GraphExecutor JSON",
+               "tensor-cache": "tensor cache"}
 
 
 def text(report: Report, verbose: bool = False) -> str:

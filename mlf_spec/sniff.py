@@ -70,7 +70,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("npz", "a NumPy .npz archive", "mlf-spec params convert"),
     Kind("safetensors", "a safetensors file", "mlf-spec params convert"),
     Kind("tar", "a tar archive that is neither an MLF archive nor an export_library tar"),
-    Kind("compressed", "a compressed file that does not hold a tar"),
+    Kind("compressed", "a compressed file whose first block does not decompress"),
+    Kind("compressed-data", "a compressed file that holds no tar archive"),
     Kind("zip", "a zip archive"),
     Kind("json", "a JSON document of no known kind"),
     Kind("text", "a text file of no known kind"),
@@ -85,6 +86,32 @@ ARTIFACT_KINDS = frozenset({"params", "mlf-archive", "mlf-metadata", "graph-json
 
 #: The index names of a tensor cache folder (spec/tables/cache_layouts.yaml), newest first.
 CACHE_INDEX_NAMES = ("tensor-cache.json", "ndarray-cache.json")
+
+
+#: Kinds that are no artifact mlf-spec reads (nor a damaged one: a tar of no known kind and a
+#: compressed file that does not decompress may be damaged MLF archives, and are read as such).
+NOT_ARTIFACT_KINDS = frozenset({"compressed-data", "zip", "json", "text", "empty", "unknown"})
+
+
+def not_an_artifact(kind: Kind) -> str:
+    """The one message every command gives for an input of a kind in :data:`NOT_ARTIFACT_KINDS`."""
+    return f"not an artifact mlf-spec reads ({kind.label})"
+
+
+#: File name endings that claim a kind: content of no known kind under such a name is read as
+#: that kind (a damaged .params file, a truncated .tar.gz), so that the reader says what is wrong.
+CLAIMED_BY_NAME: dict[str, tuple[str, ...]] = {
+    "params": (".params",),
+    "mlf-archive": (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz"),
+    "blob": (".bin",),
+    "tensor-cache": CACHE_INDEX_NAMES,
+}
+
+
+def claimed_kind(name: str) -> str | None:
+    """The kind a file name claims (:data:`CLAIMED_BY_NAME`), or None."""
+    base = os.path.basename(name).lower()
+    return next((k for k, ends in CLAIMED_BY_NAME.items() if base.endswith(ends)), None)
 
 
 def sniff_path(path: str | os.PathLike[str]) -> Kind:
@@ -131,6 +158,8 @@ def sniff_bytes(data: bytes | bytearray | memoryview, *, size: int | None = None
         return _sniff_compressed(io.BytesIO(bytes(data)))
     if _is_tar(head):
         return _tar_kind(head)
+    if len(head) >= 1024 and not head[:1024].strip(b"\0"):
+        return KINDS["tar"]  # two zero blocks: an empty tar archive (tar reads it so), as a damaged archive may be
     if head[:4] == b"PK\x03\x04":
         return KINDS["npz"] if name.endswith(".npz") else KINDS["zip"]
     if len(head) >= 9 and head[8:9] == b"{" and struct.unpack_from("<Q", head)[0] < size:
@@ -165,7 +194,7 @@ def _sniff_compressed(f: IO[bytes]) -> Kind:
         return KINDS["compressed"]
     if _is_tar(head):
         return _tar_kind(head)
-    return KINDS["compressed"]
+    return KINDS["compressed-data"]  # it decompresses, to something else: a compressed log, not an archive
 
 
 def _is_tar(head: bytes) -> bool:
@@ -256,4 +285,5 @@ def _looks_like_text(head: bytes) -> bool:
     return b"\x00" not in head
 
 
-__all__ = ["ARTIFACT_KINDS", "KINDS", "PEEK", "Kind", "compression", "sniff_bytes", "sniff_path"]
+__all__ = ["ARTIFACT_KINDS", "KINDS", "NOT_ARTIFACT_KINDS", "PEEK", "Kind", "compression", "not_an_artifact",
+           "sniff_bytes", "sniff_path"]

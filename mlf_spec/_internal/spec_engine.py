@@ -297,7 +297,8 @@ class Tracer:
         if "const" in f:
             const = f["const"].encode() if isinstance(f["const"], str) and not f.get("encoding") else f["const"]
             if ns[n] != const:
-                raise ConstMismatchError(f"{n} is {ns[n]!r}, expected {const!r}", field=path_str(fpath), offset=start)
+                raise ConstMismatchError(f"{n} is {_const_text(ns[n])}, expected {_const_text(const)}",
+                                         field=path_str(fpath), offset=start)
 
 
 def trace(structs: dict, name: str, buf: bytes, era: tuple[int, ...] = LATEST) -> tuple[dict, list[Span]]:
@@ -316,3 +317,8 @@ def hexdump(buf: bytes, spans: list[Span], max_payload: int = 16) -> Iterator[st
         if label.endswith(".#count"):
             label = label[: -len(".#count")] + (" (length)" if s.role == "length" else " (count)")
         yield f"{s.offset:06x}  {chunk.hex(' '):<48}{more}  {label}"
+
+
+def _const_text(value: object) -> str:
+    """A constant as messages spell it: integers in hex (as the generated readers say them), the rest as repr."""
+    return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)

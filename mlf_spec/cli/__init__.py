@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings 
 #: their commands are listed. A module whose commands are not in :data:`COMMANDS` is
 #: imported on every start (correct, only slower).
 COMMAND_MODULES = ("params", "cache", "blob", "archive", "check", "diff", "extract", "migrate", "export",
-                   "conformance")
+                   "conformance", "completion")
 
 #: command name -> (command module, one-line help): what ``--help`` lists without imports.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,13 +34,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache", "inspect, check, migrate, compare and convert tensor caches (tensor-cache.json + shards)"),
     "blob": ("blob", "inspect the module blob of exported TVM libraries"),
     "inspect": ("archive", "show what MLF archives (tars or directories) hold"),
-    "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON) for conformance"),
+    "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON, tensor caches) for conformance"),
     "diff": ("diff", "compare two artifacts of the same kind (.params, MLF archives, module blobs)"),
     "extract": ("extract", "extract an MLF archive into a new directory, safely"),
     "upgrade": ("migrate", "migrate an MLF archive or metadata.json to a later metadata version"),
     "downgrade": ("migrate", "migrate an MLF archive or metadata.json to an earlier metadata version"),
     "export": ("export", "write the formats as specs for other tools (Kaitai Struct .ksy)"),
     "conformance": ("conformance", "test an implementation of these formats against the spec"),
+    "completion": ("completion", "print a bash or zsh completion script for mlf-spec"),
 }
 
 #: The command modules whose commands read or write the formats: their runs import numpy (through

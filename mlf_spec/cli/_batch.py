@@ -36,6 +36,7 @@ class Input:
     kind: _sniff.Kind
     explicit: bool = True  #: named on the command line (False: found by walking a directory)
     piped: bool = False  #: a pipe named on the command line, read once (``source``: its bytes or a spooled copy)
+    unreadable: str = ""  #: why a directory walk could not open this file or enter this folder (an error of the run)
 
     @property
     def path(self) -> str | None:
@@ -191,6 +192,8 @@ def error_line(exc: MlfError) -> str:
 #: Kinds that may be a damaged archive: a directory walk for MLF archives takes them too,
 #: so that a truncated archive in a checked folder is reported, not skipped.
 _DAMAGED_ARCHIVE = frozenset({"tar", "compressed"})
+#: The kinds that hold a module blob.
+_BLOB_KINDS = frozenset({"library", "c-source", "export-tar", "blob"})
 
 
 def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | None = None) -> Iterator[Input]:
@@ -232,7 +235,17 @@ def _one(path: str, accept: frozenset[str], skipped: list[str], *, explicit: boo
 
 
 def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Input]:
-    for root, dirs, files in os.walk(top):
+    refused: list[OSError] = []  # folders os.walk could not list: each an unreadable input, in order
+
+    def refusals() -> Iterator[Input]:
+        while refused:
+            exc = refused.pop(0)
+            where = exc.filename if isinstance(exc.filename, str) else top
+            yield Input(where, where, _sniff.KINDS["directory"], explicit=False,
+                        unreadable=f"cannot list this folder: {exc.strerror or exc}")
+
+    for root, dirs, files in os.walk(top, onerror=refused.append):
+        yield from refusals()
         dirs.sort()
         files.sort()
         keep = []
@@ -255,11 +268,28 @@ def _walk(top: str, accept: frozenset[str], skipped: list[str]) -> Iterator[Inpu
             if not _regular(p):  # a FIFO would block the first read; devices, sockets: never opened
                 skipped.append(p)
                 continue
+            why = _cannot_open(p)
+            if why:
+                yield Input(p, p, _sniff.KINDS["unknown"], explicit=False, unreadable=why)
+                continue
             kind = _sniff.sniff_path(p)
-            if kind.name in accept:
+            if kind.name in accept or kind.name in _sniff.NOT_ARTIFACT_KINDS and _sniff.claimed_kind(f) in accept:
                 yield Input(p, p, kind, explicit=False)
             else:
                 skipped.append(p)
+    yield from refusals()
+
+
+def _cannot_open(path: str) -> str:
+    """Why ``path`` cannot be opened for reading ("" when it can): a walk reports such a
+    file as unreadable instead of passing over it as no artifact."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except FileNotFoundError:
+        return ""  # gone since the listing: nothing to report
+    except OSError as exc:
+        return f"cannot open: {exc.strerror or exc}"
+    return ""
 
 
 def _regular(path: str) -> bool:
@@ -276,8 +306,16 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
     """Raise MlfError (naming what the input looks like and the command that reads it)
     when a recognised input is of a kind the command does not read."""
     k = inp.kind
-    if k.name in accept or k.name in ("unknown", "text"):
+    if k.name in accept:
         return
+    if k.name in _sniff.NOT_ARTIFACT_KINDS or k.name == "tar":  # (a tar of no known kind: a weak recognition)
+        claimed = _sniff.claimed_kind(inp.name)
+        if claimed in accept or claimed == "blob" and accept & _BLOB_KINDS:
+            return  # named as what the command reads: its reader says what is wrong
+    if k.name in _sniff.NOT_ARTIFACT_KINDS:
+        from mlf_spec.errors import NotAnArtifactError
+
+        raise NotAnArtifactError(_sniff.not_an_artifact(k), file=inp.name)
     if k.name in _DAMAGED_ARCHIVE and "mlf-archive" in accept:
         return  # perhaps a damaged MLF archive: the archive reader says what is wrong
     if k.name == "directory":
@@ -289,6 +327,8 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
 def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
     from mlf_spec.errors import NotAnArtifactError
 
+    if inp.unreadable:
+        return _failed(inp, MlfError(inp.unreadable, file=inp.name))
     try:
         return work(inp, args)
     except NotAnArtifactError as exc:
@@ -371,6 +411,11 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
 
 
 def _outcomes(work: Work, inputs: list[Input], args: argparse.Namespace, jobs: int) -> Iterator[Outcome]:
+    if len(inputs) == 1 and sys.stderr.isatty():  # one long input (a 1 GB file): a line says it is being worked on
+        with _Working(inputs[0].name):
+            outcome = _call(work, inputs[0], args)
+        yield outcome
+        return
     if jobs <= 1 or len(inputs) < 2:
         for inp in inputs:
             yield _call(work, inp, args)
@@ -452,3 +497,52 @@ class _Progress:
             out.write("\r\x1b[K")
             out.flush()
             self.shown = False
+
+
+class _Working:
+    """While one input is worked on, a line on a terminal's standard error that counts the
+    seconds (``[12 s] model.params``), from ``$MLF_SPEC_PROGRESS_AFTER`` seconds on (default
+    1), redrawn every half second and cleared before the result is printed."""
+
+    def __init__(self, name: str) -> None:
+        import threading
+
+        self.name = name
+        self.start = time.monotonic()
+        self.stop = threading.Event()
+        self.shown = False
+        self.lock = threading.Lock()
+        try:
+            self.after = float(os.environ.get("MLF_SPEC_PROGRESS_AFTER", "1"))
+        except ValueError:
+            self.after = 1.0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _Working:
+        if self.after <= 0:
+            self._draw()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            if self.shown:
+                out = getattr(sys.stderr, "unescaped", sys.stderr)
+                out.write("\r\x1b[K")
+                out.flush()
+
+    def _run(self) -> None:
+        if self.stop.wait(max(0.0, self.after)):
+            return
+        while not self.stop.is_set():
+            self._draw()
+            self.stop.wait(0.5)
+
+    def _draw(self) -> None:
+        with self.lock:
+            out = getattr(sys.stderr, "unescaped", sys.stderr)  # this line's own \r; the name escaped
+            out.write(f"\r[{time.monotonic() - self.start:.0f} s] working on " + terminal_safe(self.name[:200]))
+            out.flush()
+            self.shown = True

@@ -42,15 +42,25 @@ def member_limit(args: argparse.Namespace) -> dict[str, int]:
     return {} if args.max_member_size is None else {"max_member_size": args.max_member_size}
 
 
+#: The kinds ``inspect`` reads besides MLF archives: each through its dump command's reading,
+#: with that command's defaults (its JSON line is that command's; its text starts with the kind).
+OTHER_KINDS: dict[str, str] = {"params": "params", "library": "blob", "c-source": "blob", "export-tar": "blob",
+                               "blob": "blob", "tensor-cache": "cache"}
+_ANY = ACCEPT | frozenset(OTHER_KINDS) | frozenset({"graph-json", "mlf-metadata", "tar", "compressed"})
+
+
 def _inspect(args: argparse.Namespace) -> int:
-    return _batch.run(args, _inspect_one, accept=ACCEPT, what="an MLF archive")
+    return _batch.run(args, _inspect_one, accept=_ANY, what="an artifact mlf-spec reads")
 
 
 def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import archive as _archive
     from mlf_spec.mlf.inspection import inspect_document
 
-    _batch.guard(inp, ACCEPT, "an MLF archive")
+    if inp.kind.name in OTHER_KINDS or inp.kind.name in ("graph-json", "mlf-metadata"):
+        return _inspect_other(inp, args)
+    if inp.kind.name not in ("tar", "compressed"):
+        _batch.guard(inp, ACCEPT, "an MLF archive")
     problems: list[str] = []
     with _archive.open(inp.source, mapped=False, **member_limit(args)) as a:
         doc: dict[str, Any] = dict(inspect_document(a, problems))
@@ -64,6 +74,26 @@ def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     if args.json:
         return _batch.Outcome(0, doc=doc, notes=notes)
     return _batch.Outcome(0, text=inspect_text(doc), notes=notes)
+
+
+def _inspect_other(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    """What a file of another kind holds: its kind, then what its dump command shows."""
+    import importlib
+
+    if inp.kind.name in ("graph-json", "mlf-metadata"):  # no dump command: its check says what it holds
+        from .check import CHECKERS
+
+        opts = argparse.Namespace(json=args.json, verbose=False, tvm=None, writer=None, check_version=None,
+                                  fail_on=None)
+        out = CHECKERS[inp.kind.name](inp, opts)
+        out.status = 0
+    else:
+        module = OTHER_KINDS[inp.kind.name]
+        opts = argparse.Namespace(json=args.json, dialect=None, stats=False, values=False, era=None)
+        out = importlib.import_module(f"mlf_spec.cli.{module}")._dump_one(inp, opts)
+    if not args.json:
+        out.text = f"{inp.name}: {inp.kind.label}\n" + out.text
+    return out
 
 
 def inspect_text(doc: dict[str, Any]) -> str:

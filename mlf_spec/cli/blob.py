@@ -182,6 +182,7 @@ def _extract_module(args: argparse.Namespace, loc: Any, out: Path) -> int:
                 (tmp / name).write_bytes(data)
         what = f"{len(files)} file(s): {', '.join(sorted(files))}"
     else:
+        check_output(out)  # a folder left by an earlier extraction is no file output
         atomic_write_bytes(out, files)
         what = f"{len(files)} bytes"
     print(f"{args.file} -> {out}: module [{e.index}] {printable(e.kind)}, {what}", file=sys.stderr)
@@ -211,9 +212,12 @@ def _extract(args: argparse.Namespace) -> int:
     out = Path(args.output)
     from mlf_spec._io import check_output
 
-    check_output(out, inputs=[args.file])
-    if out.exists() and not args.force:
-        raise OutputExistsError("output exists; pass --force to replace it", file=str(out))
+    # with --module, OUT may be a folder (a GraphExecutorFactory's files): _extract_module checks its form
+    check_output(out, inputs=[args.file], directory=args.module is not None and out.is_dir())
+    if out.exists() and not args.force:  # refused, as every command refuses an existing output: exit 1
+        print(f"mlf-spec: refused: {OutputExistsError('output exists', file=str(out))}; pass --force to replace it",
+              file=sys.stderr)
+        return 1
     if args.module is not None:
         return _extract_module(args, loc, out)
     if out.suffix in (".c", ".cc"):

@@ -69,6 +69,8 @@ def register(sub: Any) -> None:
     c.add_argument("--shard-cap-mb", type=float, default=32, help="shard size cap of a cache output (default 32)")
     c.add_argument("--cache-version", type=int, choices=(1, 2), default=2, help="cache version of a cache output")
     c.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    c.add_argument("--json", action="store_true", help="print what was written as JSON: input, tensors, output, "
+                   "bytes and each file with its size and SHA-256")
     c.set_defaults(handler=_convert)
 
 
@@ -112,11 +114,11 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         return _batch.Outcome(0, doc=doc)
     out = io.StringIO()
     total = sum(t["nbytes"] for t in doc["tensors"])
-    out.write(f"{inp.name}: {doc['index']} (cache version {doc['version']}), {len(doc['tensors'])} tensors in "
+    out.write(f"{inp.name}: {doc['index']} ({_version_text(doc)}), {len(doc['tensors'])} tensors in "
               f"{doc['shards']} shards, {total} stored bytes\n")
     head: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
     if args.stats:
-        head += ("min", "max", "mean", "std")
+        head += ("min", "max", "mean", "std", "nan", "inf")
     rows: list[tuple[str, ...]] = [head]
     for t in doc["tensors"]:
         row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
@@ -124,10 +126,24 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         if args.stats:
             s = t.get("stats") or {}
             row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
+            row += tuple(str(s.get(k, 0)) for k in ("nan", "inf"))
         rows.append(row)
     for line in table(rows, right=5):
         out.write(line + "\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+def _version_text(doc: dict[str, Any]) -> str:
+    """``cache version N``; for a bfloat16 companion index (ndarray-cache-b16.json, which
+    declares no version of its own) the version whose companion it is."""
+    if doc.get("version") is not None:
+        return f"cache version {doc['version']}"
+    from mlf_spec.cache.index import B16_NAMES
+
+    of = [v for v, name in B16_NAMES.items() if name == doc.get("index")]
+    if of:
+        return f"the bfloat16 companion index of cache version {of[0]}"
+    return "cache version not declared"
 
 
 def _require_path(inp: _batch.Input) -> str:
@@ -156,15 +172,39 @@ def _migrate(args: argparse.Namespace) -> int:
     except OutputExistsError as exc:
         print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
         return 1
+    refusing = _refused_by(args.output, plan.target)
     if args.json:
-        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict()}))
+        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict(),
+                          "refused_by": [{"tvm": v, "rule": r} for v, r, _ in refusing]}))
     else:
         print(f"{args.path} -> {args.output}: cache version {plan.source} -> {plan.target}")
         for c in plan.changes:
             print(f"  {printable(c)}")
         for n in plan.notes:
             print(f"  note: {n}")
+    for version, rule, message in refusing:
+        print(f"mlf-spec: warning: {args.output}: TVM {version}'s loaders reject the result ({rule}: {message}); "
+              f"`mlf-spec cache check --tvm {version} {args.output}` says why", file=sys.stderr)
     return 0
+
+
+#: The TVM versions whose loaders a cache of each version is written for (the first and the
+#: last release of each, and where the float8 spelling changed: 0.20).
+_READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
+
+
+def _refused_by(path: str, version: int) -> list[tuple[str, str, str]]:
+    """(TVM version, rule, message) for each reader of cache ``version`` that rejects the
+    cache at ``path``: a migration whose result its target's loaders refuse says so."""
+    from mlf_spec.cache import check as _ccheck
+
+    out = []
+    for tvm in _READERS_OF.get(version, ()):
+        verdict = _ccheck.check(path, tvm=tvm).tvm
+        if verdict is not None and verdict.verdict in ("rejects", "crashes"):
+            first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
+            out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))
+    return out
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -195,5 +235,13 @@ def _convert(args: argparse.Namespace) -> int:
         return 1
     for loss in losses:
         print(f"mlf-spec: note: not carried: {loss}", file=sys.stderr)
+    if args.json:
+        import json
+
+        from ._written import written
+
+        print(json.dumps({"input": args.src, "tensors": n, "not_carried": list(losses), **written(args.dst)},
+                         ensure_ascii=False))
+        return 0
     print(f"{args.src} -> {args.dst}: {n} tensors")
     return 0

@@ -65,12 +65,34 @@ def add_tvm_arguments(parser: argparse.ArgumentParser) -> None:
     add_fail_on(parser)
 
 
+def tvm_options_apply(args: argparse.Namespace) -> None:
+    """Refuse (MlfError: one line, exit 2) --from and --fail-on without --tvm: they qualify a
+    TVM verdict, and without one they would do nothing, silently."""
+    from mlf_spec.errors import MlfError
+
+    given = [opt for opt, value in (("--from", getattr(args, "writer", None)),
+                                    ("--fail-on", getattr(args, "fail_on", None))) if value is not None]
+    if given and getattr(args, "tvm", None) is None:
+        raise MlfError(f"option{'s' if len(given) > 1 else ''} {' and '.join(given)} only "
+                       f"qualif{'y' if len(given) > 1 else 'ies'} the verdict of --tvm VERSION; give --tvm too")
+
+
+def _no_writer(args: argparse.Namespace, kind: str) -> None:
+    """Refuse --from for a kind whose verdict does not take the writer's version."""
+    from mlf_spec.errors import MlfError
+
+    if getattr(args, "writer", None) is not None:
+        raise MlfError(f"--from applies to .params files and module blobs; the verdict on {kind} reads what it "
+                       "needs from the input itself (leave --from out)")
+
+
 def run_kind(args: argparse.Namespace, kind: str, accept: frozenset[str], what: str) -> int:
     """``params check`` / ``blob check``: the check of ``kind`` over every input, each of
     which must be ``what`` (one of the kinds in ``accept``); exit 2 first for a --tvm that
     names no version the rules describe."""
     import functools
 
+    tvm_options_apply(args)
     one = functools.partial(_check_kind, kind=kind, accept=accept, what=what)  # picklable for -j N
     return _batch.run(args, one, accept=accept, what=what)
 
@@ -129,16 +151,22 @@ def _no_verdict(out: _batch.Outcome, args: argparse.Namespace, why: str) -> _bat
 
 
 def _check(args: argparse.Namespace) -> int:
+    tvm_options_apply(args)
     return _batch.run(args, _check_one, accept=frozenset(CHECKERS), what="an artifact mlf-spec checks")
 
 
 def _check_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
+    from mlf_spec import sniff
+
     checker = CHECKERS.get(inp.kind.name)
+    if checker is None and inp.kind.name == "tar" and sniff.claimed_kind(inp.name) == "params":
+        checker = _check_params  # a file of zeros named x.params: read as one (its magic is wrong)
     if checker is None and inp.kind.name in ("tar", "compressed"):
         checker = _check_archive  # perhaps a damaged MLF archive: the reader says what is wrong
     if checker is None:
         _batch.guard(inp, frozenset(CHECKERS), "an artifact mlf-spec checks")
-        checker = _check_archive  # unrecognised content: the archive reader says what is wrong
+        # content of no known kind under a name that claims a kind (sniff.CLAIMED_BY_NAME): that kind's reader
+        checker = CHECKERS.get(sniff.claimed_kind(inp.name) or "", _check_archive)
     return checker(inp, args)
 
 
@@ -153,6 +181,7 @@ def _check_metadata(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outco
 def _check_archive(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import check as _mlf_check
 
+    _no_writer(args, "an MLF archive (its metadata revision)")
     # read by pread, never mapped: a file truncated meanwhile is an error, not SIGBUS
     report = _mlf_check.check(inp.source, version=args.check_version, tvm=args.tvm, mapped=False,
                               **member_limit(args))
@@ -172,6 +201,7 @@ def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.cache import check as _ccheck
     from mlf_spec.errors import MlfError
 
+    _no_writer(args, "a tensor cache")
     path = inp.path
     if path is None:
         raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)

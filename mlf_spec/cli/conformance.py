@@ -89,6 +89,8 @@ def register(sub: Any) -> None:
     _add_maxfail(run, "cases")
     run.add_argument("--allow-empty", action="store_true", help="a selection of no case is not an error (exit 0)")
     run.add_argument("--quiet", action="store_true", help="print only the summary line")
+    run.add_argument("--label", metavar="TEXT", help="a label kept on the report's run line: the results page and "
+                     "report --compare name the run by it (beside its implementation, version and time)")
     run.set_defaults(handler=_run)
 
     req = csub.add_parser("request", help="print a case's request line of the persistent protocol (pipe it into "
@@ -339,7 +341,8 @@ def _run(args: argparse.Namespace) -> int:
             result = run(testee, cases, known=known, jobs=max(1, args.jobs), report=jsonl,
                          strict_errors=args.strict_errors, vectors=args.vectors or "installed",
                          progress=not args.quiet, write_summary=not args.generate, suite_ids={c.id for c in suite},
-                         suite_sha256=suite_digest(suite), choose=choose, maxfail=max(0, args.maxfail))
+                         suite_sha256=suite_digest(suite), choose=choose, maxfail=max(0, args.maxfail),
+                         label=args.label or "")
         except TesteeStartError as exc:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2
@@ -352,9 +355,16 @@ def _run(args: argparse.Namespace) -> int:
 
             gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
             try:
-                gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
-                              formats=args.format, info=result.info, known=known, strict_errors=args.strict_errors,
-                              quiet=True, budget=args.generate_budget, shrink=not args.no_shrink)
+                bar = _report.Progress(args.generate) if not args.quiet else None
+                try:
+                    gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
+                                  formats=args.format, info=result.info, known=known,
+                                  strict_errors=args.strict_errors, quiet=True, budget=args.generate_budget,
+                                  shrink=not args.no_shrink,
+                                  progress=(lambda asked, _n, found: bar.generated(asked, found)) if bar else None)
+                finally:
+                    if bar:
+                        bar.finish()
             finally:
                 gen_testee.close()
             gen_results, seconds = gen.results, seconds + gen.seconds

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlf_spec.errors import LossRefusedError, MigrationError, OutputExistsError
+from mlf_spec.errors import LossRefusedError, MigrationError, MlfError, OutputExistsError
 
 from . import _batch, add_command
 from .archive import VERSIONS
@@ -122,6 +122,9 @@ def output_name(inp: _batch.Input) -> str:
 def _migrate_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     from mlf_spec.mlf import migrate as _migrate
 
+    if inp.kind.name == "tensor-cache":  # its own versions (1 ndarray-cache.json, 2 tensor-cache.json)
+        raise MlfError(f"this is {inp.kind.label}, not {WHAT}; a tensor cache moves between cache versions with "
+                       f"`mlf-spec cache {args.migrate_command}`", file=inp.name)
     _batch.guard(inp, ACCEPT, WHAT)
     command: str = args.migrate_command
     to: int = args.to_version

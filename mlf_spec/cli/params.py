@@ -47,8 +47,11 @@ def register(sub: Any) -> None:
         "convert", help="convert between .params, .npz and .safetensors",
         description="Convert IN to OUT (formats from the extensions; --to overrides OUT's), or several inputs "
         "(files, directories searched by content, '-') into a directory: -o DIR --to FORMAT gives DIR/<name>.<ext> "
-        "per input. The input format is recognised by content. Exit status: 0 done, 1 an output exists (pass "
-        "--force), 2 unreadable input (the worst over all inputs).")
+        "per input. The input format is recognised by content. A written .npz holds one more entry, __mlf_spec__ "
+        "(a 0-d string array of JSON; .safetensors: in __metadata__) with the dtype and shape of each tensor NumPy "
+        "cannot hold: those (int4/uint4 and other sub-byte types, vector lanes, custom codes) are saved as their "
+        "stored bytes, a flat uint8 array (int4: one element per byte), bfloat16/float8 as bytes; converting back restores them. "
+        "Exit status: 0 done, 1 an output exists (pass --force), 2 unreadable input (the worst over all inputs).")
     conv.add_argument("paths", nargs="+", metavar="PATH", help="IN OUT, or with -o: the inputs")
     conv.add_argument("-o", "--output", metavar="DIR", help="write one converted file per input into DIR")
     conv.add_argument("--to", choices=sorted(set(CONVERT_EXT)), help="output format (required with -o)")
@@ -56,6 +59,8 @@ def register(sub: Any) -> None:
                       help="dtype dialect for reading/writing .params (default: detect, and refuse an ambiguous "
                       "file; newest for writing)")
     conv.add_argument("--force", action="store_true", help="replace outputs that exist")
+    conv.add_argument("--json", action="store_true", help="one JSON object per input: input, output, format, "
+                      "tensors, bytes and each file written with its size and SHA-256")
     conv.add_argument("-j", "--jobs", type=_batch.positive, default=1, metavar="N",
                       help="convert N inputs at once in N processes (default 1)")
     conv.set_defaults(handler=_convert)
@@ -85,7 +90,7 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         index = lazy.index
         total = sum(i.nbytes for i in index)
         out.write(f"{inp.name}: {len(index)} tensors, {total} data bytes, {lazy.size} bytes in all\n")
-        out.write(f"dialect: {lazy.dialect.id} ({lazy.choice.range_label}); {lazy.choice.note}\n")
+        out.write(f"dialect: {lazy.dialect.text}; {lazy.choice.note}\n")
         if lazy.trailing_bytes:
             out.write(f"trailing bytes after the last record (ignored by TVM): {lazy.trailing_bytes}\n")
         shapes: dict[tuple[int, ...], str] = {}
@@ -233,6 +238,11 @@ def _convert_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     except AmbiguousDialectError as exc:
         return _batch.Outcome(1, notes=[f"mlf-spec: refused: {exc.file or inp.name}: {exc.message}"])
     line = f"{inp.name} -> {out}: {n} tensors"
+    if getattr(args, "json", False):
+        from ._written import written
+
+        return _batch.Outcome(0, doc={"input": inp.name, "format": args.to or format_of(out), "tensors": n,
+                                      **written(out)})
     if args.quiet_text:  # IN OUT: the one line goes to stderr, as before
         return _batch.Outcome(0, notes=[line])
     return _batch.Outcome(0, text=line)

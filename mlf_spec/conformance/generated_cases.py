@@ -386,13 +386,15 @@ def outside_cwd(fn: Callable[..., _T]) -> Callable[..., _T]:
 def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path | None = None,
             formats: list[str] | None = None, info: dict[str, Any] | None = None,
             known: KnownFailures | None = None, strict_errors: bool = False, quiet: bool = True,
-            budget: float = 120.0, shrink: bool = True) -> Exploration:
+            budget: float = 120.0, shrink: bool = True,
+            progress: Callable[[int, int, int], None] | None = None) -> Exploration:
     """Draw ``n`` requests, ask ``testee`` and shrink each kind of disagreement; save each
     shrunk one as a vector in ``save_dir`` (replay with ``--vectors``). After ``budget``
     seconds the testee is no longer asked: drawing stops counting and shrinking keeps the
     smallest input found so far. With ``shrink=False`` each kind is reported as first drawn:
     the kinds met then depend on the seed and the testee's answers to the drawn requests only
-    (a shrink path depends on every answer, a flaky one included)."""
+    (a shrink path depends on every answer, a flaky one included). ``progress`` is called
+    with (requests asked, ``n``, kinds of disagreement found) after each request."""
     known = known or KnownFailures()
     info = info if info is not None else testee.info()
     found: dict[str, tuple[Drawn, dict[str, Any], Answer, Any]] = {}
@@ -422,6 +424,8 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
                 return  # this format's disagreements are shrunk far enough: keep the smallest so far
             drawn += 1
             kinds[f"{d.format}.{d.role}.{d.label}"] += 1
+            if progress is not None:
+                progress(drawn, n, len(found))
             if shrinking[d.format]:
                 asked_after[d.format] += 1
             expected = expected_of(d)

@@ -1,20 +1,25 @@
 """The HTML results page: one self-contained file (no request leaves it: styles and script are
 inline) over the result entries of one or more implementations (:mod:`.results`).
 
-It shows the matrix of implementations against formats, features and rules (passed/run per
-cell), filters (implementations, format, outcome, text), and every case that did not pass,
-with its reason, its diff and, for a page made from a user's report, the command that
-reproduces it. The rows are written by Python; the script only hides and shows them, so
+What failed comes first: a summary per run (labelled by implementation, version, --label and,
+where two would look the same, start time; the passed/applicable cell coloured by unexpected
+failures: known failures are not failures), links to each run's unexpected and known failures,
+near-identical cases grouped (one format, role, outcome and reason, numbers aside), each with
+its reason, its diff and, for a page made from a user's report, the command that reproduces it.
+Then the matrices of runs against formats, features and rules (passed/run per cell), with
+filters (runs, format, outcome, text). The rows are written by Python; the script only hides and shows them, so
 the page reads without it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from html import escape
 from typing import Any
 
-from .report import WORDS
+from .report import UNEXPECTED, WORDS
+from .results import known, plural, unexpected
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -26,6 +31,7 @@ th{background:#f3f3f3}td.cell{text-align:right;font-variant-numeric:tabular-nums
 #filters label{margin-right:1em}details{border:1px solid #ddd;margin:.3em 0;padding:.2em .6em}
 summary{cursor:pointer}pre{background:#f7f7f7;padding:.4em;overflow-x:auto;white-space:pre-wrap}
 .outcome{font-weight:600}.fail,.error,.xpass{color:#b00}.xfail,.flaky{color:#a60}
+td.bad a,td.bad{color:#b00;font-weight:600}h3{font-size:1.05em;margin:.8em 0 .3em}
 [hidden]{display:none!important}
 """
 
@@ -56,15 +62,57 @@ _SCRIPT = """
 """
 
 
-def _cell(counts: tuple[int, int] | None) -> str:
+def _cell(counts: tuple[int, ...] | None) -> str:
+    """A passed/run cell; with a third number (the unexpected outcomes among them) coloured by
+    that: green when none (known failures are not failures), else yellow or red."""
     if counts is None:
         return '<td class="cell na">—</td>'
-    passed, run = counts
+    passed, run = counts[0], counts[1]
+    if len(counts) > 2:
+        bad = counts[2]
+        cls = "all" if not bad and run else "none" if bad > 0.1 * run or not passed else "some"
+        title = f' title="{bad} unexpected, {run - passed - bad} known failures or skipped"'
+        return f'<td class="cell {cls}"{title}>{passed}/{run}</td>'
     cls = "all" if passed == run else "none" if passed == 0 else "some"
     return f'<td class="cell {cls}">{passed}/{run}</td>'
 
 
-def _matrix(title: str, rows: list[tuple[str, str, str]], cells: dict[tuple[str, str, str], dict[str, tuple[int, int]]],
+def _columns(entries: list[dict[str, Any]]) -> list[str]:
+    """One label per run: the implementation, its version, the run's --label, and the start
+    time where two runs would otherwise look the same."""
+    base = []
+    for e in entries:
+        parts = [e["name"]] + ([e["version"]] if e.get("version") else []) + ([e["label"]] if e.get("label") else [])
+        base.append(" ".join(parts))
+    out = []
+    for i, (b, e) in enumerate(zip(base, entries)):
+        label = b
+        if base.count(b) > 1 and e.get("started"):
+            label = f"{b} @ {e['started'][:19].replace('T', ' ')}"
+        while label in out:  # still the same: number them
+            label = f"{label} #{i + 1}"
+        out.append(label)
+    return out
+
+
+_DIGITS = re.compile(r"\d+")
+#: what one case (or one group of cases) is called on its row: WORDS counts, these name
+_ONE = {"fail": "failed", "error": "error", "xfail": "known failure", "xpass": "unexpected pass",
+        "flaky": "flaky known failure"}
+
+
+def _groups(divergences: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Cases that did not pass, grouped when near-identical: one format, role and outcome and
+    the same reason once numbers are set aside (59 rows of one rule become one group)."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for d in divergences:
+        outcome = "flaky" if d.get("flaky") else d["outcome"]
+        key = (outcome, d["format"], d["role"], _DIGITS.sub("N", d.get("message", "")), d.get("error_kind") or "")
+        groups.setdefault(key, []).append(d)
+    return sorted(groups.values(), key=lambda g: (-len(g), g[0]["id"]))
+
+
+def _matrix(title: str, rows: list[tuple[str, str, str]], cells: dict[tuple[str, str, str], dict[str, tuple[int, ...]]],
             names: list[str], head: tuple[str, ...], matrix_id: str) -> list[str]:
     out = [f"<h2>{escape(title)}</h2>", f'<table id="{matrix_id}"><thead><tr>'
            + "".join(f"<th>{escape(h)}</th>" for h in head)
@@ -82,75 +130,116 @@ def _matrix(title: str, rows: list[tuple[str, str, str]], cells: dict[tuple[str,
 
 
 def page(entries: list[dict[str, Any]], title: str = "Conformance results") -> str:
-    """The HTML page of result entries (:func:`mlf_spec.conformance.results.entry`)."""
-    names = [e["name"] for e in entries]
-    formats: dict[tuple[str, str, str], dict[str, tuple[int, int]]] = defaultdict(dict)
-    features: dict[tuple[str, str, str], dict[str, tuple[int, int]]] = defaultdict(dict)
-    rules: dict[tuple[str, str, str], dict[str, tuple[int, int]]] = defaultdict(dict)
-    for e in entries:
+    """The HTML page of result entries (:func:`mlf_spec.conformance.results.entry`): what
+    failed first (a summary per run with links, then the unexpected failures, then the known
+    ones, near-identical cases grouped), then the matrices of formats, features and rules."""
+    names = _columns(entries)
+    formats: dict[tuple[str, str, str], dict[str, tuple[int, ...]]] = defaultdict(dict)
+    features: dict[tuple[str, str, str], dict[str, tuple[int, ...]]] = defaultdict(dict)
+    rules: dict[tuple[str, str, str], dict[str, tuple[int, ...]]] = defaultdict(dict)
+    for col, e in zip(names, entries):
         for fmt, c in e["formats"].items():
             run = sum(c.values()) - c.get("skip", 0)
             if run:
-                formats[(fmt, "", "")][e["name"]] = (c.get("pass", 0), run)
+                formats[(fmt, "", "")][col] = (c.get("pass", 0), run, sum(c.get(k, 0) for k in UNEXPECTED))
         for r in e["coverage"]:
             table = rules if r["feature"] == "rule" else features
             key = (r["format"], r["value"], "") if r["feature"] == "rule" else (r["format"], r["feature"], r["value"])
-            table[key][e["name"]] = (r["passed"], r["total"])
+            table[key][col] = (r["passed"], r["total"])
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
            "<!-- Generated by `mlf-spec conformance report --html` from JSON reports of conformance runs: do not edit. -->",
-           f"<h1>{escape(title)}</h1>",
-           '<div id="filters"><strong>Implementations:</strong> '
-           + "".join(f'<label><input type="checkbox" class="impl" value="{escape(n)}" checked> {escape(n)}</label>'
-                     for n in names)
-           + '<br><label>Format <select id="f-format"><option value="">all</option>'
-           + "".join(f'<option value="{escape(f)}">{escape(f)}</option>' for f in sorted({k[0] for k in formats}))
-           + '</select></label><label>Outcome <select id="f-outcome"><option value="">all</option>'
-           + "".join(f'<option value="{o}">{escape(WORDS[o])}</option>' for o in ("fail", "error", "xfail", "flaky", "xpass"))
-           + '</select></label><label>Text <input id="f-text" type="search" placeholder="case id, rule, reason"></label>'
-           + ' <span><span id="shown">0</span> failures shown</span></div>',
-           "<h2>Implementations</h2>", '<table id="summary"><thead><tr><th>implementation</th><th>version</th>'
-           "<th>driven</th><th>passed / applicable</th><th>cases</th><th>known failures</th><th>failed</th>"
-           "<th>errors</th><th>unexpected passes</th><th>skipped</th></tr></thead><tbody>"]
-    for e in entries:
-        c = e["counts"]
-        out.append(f'<tr data-impl="{escape(e["name"])}"><td>{escape(e["name"])}</td><td>{escape(e["version"])}</td>'
-                   f'<td>{escape(e["mode"])}</td>{_cell((e["passed"], e["applicable"]))}<td class="cell">{e["cases"]}</td>'
-                   + "".join(f'<td class="cell">{c.get(k, 0) + (c.get("flaky", 0) if k == "xfail" else 0)}</td>'
-                             for k in ("xfail", "fail", "error", "xpass", "skip")) + "</tr>")
-    out.append("</tbody></table>")
+           f"<h1>{escape(title)}</h1>"]
+    out += _summary(entries, names)
+    out += _filters(names, sorted({k[0] for k in formats}))
+    out += _failures(entries, names)
     out += _matrix("Formats", sorted(formats), formats, names, ("format",), "m-formats")
     out += _matrix("Features", sorted(features), features, names, ("format", "feature", "value"), "m-features")
     if rules:
         out += _matrix("Rules", sorted(rules), rules, names, ("format", "rule"), "m-rules")
-    out.append("<h2>Cases that did not pass</h2>")
-    count = 0
-    for e in entries:
-        for d in e["divergences"]:
-            count += 1
-            outcome = "flaky" if d.get("flaky") else d["outcome"]
-            why = d.get("message", "")
-            seen = d.get("note", "") if outcome in ("xfail", "flaky") else ""
-            text = " ".join([e["name"], d["id"], why, seen, *d.get("diff", [])])
-            body = [f"<p>{escape(d['format'])} {escape(d['role'])}; reason: {escape(why) or '—'}</p>"]
-            if seen:
-                body.append(f"<p>seen: {escape(seen)}</p>")
-            if d.get("error_kind"):
-                body.append(f"<p>error: {escape(d['error_kind'])}"
-                            + (f" ({escape(d['signal'])})" if d.get("signal") else "") + "</p>")
-            if d.get("diff"):
-                body.append('<pre class="diff">' + escape("\n".join(d["diff"])) + "</pre>")
-            if d.get("reproduce"):
-                body.append('<p>reproduce:</p><pre class="reproduce">' + escape(d["reproduce"]) + "</pre>")
-            out.append(f'<details data-row="failure" data-impl="{escape(e["name"])}" data-format="{escape(d["format"])}" '
-                       f'data-outcome="{outcome}" data-text="{escape(text)}"><summary>{escape(e["name"])} · '
-                       f'<code>{escape(d["id"])}</code> · <span class="outcome {outcome}">{escape(WORDS[outcome])}</span>'
-                       f"</summary>{''.join(body)}</details>")
-    if not count:
-        out.append("<p>None: every case in scope passed.</p>")
     out += [f"<script>{_SCRIPT}</script>", "</body></html>", ""]
     return "\n".join(out)
+
+
+def _summary(entries: list[dict[str, Any]], names: list[str]) -> list[str]:
+    out = ['<table id="summary"><thead><tr><th>run</th><th>implementation</th><th>version</th><th>label</th>'
+           "<th>started (UTC)</th><th>driven</th><th>passed / applicable</th><th>unexpected failures</th>"
+           "<th>known failures</th><th>skipped</th><th>cases</th></tr></thead><tbody>"]
+    for i, (col, e) in enumerate(zip(names, entries)):
+        bad, expected = unexpected(e), known(e)
+        link = f'<a href="#unexpected-{i}">{bad}</a>' if bad else "0"
+        klink = f'<a href="#known-{i}">{expected}</a>' if expected else "0"
+        out.append(f'<tr data-impl="{escape(col)}"><td>{escape(col)}</td><td>{escape(e["name"])}</td>'
+                   f'<td>{escape(e["version"])}</td><td>{escape(e.get("label", ""))}</td>'
+                   f'<td>{escape(e.get("started", "")[:19].replace("T", " "))}</td><td>{escape(e["mode"])}</td>'
+                   f'{_cell((e["passed"], e["applicable"], bad))}'
+                   f'<td class="cell{" bad" if bad else ""}">{link}</td><td class="cell">{klink}</td>'
+                   f'<td class="cell">{e["counts"].get("skip", 0)}</td><td class="cell">{e["cases"]}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
+def _filters(names: list[str], formats: list[str]) -> list[str]:
+    return ['<div id="filters"><strong>Runs:</strong> '
+            + "".join(f'<label><input type="checkbox" class="impl" value="{escape(n)}" checked> {escape(n)}</label>'
+                      for n in names)
+            + '<br><label>Format <select id="f-format"><option value="">all</option>'
+            + "".join(f'<option value="{escape(f)}">{escape(f)}</option>' for f in formats)
+            + '</select></label><label>Outcome <select id="f-outcome"><option value="">all</option>'
+            + "".join(f'<option value="{o}">{escape(WORDS[o])}</option>'
+                      for o in ("fail", "error", "xfail", "flaky", "xpass"))
+            + '</select></label><label>Text <input id="f-text" type="search" placeholder="case id, rule, reason">'
+            + '</label> <span><span id="shown">0</span> groups of failures shown</span></div>']
+
+
+def _failures(entries: list[dict[str, Any]], names: list[str]) -> list[str]:
+    out = []
+    for title, wanted, anchor in (("Unexpected failures", set(UNEXPECTED), "unexpected"),
+                                  ("Known failures", {"xfail", "flaky"}, "known")):
+        out.append(f'<h2 id="{anchor}">{title}</h2>')
+        shown = 0
+        for i, (col, e) in enumerate(zip(names, entries)):
+            mine = [d for d in e["divergences"] if ("flaky" if d.get("flaky") else d["outcome"]) in wanted]
+            if not mine:
+                continue
+            shown += len(mine)
+            out.append(f'<h3 id="{anchor}-{i}" data-impl="{escape(col)}">{escape(col)}: '
+                       f'{plural(len(mine), "case")}</h3>')
+            out += [_group(col, g) for g in _groups(mine)]
+        if not shown:
+            out.append("<p>None.</p>" if anchor == "known" else "<p>None: every case in scope passed or is a known "
+                       "failure.</p>")
+    return out
+
+
+def _group(col: str, group: list[dict[str, Any]]) -> str:
+    d = group[0]
+    outcome = "flaky" if d.get("flaky") else d["outcome"]
+    why = d.get("message", "")
+    seen = d.get("note", "") if outcome in ("xfail", "flaky") else ""
+    ids = [g["id"] for g in group]
+    text = " ".join([col, *ids, why, seen, *d.get("diff", [])])
+    body = [f"<p>{escape(d['format'])} {escape(d['role'])}; reason: {escape(why) or '—'}</p>"]
+    if len(group) > 1:
+        body.append(f"<p>{len(group)} cases with this reason (numbers aside); the first is shown:</p>"
+                    '<pre class="ids">' + escape("\n".join(ids[:200])) + ("\n…" if len(ids) > 200 else "") + "</pre>")
+    if seen:
+        body.append(f"<p>seen: {escape(seen)}</p>")
+    if d.get("error_kind"):
+        body.append(f"<p>error: {escape(d['error_kind'])}" + (f" ({escape(d['signal'])})" if d.get("signal") else "")
+                    + "</p>")
+    if d.get("diff"):
+        body.append('<pre class="diff">' + escape("\n".join(d["diff"])) + "</pre>")
+    if d.get("reproduce"):
+        body.append('<p>reproduce:</p><pre class="reproduce">' + escape(d["reproduce"]) + "</pre>")
+    what = f"<code>{escape(d['id'])}</code>" if len(group) == 1 else \
+        f"{len(group)} cases like <code>{escape(d['id'])}</code>"
+    short = why if len(why) <= 120 else why[:119] + "…"
+    return (f'<details data-row="failure" data-impl="{escape(col)}" '
+            f'data-format="{escape(d["format"])}" data-outcome="{outcome}" data-text="{escape(text)}"><summary>'
+            f'<span class="outcome {outcome}">{escape(_ONE[outcome])}</span> · {what} · {escape(short)}</summary>'
+            f"{''.join(body)}</details>")
 
 
 __all__ = ["page"]

@@ -17,9 +17,15 @@ from .vectors import Case, load_suite
 _TESTEE = pytest.StashKey[dict]()
 
 
-def _known(files: Any) -> KnownFailures:
+def _known(files: Any, base: Any = None) -> KnownFailures:
+    """The known failures of ``files`` (a path or several); a relative path is taken against
+    ``base`` (the folder of the test file whose marker names it) when given."""
+    import os
+
     known = KnownFailures()
-    for f in [files] if isinstance(files, str) else (files or []):
+    for f in [files] if isinstance(files, (str, os.PathLike)) else (files or []):
+        if base is not None and not os.path.isabs(f):
+            f = os.path.join(base, f)
         known = known.merged(KnownFailures.load(f))
     return known
 
@@ -33,7 +39,17 @@ def parametrize_cases(metafunc: Any) -> None:
     cases = load_suite(kw.get("vectors") or config.getoption("mlf_vectors"),
                        formats=kw.get("formats") or config.getoption("mlf_format"), roles=kw.get("roles"),
                        ids=kw.get("ids") or config.getoption("mlf_id"))
-    known = _known(kw.get("known_failures")).merged(_known(config.getoption("mlf_known_failures")))
+    # the marker's path is the test file's (as its other paths are), the option's the working directory's
+    known = _known(kw.get("known_failures"), base=metafunc.definition.path.parent).merged(
+        _known(config.getoption("mlf_known_failures")))
+    unused = known.unused({c.id for c in cases})
+    if unused:
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(
+            f"{len(unused)} known failure(s) match none of the {len(cases)} conformance cases of "
+            f"{metafunc.definition.name}: {', '.join(e.pattern for e in unused[:5])}"
+            + (" ..." if len(unused) > 5 else "") + " (a typo, or a case that no longer exists?)"), stacklevel=1)
     params = []
     for c in cases:
         entry = known.match(c.id)

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import IO, Any
@@ -220,7 +221,9 @@ def write_junit(path: str | os.PathLike, results: list[dict[str, Any]], name: st
 
 
 class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
+    """A one-line progress bar on stderr, only when stderr is a terminal. The bar's own
+    carriage returns go to the stream under the CLI's escaping one (``unescaped``): escaped,
+    a terminal shows them as the text ``\\u000d``."""
 
     def __init__(self, total: int, stream: IO[str] | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -228,7 +231,9 @@ class Progress:
         self.done = 0
         self.counts: Counter = Counter()
         self.active = self.stream.isatty() and total > 0
+        self._out: IO[str] = getattr(self.stream, "unescaped", self.stream)
         self._lock = threading.Lock()
+        self._last = 0.0
 
     def step(self, outcome: str) -> None:
         """Count one finished case and redraw."""
@@ -237,18 +242,31 @@ class Progress:
             self.counts[outcome] += 1
             if not self.active:
                 return
-            width = 30
-            filled = width * self.done // self.total
             bad = sum(self.counts[o] for o in UNEXPECTED)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
-                              + (f"  {bad} unexpected" if bad else "") + " ")
-            self.stream.flush()
+            self._draw(self.done, "" if not bad else f"  {bad} unexpected")
+
+    def generated(self, asked: int, found: int) -> None:
+        """Redraw for the ``--generate`` phase: requests asked of ``total``, kinds of disagreement found."""
+        with self._lock:
+            self.done = asked
+            if self.active:
+                self._draw(asked, f"  generated, {found} kind(s) of disagreement")
+
+    def _draw(self, done: int, tail: str) -> None:
+        now = time.monotonic()
+        if done < self.total and now - self._last < 0.1:
+            return  # at most ten redraws a second: thousands of fast cases write no megabytes
+        self._last = now
+        width = 30
+        filled = width * min(done, self.total) // self.total
+        self._out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}{tail} ")
+        self._out.flush()
 
     def finish(self) -> None:
         """Clear the bar."""
         if self.active:
-            self.stream.write("\r" + " " * 60 + "\r")
-            self.stream.flush()
+            self._out.write("\r\x1b[K")
+            self._out.flush()
 
 
 __all__ = ["CATEGORIES", "JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "WORDS", "count_words", "coverage",

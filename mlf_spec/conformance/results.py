@@ -51,6 +51,8 @@ def entry(records: list[dict[str, Any]], *, reproduce: bool = False, source: str
     counts = tally(cases)
     return {
         "name": implementation(records),
+        "label": str(run.get("label", "")),
+        "started": str(run.get("started", "")),
         "testee": run.get("testee", ""),
         "version": str(info.get("version", "")),
         "mode": run.get("mode", ""),
@@ -119,13 +121,31 @@ def _text_width(text: str) -> int:
     return sum(10 if c in wide else 4 if c in narrow else 7 for c in text) + 10
 
 
+def unexpected(e: dict[str, Any]) -> int:
+    """The unexpected outcomes of an entry: failures, errors and unexpected passes (a known
+    failure is none: Bowtie's and toml-test's convention)."""
+    return sum(int(e["counts"].get(k, 0)) for k in UNEXPECTED)
+
+
+def known(e: dict[str, Any]) -> int:
+    """The known failures of an entry (flaky ones included)."""
+    return int(e["counts"].get("xfail", 0)) + int(e["counts"].get("flaky", 0))
+
+
+def plural(n: int, word: str) -> str:
+    """``1 known failure``, ``2 known failures``."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def badge(e: dict[str, Any], label: str = "conformance") -> str:
-    """An SVG badge: ``conformance | 240/261 passed`` (green when every applicable case
-    passed, yellow from 90 %, red below)."""
+    """An SVG badge: ``conformance | 240/261 passed, 21 known failures``, coloured by the
+    unexpected outcomes (known failures are not failures): green for none, yellow up to
+    10 % of the applicable cases, red beyond (and for a run of no case)."""
     passed, applicable = e["passed"], e["applicable"]
-    value = f"{passed}/{applicable} passed"
-    ratio = passed / applicable if applicable else 0.0
-    color = "#4c1" if applicable and passed == applicable else "#dfb317" if ratio >= 0.9 else "#e05d44"
+    bad, expected = unexpected(e), known(e)
+    value = f"{passed}/{applicable} passed" + (f", {plural(expected, 'known failure')}" if expected else "")
+    color = "#e05d44" if not applicable else "#4c1" if not bad else "#dfb317" if bad <= 0.1 * applicable \
+        else "#e05d44"
     lw, vw = _text_width(label), _text_width(value)
     w = lw + vw
     esc = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
@@ -148,19 +168,24 @@ def _failing(r: dict[str, Any] | None) -> bool:
     return r is not None and r["outcome"] in UNEXPECTED + ("xfail",) and not r.get("flaky")
 
 
+def _unexpected(r: dict[str, Any] | None) -> bool:
+    return r is not None and r["outcome"] in ("fail", "error") and not r.get("flaky")
+
+
 def _reason(r: dict[str, Any]) -> str:
     return " ".join(str(r.get("note") or r.get("message") or "").split())
 
 
 def compare(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """What changed between two runs: cases newly failing (passing or absent before, failing
-    now, known failures included), newly passing, and failing in both for another reason."""
+    now, known failures included; or a known failure before that now fails unexpectedly),
+    newly passing, and failing in both for another reason."""
     a, b = _outcomes(old), _outcomes(new)
     out: dict[str, list[dict[str, Any]]] = {"newly_failing": [], "newly_passing": [], "changed_reason": []}
     for cid in sorted(set(a) | set(b)):
         was, now = a.get(cid), b.get(cid)
         row = {"id": cid, "old": was["outcome"] if was else None, "new": now["outcome"] if now else None}
-        if _failing(now) and not _failing(was):
+        if _failing(now) and not _failing(was) or _unexpected(now) and not _unexpected(was):
             out["newly_failing"].append({**row, "reason": _reason(now)})
         elif _failing(was) and now is not None and now["outcome"] == "pass":
             out["newly_passing"].append(row)
@@ -183,5 +208,5 @@ def compare_lines(diff: dict[str, list[dict[str, Any]]], old_name: str, new_name
     return lines
 
 
-__all__ = ["badge", "compare", "compare_lines", "divergence", "entry", "implementation", "index", "index_text", "read_index",
-           "with_entry"]
+__all__ = ["badge", "compare", "compare_lines", "divergence", "entry", "implementation", "index", "index_text", "known",
+           "plural", "read_index", "unexpected", "with_entry"]

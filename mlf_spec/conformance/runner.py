@@ -186,7 +186,8 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
         report: JsonLines | None = None, strict_errors: bool = False, vectors: str = "",
         on_result: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
         write_summary: bool = True, suite_ids: set[str] | None = None, suite_sha256: str = "",
-        choose: Callable[[list[Case], dict[str, Any]], list[Case]] | None = None, maxfail: int = 0) -> RunResult:
+        choose: Callable[[list[Case], dict[str, Any]], list[Case]] | None = None, maxfail: int = 0,
+        label: str = "") -> RunResult:
     """Run ``cases`` against ``testee``; TesteeStartError if its handshake fails. The report
     gets the run line, a line per case as it finishes and (``write_summary``) the summary.
     ``suite_ids``: the ids of the whole suite the cases were selected from (default: the
@@ -194,7 +195,8 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     the suite's digest (:func:`vectors.suite_digest`), kept on the run line. ``choose``: what
     of ``cases`` to run once the handshake is known (a sample, :mod:`.sampling`). ``maxfail``
     N > 0: stop after N unexpected outcomes (fail, error, xpass; pytest's ``--maxfail``), the
-    cases not yet started left unrun and the summary saying so."""
+    cases not yet started left unrun and the summary saying so. ``label``: kept on the run line
+    (the results page names the run by it)."""
     from mlf_spec import __version__
 
     known = known or KnownFailures()
@@ -212,6 +214,8 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
                 "cases": len(cases), "mode": testee.mode}
         if suite_sha256:
             line["suite_sha256"] = suite_sha256
+        if label:
+            line["label"] = label
         if choose is not None:
             line["sampled_from"] = offered
         report.write(line)

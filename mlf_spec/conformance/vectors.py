@@ -247,6 +247,7 @@ class Case:
     def verify(self, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,), error_class: Any = None,
                strict_errors: bool = False) -> None:
         """Raise AssertionError unless ``fn`` answers the case as expected (see :func:`verify`)."""
+        __tracebackhide__ = True  # a failure's traceback shows the test and the diff, not the kit's frames
         verify(self, fn, rejects=rejects, error_class=error_class, strict_errors=strict_errors)
 
     def check(self, answer: Answer, *, strict_errors: bool = False, reads: list[str] | None = None) -> Verdict:
@@ -321,6 +322,7 @@ def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (E
     canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
     bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
     class)."""
+    __tracebackhide__ = True
     if case.is_folder and case.role != "encode":
         from .folders import private_copy
 
@@ -343,6 +345,7 @@ def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (E
 
 def _verify_with(case: Case, fn: Any, payload: Any, rejects: tuple[type[BaseException], ...], error_class: Any,
                  strict_errors: bool, written: Any = None) -> None:
+    __tracebackhide__ = True
     try:
         result = fn(payload, dict(case.options))
     except rejects as exc:

@@ -41,6 +41,12 @@ def kind_of(source: Any, name: str) -> str:
     if isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
         raise MlfError("no such file or directory", file=name)
     family = FAMILIES.get(k.name)
+    if family is None and k.name in sniff.NOT_ARTIFACT_KINDS:
+        family = FAMILIES.get(sniff.claimed_kind(name) or "")  # a damaged .params, .tar.gz: its reader says why
+        if family is None:
+            raise DiffKindError(sniff.not_an_artifact(k), file=name)
+    if family is None and k.name == "tensor-cache":
+        raise DiffKindError(f"{k.label}; compare two caches with `mlf-spec cache diff`", file=name)
     if family is None:
         raise DiffKindError(f"{k.label}, which mlf-spec diff does not compare (it compares .params files, "
                             "MLF archives, module blobs, graph JSON and metadata.json)", file=name)

@@ -49,15 +49,20 @@ class Report(_findings.Report):
 
     version: int | None = None
     style: str | None = None
+    kind: str = "mlf-archive"  #: the ``kind`` of the JSON form, as every check report has
 
     @property
     def heading(self) -> str:
-        """``version 7, full-model``."""
+        """``MLF archive, version 7, full-model``: the kind first, as every check's first line says it."""
+        return "MLF archive, " + self._version_text
+
+    @property
+    def _version_text(self) -> str:
         return f"version {self.version}, {self.style}" if self.version is not None else "version unknown"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
-        out = {"path": self.path, "version": self.version, "style": self.style, "conformant": self.conformant,
+        """``{"path", "kind", "version", "style", "conformant", "findings": [...]}`` (and ``tvm``)."""
+        out = {"path": self.path, "kind": self.kind, "version": self.version, "style": self.style, "conformant": self.conformant,
                "findings": [f.to_dict() for f in self.findings]}
         if self.tvm is not None:
             out["tvm"] = self.tvm.to_dict()
@@ -160,10 +165,12 @@ def check_metadata(source: Any, *, version: int | None = None, name: str | None 
 class MetadataReport(Report):
     """The check of a bare metadata.json document."""
 
+    kind: str = "mlf-metadata"
+
     @property
     def heading(self) -> str:
         """``metadata.json of version 7, full-model``."""
-        return "metadata.json of " + super().heading
+        return "metadata.json of " + self._version_text
 
 
 def _read_metadata_member(meta: Any, mname: str | None, version: int | None) -> MetadataReading:

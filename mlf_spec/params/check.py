@@ -510,7 +510,11 @@ def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str
     for rec in pf.records:
         facts = tensor_facts(rec, writer_dialect, r.max_bytes.get(rec.key, -1), last.get(rec.name, rec.index) != rec.index)
         reasons += ev.apply("tensor", facts, f"arrays[{rec.index}]", _codec.json_name(rec.name)["name"])
-    return _engine().Verdict.of(version, label, source, reasons)
+    v = _engine().Verdict.of(version, label, source, reasons)
+    # the text names the writer's dialect as every output does (Dialect.text); the JSON keeps the version range
+    v.writer_text = f"TVM {writer}, dialect {writer_dialect.text}" if writer is not None else \
+        f"a writer of dialect {writer_dialect.text}"
+    return v
 
 
 __all__ = ["check", "tensor_facts", "verdict"]

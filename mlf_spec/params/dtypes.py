@@ -41,6 +41,12 @@ class Dialect:
         last = ".".join(map(str, end))
         return f"TVM {start}" if last == start else f"TVM {start} to {last}"
 
+    @property
+    def text(self) -> str:
+        """How every output names this dialect: its id and its TVM versions, from the spec's
+        table, e.g. 'v0.13 (TVM 0.13 to 0.19)'."""
+        return f"{self.id} ({self.label})"
+
 
 DIALECTS: tuple[Dialect, ...] = tuple(
     Dialect(d["id"], tuple(d["since"]), tuple(d["until"]) if d["until"] else None, tuple(d["rows"]))
@@ -340,8 +346,8 @@ class DialectChoice:
             data = "; no dialect's writers store these bytes"
         if self.ambiguous:
             alike = [d.id for d in self.same_reading if d is not self.dialect]
-            head = f"ambiguous: read as {self.dialect.id}" + (f" (as {', '.join(alike)} read it too: "
-                                                             f"{self.range_label})" if alike else "")
+            head = f"ambiguous: read as {self.dialect.id}" + (f", as {', '.join(alike)} read it too "
+                                                             f"({self.range_label})" if alike else "")
             others = "; ".join(f"{', '.join(ids)} would read {', '.join(what)}" for ids, what in self.differing())
             return f"{head}; {others}{data}"
         return f"read as {self.dialect.id}; every candidate dialect reads it the same way{data}"

@@ -118,6 +118,8 @@ class Reason:
     message: str
     evidence: str
     reader: str | None = None
+    #: the condition on the reading machine under which the verdict holds (e.g. "without CUDA"), or None
+    machine: str | None = None
 
     @property
     def commit(self) -> str | None:
@@ -182,6 +184,13 @@ class Verdict:
         """Reasons and notes."""
         return self.reasons + self.notes
 
+    @property
+    def headline(self) -> str:
+        """The verdict as the text's first line says it: with the condition on the reading
+        machine when every reason for it has the same one ("rejects without CUDA")."""
+        why = {r.machine for r in self.reasons if r.verdict == self.verdict}
+        return f"{self.verdict} {why.pop()}" if len(why) == 1 and None not in why else self.verdict
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (tvm_verdict)."""
         out: dict[str, Any] = {"version": self.version, "verdict": self.verdict, "from": self.writer,
@@ -196,8 +205,11 @@ class Verdict:
         reasons (or the reasons and notes), one line each."""
         from mlf_spec._text import printable
 
-        by = f", written by {self.writer_text or self.writer} ({self.writer_source})" if self.writer else ""
-        lines = [f"  TVM {self.version}{by}: {self.verdict}"]
+        who = self.writer_text or self.writer
+        # a writer text that ends in a parenthesis (a dialect's label) takes its source after a comma
+        by = (f", written by {who}" + (f", {self.writer_source}" if who and who.endswith(")") else
+                                       f" ({self.writer_source})")) if self.writer else ""
+        lines = [f"  TVM {self.version}{by}: {self.headline}"]
 
         def reason(r: Reason, indent: str) -> str:
             at = (r.where or "") + (f" ({printable(r.name)})" if r.name else "")
@@ -269,13 +281,13 @@ class Evaluator:
                 if not rule["when"](facts):
                     continue
                 out.append(Reason(rule["verdict"], rule["id"], where, name, rule["reason"].format_map(facts),
-                                  rule["evidence"], reader))
+                                  rule["evidence"], reader, rule.get("machine")))
             else:
                 why, at = self.tests[rule["requires"]](facts, rule["argument"], self.version)
                 if why is None:
                     continue
                 out.append(Reason(rule["verdict"], rule["id"], at or where, name, f"{why}: {rule['reason']}",
-                                  rule["evidence"], reader))
+                                  rule["evidence"], reader, rule.get("machine")))
             if reader is not None and self.spec._rank[rule["verdict"]] >= ends:
                 break  # the reader raised here: its later rules are never reached
         return out

@@ -484,7 +484,7 @@ def test_cli_dump_and_extract(tmp_path, capsys):
     out = tmp_path / "out.bin"
     assert cli.main(["blob", "extract", str(src), "-o", str(out)]) == 0
     assert out.read_bytes() == data
-    assert cli.main(["blob", "extract", str(src), "-o", str(out)]) == 2  # exists
+    assert cli.main(["blob", "extract", str(src), "-o", str(out)]) == 1  # exists: refused (--force replaces it)
     assert cli.main(["blob", "extract", str(out), "-o", str(tmp_path / "again.c")]) == 0
     assert blob_locate.locate_blobs(tmp_path / "again.c")[0].data == data
     capsys.readouterr()

@@ -154,7 +154,7 @@ def test_compressed_tars_are_sniffed_through_the_compression(tmp_path):
         p.write_bytes(comp(data))
         assert sniff.sniff_path(p).name == "mlf-archive", ext
     (tmp_path / "junk.gz").write_bytes(gzip.compress(b"hello"))
-    assert sniff.sniff_path(tmp_path / "junk.gz").name == "compressed"
+    assert sniff.sniff_path(tmp_path / "junk.gz").name == "compressed-data"
 
 
 def test_help_and_version_do_not_import_the_codecs():

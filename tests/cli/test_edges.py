@@ -419,7 +419,10 @@ def test_the_dialect_note_names_only_dialects_that_read_otherwise(tmp_path, caps
     assert "v0.7" not in differ and "v0.13" not in differ and "v0.20" not in differ
     assert "v0.23 would read (1,1,1) as uint1, not bool" in differ
     code, out, _ = run(["params", "dump", str(p)], capsys)
-    assert "TVM 0.21 to 0.22" not in out  # a 0.16 file: the range of every dialect that reads it alike
+    # a 0.16 file: the chosen dialect with its one label (issue 30 item 12), and the range of every dialect that
+    # reads it alike
+    assert "dialect: v0.21 (TVM 0.21 to 0.22); ambiguous: read as v0.21, as v0.2, v0.7, v0.13, v0.20 read it too " \
+           "(TVM 0.2 to 0.22)" in out
     assert "TVM 0.2 to 0.22" in out
 
 

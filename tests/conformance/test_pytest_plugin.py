@@ -62,3 +62,41 @@ def test_a_broken_reader(mlf_case):
     assert len(decode) > 200  # every rule of the graph JSON on both sides
     assert outcomes["passed"] == len(decode) and outcomes["failed"] == 5
     assert "heads: 1 elements expected, got 0" in result.stdout.str()
+
+
+def test_the_marker_known_failures_path_is_the_test_files_and_a_stale_id_warns(pytester):
+    # issue 30 item 18: the marker's known_failures= path resolved against the working directory (run from the
+    # parent folder: "cannot open"); failure tracebacks showed the kit's frames; an id matching no case was
+    # accepted silently
+    sub = pytester.mkpydir("sub")
+    (sub / "kf.txt").write_text("graph-json.valid.*   the heads are dropped\nno.such.case   a typo\n")
+    (sub / "test_r.py").write_text('''
+import pytest
+from mlf_spec.conformance import canonical
+
+@pytest.mark.mlf_conformance(formats=["graph-json"], roles=["decode"], ids=["graph-json.valid.*"],
+                             known_failures="kf.txt")
+def test_known(mlf_case):
+    def read(data, options):
+        reading = canonical.decode("graph-json", data, options)
+        reading["heads"] = []
+        return reading
+    mlf_case.verify(read)
+
+@pytest.mark.mlf_conformance(formats=["graph-json"], roles=["decode"], ids=["graph-json.valid.*"])
+def test_broken(mlf_case):
+    def read(data, options):
+        reading = canonical.decode("graph-json", data, options)
+        reading["heads"] = []
+        return reading
+    mlf_case.verify(read)
+''')
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-W", "default")  # from the parent folder
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("xfailed", 0) >= 1 and outcomes.get("failed", 0) == outcomes["xfailed"], outcomes
+    text = result.stdout.str()
+    assert "cannot open" not in text
+    assert "1 known failure(s) match none of the" in text and "no.such.case" in text
+    failures = text.split("FAILURES", 1)[1]
+    assert "vectors.py" not in failures and "def _verify_with" not in failures, failures[:3000]
+    assert "def read(data, options)" in failures or "mlf_case.verify(read)" in failures

@@ -53,7 +53,7 @@ def test_an_entry_holds_the_counts_and_every_case_that_did_not_pass(reports):
 
 def test_the_badge_says_passed_over_applicable(reports):
     _, good, bad = reports
-    for records, text, color in ((good, None, "#4c1"), (bad, "1/3 passed", "#e05d44")):
+    for records, text, color in ((good, None, "#4c1"), (bad, "1/3 passed, 1 known failure", "#e05d44")):
         e = results.entry(records)
         svg = results.badge(e)
         root = ET.fromstring(svg)
@@ -137,8 +137,9 @@ def test_the_html_page_in_a_real_headless_browser(reports, tmp_path):
         if r.get("id") == "params.valid.w-and-b":
             r["message"] = "<img src=x onerror=alert(1)> </script><b>bold</b>"
     page_file = tmp_path / "results.html"
-    page_file.write_text(html.page([results.entry(good, reproduce=True), results.entry(hostile, reproduce=True)]),
-                         encoding="utf-8")
+    entries = [results.entry(good, reproduce=True), results.entry(hostile, reproduce=True)]
+    good_col, bad_col = html._columns(entries)
+    page_file.write_text(html.page(entries), encoding="utf-8")
     with browser_support.browser_page() as page:
         requests, errors, dialogs = [], [], []
         page.on("request", lambda r: requests.append(r.url))
@@ -173,11 +174,11 @@ def test_the_html_page_in_a_real_headless_browser(reports, tmp_path):
         assert page.locator(visible).count() == 0
         assert page.locator('#m-formats tr[data-row="matrix"]:visible').count() == 1
         page.select_option("#f-format", "")
-        page.uncheck('input.impl[value="misbehaving-serve-wrong"]')
+        page.uncheck(f'input.impl[value="{bad_col}"]')
         assert page.locator(visible).count() == 0
-        assert not page.locator('#m-formats th[data-impl="misbehaving-serve-wrong"]').is_visible()
-        assert page.locator('#m-formats th[data-impl="mlf-spec"]').is_visible()
-        assert not page.locator('#summary tr[data-impl="misbehaving-serve-wrong"]').is_visible()
+        assert not page.locator(f'#m-formats th[data-impl="{bad_col}"]').is_visible()
+        assert page.locator(f'#m-formats th[data-impl="{good_col}"]').is_visible()
+        assert not page.locator(f'#summary tr[data-impl="{bad_col}"]').is_visible()
         assert not errors and not dialogs
 
 
@@ -185,3 +186,95 @@ def test_the_markdown_page_still_comes_from_the_same_report(reports, capsys):
     d, _, _ = reports
     assert cli(["conformance", "report", str(d / "bad.jsonl")]) == 0
     assert "# Compatibility: misbehaving-serve-wrong" in capsys.readouterr().out
+
+
+def _synthetic(outcome: str, *, label: str = "", started: str = "2026-12-01T10:00:00+00:00", n: int = 59) -> list:
+    """A run of one testee with ``n`` near-identical non-passing cases (numbers differ) and 10 passes."""
+    run = {"type": "run", "mlf_spec": "0", "testee": "adapter:acme-params", "testee_info": {"version": "1.2"},
+           "vectors": "installed", "started": started, "cases": n + 10, "mode": "persistent",
+           **({"label": label} if label else {})}
+    cases = [{"type": "case", "id": f"params.dtype.v0.26.float8.{i}-8", "format": "params", "role": "decode",
+              "outcome": outcome, "seconds": 0.0, "message": f"tensors[0].dtype: expected code {i}, got {i + 1}"}
+             for i in range(n)]
+    cases += [{"type": "case", "id": f"params.valid.{i}", "format": "params", "role": "decode", "outcome": "pass",
+               "seconds": 0.0} for i in range(10)]
+    return [run, *cases]
+
+
+def test_a_known_failure_that_now_fails_unexpectedly_is_newly_failing(tmp_path, capsys):
+    # `report --compare known.jsonl fail.jsonl` where 59 cases went from known failure to failure printed
+    # "0 newly failing ... 59 with another reason" and exited 0
+    paths = []
+    for name, outcome in (("known", "xfail"), ("fail", "fail")):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text("".join(json.dumps(r) + "\n" for r in _synthetic(outcome)))
+        paths.append(str(p))
+    diff = results.compare(report.read_report(paths[0]), report.read_report(paths[1]))
+    assert len(diff["newly_failing"]) == 59 and diff["changed_reason"] == []
+    assert cli(["conformance", "report", "--compare", *paths]) == 1
+    assert capsys.readouterr().out.startswith(f"{paths[0]} -> {paths[1]}: 59 newly failing, 0 newly passing, "
+                                              "0 with another reason")
+    assert cli(["conformance", "report", "--compare", paths[1], paths[0]]) == 0  # failing -> known: not newly failing
+
+
+def test_the_badge_and_the_summary_colour_by_unexpected_failures_only():
+    # a run with 59 real failures and one with 59 known failures got the same yellow cell, and the badge was red for
+    # the run whose every failure is known
+    known_run, failing_run = results.entry(_synthetic("xfail")), results.entry(_synthetic("fail"))
+    assert '#4c1' in results.badge(known_run) and "10/69 passed, 59 known failures" in results.badge(known_run)
+    assert '#e05d44' in results.badge(failing_run)
+    page = html.page([known_run, failing_run])
+    cells = [line for line in page.splitlines() if line.startswith('<tr data-impl=')]
+    assert 'class="cell all"' in cells[0] and 'class="cell none"' in cells[1]
+    one = results.entry(_synthetic("xfail", n=1))
+    assert "acme-params 1.2: 1 case</h3>" in html.page([one])
+    assert "1 known failure" in results.badge(one) and "1 known failures" not in results.badge(one)
+
+
+def test_two_runs_of_one_testee_are_labelled_and_near_identical_rows_grouped(tmp_path):
+    a = results.entry(_synthetic("xfail", label="before", started="2026-12-01T10:00:00+00:00"))
+    b = results.entry(_synthetic("fail", started="2026-12-01T11:30:00+00:00"))
+    c = results.entry(_synthetic("fail", started="2026-12-01T12:00:00+00:00"))
+    cols = html._columns([a, b, c])
+    assert cols == ["acme-params 1.2 before", "acme-params 1.2 @ 2026-12-01 11:30:00", "acme-params 1.2 @ 2026-12-01 12:00:00"]
+    text = html.page([a, b, c])
+    assert text.count('<details data-row="failure"') == 3  # 3 x 59 cases: one group per run
+    assert "59 cases like <code>params.dtype.v0.26.float8.0-8</code>" in text
+
+
+def test_the_page_shows_what_failed_above_the_fold_in_a_real_browser(tmp_path):
+    # the failures sat about 4,000 px down the page, below the matrices
+    entries = [results.entry(_synthetic("xfail", label="known")), results.entry(_synthetic("fail", label="new"))]
+    coverage = [{"format": "params", "feature": f"feature{i}", "value": f"v{j}", "passed": 5, "total": 5}
+                for i in range(30) for j in range(5)]  # a long feature matrix, as a real run has
+    for e in entries:
+        e["coverage"] = coverage
+    page_file = tmp_path / "results.html"
+    page_file.write_text(html.page(entries), encoding="utf-8")
+    with browser_support.browser_page() as page:
+        page.set_viewport_size({"width": 1366, "height": 768})
+        page.goto(page_file.as_uri())
+        assert page.evaluate("document.documentElement.scrollHeight") > 3000  # the page is long
+        first = page.locator('#unexpected ~ details[data-row="failure"]').first
+        box = first.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 768, box
+        assert "59 cases like" in first.inner_text() and "failed" in first.inner_text().lower()
+        link = page.locator('#summary a[href="#unexpected-1"]')
+        assert link.inner_text() == "59"
+        shot = tmp_path / "desktop.png"
+        page.screenshot(path=str(shot))  # the first screen, as a user sees it
+        assert shot.stat().st_size > 10_000
+        # the summary's failing run is red, the all-known one green, in the pixels the browser drew
+        colours = page.evaluate("""Array.from(document.querySelectorAll('#summary td.cell:nth-child(7)'))
+            .map(td => getComputedStyle(td).backgroundColor)""")
+        assert colours == ["rgb(223, 245, 216)", "rgb(248, 211, 204)"], colours
+
+
+def test_conformance_run_keeps_its_label_on_the_run_line(tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert cli(["conformance", "run", "--adapter", "mlf-spec", "--id", "params.valid.0-d", "--label", "nightly #42",
+                "--quiet", "--report-json", str(out)]) == 0
+    records = report.read_report(out)
+    assert records[0]["label"] == "nightly #42"
+    e = results.entry(records)
+    assert e["label"] == "nightly #42" and html._columns([e])[0].endswith(" nightly #42")

@@ -228,7 +228,7 @@ def test_different_kinds_and_unreadable_inputs_exit_2(tmp_path, capsys):
     assert doc["path"] == str(tmp_path / "bad.params")
     (tmp_path / "notes.txt").write_text("hello")
     code, _, err = run(["diff", str(tmp_path / "notes.txt"), str(tmp_path / "notes.txt")], capsys)
-    assert code == 2 and "which mlf-spec diff does not compare" in err
+    assert code == 2 and "not an artifact mlf-spec reads (a text file of no known kind)" in err
     code, _, err = run(["diff", str(tmp_path / "nope"), str(tmp_path / "a.params")], capsys)
     assert code == 2 and "no such file" in err
 

@@ -51,7 +51,8 @@ def test_check_clean_exit_0(mlf, capsys):
     assert main(["check", str(mlf), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     CheckReport.model_validate(report)
-    assert report == {"path": str(mlf), "version": 7, "style": "full-model", "conformant": True, "findings": []}
+    assert report == {"path": str(mlf), "kind": "mlf-archive", "version": 7, "style": "full-model", "conformant": True,
+                      "findings": []}
 
 
 def test_check_findings_exit_1(tmp_path, capsys):

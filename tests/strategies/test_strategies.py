@@ -74,7 +74,7 @@ def test_archive_examples_print_short(arc):
     ("0.27", "0.27", 0, 4, 1, (25,), "crashes", "memory.overflow"),               # int4 over 24 bytes, 0.21 on
     ("0.27", "0.27", 0, 4, 1, (24,), "loads", "memory.overflow-contained"),
     ("0.20", "0.20", 0, 4, 1, (100,), "loads", None),                             # 0.20 allocates a byte per element
-    ("0.27", "0.27", 99, 12, 1, (2,), "misreads", "dtype.unnamed"),               # any code and width from 0.21
+    ("0.27", "0.27", 99, 12, 1, (2,), "rejects", "dtype.unnamed"),                # any code and width from 0.21: refused at first use
     ("0.16", "0.16", 0, 12, 1, (2,), "rejects", "dtype.width-refused"),
     ("0.16", "0.16", 0, 24, 1, (2,), "rejects", "dtype.width-not-power-of-two"),
     ("0.6", "0.2", 0, 4, 1, (2,), "rejects", "dtype.width-refused-v06"),          # int4 allowed from 0.7

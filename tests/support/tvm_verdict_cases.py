@@ -9,7 +9,8 @@ class, and the tests compare it with ``mlf-spec ... check --tvm``'s verdict.
 
 Observed classes: ``crashes`` (the process died, or the loaded tensor's allocation is
 smaller than the bytes the loader copied into it: heap corruption seen directly with
-malloc_usable_size), ``rejects`` (the load raised), ``misreads`` (a name, dtype, shape,
+malloc_usable_size), ``rejects`` (the load raised, or a loaded tensor cannot be used at all:
+both its ``.dtype`` and its ``.numpy()`` raise, so every use fails at first use), ``misreads`` (a name, dtype, shape,
 value or module tree differs from the writer's meaning), ``loads``, and ``loads?`` (loads
 as far as TVM lets one see: a 1-bit or 6-bit tensor's values, which ``.numpy()`` does not
 unpack, or a vector's uninitialised lanes). Cases whose verdict depends only on what
@@ -417,6 +418,12 @@ def observe(case: Case, res: dict, reader: str | None = None) -> tuple[str, list
     if res["status"] == "died-after-load":
         # not while loading and no allocation overrun: .numpy() of an inconsistent tensor died
         why.append(f"the process died in .numpy() ({res.get('signal') or res.get('exit')})")
+    unusable = [f"{m.name!r}: .dtype raises {t['dtype_error']!r} and .numpy() raises "
+                f"{res.get('numpy', {}).get(m.name, {}).get('numpy_error')!r}"
+                for m in case.tensors if (t := got.get(m.name)) is not None and "dtype_error" in t
+                and "numpy_error" in res.get("numpy", {}).get(m.name, {})]
+    if unusable:  # loaded, but no use of the tensor works: a refusal at first use, not a silent misreading
+        return "rejects", unusable
     names = [m.name for m in case.tensors]
     if len(set(names)) != len(names):
         why.append("a duplicate name: TVM keeps one tensor")

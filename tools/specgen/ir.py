@@ -607,6 +607,8 @@ class RuleSpec(Strict):
     writer_since: str | None = Field(None, description="First writer version the rule applies to.")
     writer_until: str | None = Field(None, description="First writer version it no longer applies to.")
     verdict: str
+    machine: str | None = Field(None, description="A condition on the reading machine under which the verdict "
+                                  "holds (e.g. 'without CUDA'); the verdict's headline names it.")
     reason: str = Field(description="What the reader does; {fact} placeholders are filled in.")
     evidence: str = Field(description="TVM commits, `src vX.Y`, or `observed 0.25/0.26/0.27`.")
 

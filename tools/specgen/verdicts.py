@@ -146,7 +146,7 @@ def emit(model: Any, name: str) -> dict[str, str]:
             f"'condition': {_condition(r)!r}", f"'requires': {r.requires!r}", f"'argument': {r.argument!r}",
             f"'since': {_v(r.since)!r}", f"'until': {_v(r.until)!r}",
             f"'writer_since': {_v(r.writer_since)!r}", f"'writer_until': {_v(r.writer_until)!r}",
-            f"'verdict': {r.verdict!r}", f"'reason': {' '.join(r.reason.split())!r}",
+            f"'verdict': {r.verdict!r}", f"'machine': {r.machine!r}", f"'reason': {' '.join(r.reason.split())!r}",
             f"'evidence': {' '.join(r.evidence.split())!r}"]) + "},")
     c("RULES = [")
     c.lines.extend(rows)
@@ -205,7 +205,8 @@ def _page(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> str:
                 continue
             cells = [f"`{r.id}`"] + ([", ".join(r.readers or [])] if spec.readers else []) + [_range(r.since, r.until)]
             cells += [_range(r.writer_since, r.writer_until)] if writers else []
-            cells += [f"`{_condition(r)}`", r.verdict, " ".join(r.reason.split()), " ".join(r.evidence.split())]
+            verdict = r.verdict + (f" {r.machine}" if r.machine else "")
+            cells += [f"`{_condition(r)}`", verdict, " ".join(r.reason.split()), " ".join(r.evidence.split())]
             page.append("| " + " | ".join(cells) + " |")
     return "\n".join(page) + "\n"
 

@@ -60,6 +60,21 @@ class Adapter:
         lives in a venv of its own installs it there on first use (a progress line on
         standard error when ``progress``); raise MlfError with one line if it cannot."""
 
+    def needs(self, module: str, extra: str, package: str) -> None:
+        """Raise MlfError (one line, with the install command) when ``module`` cannot be
+        imported: for :meth:`setup` of an adapter whose implementation is an optional extra."""
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            from mlf_spec._extras import missing
+            from mlf_spec.errors import MlfError
+
+            raise MlfError(missing(f"the {self.name} adapter", extra, package))
+
     def prepare(self) -> None:
         """Load the implementation (called once before serving, so that forked children
         share it instead of each loading it)."""

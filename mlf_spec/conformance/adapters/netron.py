@@ -11,7 +11,7 @@ so: vectors whose reading holds in them are run, the others (files of the older 
 reader: it shows nodes, their inputs and attributes and the heads, but neither
 ``node_row_ptr`` nor the graph attributes (``dltype``, ``shape``, ...), so it declares
 ``reads: [nodes, heads]``. Needs ``node`` (>= 18) on PATH and ``pip install netron``
-(``pip install 'mlf-spec[netron]'``).
+(``pip install -e '.[netron]'`` in a clone).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def netron_dir() -> Path:
 
     spec = importlib.util.find_spec("netron")
     if spec is None or not spec.submodule_search_locations:
-        raise MlfError("the netron adapter needs the PyPI package netron (pip install 'mlf-spec[netron]')")
+        from mlf_spec._extras import missing
+
+        raise MlfError(missing("the netron adapter", "netron", "netron"))
     return Path(list(spec.submodule_search_locations)[0])
 
 

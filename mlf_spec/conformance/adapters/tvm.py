@@ -79,6 +79,10 @@ class TvmAdapter(Adapter):
     name = "tvm"
     isolated = True
 
+    def setup(self, progress: bool = True) -> None:
+        """apache-tvm in this Python, else one line saying how to install it."""
+        self.needs("tvm", "tvm", "apache-tvm")
+
     def prepare(self) -> None:
         """Import TVM once (the served requests run in forked children)."""
         import tvm_ffi  # noqa: F401

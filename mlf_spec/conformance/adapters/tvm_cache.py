@@ -124,6 +124,10 @@ class TvmCppCacheAdapter(Adapter):
     name = "tvm-cpp"
     isolated = True
 
+    def setup(self, progress: bool = True) -> None:
+        """apache-tvm in this Python, else one line saying how to install it."""
+        self.needs("tvm", "tvm", "apache-tvm")
+
     def prepare(self) -> None:
         """Import TVM once (the served requests run in forked children)."""
         import tvm  # noqa: F401

@@ -152,6 +152,10 @@ class TvmFfiAdapter(Adapter):
     name = "tvm-ffi"
     isolated = True
 
+    def setup(self, progress: bool = True) -> None:
+        """apache-tvm (and its tvm-ffi) in this Python, else one line saying how to install it."""
+        self.needs("tvm", "tvm", "apache-tvm")
+
     def prepare(self) -> None:
         """Import tvm-ffi and TVM (which registers the payload loaders) once; requests fork."""
         import tvm  # noqa: F401

@@ -185,3 +185,30 @@ def test_the_verdict_sample_covers_every_stratum_the_same_way_in_any_order(cases
     assert [c.id for c in vs.sample(cases[::-1], verdicts)] == [c.id for c in chosen[::-1]]
     kept = cases[0].id if cases[0].id not in {c.id for c in chosen} else cases[1].id
     assert kept in {c.id for c in vs.sample(cases, verdicts, keep=(kept,))}
+
+
+def test_a_cuda_module_is_rejected_without_cuda_as_the_headline_says(tmp_path):
+    # `blob check --tvm 0.27` of a library with a CUDA module said "loads" where TVM 0.27's own load_module failed
+    # ("a loader of that name is not registered") on a machine without CUDA (issue 30 item 13)
+    import ctypes.util
+    import subprocess
+
+    from mlf_spec import blob
+    from mlf_spec.blob.check import check as blob_check
+
+    data = (Path(__file__).resolve().parents[3] / "vectors" / "blob" / "blob.ffi.0.23.device_binary.bin").read_bytes()
+    assert [e.kind for e in blob.parse(data).entries] == ["_lib", "cuda"]
+    src = tmp_path / "cuda_lib.c"
+    blob.write_c_source(data, src, symbol="__tvm_ffi__library_bin")
+    so = ta.compile_c_shared_object(src, tmp_path / "cuda_lib.so", cc=tc._cc())
+    reader = ".".join(ta.tvm_version().split(".")[:2])
+    report = blob_check(str(so), tvm=reader)
+    assert report.tvm.verdict == "rejects" and report.tvm.headline == "rejects without CUDA"
+    assert any(line.endswith(": rejects without CUDA") for line in report.tvm.text())
+    has_cuda = ctypes.util.find_library("cuda") is not None
+    p = subprocess.run([sys.executable, "-c", f"import tvm; tvm.runtime.load_module({str(so)!r})"],
+                       capture_output=True, text=True, timeout=300)
+    if has_cuda:  # the condition is not met here: TVM loads it
+        assert p.returncode == 0, p.stderr[-2000:]
+    else:
+        assert p.returncode != 0 and "not registered" in p.stderr, p.stderr[-2000:]
