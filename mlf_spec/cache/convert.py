@@ -15,7 +15,10 @@ from .folder import locate
 def is_cache(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names a cache folder or a cache index (by content)."""
     from mlf_spec import sniff
+    from mlf_spec.remote import is_remote
 
+    if is_remote(path):  # a remote source is a tensor cache (mlf_spec.remote)
+        return True
     return sniff.sniff_path(path).name == "tensor-cache"
 
 
@@ -29,7 +32,8 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
     from mlf_spec.params.convert import read_any, write_any
 
     if is_cache(src):
-        locate(src)
+        if not (isinstance(src, str) and "://" in src):
+            locate(src)
         arrays, _meta = codec.load(src)
         tensors: dict = arrays
         metadata = _meta
