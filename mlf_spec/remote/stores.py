@@ -391,7 +391,7 @@ class FsspecStore(Store):
             kwargs = {"config_kwargs": {"connect_timeout": options.timeout, "read_timeout": options.timeout,
                                         "retries": {"max_attempts": 1}}}
         try:
-            self.fs = fsspec.filesystem(protocol, **kwargs)
+            self.fs = fsspec.filesystem(protocol, skip_instance_cache=True, **kwargs)
         except (ImportError, ValueError) as exc:
             raise RemoteError(f"no fsspec filesystem for {protocol}:// ({_short(exc)}); install mlf-spec[remote] "
                               "and the fsspec backend for it", file=base) from None
