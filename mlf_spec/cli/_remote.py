@@ -22,17 +22,25 @@ def add_arguments(parser: argparse.ArgumentParser, *, check: bool = True) -> Non
         g.add_argument("--manifest", metavar="FILE",
                        help="compare the index and every shard with a manifest (`mlf-spec cache manifest`); "
                        "local caches too")
-    g.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
-    g.add_argument("--retries", type=int, default=4, metavar="N",
-                   help="retries of a request that failed with 429, 5xx or a dropped connection (default 4)")
+    add_network_arguments(g)
     g.add_argument("--streams", type=positive, default=4, metavar="N", help="shards streamed at once (default 4)")
 
 
-def options(args: argparse.Namespace) -> Any:
-    """The store options of the parsed arguments."""
-    from mlf_spec.remote.stores import Options
+def add_network_arguments(parser: Any) -> None:
+    """--timeout and --retries (for every command that may read a remote cache)."""
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="remote sources: seconds per request (default 30)")
+    parser.add_argument("--retries", type=int, default=4, metavar="N", help="remote sources: retries of a request "
+                        "that failed with 429, 5xx, a timeout or a dropped connection, with backoff (default 4)")
 
-    return Options(timeout=getattr(args, "timeout", 30.0), retries=max(0, getattr(args, "retries", 4)))
+
+def options(args: argparse.Namespace) -> Any:
+    """The store options of the parsed arguments (also made the defaults of sources opened
+    without options, as ``cache diff`` and ``cache convert`` open them)."""
+    from mlf_spec.remote import stores
+
+    stores.DEFAULTS = stores.Options(timeout=getattr(args, "timeout", 30.0), retries=max(0, getattr(args, "retries", 4)))
+    return stores.DEFAULTS
 
 
 def _progress(label: str) -> Any:

@@ -48,8 +48,9 @@ def register(sub: Any) -> None:
     man.add_argument("path", metavar="DIR|URL", help="the cache folder, its index, or a remote cache URL")
     man.add_argument("-o", "--output", metavar="FILE", help="write the manifest here (atomically) instead of stdout")
     man.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    man.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
-    man.add_argument("--retries", type=int, default=4, metavar="N", help="retries of a failed request (default 4)")
+    from ._remote import add_network_arguments
+
+    add_network_arguments(man)
     man.set_defaults(handler=_manifest)
 
     for name, verb in (("upgrade", "to a later"), ("downgrade", "to an earlier")):
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
     d.add_argument("a", metavar="A")
     d.add_argument("b", metavar="B")
     d.add_argument("--json", action="store_true", help="the differences as one JSON object")
+    add_network_arguments(d)
     d.set_defaults(handler=_diff)
 
     c = csub.add_parser("convert", help="convert between a tensor cache and .params, .npz or .safetensors",
@@ -84,6 +86,7 @@ def register(sub: Any) -> None:
     c.add_argument("--shard-cap-mb", type=float, default=32, help="shard size cap of a cache output (default 32)")
     c.add_argument("--cache-version", type=int, choices=(1, 2), default=2, help="cache version of a cache output")
     c.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    add_network_arguments(c)
     c.set_defaults(handler=_convert)
 
 
@@ -162,6 +165,15 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     return _batch.Outcome(0, text=out.getvalue())
 
 
+def _network(args: argparse.Namespace) -> None:
+    """--timeout and --retries for the remote sources a command opens (none: nothing loaded)."""
+    if any("://" in p and _is_remote(p) for p in (getattr(args, "a", ""), getattr(args, "b", ""),
+                                                   getattr(args, "src", ""))):
+        from ._remote import options
+
+        options(args)
+
+
 def _is_remote(path: str) -> bool:
     from mlf_spec.remote import is_remote
 
@@ -216,6 +228,8 @@ def _diff(args: argparse.Namespace) -> int:
 
     from mlf_spec.cache import diff as _cdiff
 
+    _network(args)
+
     changes = _cdiff.compare(args.a, args.b)
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, "same": not changes, "changes": changes}))
@@ -230,6 +244,7 @@ def _convert(args: argparse.Namespace) -> int:
     from mlf_spec.cache import convert as _cconv
     from mlf_spec.errors import OutputExistsError
 
+    _network(args)
     losses: list[str] = []
     try:
         n = _cconv.convert(args.src, args.dst, encode_format=args.encode_format, shard_cap_mb=args.shard_cap_mb,

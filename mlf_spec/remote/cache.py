@@ -236,7 +236,9 @@ def open_remote(url: str, *, strict: bool = True, options: Options | None = None
     """Open the remote cache at ``url`` (hf://, https://, an fsspec URL), reading the index
     only. ``strict`` as for :func:`mlf_spec.cache.open`: the first problem that stops TVM's
     loaders is raised (the shards' sizes are asked for, no shard byte is read)."""
-    options = options or Options()
+    from . import stores
+
+    options = options or stores.DEFAULTS
     store, name, loc = locate(url, options)
     try:
         st = store.listing().get(name) if store.listing() is not None else None  # type: ignore[union-attr]

@@ -54,6 +54,11 @@ class Options:
     max_wait: float = 8.0
 
 
+#: the options of a source opened without any (``mlf_spec.cache.open(url)``; the CLI sets them
+#: from --timeout and --retries)
+DEFAULTS = Options()
+
+
 class Store:
     """The files of one folder somewhere; subclasses read them."""
 
@@ -139,6 +144,8 @@ def describe(exc: BaseException) -> tuple[int | None, bool, str, float | None]:
         return status, status in RETRY_STATUS, why, retry_after
     if isinstance(exc, (asyncio.TimeoutError, socket.timeout, TimeoutError)) or "Timeout" in name:
         return None, True, "timed out", None
+    if "Payload" in name or "IncompleteRead" in name or "not completed" in str(exc):
+        return None, True, f"the response ended early (truncated: {_short(exc)})", None
     if isinstance(exc, (ConnectionError, EOFError)) or any(
             k in name for k in ("Connect", "Disconnect", "Payload", "RemoteProtocol", "ReadError", "Protocol")):
         return None, True, f"the connection failed ({name}: {_short(exc)})", None
@@ -426,8 +433,20 @@ class FsspecStore(Store):
         if listing is not None:
             return listing.get(rel)
         url = self.url(rel)
+
+        def head() -> dict[str, Any]:
+            try:
+                return self.fs.info(self._path(rel))
+            except FileNotFoundError as exc:
+                # fsspec's HTTP info falls back from HEAD to GET and calls any failure of the GET
+                # "not found": only a 404 (or 410) is; a 429, a 5xx or a timeout is the server's
+                cause = exc.__cause__
+                if cause is not None and _status(cause) not in (404, 410):
+                    raise cause from None
+                raise
+
         try:
-            info = self.retrying("HEAD", url, lambda: self.fs.info(self._path(rel)))
+            info = self.retrying("HEAD", url, head)
         except FileNotFoundError:
             self._count(0)
             return None

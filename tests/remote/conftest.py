@@ -113,3 +113,11 @@ def s3(s3_env, monkeypatch):
     for k, v in remote_servers.env_for_s3(s3_env).items():
         monkeypatch.setenv(k, v)
     yield s3_env
+
+
+@pytest.fixture(autouse=True)
+def _default_options(monkeypatch):
+    """Each test starts from the default timeouts and retries (the CLI sets them per run)."""
+    from mlf_spec.remote import stores
+
+    monkeypatch.setattr(stores, "DEFAULTS", stores.Options())

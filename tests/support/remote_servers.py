@@ -106,6 +106,9 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-response (as one that gave up does) is no error here."""
+
 
 @contextlib.contextmanager
 def _running(handler: type[http.server.BaseHTTPRequestHandler], attrs: dict[str, Any]) -> Iterator[_Server]:
