@@ -233,15 +233,7 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
     """Open a cache folder or its index file. ``strict``: raise the first problem that stops
     TVM's loaders (a shard missing, shorter or longer; a record out of its shard; nbytes
     that disagree with shape and dtype; ...) as an :class:`MlfError` with file, JSON path
-    and byte offset. Nothing is read from the shards and nothing outside the folder is opened.
-    A URL (``hf://``, ``https://``, ``s3://`` ...) opens a remote cache (mlf_spec.remote)."""
-    if isinstance(path, str) and "://" in path:
-        from mlf_spec.remote import is_remote
-
-        if is_remote(path):
-            from mlf_spec.remote.cache import open_remote
-
-            return open_remote(path, strict=strict)
+    and byte offset. Nothing is read from the shards and nothing outside the folder is opened."""
     folder, name = locate(path)
     handle = Folder(folder)
     try:

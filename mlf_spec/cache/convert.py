@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mlf_spec.errors import OutputExistsError
 
-from . import codec
+from . import codec, sources
 from .folder import locate
 
 
@@ -34,7 +34,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
     if is_cache(src):
         if not (isinstance(src, str) and "://" in src):
             locate(src)
-        arrays, _meta = codec.load(src)
+        arrays, _meta = sources.load(src)
         tensors: dict = arrays
         metadata = _meta
     else:

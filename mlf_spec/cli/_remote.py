@@ -49,30 +49,34 @@ def _progress(label: str) -> Any:
     return lambda total: Progress(total, label)
 
 
-def check_outcome(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    """``check URL``: the remote check's report, with what was read."""
+def remote_report(inp: _batch.Input, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """``check URL``: the remote check's report and what was read."""
     from mlf_spec.remote import check as _rcheck
     from mlf_spec.remote import manifest as _manifest
 
-    from .check import artifact_outcome
-
     pinned = _manifest.load(args.manifest) if getattr(args, "manifest", None) else None
-    report, info = _rcheck.check(inp.name, tvm=getattr(args, "tvm", None), name=inp.name,
-                                 sample=getattr(args, "sample", 0), verify=getattr(args, "verify", False),
-                                 manifest=pinned, options=options(args), jobs=getattr(args, "streams", 4),
-                                 progress=_progress("verify"))
-    out = artifact_outcome(report, args)
+    return _rcheck.check(inp.name, tvm=getattr(args, "tvm", None), name=inp.name,
+                         sample=getattr(args, "sample", 0), verify=getattr(args, "verify", False),
+                         manifest=pinned, options=options(args), jobs=getattr(args, "streams", 4),
+                         progress=_progress("verify"))
+
+
+def annotate(out: _batch.Outcome, info: dict[str, Any]) -> _batch.Outcome:
+    """Add what a remote check read to its outcome (JSON: ``remote``; text: a line, and one
+    per sampled record)."""
+    from mlf_spec.remote import check as _rcheck
+
     if out.doc is not None:
         out.doc["remote"] = info
-    else:
-        lines = [out.text.rstrip("\n"), f"  {_rcheck.summary(info)}"]
-        for s in info["sampled"]:
-            st = s["stats"] or {}
-            part = "" if s["elements_read"] in (None, s["elements"]) else \
-                f" (first {s['elements_read']:,} of {s['elements']:,} elements)"
-            vals = "" if not st else f": nan {st['nan']}, inf {st['inf']}, min {_g(st['min'])}, max {_g(st['max'])}"
-            lines.append(f"  sample {s['name']} ({s['dtype']}, {s['shard']}){part}{vals}")
-        out.text = "\n".join(lines) + "\n"
+        return out
+    lines = [out.text.rstrip("\n"), f"  {_rcheck.summary(info)}"]
+    for s in info["sampled"]:
+        st = s["stats"] or {}
+        part = "" if s["elements_read"] in (None, s["elements"]) else \
+            f" (first {s['elements_read']:,} of {s['elements']:,} elements)"
+        vals = "" if not st else f": nan {st['nan']}, inf {st['inf']}, min {_g(st['min'])}, max {_g(st['max'])}"
+        lines.append(f"  sample {s['name']} ({s['dtype']}, {s['shard']}){part}{vals}")
+    out.text = "\n".join(lines) + "\n"
     return out
 
 

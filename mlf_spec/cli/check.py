@@ -182,9 +182,10 @@ def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         from mlf_spec.remote import is_remote
 
         if is_remote(path):
-            from ._remote import check_outcome
+            from ._remote import annotate, remote_report
 
-            return check_outcome(inp, args)
+            report, info = remote_report(inp, args)
+            return annotate(artifact_outcome(report, args), info)
     report = _ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name)
     if getattr(args, "manifest", None):
         from ._remote import local_manifest

@@ -61,7 +61,9 @@ class RemoteCache(LazyCache):
     """An opened remote cache (see the module docstring); ``store`` counts what was read."""
 
     def __init__(self, store: Store, index_name: str, index: CacheIndex, location: Location) -> None:
-        super().__init__(RemoteFolder(store), index_name, index, _NoFolder())  # type: ignore[arg-type]
+        # a URL folder and no local handle where LazyCache keeps a Path and a Folder: the methods
+        # that use them are overridden here
+        super().__init__(RemoteFolder(store), index_name, index, _NoFolder())  # type: ignore[arg-type]  # see above
         self.store, self.location = store, location
         self._stats: dict[int, Stat | None] | None = None
         self._whole: tuple[int, bytes] | None = None
@@ -204,15 +206,15 @@ def locate(url: str, options: Options) -> tuple[Store, str, Location]:
     if loc.kind == "hf":
         folder, _, leaf = loc.path.rstrip("/").rpartition("/") if loc.names_index else (loc.path, "", "")
         store = open_store(loc, folder, options)
-        listing = store.listing() or {}
+        tree = store.listing() or {}
         if loc.names_index:
-            if leaf not in listing:
+            if leaf not in tree:
                 raise RemoteError("no such file in the repository at this revision", file=store.url(leaf))
             return store, leaf, loc
         for name in names:
-            if name in listing:
+            if name in tree:
                 return store, name, loc
-        raise _no_index(store, listing)
+        raise _no_index(store, tree)
     base, leaf = (url.rstrip("/").rsplit("/", 1) if loc.names_index else (url.rstrip("/"), ""))
     store = open_store(loc, base, options)
     if leaf:
@@ -241,7 +243,8 @@ def open_remote(url: str, *, strict: bool = True, options: Options | None = None
     options = options or stores.DEFAULTS
     store, name, loc = locate(url, options)
     try:
-        st = store.listing().get(name) if store.listing() is not None else None  # type: ignore[union-attr]
+        listing = store.listing()
+        st = listing.get(name) if listing is not None else None
         if st is None:
             st = store.stat(name)
         if st is None:

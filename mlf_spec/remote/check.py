@@ -119,7 +119,8 @@ def check(url: str, *, tvm: str | None = None, name: str | None = None, sample: 
         if tvm is not None:
             from mlf_spec.cache.verdict import verdict
 
-            report.tvm = verdict(_VerdictView(lazy, found if verify else None), tvm)  # type: ignore[arg-type]
+            view = _VerdictView(lazy, found if verify else None)
+            report.tvm = verdict(view, tvm)  # type: ignore[arg-type]  # the attributes verdict reads, not a LazyCache
         info = {**describe_read(lazy), "source": lazy.location.kind, "store": lazy.store.kind, "verified": verify,
                 "sampled": sampled, "manifest": None if manifest is None else {"differences": len(diffs)}}
     return report, info

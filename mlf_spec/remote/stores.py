@@ -203,12 +203,13 @@ class HubStore(Store):
         from huggingface_hub import HfApi
 
         assert loc.repo_id is not None
+        self.repo_id: str = loc.repo_id
         self.loc, self.folder = loc, folder.strip("/")
         self.api = HfApi()  # endpoint: HF_ENDPOINT; token: HF_TOKEN or the saved login
         where = f"hf://{loc.repo_id}" + (f"@{loc.revision}" if loc.revision else "")
         super().__init__(where + (f"/{self.folder}" if self.folder else ""), options)
         info = self._hub("read the repository", where, lambda: self.api.repo_info(
-            loc.repo_id, revision=loc.revision, repo_type=loc.repo_type, timeout=options.timeout))
+            self.repo_id, revision=loc.revision, repo_type=loc.repo_type, timeout=options.timeout))
         self.commit: str = getattr(info, "sha", None) or (loc.revision or "main")
         self._listing: dict[str, Stat] | None = None
 
@@ -253,7 +254,7 @@ class HubStore(Store):
 
             def walk() -> dict[str, Stat]:
                 out: dict[str, Stat] = {}
-                for entry in self.api.list_repo_tree(self.loc.repo_id, path_in_repo=self.folder or None,
+                for entry in self.api.list_repo_tree(self.repo_id, path_in_repo=self.folder or None,
                                                      revision=self.commit, repo_type=self.loc.repo_type,
                                                      recursive=True):
                     if not isinstance(entry, RepoFile):
@@ -283,7 +284,7 @@ class HubStore(Store):
         from huggingface_hub import hf_hub_url
 
         path = f"{self.folder}/{rel}" if self.folder else rel
-        return hf_hub_url(self.loc.repo_id, path, repo_type=self.loc.repo_type, revision=self.commit,
+        return hf_hub_url(self.repo_id, path, repo_type=self.loc.repo_type, revision=self.commit,
                           endpoint=self.api.endpoint)
 
     def _headers(self, extra: dict[str, str]) -> dict[str, str]:
@@ -347,12 +348,13 @@ class _hub_timeouts:
         from huggingface_hub import constants
 
         self.saved = constants.HF_HUB_DOWNLOAD_TIMEOUT, constants.HF_HUB_ETAG_TIMEOUT
-        constants.HF_HUB_DOWNLOAD_TIMEOUT = constants.HF_HUB_ETAG_TIMEOUT = self.value  # type: ignore[misc]
+        setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", self.value)  # noqa: B010 - an int there, a float is taken
+        setattr(constants, "HF_HUB_ETAG_TIMEOUT", self.value)  # noqa: B010
 
     def __exit__(self, *exc: object) -> None:
         from huggingface_hub import constants
 
-        constants.HF_HUB_DOWNLOAD_TIMEOUT, constants.HF_HUB_ETAG_TIMEOUT = self.saved  # type: ignore[misc]
+        constants.HF_HUB_DOWNLOAD_TIMEOUT, constants.HF_HUB_ETAG_TIMEOUT = self.saved
 
 
 def _exact(data: bytes, start: int, end: int, url: str, status: int | None = None) -> bytes:
