@@ -143,3 +143,14 @@ def test_manifest_pins_every_file_and_check_names_each_that_differs(web, caches,
     assert found == ["params_shard_2.bin"]
     code, _, _ = _cli("cache", "manifest", f"{web}/ours", "-o", str(pinned))
     assert code == 1  # exists: --force
+
+
+def test_remote_dump_documents_follow_the_cache_dump_schema(web):
+    import jsonschema
+
+    schema = json.loads((__import__("pathlib").Path(__file__).resolve().parents[2] / "generated" / "schemas"
+                         / "cache_dump.schema.json").read_text())
+    for extra in ([], ["--sample", "3", "--stats"], ["--verify"]):
+        code, out, _ = _cli("cache", "dump", f"{web}/tvm", "--json", *extra)
+        assert code == 0
+        jsonschema.validate(json.loads(out), schema)
