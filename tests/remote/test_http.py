@@ -154,3 +154,35 @@ def test_remote_dump_documents_follow_the_cache_dump_schema(web):
         code, out, _ = _cli("cache", "dump", f"{web}/tvm", "--json", *extra)
         assert code == 0
         jsonschema.validate(json.loads(out), schema)
+
+
+def test_tvm_verdict_of_a_remote_index_of_another_name(web, caches):
+    import shutil
+
+    folder = caches["root"] / "renamed"
+    if not folder.exists():
+        shutil.copytree(caches["ours"], folder)
+        (folder / "tensor-cache.json").rename(folder / "weights.json")
+    report, info = remote_check.check(f"{web}/renamed/weights.json", tvm="0.27")
+    assert "cache.index-name" in report.codes()
+    local = local_check.check(folder / "weights.json", tvm="0.27")
+    assert report.tvm.verdict == local.tvm.verdict  # the same verdict, md5 not read remotely
+    assert info["bytes_read"] == (folder / "weights.json").stat().st_size
+    code, _, err = _cli("check", f"{web}/renamed")
+    assert code == 2 and "no tensor-cache.json or ndarray-cache.json" in err
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(web):
+    from mlf_spec.remote.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        remote_check.check(f"{web}/ours", verify=True, progress=lambda total, s=stream: Progress(total, "verify", s))
+    assert "verify [" in tty.getvalue() and "100.0%" in tty.getvalue() and tty.getvalue().endswith("\n")
+    assert pipe.getvalue() == ""
+    code, _, err = _cli("check", f"{web}/ours", "--verify")  # stderr not a terminal: nothing drawn
+    assert code == 0 and err == ""
