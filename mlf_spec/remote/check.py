@@ -105,7 +105,7 @@ def check(url: str, *, tvm: str | None = None, name: str | None = None, sample: 
         if need:
             bar = progress(sum(lazy.shard_size(i) or 0 for i in need)) if progress is not None else None
             try:
-                found = digests(lazy, jobs=jobs, progress=bar, only=need)
+                found = digests(lazy, jobs=jobs, progress=bar, only=need, pin=manifest is not None)
             finally:
                 if bar is not None:
                     bar.close()

@@ -30,7 +30,7 @@ def build(source: str | os.PathLike[str], *, options: Any = None, progress: Any 
         from .verify import digests
 
         with open_remote(os.fspath(source), strict=False, options=options) as lazy:
-            found = digests(lazy, progress=progress)
+            found = digests(lazy, progress=progress, pin=True)
             return _document(lazy, found)
     from mlf_spec.cache import codec
 
@@ -141,7 +141,7 @@ def differences(lazy: Any, manifest: dict[str, Any], found: dict[int, Digest]) -
             continue
         got = found.get(i)
         st = lazy.stat(i) if hasattr(lazy, "stat") else None
-        sha = got.sha256 if got is not None else (st.sha256.lower() if st is not None and st.sha256 else None)
+        sha = got.sha256 if got is not None and got.sha256 else (st.sha256.lower() if st is not None and st.sha256 else None)
         if size != want["size"]:
             out.append((rel, f"{size} bytes; the manifest pins {want['size']}"))
         elif sha is not None and sha != want["sha256"].lower():

@@ -16,7 +16,7 @@ from mlf_spec.cache.index import TensorEntry
 from .cache import RemoteCache
 
 #: bytes read per sampled record at most
-CAP = 4 << 20
+CAP = 1 << 20
 
 
 def choose(lazy: RemoteCache, n: int) -> list[TensorEntry]:

@@ -41,10 +41,11 @@ def digest_bytes(data: bytes) -> Digest:
 
 
 def digests(lazy: RemoteCache, *, jobs: int = JOBS, chunk: int = CHUNK, progress: Progress | None = None,
-            only: set[int] | None = None) -> dict[int, Digest]:
-    """Each present shard's Digest (shard index -> Digest; a dataPath named twice is read once).
-    RemoteError if a response is cut short, a file changes meanwhile, or the bytes differ
-    from the SHA-256 the Hub records for the LFS object."""
+            only: set[int] | None = None, pin: bool = False) -> dict[int, Digest]:
+    """Each present shard's Digest (shard index -> Digest; a dataPath named twice is read once):
+    MD5 always, SHA-256 where the Hub records one for the LFS object or with ``pin``, SHA-384
+    with ``pin`` only (the others are ""). RemoteError if a response is cut short, a file
+    changes meanwhile, or the bytes differ from the Hub's LFS SHA-256."""
     stats = lazy.stats()
     first: dict[str, int] = {}
     for i, shard in enumerate(lazy.index.shards):
@@ -52,19 +53,23 @@ def digests(lazy: RemoteCache, *, jobs: int = JOBS, chunk: int = CHUNK, progress
             first.setdefault(shard.data_path, i)
 
     def one(i: int) -> Digest:
-        md5, sha256, sha384 = hashlib.md5(usedforsecurity=False), hashlib.sha256(), hashlib.sha384()
+        st = stats[i]
+        hashes = [hashlib.md5(usedforsecurity=False)]
+        if pin or (st is not None and st.sha256 is not None):
+            hashes.append(hashlib.sha256())
+        if pin:
+            hashes.append(hashlib.sha384())
         n = 0
         for block in lazy.shard_blocks(i, chunk):
-            md5.update(block)
-            sha256.update(block)
-            sha384.update(block)
+            for h in hashes:
+                h.update(block)
             n += len(block)
             if progress is not None:
                 progress.add(len(block))
         if progress is not None:
             progress.add(0, file_done=True)
-        d = Digest(n, md5.hexdigest(), sha256.hexdigest(), sha384.hexdigest())
-        st = stats[i]
+        hex_ = [h.hexdigest() for h in hashes] + ["", ""]
+        d = Digest(n, hex_[0], hex_[1], hex_[2])
         if st is not None and st.sha256 is not None and st.sha256.lower() != d.sha256:
             raise RemoteError(f"the bytes served have SHA-256 {d.sha256}, the Hub's LFS record says {st.sha256} "
                               "(a proxy or mirror changed them?)", file=lazy.store.url(lazy.index.shards[i].data_path))
