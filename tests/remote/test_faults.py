@@ -122,3 +122,29 @@ def test_nothing_is_written_when_a_read_fails(proxy, tmp_path):
     _one_line(err, "params_shard_2.bin", "HTTP 500")
     code, _, err = _cli("cache", "manifest", f"{proxy.url}/ours", "-o", str(tmp_path / "m.json"), "--retries", "1")
     assert code == 2 and os.listdir(tmp_path) == []
+
+
+def test_an_html_page_served_for_the_index(proxy):
+    proxy.faults.add("/ours/tensor-cache.json", "html", times=3)
+    code, _, err = _cli("check", f"{proxy.url}/ours")
+    assert code == 2
+    _one_line(err, "tensor-cache.json", "HTML page, not a cache index")
+
+
+def test_the_hub_retries_a_503_and_names_the_url_of_one_that_persists(hub):
+    repo = hub.repos["mlc-ai/tiny-ours"]
+    hub.faults.add(f"/mlc-ai/tiny-ours/resolve/{repo.commit}/tensor-cache.json", 503, method="GET")
+    code, _, err = _cli("check", "hf://mlc-ai/tiny-ours", "--retries", "1")
+    assert code == 0, err
+    hub.faults.add(f"/mlc-ai/tiny-ours/resolve/{repo.commit}/tensor-cache.json", 503, method="GET", times=5)
+    code, _, err = _cli("check", "hf://mlc-ai/tiny-ours", "--retries", "1")
+    assert code == 2
+    _one_line(err, "hf://mlc-ai/tiny-ours/tensor-cache.json", "HTTP 503")
+
+
+def test_a_hub_timeout(hub):
+    hub.faults.slow = 2.0
+    hub.faults.add("/api/models/mlc-ai/tiny-ours", "slow", times=3)
+    code, _, err = _cli("check", "hf://mlc-ai/tiny-ours", "--timeout", "0.5", "--retries", "0")
+    assert code == 2
+    _one_line(err, "hf://mlc-ai/tiny-ours", "timed out")
