@@ -10,7 +10,8 @@ Prints for each contender the median wall time, the bytes it read and its peak m
   reading it with fsspec: Python's start-up is in both), goal: <= 1 MB read, <= 2x;
 * ``check URL --sample 16``;
 * ``check URL --verify`` against ``curl`` of every shard in a loop (one process per shard, as a
-  shell loop does), goal: <= 1.1x its time, memory <= 64 MB.
+  shell loop does), goal: <= 1.1x its time, memory <= 64 MB; and against ``curl | md5sum`` of
+  every shard (the same work: --verify checks each shard's md5sum).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def main() -> None:
         with nginx.serve(tmp) as web:
             url = f"{web}/model"
             loop = "; ".join(f"{curl} -s -o /dev/null {url}/{p.name}" for p in shards)
+            md5_loop = "; ".join(f"{curl} -s {url}/{p.name} | md5sum > /dev/null" for p in shards)
             contenders = {
                 "curl index": [curl, "-s", "-o", "/dev/null", f"{url}/tensor-cache.json"],
                 "python+fsspec index": [*me, "fsspec-index", f"{url}/tensor-cache.json"],
@@ -125,6 +127,7 @@ def main() -> None:
                 "check --sample 16": [*me, "check", url, "--sample", "16"],
                 "check --verify": [*me, "check", url, "--verify"],
                 "curl every shard": ["sh", "-c", loop],
+                "curl | md5sum every shard": ["sh", "-c", md5_loop],
             }
             import random
 
@@ -148,15 +151,16 @@ def main() -> None:
     for k in contenders:
         read = infos.get(k, {}).get("bytes_read")
         hwm = infos.get(k, {}).get("hwm")
-        print(f"  {k:22s} {med[k]:8.3f} s   read {'-' if read is None else f'{read:,}':>15} bytes"
+        print(f"  {k:26s} {med[k]:8.3f} s   read {'-' if read is None else f'{read:,}':>15} bytes"
               f"   peak {'-' if hwm is None else f'{hwm / 2**20:.0f} MiB':>8}")
     ratios = {
         "check / curl index": med["check"] / med["curl index"],
         "check / python+fsspec index": med["check"] / med["python+fsspec index"],
         "check --verify / curl every shard": med["check --verify"] / med["curl every shard"],
+        "check --verify / curl | md5sum every shard": med["check --verify"] / med["curl | md5sum every shard"],
     }
     for k, v in ratios.items():
-        print(f"  {k:36s} {v:6.2f}x")
+        print(f"  {k:44s} {v:6.2f}x")
     out["ratios"] = ratios
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")

@@ -487,10 +487,11 @@ class FsspecStore(Store):
             raise RemoteError("GET failed: HTTP 404 (not found), though the file was there a moment ago",
                               file=url) from None
         self._count(0)
+        read = self._reader(f, chunk)
         try:
             while True:
                 try:
-                    piece = f.read(chunk)
+                    piece = read()
                 except Exception as exc:  # noqa: BLE001 - the client's errors, named
                     _s, _t, why, _w = describe(exc)
                     raise RemoteError(f"GET failed: {why}", file=url) from None
@@ -503,6 +504,28 @@ class FsspecStore(Store):
                 f.close()
             except Exception:  # noqa: BLE001,S110 - closing a broken connection
                 pass
+
+
+    @staticmethod
+    def _reader(f: Any, chunk: int) -> Callable[[], bytes]:
+        """A function returning the next ``chunk`` bytes of ``f`` (fewer at the end). For fsspec's
+        HTTP stream a piece is gathered in its event loop: its own read() returns what one
+        socket read gave (about 64 KiB), a hop between threads each."""
+        resp, loop = getattr(f, "r", None), getattr(f, "loop", None)
+        if resp is None or loop is None or not hasattr(resp, "content"):
+            return lambda: f.read(chunk)
+        from fsspec.asyn import sync
+
+        async def gather() -> bytes:
+            buf = bytearray()
+            while len(buf) < chunk:
+                piece = await resp.content.read(chunk - len(buf))
+                if not piece:
+                    break
+                buf += piece
+            return bytes(buf)
+
+        return lambda: sync(loop, gather)
 
 
 def _stat_of(info: dict[str, Any]) -> Stat:
