@@ -8,12 +8,14 @@ index reading (``mlf_spec.cache.index.parse``), ``dump``, ``diff``, ``convert`` 
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from mlf_spec.cache import dtypes, encodings, rules
+from mlf_spec.cache import rules
 from mlf_spec.cache.codec import LazyCache
 from mlf_spec.cache.folder import UnsafePathError, data_path_problem
 from mlf_spec.cache.index import INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
@@ -24,7 +26,7 @@ from .urls import INDEX_CANDIDATES, Location
 from .urls import parse as parse_url
 
 _MAX_INDEX = 256 << 20  # as mlf_spec.cache.codec: an index larger than this is refused unread
-_WHOLE_SHARD = 256 << 20  # arrays(): shards up to this size are read in one GET, then sliced
+_WHOLE_SHARD = 256 << 20  # arrays(): shards up to this size are streamed whole into their stand-in
 _HEADS = 8  # HEAD requests in flight at once (HTTP sources without a listing)
 
 
@@ -58,15 +60,21 @@ class _NoFolder:
 
 
 class RemoteCache(LazyCache):
-    """An opened remote cache (see the module docstring); ``store`` counts what was read."""
+    """An opened remote cache (see the module docstring); ``store`` counts what was read.
+
+    Decoding is LazyCache's own: each shard is backed by a sparse, unlinked temporary file of the
+    shard's size, into which the bytes a tensor needs are fetched (one ranged GET) when LazyCache
+    checks that the tensor lies inside its shard, before it reads them; so whatever LazyCache
+    does with a tensor's bytes (its dtypes, encodings, shapes) applies to remote caches as it is.
+    Whole shards are streamed (:meth:`shard_blocks`), never staged."""
 
     def __init__(self, store: Store, index_name: str, index: CacheIndex, location: Location) -> None:
         # a URL folder and no local handle where LazyCache keeps a Path and a Folder: the methods
-        # that use them are overridden here
+        # that use them (shard files, sizes, whole-shard reads) are overridden here
         super().__init__(RemoteFolder(store), index_name, index, _NoFolder())  # type: ignore[arg-type]  # see above
         self.store, self.location = store, location
         self._stats: dict[int, Stat | None] | None = None
-        self._whole: tuple[int, bytes] | None = None
+        self._have: dict[int, list[tuple[int, int]]] = {}
 
     # -- sizes ---------------------------------------------------------------------------
     def _check_path(self, i: int) -> str:
@@ -104,20 +112,42 @@ class RemoteCache(LazyCache):
         return None if st is None else st.size
 
     # -- bytes ---------------------------------------------------------------------------
+    def _fd(self, i: int) -> int | None:
+        """The sparse local stand-in of shard ``i`` (None: the shard is missing)."""
+        if i not in self._fds:
+            size = self.shard_size(i)
+            if size is None:
+                self._fds[i] = None
+            else:
+                fd, name = tempfile.mkstemp(prefix="mlf-spec-remote-", suffix=".shard")
+                os.unlink(name)
+                os.ftruncate(fd, size)
+                self._fds[i] = fd
+        return self._fds[i]
+
+    def _covered(self, i: int, start: int, end: int) -> bool:
+        return any(a <= start and end <= b for a, b in self._have.get(i, ()))
+
+    def _fetch(self, i: int, start: int, n: int) -> None:
+        """Bytes ``start..start+n`` of shard ``i`` into its stand-in (once)."""
+        if n <= 0 or self._covered(i, start, start + n):
+            return
+        fd = self._fd(i)
+        assert fd is not None
+        data = self.store.read(self.index.shards[i].data_path, start, start + n)
+        os.pwrite(fd, data, start)
+        self._have.setdefault(i, []).append((start, start + n))
+
+    def _require_in_shard(self, t: TensorEntry) -> None:
+        super()._require_in_shard(t)
+        self._fetch(t.shard, t.offset, t.nbytes)
+
     def read_range(self, i: int, start: int, n: int) -> bytes:
-        """``n`` bytes of shard ``i`` from ``start`` (one ranged GET, or the shard already held)."""
-        if self._whole is not None and self._whole[0] == i:
-            return self._whole[1][start:start + n]
+        """``n`` bytes of shard ``i`` from ``start`` (one ranged GET, unless already fetched)."""
+        fd = self._fds.get(i)
+        if fd is not None and self._covered(i, start, start + n):
+            return os.pread(fd, n, start)
         return self.store.read(self.index.shards[i].data_path, start, start + n)
-
-    def _pread(self, i: int, offset: int, n: int) -> memoryview:
-        return memoryview(self.read_range(i, offset, n))
-
-    def raw(self, t: TensorEntry | str) -> memoryview:
-        """The stored bytes of a tensor (one ranged GET)."""
-        t = self._entry(t)
-        self._require_in_shard(t)
-        return memoryview(self.read_range(t.shard, t.offset, t.nbytes))
 
     def shard_blocks(self, i: int, block: int = 1 << 20) -> Iterator[memoryview]:
         """Shard ``i``'s bytes as they arrive (one streaming GET): RemoteError if the response
@@ -151,47 +181,35 @@ class RemoteCache(LazyCache):
             raise RemoteError(f"the file changed on the server while it was read (ETag {st.etag}, {st.size} bytes; "
                               f"now {after}): read it again", file=self.store.url(rel))
 
-    def array(self, t: TensorEntry | str) -> np.ndarray:
-        """The tensor as TVM's loader returns it (as :meth:`LazyCache.array`), its bytes read
-        by one ranged GET."""
-        t = self._entry(t)
-        np_type = self.decoded_dtype(t)
-        dt = dtypes.parse(t.dtype)
-        assert dt is not None
-        want = rules.expected_nbytes(dt, t.format, t.shape)
-        if want != t.nbytes or any(d < 0 for d in t.shape):
-            raise self.index.error(f"nbytes {t.nbytes} does not match shape {list(t.shape)} of {t.dtype} "
-                                   f"under {t.format} ({want} bytes)", f"{t.path}.nbytes", ValidationError)
-        self._require_in_shard(t)
-        out = np.empty(t.shape, dtype=np_type)
-        if t.nbytes == 0:
-            return out
-        data = self.read_range(t.shard, t.offset, t.nbytes)
-        if encodings.applies(t.format, t.dtype):
-            encodings.bf16_to_f32(np.frombuffer(data, dtype="<u2"), out.reshape(-1))
-        else:
-            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
-        return out
-
     def arrays(self) -> dict[str, np.ndarray]:
-        """Every tensor by name, each shard read once (the last of a repeated name)."""
+        """Every tensor by name (the last of a repeated name), each shard streamed once into its
+        stand-in, decoded, then dropped."""
         keep = {id(t) for t in self.by_name.values()}
         out: dict[str, np.ndarray] = {}
         for i, shard in enumerate(self.index.shards):
-            size = self.shard_size(i)
             wanted = [t for t in shard.tensors if id(t) in keep]
-            if wanted and size is not None and size <= _WHOLE_SHARD:
-                self._whole = (i, b"".join(bytes(b) for b in self.shard_blocks(i)))
-            try:
-                for t in wanted:
-                    out[t.name] = self.array(t)
-            finally:
-                self._whole = None
+            size = self.shard_size(i)
+            if wanted and size is not None and size <= _WHOLE_SHARD and not self._covered(i, 0, size):
+                fd = self._fd(i)
+                assert fd is not None
+                at = 0
+                for block in self.shard_blocks(i):
+                    os.pwrite(fd, block, at)
+                    at += len(block)
+                self._have.setdefault(i, []).append((0, size))
+            for t in wanted:
+                out[t.name] = self.array(t)
+            fd = self._fds.get(i)
+            if fd is not None:  # drop the shard's bytes: memory stays one shard
+                os.ftruncate(fd, 0)
+                os.ftruncate(fd, size or 0)
+                self._have.pop(i, None)
         return {name: out[name] for name in self.by_name}
 
     def close(self) -> None:
-        """Release the store's connections."""
+        """Close the stand-ins and release the store's connections."""
         super().close()
+        self._have.clear()
         self.store.close()
 
     def __enter__(self) -> RemoteCache:
