@@ -65,7 +65,6 @@ class _VerdictView:
     already computed (or not compared, without --verify) rather than streaming again."""
 
     def __init__(self, lazy: RemoteCache, found: dict[int, Digest] | None) -> None:
-        self.index_name, self.folder = lazy.index_name, lazy.folder
         shards = []
         for i, s in enumerate(lazy.index.shards):
             d = None if found is None else found.get(i)
@@ -73,8 +72,10 @@ class _VerdictView:
             # md5sum "" never equals a digest: the verdict sees a mismatch; None: not compared
             shards.append(dataclasses.replace(s, md5sum="" if bad else None))
         self.index = dataclasses.replace(lazy.index, shards=shards)
-        self.tensors = lazy.tensors
-        self.shard_size = lazy.shard_size
+        self._lazy = lazy
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lazy, name)  # everything else the verdict reads: the cache's own
 
     def shard_blocks(self, i: int) -> Iterable[memoryview]:
         """No bytes: the MD5 fact is already decided (see the class docstring)."""
