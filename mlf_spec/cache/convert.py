@@ -8,14 +8,17 @@ from pathlib import Path
 
 from mlf_spec.errors import OutputExistsError, UnsupportedError
 
-from . import codec
+from . import codec, sources
 from .folder import locate
 
 
 def is_cache(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names a cache folder or a cache index (by content)."""
     from mlf_spec import sniff
+    from mlf_spec.remote import is_remote
 
+    if is_remote(path):  # a remote source is a tensor cache (mlf_spec.remote)
+        return True
     return sniff.sniff_path(path).name == "tensor-cache"
 
 
@@ -31,9 +34,10 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, encode_
 
     to_file = Path(dst).suffix in (".params", ".npz", ".safetensors")
     cache_in = is_cache(src)
-    check_output(dst, inputs=[src, locate(src)[0]] if cache_in else [src], directory=not to_file)
+    remote_in = isinstance(src, str) and "://" in src
+    check_output(dst, inputs=[src, locate(src)[0]] if cache_in and not remote_in else [src], directory=not to_file)
     if cache_in:
-        arrays, _meta = codec.load(src)
+        arrays, _meta = sources.load(src)
         tensors: dict = arrays
         metadata = _meta
     else:

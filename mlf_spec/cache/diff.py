@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import codec
+from . import sources
 
 
 def compare(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -15,7 +15,7 @@ def compare(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> list[dict[s
     from mlf_spec.diff.params import data_stats, describe_stats
 
     out: list[dict[str, Any]] = []
-    with codec.open(a) as x, codec.open(b) as y:
+    with sources.open(a) as x, sources.open(b) as y:
         if x.metadata != y.metadata:
             out.append({"kind": "metadata", "name": None, "message": "metadata differs"})
         for name in x.by_name:

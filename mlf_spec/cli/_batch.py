@@ -210,6 +210,9 @@ def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | No
             data = read_stdin()
             yield Input("<stdin>", data, _sniff.sniff_bytes(data) if isinstance(data, bytes) else _sniff.sniff_path(data))
             continue
+        if "://" in raw and _is_remote(raw):  # a remote tensor cache (hf://, https://, s3://, ...)
+            yield Input(raw, raw, _sniff.KINDS["tensor-cache"])
+            continue
         if not os.path.exists(raw) and glob.has_magic(raw):
             matches = sorted(glob.glob(raw, recursive=True))
             if not matches:
@@ -218,6 +221,12 @@ def expand(paths: Iterable[str], accept: frozenset[str], skipped: list[str] | No
                 yield from _one(m, accept, skipped, explicit=True)
             continue
         yield from _one(raw, accept, skipped, explicit=True)
+
+
+def _is_remote(path: str) -> bool:
+    from mlf_spec.remote import is_remote
+
+    return is_remote(path)
 
 
 def _one(path: str, accept: frozenset[str], skipped: list[str], *, explicit: bool) -> Iterator[Input]:

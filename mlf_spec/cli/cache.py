@@ -28,6 +28,9 @@ def register(sub: Any) -> None:
     _batch.add_arguments(dump, what="tensor caches (folders or index files)")
     dump.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     dump.add_argument("--stats", action="store_true", help="add min, max, mean, std and NaN/Inf counts per tensor")
+    from ._remote import add_arguments as add_remote_arguments
+
+    add_remote_arguments(dump, check=False)
     dump.set_defaults(handler=_dump)
 
     from .check import add_kind_check
@@ -35,7 +38,20 @@ def register(sub: Any) -> None:
     chk = add_kind_check(csub, help="check tensor caches: findings and, with --tvm, the verdict of that version's loaders",
                          findings="cache_check.md", question="what that TVM version's Python and C++ loaders do",
                          what="tensor caches")
+    add_remote_arguments(chk)
     chk.set_defaults(handler=_check)
+
+    man = csub.add_parser("manifest", help="pin a tensor cache: size, SHA-256 and SRI sha384 of the index and every shard",
+                          description="A local folder or a remote cache (hf://, https://, s3://): every shard is read "
+                          "once. `check --manifest FILE` verifies a cache against it. Exit status: 0 written, 1 OUT "
+                          "exists (pass --force), 2 unreadable input.")
+    man.add_argument("path", metavar="DIR|URL", help="the cache folder, its index, or a remote cache URL")
+    man.add_argument("-o", "--output", metavar="FILE", help="write the manifest here (atomically) instead of stdout")
+    man.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    from ._remote import add_network_arguments
+
+    add_network_arguments(man)
+    man.set_defaults(handler=_manifest)
 
     for name, verb in (("upgrade", "to a later"), ("downgrade", "to an earlier")):
         m = csub.add_parser(name, help=f"write a tensor cache {verb} cache version (1 ndarray-cache.json, "
@@ -56,6 +72,7 @@ def register(sub: Any) -> None:
     d.add_argument("a", metavar="A")
     d.add_argument("b", metavar="B")
     d.add_argument("--json", action="store_true", help="the differences as one JSON object")
+    add_network_arguments(d)
     d.set_defaults(handler=_diff)
 
     c = csub.add_parser("convert", help="convert between a tensor cache and .params, .npz or .safetensors",
@@ -71,6 +88,7 @@ def register(sub: Any) -> None:
     c.add_argument("--force", action="store_true", help="replace OUT if it exists")
     c.add_argument("--json", action="store_true", help="print what was written as JSON: input, tensors, output, "
                    "bytes and each file with its size and SHA-256")
+    add_network_arguments(c)
     c.set_defaults(handler=_convert)
 
 
@@ -108,8 +126,18 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
     _batch.guard(inp, ACCEPT, WHAT)
     path = _require_path(inp)
-    with cache.open(path) as lazy:
-        doc = {"path": inp.name, **dump_document(lazy, stats=args.stats)}
+    remote = md5 = None
+    if "://" in path and _is_remote(path):
+        from ._remote import dump_document as remote_dump
+
+        doc = {"path": inp.name, **remote_dump(path, args)}
+        remote = doc.pop("remote")
+        md5 = doc.pop("md5", None)
+        if args.json:
+            return _batch.Outcome(0, doc={**doc, "remote": remote, **({"md5": md5} if md5 is not None else {})})
+    else:
+        with cache.open(path) as lazy:
+            doc = {"path": inp.name, **dump_document(lazy, stats=args.stats)}
     if args.json:
         return _batch.Outcome(0, doc=doc)
     out = io.StringIO()
@@ -122,7 +150,8 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     rows: list[tuple[str, ...]] = [head]
     for t in doc["tensors"]:
         row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
-               printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]), t["sha256"][:16])
+               printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]),
+               (t["sha256"] or "-")[:16])
         if args.stats:
             s = t.get("stats") or {}
             row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
@@ -130,6 +159,12 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
         rows.append(row)
     for line in table(rows, right=5):
         out.write(line + "\n")
+    if remote is not None:
+        read = sum(1 for t in doc["tensors"] if t["sha256"] is not None)
+        out.write(f"read {remote['bytes_read']:,} bytes in {remote['requests']:,} requests; sha256 of {read} of "
+                  f"{len(doc['tensors'])} tensors ({'every shard read: --verify' if args.verify else 'the records read: pass --verify for all'})\n")
+        for line in md5 or []:
+            out.write(f"md5sum differs: {line}\n")
     return _batch.Outcome(0, text=out.getvalue())
 
 
@@ -144,6 +179,27 @@ def _version_text(doc: dict[str, Any]) -> str:
     if of:
         return f"the bfloat16 companion index of cache version {of[0]}"
     return "cache version not declared"
+
+
+def _network(args: argparse.Namespace) -> None:
+    """--timeout and --retries for the remote sources a command opens (none: nothing loaded)."""
+    if any("://" in p and _is_remote(p) for p in (getattr(args, "a", ""), getattr(args, "b", ""),
+                                                   getattr(args, "src", ""))):
+        from ._remote import options
+
+        options(args)
+
+
+def _is_remote(path: str) -> bool:
+    from mlf_spec.remote import is_remote
+
+    return is_remote(path)
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from ._remote import manifest_command
+
+    return manifest_command(args)
 
 
 def _require_path(inp: _batch.Input) -> str:
@@ -212,6 +268,8 @@ def _diff(args: argparse.Namespace) -> int:
 
     from mlf_spec.cache import diff as _cdiff
 
+    _network(args)
+
     changes = _cdiff.compare(args.a, args.b)
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, "same": not changes, "changes": changes}))
@@ -226,6 +284,7 @@ def _convert(args: argparse.Namespace) -> int:
     from mlf_spec.cache import convert as _cconv
     from mlf_spec.errors import OutputExistsError
 
+    _network(args)
     losses: list[str] = []
     try:
         n = _cconv.convert(args.src, args.dst, encode_format=args.encode_format, shard_cap_mb=args.shard_cap_mb,

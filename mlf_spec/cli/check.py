@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
                    help="check MLF archives against this metadata version instead of the declared one")
     add_member_size(c)
     add_tvm_arguments(c)
+    from ._remote import add_arguments as add_remote_arguments
+
+    add_remote_arguments(c)
     c.add_argument("--dialect", type=dialect, help=".params: the TVM version whose dtype codes apply "
                    "(default: detected)")
     c.set_defaults(handler=_check)
@@ -205,7 +208,20 @@ def _check_cache(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     path = inp.path
     if path is None:
         raise MlfError("a tensor cache is a folder: name it (standard input cannot hold one)", file=inp.name)
-    return artifact_outcome(_ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name), args)
+    if "://" in path:
+        from mlf_spec.remote import is_remote
+
+        if is_remote(path):
+            from ._remote import annotate, remote_report
+
+            report, info = remote_report(inp, args)
+            return annotate(artifact_outcome(report, args), info)
+    report = _ccheck.check(path, tvm=getattr(args, "tvm", None), name=inp.name)
+    if getattr(args, "manifest", None):
+        from ._remote import local_manifest
+
+        local_manifest(report, path, args)
+    return artifact_outcome(report, args)
 
 
 CHECKERS["tensor-cache"] = _check_cache
