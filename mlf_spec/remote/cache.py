@@ -114,15 +114,17 @@ class RemoteCache(LazyCache):
     # -- bytes ---------------------------------------------------------------------------
     def _fd(self, i: int) -> int | None:
         """The sparse local stand-in of shard ``i`` (None: the shard is missing)."""
+        if i in self._absent:
+            return None
         if i not in self._fds:
             size = self.shard_size(i)
             if size is None:
-                self._fds[i] = None
-            else:
-                fd, name = tempfile.mkstemp(prefix="mlf-spec-remote-", suffix=".shard")
-                os.unlink(name)
-                os.ftruncate(fd, size)
-                self._fds[i] = fd
+                self._absent.add(i)
+                return None
+            fd, name = tempfile.mkstemp(prefix="mlf-spec-remote-", suffix=".shard")
+            os.unlink(name)
+            os.ftruncate(fd, size)
+            self._fds[i] = fd
         return self._fds[i]
 
     def _covered(self, i: int, start: int, end: int) -> bool:
