@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mlf_spec.cache import rules
-from mlf_spec.cache.codec import LazyCache
+from mlf_spec.cache.codec import MAX_OPEN, LazyCache
 from mlf_spec.cache.folder import UnsafePathError, data_path_problem
 from mlf_spec.cache.index import INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
 from mlf_spec.errors import MlfError, ValidationError
@@ -116,11 +116,17 @@ class RemoteCache(LazyCache):
         """The sparse local stand-in of shard ``i`` (None: the shard is missing)."""
         if i in self._absent:
             return None
-        if i not in self._fds:
+        if i in self._fds:
+            self._fds.move_to_end(i)
+        else:
             size = self.shard_size(i)
             if size is None:
                 self._absent.add(i)
                 return None
+            while len(self._fds) >= MAX_OPEN:  # as LazyCache: never one descriptor per shard
+                old, old_fd = self._fds.popitem(last=False)
+                os.close(old_fd)
+                self._have.pop(old, None)  # its fetched bytes went with the stand-in
             fd, name = tempfile.mkstemp(prefix="mlf-spec-remote-", suffix=".shard")
             os.unlink(name)
             os.ftruncate(fd, size)
