@@ -81,12 +81,17 @@ def _inspect_other(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcom
     import importlib
 
     if inp.kind.name in ("graph-json", "mlf-metadata"):  # no dump command: its check says what it holds
-        from .check import CHECKERS
+        from mlf_spec.findings import text
 
-        opts = argparse.Namespace(json=args.json, verbose=False, tvm=None, writer=None, check_version=None,
-                                  fail_on=None)
-        out = CHECKERS[inp.kind.name](inp, opts)
-        out.status = 0
+        if inp.kind.name == "graph-json":
+            from mlf_spec.graph import check as graph_check
+
+            report: Any = graph_check.check(inp.source, name=inp.name)
+        else:
+            from mlf_spec.mlf import check as mlf_check
+
+            report = mlf_check.check_metadata(inp.source, name=inp.name)
+        out = _batch.Outcome(0, doc=report.to_dict()) if args.json else _batch.Outcome(0, text=text(report))
     else:
         module = OTHER_KINDS[inp.kind.name]
         opts = argparse.Namespace(json=args.json, dialect=None, stats=False, values=False, era=None)
