@@ -47,6 +47,7 @@ import base64
 import ctypes
 import hashlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -172,6 +173,30 @@ def _cache_tensor(name: str, arr: Any) -> dict:
     return entry
 
 
+def _cache_tensor_stored(name: str, arr: Any) -> dict:
+    """As :func:`_cache_tensor`, but the digest is over the bytes the loader stores when the dtype
+    has no NumPy type of the reference's sense (lanes, sub-byte, handle, no NumPy name) or the
+    tensor is empty: TVM's own copy-out (``TVMTensorCopyToBytes``) gives them, where ``.numpy()``
+    unpacks int4, refuses float8 or allocates an empty tensor's whole extent."""
+    from tvm.runtime import _ffi_api
+
+    copy = getattr(_ffi_api, "TVMTensorCopyToBytes", None)
+    shape = [int(d) for d in arr.shape]
+    numel = 0 if 0 in shape else math.prod(shape)
+    bits, lanes, code = arr.dtype.bits, arr.dtype.lanes, arr.dtype.type_code
+    stored = numel == 0 or lanes != 1 or bits % 8 != 0 or code == 3  # 3: kDLOpaqueHandle
+    if copy is None or not stored:
+        entry = _cache_tensor(name, arr)
+        if copy is None or entry.get("sha256") is not None:
+            return entry
+    n = (numel * bits * lanes + 7) // 8
+    buf = (ctypes.c_uint8 * max(n, 1))()
+    if n:
+        copy(arr, ctypes.cast(buf, ctypes.c_void_p), n)
+    return {"name": name, "dtype": str(arr.dtype), "shape": shape,
+            "sha256": hashlib.sha256(bytes(buf)[:n]).hexdigest()}
+
+
 def _cache_load(req: dict) -> dict:
     import tvm
     from tvm.contrib import tvmjs
@@ -197,7 +222,7 @@ def _cache_load_cpp(req: dict) -> dict:
     for name in dict.fromkeys(names):
         arr = get(name)
         if arr is not None:
-            out.append(_cache_tensor(name, arr))
+            out.append(_cache_tensor_stored(name, arr))
     return {"tensors": out}
 
 
