@@ -138,9 +138,9 @@ def one_shot(adapter: Adapter, argv: list[str], stdin: IO[bytes] | None = None, 
     try:
         text = (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError) as exc:
-        print(f"the answer cannot be written as JSON: {exc}", file=stderr)
+        print(f"the answer cannot be written as JSON: {_unwritable(exc)}", file=stderr)
         stdout.write(json.dumps({"error": {"class": "internal", "message": f"the answer cannot be written as JSON: "
-                                           f"{exc}"}}).encode("utf-8") + b"\n")
+                                           f"{_unwritable(exc)}"}}).encode("utf-8") + b"\n")
         return 1
     stdout.write(text)
     return 0
@@ -175,8 +175,16 @@ def response_line(resp: dict[str, Any]) -> bytes:
         return (json.dumps(resp, ensure_ascii=False) + "\n").encode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError) as exc:
         bad = {"id": resp.get("id", -1), "ok": False,
-               "error": {"class": "internal", "message": f"the answer cannot be written as JSON: {exc}"}}
+               "error": {"class": "internal", "message": f"the answer cannot be written as JSON: {_unwritable(exc)}"}}
         return (json.dumps(bad) + "\n").encode("utf-8")
+
+
+def _unwritable(exc: Exception) -> str:
+    """Why an answer cannot be written, without the character's position (it moves with the
+    length of the case's paths, so the same answer would read differently run to run)."""
+    if isinstance(exc, UnicodeEncodeError):
+        return f"{exc.encoding!r} codec can't encode {exc.object[exc.start:exc.end]!r}: {exc.reason}"
+    return str(exc)
 
 
 def respond_in_child(adapter: Adapter, line: bytes) -> dict[str, Any]:
