@@ -317,17 +317,23 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
         handle.close()
         raise
     if strict:
-        try:
-            for p in lazy.problems():
-                if p.code in rules.FATAL:
-                    cls = rules.error_type(p.code)
-                    if p.file is not None:
-                        raise cls(p.message, file=p.file, field=p.path, offset=p.offset)
-                    raise index.error(p.message, p.path, cls)
-        except BaseException:
-            lazy.close()
-            raise
+        refuse_fatal(lazy)
     return lazy
+
+
+def refuse_fatal(lazy: LazyCache) -> None:
+    """Raise the first problem of ``lazy`` that a loader refuses (rules.FATAL), as the error
+    class the spec gives its rule, and close ``lazy`` then; return if there is none."""
+    try:
+        for p in lazy.problems():
+            if p.code in rules.FATAL:
+                cls = rules.error_type(p.code)
+                if p.file is not None:
+                    raise cls(p.message, file=p.file, field=p.path, offset=p.offset)
+                raise lazy.index.error(p.message, p.path, cls)
+    except BaseException:
+        lazy.close()
+        raise
 
 
 def load(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], Any]:

@@ -92,29 +92,11 @@ def register(sub: Any) -> None:
     c.set_defaults(handler=_convert)
 
 
-def _stats(arr: Any) -> dict[str, Any]:
-    import numpy as np
-
-    out: dict[str, Any] = {"min": None, "max": None, "mean": None, "std": None, "nan": 0, "inf": 0}
-    if arr.size == 0:
-        return out
-    try:
-        f = arr.astype(np.float64)
-    except (TypeError, ValueError):
-        return out
-    finite = np.isfinite(f)
-    out["nan"], out["inf"] = int(np.isnan(f).sum()), int(np.isinf(f).sum())
-    if finite.any():
-        v = f[finite]
-        out.update(min=float(v.min()), max=float(v.max()), mean=float(v.mean()), std=float(v.std()))
-    return out
-
-
 def dump_document(lazy: Any, *, stats: bool = False) -> dict[str, Any]:
     """The JSON document of ``cache dump --json`` (schema: generated/schemas/cache_dump)."""
     from mlf_spec.cache.reading import document
 
-    return document(lazy, stats=_stats if stats else None)
+    return document(lazy, stats=_value_stats() if stats else None)
 
 
 def _dump(args: argparse.Namespace) -> int:
@@ -304,3 +286,9 @@ def _convert(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.src} -> {args.dst}: {n} tensors")
     return 0
+
+
+def _value_stats() -> Any:
+    from mlf_spec.cache.stats import value_stats
+
+    return value_stats

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from mlf_spec.cache import rules
-from mlf_spec.cache.codec import MAX_OPEN, LazyCache
+from mlf_spec.cache.codec import MAX_OPEN, LazyCache, refuse_fatal
 from mlf_spec.cache.folder import UnsafePathError, data_path_problem
 from mlf_spec.cache.index import INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
-from mlf_spec.errors import MlfError, ValidationError
+from mlf_spec.errors import MlfError
 
 from .stores import Options, RemoteError, Stat, Store, open_store
 from .urls import INDEX_CANDIDATES, Location
@@ -288,15 +287,7 @@ def open_remote(url: str, *, strict: bool = True, options: Options | None = None
         store.close()
         raise
     if strict:
-        try:
-            for p in lazy.problems():
-                if p.code in rules.FATAL:
-                    if p.file is not None:
-                        raise MlfError(p.message, file=p.file, field=p.path, offset=p.offset)
-                    raise index.error(p.message, p.path, ValidationError)
-        except BaseException:
-            lazy.close()
-            raise
+        refuse_fatal(lazy)
     return lazy
 
 

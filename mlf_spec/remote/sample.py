@@ -12,6 +12,7 @@ import numpy as np
 
 from mlf_spec.cache import dtypes, encodings, rules
 from mlf_spec.cache.index import TensorEntry
+from mlf_spec.cache.stats import value_stats
 
 from .cache import RemoteCache
 
@@ -60,24 +61,6 @@ def _readable(lazy: RemoteCache, t: TensorEntry) -> bool:
     size = lazy.shard_size(t.shard)
     return (dt is not None and size is not None and min(t.shape, default=0) >= 0 and t.offset >= 0
             and t.offset + t.nbytes <= size and rules.expected_nbytes(dt, t.format, t.shape) == t.nbytes)
-
-
-def value_stats(arr: np.ndarray) -> dict[str, Any]:
-    """min, max, mean, std over the finite elements and the NaN/Inf counts (the shape of
-    ``cache dump --stats``)."""
-    out: dict[str, Any] = {"min": None, "max": None, "mean": None, "std": None, "nan": 0, "inf": 0}
-    if arr.size == 0:
-        return out
-    try:
-        f = arr.astype(np.float64)
-    except (TypeError, ValueError):
-        return out
-    finite = np.isfinite(f)
-    out["nan"], out["inf"] = int(np.isnan(f).sum()), int(np.isinf(f).sum())
-    if finite.any():
-        v = f[finite]
-        out.update(min=float(v.min()), max=float(v.max()), mean=float(v.mean()), std=float(v.std()))
-    return out
 
 
 def read(lazy: RemoteCache, t: TensorEntry, cap: int = CAP) -> dict[str, Any]:
