@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from . import _signals
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms at start-up; annotations are strings here
     import argparse
@@ -113,25 +115,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     run (imports and argument parsing too) give one line and exit status 128 + the signal's
     number, temporary files removed on the way out."""
     program = argv is None  # the process is this command: its handlers stay until it exits
-    saved = _catch_signals()
+    saved = _signals.catch()
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        signum = _signals.received()  # a signal some library swallowed on its way up: still the stop
     except BaseException as exc:
         # after a signal, whatever it became on its way up is the stop (numpy's import turns a
         # KeyboardInterrupt into an ImportError); temporary files were removed on the way out
-        signum = _state["signal"] or (2 if isinstance(exc, KeyboardInterrupt) else None)
+        signum = _signals.received() or (2 if isinstance(exc, KeyboardInterrupt) else None)
         if signum is None:
             raise
-        _quiet()
-        if signum == 2:
-            return _stopped("mlf-spec: interrupted", 130)
-        import signal
-
-        return _stopped(f"mlf-spec: stopped by {signal.Signals(signum).name}", 128 + signum)
     finally:
-        _quiet()
+        _signals.quiet()
         if not program:
-            _restore_signals(saved)
+            _signals.restore(saved)
+    if signum is None:
+        return status
+    if signum == 2:
+        return _stopped("mlf-spec: interrupted", 130)
+    import signal
+
+    return _stopped(f"mlf-spec: stopped by {signal.Signals(signum).name}", 128 + signum)
 
 
 def _main(argv: list[str]) -> int:
@@ -190,61 +194,6 @@ def _import_numpy_first(command: str | None, argv: Sequence[str]) -> None:
     freed a chunk of it (mmap / munmap) some 800 times: 3-4 % of ``upgrade``'s start-up."""
     if command in COMMANDS and COMMANDS[command][0] in NUMPY_MODULES and not {"-h", "--help"} & set(argv):
         import numpy  # noqa: F401
-
-
-class Signalled(BaseException):
-    """Raised in the main thread by SIGTERM or SIGHUP, so that the writers' cleanup runs
-    (temporary files removed, the old output untouched) as it does for SIGINT."""
-
-    def __init__(self, signum: int) -> None:
-        import signal
-
-        super().__init__(signum)
-        self.signum = signum
-        self.name = signal.Signals(signum).name
-
-
-#: Set once the run has stopped: a signal arriving then (while the last line is printed,
-#: handlers are restored or the interpreter exits) is ignored, never a traceback.
-_state: dict[str, int | None] = {"quiet": 0, "signal": None}
-
-
-def _raise_signalled(signum: int, frame: object) -> None:
-    if _state["quiet"]:
-        return
-    import signal
-
-    _state["signal"] = signum
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Signalled(signum)
-
-
-def _quiet() -> None:
-    _state["quiet"] = 1
-
-
-def _catch_signals() -> dict[int, object]:
-    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`Signalled` from here on
-    (where they were not ignored, and in the main thread only); returns the old handlers."""
-    import signal
-
-    _state["quiet"], _state["signal"] = 0, None
-    saved: dict[int, object] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
-            try:
-                saved[sig] = signal.signal(sig, _raise_signalled)
-            except ValueError:  # not the main thread: signals are not ours to catch
-                break
-    return saved
-
-
-def _restore_signals(saved: dict[int, object]) -> None:
-    import signal
-
-    for sig, old in saved.items():
-        signal.signal(sig, old)  # type: ignore[arg-type]  # a handler getsignal returned
 
 
 def _pipe_closed() -> int:

@@ -23,6 +23,8 @@ from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec._text import terminal_safe
 from mlf_spec.errors import MlfError
 
+from ._signals import stop_if_received
+
 STDIN = "-"
 
 
@@ -347,6 +349,8 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
         return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
     except MlfError as exc:
         return _failed(inp, exc)
+    finally:
+        stop_if_received()  # a signal swallowed in the work (or become its error) ends the run here
 
 
 def _failed(inp: Input, exc: MlfError) -> Outcome:
