@@ -1,16 +1,13 @@
 """A real HTTP server for the remote-cache tests: Debian's nginx (Range, HEAD and ETags as CDNs
 serve them), started on loopback in a temporary prefix with its own configuration.
 
-On a fresh machine the first test that asks installs nginx with apt-get (as root, or through
-password-less sudo), once, under a file lock so that pytest-xdist workers wait for each other,
-as tests/support/browser.py does for Chromium. A machine where that is impossible fails the
-test with the command to run: never skipped by default.
+On a fresh machine the first test that asks installs nginx (tests/support/debian.py): never
+skipped by default.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import socket
@@ -19,6 +16,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from .debian import ensure
 
 _CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
 
@@ -32,32 +31,7 @@ def _found() -> str | None:
 
 def nginx() -> str:
     """The path of nginx, installed with apt-get (nginx-light) if it is not there yet."""
-    path = _found()
-    if path:
-        return path
-    lock = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlf-spec" / "nginx.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        path = _found()
-        if path:
-            return path
-        prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends", "nginx-light"]
-        why = "no message"
-        try:
-            done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-            if done.returncode != 0:  # a stale package list: refresh it once
-                subprocess.run([*prefix, "apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-                done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-            why = (done.stderr.strip().splitlines() or [why])[-1]
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            why = str(exc)
-        path = _found()
-        if not path:
-            raise RuntimeError(f"nginx is not installed and could not be (run `apt-get install -y nginx-light`): {why}")
-        return path
+    return ensure("nginx", ["nginx-light"], _found, recommends=False, timeout=600)
 
 
 def free_port() -> int:
