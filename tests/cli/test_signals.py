@@ -43,3 +43,33 @@ def test_in_process_main_restores_the_handlers(monkeypatch, capsys):
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     assert main(["--version"]) == 0
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+@pytest.mark.parametrize("swallow", ["caught", "became-an-error"])
+def test_a_signal_a_library_swallows_still_stops_the_batch(monkeypatch, capsys, tmp_path, swallow):
+    """A signal raised inside one input's work and swallowed there (caught, or turned into
+    another error on its way up, as an import can) ends the run at that input, with 130."""
+    import os
+
+    from mlf_spec.cli import check, main
+    from mlf_spec.errors import MlfError
+
+    for name in ("a.params", "b.params", "c.params"):
+        (tmp_path / name).write_bytes(b"not a params file")
+    seen: list[str] = []
+    real = check._check_one
+
+    def work(inp, args):
+        seen.append(inp.name)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs here
+        except KeyboardInterrupt:
+            if swallow == "became-an-error":
+                raise MlfError("a library's own error") from None
+        return real(inp, args)
+
+    monkeypatch.setattr(check, "_check_one", work)
+    assert main(["check", str(tmp_path)]) == 130
+    assert len(seen) == 1, seen
+    assert capsys.readouterr().err.strip().splitlines() == ["mlf-spec: interrupted"]
