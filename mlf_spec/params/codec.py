@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from mlf_spec._io import atomic_write_chunks, describe, open_regular_fd, read_source
+from mlf_spec._io import atomic_write_chunks, describe, open_regular_fd, pread_into, read_source
 from mlf_spec.errors import MlfError, UnsupportedError
 from mlf_spec.generated._fastlib import Record
 from mlf_spec.generated.params_fast import PARAMS_MAGIC, new_params_file, read_params_file, write_params_file
@@ -278,12 +278,10 @@ def _shrank(offset: int) -> MlfError:
 def _pread(fd: int, n: int, offset: int) -> bytes:
     """``n`` bytes at ``offset`` (MlfError if the file ends first: it shrank since its size was taken)."""
     got = os.pread(fd, n, offset)
-    if len(got) < n:
-        while len(got) < n:  # a short read need not be the end; one that returns nothing is
-            more = os.pread(fd, n - len(got), offset + len(got))
-            if not more:
-                raise _shrank(offset + len(got))
-            got += more
+    if len(got) < n:  # a short read need not be the end: the rest by the package's read loop
+        rest = bytearray(n - len(got))
+        pread_into(fd, memoryview(rest), offset + len(got))
+        got += rest
     return got
 
 
@@ -708,7 +706,7 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
                 s0 = start + j * step
                 if n:
                     if fd is not None and (n >= _PREAD_MIN or src is None):
-                        _pread_into(fd, dst[s0:s0 + n], at)
+                        pread_into(fd, dst[s0:s0 + n], at)
                     else:
                         assert src is not None
                         dst[s0:s0 + n] = src[at:at + n]
@@ -724,15 +722,6 @@ def _materialise(idx: _Index, buf: Any, size: int, fd: int | None) -> ParamsFile
         assert fd is not None
         trailing = _pread(fd, size - idx.end, idx.end)
     return ParamsFile._of_columns(idx.names, values, records, idx.reserved, trailing, idx.choice, idx.by_name)
-
-
-def _pread_into(fd: int, view: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(view):
-        got = os.preadv(fd, [view[done:]], offset + done)
-        if got <= 0:
-            raise MlfError("file shrank while it was being read", offset=offset + done)
-        done += got
 
 
 class LazyParams(Mapping):
