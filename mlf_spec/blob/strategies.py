@@ -25,6 +25,7 @@ from mlf_spec.versions import label as version_label
 from mlf_spec.versions import public as public_version
 
 from . import codec as _blob
+from .eras import NEWEST_SINCE
 
 
 class _Named(dict):
@@ -80,12 +81,12 @@ def _era(era: str | tuple[int, ...]) -> tuple[int, ...]: ...
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
     """A TVM version given to a strategy, as the codec's tuple (0.24 and later: LATEST)."""
     e = public_version(era, "era")
-    return None if e is None else (_blob.LATEST if e >= (0, 24) else e)
+    return None if e is None else (_blob.LATEST if e >= NEWEST_SINCE else e)
 
 
 def era_label(e: tuple[int, ...]) -> str:
     """The name of era ``e`` in :data:`BLOB_ERAS` ("0.24" for the newest)."""
-    return "0.24" if e == _blob.LATEST else version_label(e)
+    return version_label(NEWEST_SINCE) if e == _blob.LATEST else version_label(e)
 
 
 def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
