@@ -7,4 +7,6 @@ the generated Python reader (the reference; ``mlf_spec.params.accel`` says which
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("mlf_spec.params._walker", ["mlf_spec/params/_walker.c"], optional=True)])
+# include_dirs: the walker's constants, generated from the spec (generated/params_walker.h)
+setup(ext_modules=[Extension("mlf_spec.params._walker", ["mlf_spec/params/_walker.c"], include_dirs=["generated"],
+                             optional=True)])

@@ -130,14 +130,20 @@ def read_at(fd: int, offset: int, n: int, *, file: str | None = None) -> bytearr
     """``n`` bytes of the file ``fd`` from ``offset``, read by pread (MlfError naming ``file``
     if the file ends first: it shrank while it was being read)."""
     out = bytearray(n)
-    view = memoryview(out)
-    done = 0
+    pread_into(fd, memoryview(out), offset, file=file)
+    return out
+
+
+def pread_into(fd: int, view: memoryview, offset: int, *, file: str | None = None) -> None:
+    """Fill ``view`` with the bytes of the file ``fd`` from ``offset``, by pread (the one
+    read loop of the package: a short read need not be the end, one that returns nothing
+    is). MlfError naming ``file`` if the file ends first: it shrank while it was being read."""
+    done, n = 0, len(view)
     while done < n:
         got = os.preadv(fd, [view[done:]], offset + done)
         if got <= 0:
             raise MlfError("file shrank while it was being read", file=file, offset=offset + done)
         done += got
-    return out
 
 
 class FileSpan:

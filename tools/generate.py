@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
+from specgen.emit_c_header import emit_walker_header  # noqa: E402
 from specgen.emit_cache_dtypes import emit_cache_dtypes  # noqa: E402
 from specgen.emit_construct import CONSTRUCT_LIB, emit_construct  # noqa: E402
 from specgen.emit_data import emit_binary_data, emit_eras, emit_table_data  # noqa: E402
@@ -91,6 +92,8 @@ def render(model: Model) -> dict[str, str]:
         files[f"docs/{table}.md"] = emit_table_doc(model, table)
     if "dtype_codes" in model.tables:
         files["docs/cache_dtypes.md"] = emit_cache_dtypes(model)
+    if "params" in model.binaries and "params_read_windows" in model.tables:
+        files["params_walker.h"] = emit_walker_header(model)
     for binary in model.binaries.values():
         files[f"{binary.name}_fast.py"] = emit_fast(model, binary)
         files[f"{binary.name}_construct.py"] = emit_construct(model, binary)

@@ -41,7 +41,7 @@ def check(source: Any, *, tvm: str | None = None, writer: str | None = None, era
     reader = _engine().reader_version(tvm) if tvm is not None else None
     wrange = _engine().writer_range(writer) if writer is not None else None
     located = _locate.locate_blobs(source, name=label)
-    blobs = [_blob._parse_located(loc, label, era, None) for loc in located]
+    blobs = [_blob.parse_located(loc, label, era, None) for loc in located]
     c = Collector(FINDINGS)
     if not blobs:
         c.add("library.no-blob", "", f"no module blob ({tvm_library_evidence(source, label)}): export_library "

@@ -14,7 +14,7 @@ from mlf_spec.errors import (
     UnsupportedError,
 )
 
-from .located import LocatedBlob, _blob_length, _line_of, split_blob_symbol
+from .located import LocatedBlob, blob_length, line_of, split_blob_symbol
 
 # Comments are blanked (same length, newlines kept) so that offsets stay byte offsets;
 # string and character literals are matched only so that "//" inside them is left alone.
@@ -80,7 +80,8 @@ def _padded_units(compact: bytes) -> bytes | None:
 
 
 def _skip_ws(code: bytes, pos: int) -> int:
-    return _WS.match(code, pos).end()  # type: ignore[union-attr]  # _WS matches the empty string, so match() never gives None
+    m = _WS.match(code, pos)  # (never None: _WS matches the empty string)
+    return m.end() if m is not None else pos
 
 
 def _blank_comments(text: bytes) -> bytes:
@@ -136,7 +137,7 @@ def parse_c_source(text: bytes | str, *, file: str = "<c-source>") -> list[Locat
         after = decl.end()
         if after >= len(code):
             raise TruncatedError(
-                f"line {_line_of(raw, begin)}: source ends after the declaration of {name}",
+                f"line {line_of(raw, begin)}: source ends after the declaration of {name}",
                 file=file,
                 field=name,
                 offset=len(code),
@@ -146,14 +147,14 @@ def parse_c_source(text: bytes | str, *, file: str = "<c-source>") -> list[Locat
         brace = _skip_ws(code, after + 1)
         if brace >= len(code):
             raise TruncatedError(
-                f"line {_line_of(raw, after)}: source ends before the initializer of {name}",
+                f"line {line_of(raw, after)}: source ends before the initializer of {name}",
                 file=file,
                 field=name,
                 offset=len(code),
             )
         if code[brace : brace + 1] != b"{":
             raise MalformedError(
-                f"line {_line_of(raw, brace)}: initializer of {name} does not start with '{{'",
+                f"line {line_of(raw, brace)}: initializer of {name} does not start with '{{'",
                 file=file,
                 field=name,
                 offset=brace,
@@ -175,7 +176,7 @@ def _parse_c_initializer(
     close = code.find(b"}", start)
     if close < 0:
         raise TruncatedError(
-            f"line {_line_of(raw, brace)}: initializer of {name} has no closing '}}'",
+            f"line {line_of(raw, brace)}: initializer of {name} has no closing '}}'",
             file=file,
             field=f"{name}.initializer",
             offset=brace,
@@ -183,14 +184,14 @@ def _parse_c_initializer(
     semi = _skip_ws(code, close + 1)
     if semi >= len(code):
         raise TruncatedError(
-            f"line {_line_of(raw, close)}: source ends before ';' after {name}",
+            f"line {line_of(raw, close)}: source ends before ';' after {name}",
             file=file,
             field=f"{name}.initializer",
             offset=len(code),
         )
     if code[semi : semi + 1] != b";":
         raise MalformedError(
-            f"line {_line_of(raw, semi)}: expected ';' after the initializer of {name}",
+            f"line {line_of(raw, semi)}: expected ';' after the initializer of {name}",
             file=file,
             field=f"{name}.initializer",
             offset=semi,
@@ -204,7 +205,7 @@ def _parse_c_initializer(
         declared = _c_int(count_text)
         if declared is None:
             raise UnsupportedError(
-                f"line {_line_of(raw, decl.start('count'))}: array size {count_text.decode('latin-1')!r} "
+                f"line {line_of(raw, decl.start('count'))}: array size {count_text.decode('latin-1')!r} "
                 "is not an integer literal",
                 file=file,
                 field=f"{name}.size",
@@ -212,13 +213,13 @@ def _parse_c_initializer(
             )
         if declared != len(data):
             raise CountMismatchError(
-                f"line {_line_of(raw, decl.start('count'))}: array {name} is declared with {declared} elements "
+                f"line {line_of(raw, decl.start('count'))}: array {name} is declared with {declared} elements "
                 f"but its initializer has {len(data)}",
                 file=file,
                 field=f"{name}.size",
                 offset=decl.start("count"),
             )
-    total = _blob_length(
+    total = blob_length(
         data, len(data), file=file, field=name, offset=start, what=f"array {name} ({len(data)} elements)"
     )
     return LocatedBlob(
@@ -255,7 +256,7 @@ def _initializer(region: bytes, raw: bytes, start: int, name: str, file: str) ->
             values = [_c_int(t) for t in tokens]
             if None in values or any(not -128 <= v <= 255 for v in values if v is not None):
                 _raise_bad_element(raw, tokens, values, start + pos, name, file, index)
-            chunk = bytes(v & 0xFF for v in values)  # type: ignore[operator]  # the check above raised for any None in values
+            chunk = bytes(v & 0xFF for v in values if v is not None)  # (the check above raised for any None)
         out += chunk
         index += len(tokens)
         pos = end
@@ -270,7 +271,7 @@ def _raise_bad_element(
         if value is None or not -128 <= value <= 255:
             where = pos + (len(token) - len(token.lstrip()))
             shown = token.strip()[:40].decode("latin-1")
-            line = _line_of(raw, where)
+            line = line_of(raw, where)
             if value is None:
                 if not shown:
                     msg = f"line {line}: empty element in the initializer of {name}"

@@ -27,13 +27,13 @@ from mlf_spec.edge_values import WIDTH, edge_values, length_lies, raw, rooms, un
 
 from . import codec as _blob
 from .strategies import (
-    _PAYLOAD_STRUCTS,
-    _ROOTS,
     BLOB_ERAS,
-    _build,
-    _kinds,
-    _label,
+    PAYLOAD_STRUCTS,
+    ROOTS,
+    build_blob,
+    era_label,
     era_tuple,
+    kinds_of,
     place,
     rewrite_import_tree,
     set_import_tree,
@@ -124,7 +124,7 @@ def _eras(fmt: str, eras: tuple[str, ...] | None) -> tuple[str, ...]:
 
 
 def _edge(kind: str, data: bytes, fmt: str, e: tuple[int, ...], where: str = "") -> Edge:
-    return Edge(kind, Data(data), _label(e), fmt, where)
+    return Edge(kind, Data(data), era_label(e), fmt, where)
 
 
 @st.composite
@@ -143,7 +143,7 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         written: tuple[int, ...]
         if rule == "libs" and set(_LIB_ERAS) & set(allowed):  # two _lib, as 0.7 writes them
             written, read = (0, 7), era_tuple(draw(st.sampled_from([x for x in _LIB_BOUND if x in allowed])))
-            data = _build(draw, fmt, written, kinds)
+            data = build_blob(draw, fmt, written, kinds)
             data = rewrite_import_tree(data, fmt, written, "duplicate_lib_legacy") or data
         elif rule == "tables" and set(_TABLE_ERAS) & set(allowed):  # one module with a function table
             written = era_tuple(draw(st.sampled_from(_TABLE_ERAS)))
@@ -153,8 +153,8 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
             pairs = [p for p in _ERA_PAIRS[fmt] if p[1] in allowed] or [(x, x) for x in allowed]
             pair = draw(st.sampled_from(pairs))
             written, read = era_tuple(pair[0]), era_tuple(pair[1])
-            data = _build(draw, fmt, written, kinds)
-        return _edge(f"era.{rule}.{_label(written)}-as-{_label(read)}", data, fmt, read)
+            data = build_blob(draw, fmt, written, kinds)
+        return _edge(f"era.{rule}.{era_label(written)}-as-{era_label(read)}", data, fmt, read)
     e = era_tuple(draw(st.sampled_from(allowed)))
     if which == "tree":
         if fmt == "legacy" and e < (0, 7):
@@ -174,15 +174,15 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
         return _inner_edge(draw, fmt, e, kinds)
     if which == "tail":
         tail = draw(st.binary(min_size=1, max_size=9))
-        if fmt == "legacy" and "0.6" in allowed and "metadata_module" in _kinds(fmt, kinds) and draw(st.booleans()):
+        if fmt == "legacy" and "0.6" in allowed and "metadata_module" in kinds_of(fmt, kinds) and draw(st.booleans()):
             # the last kind ends a 0.6 body; the size prefix leaves its last 0-4 bytes after the blob
             data = _blob.build(_blob.Module.lib(_blob.Module("metadata_module", _least_payload(
                 draw, "metadata_module", fmt, (0, 6)))), format=fmt, era=(0, 6))
             cut = draw(st.integers(0, 4))  # 0: the kind ends the body exactly
             return _edge("tail.kind", _set(data, 0, (len(data) - 8 - cut).to_bytes(8, "little")), fmt, (0, 6))
-        return _edge("tail", _build(draw, fmt, e, kinds) + tail, fmt, e)
-    data = _build(draw, fmt, e, kinds)
-    structs, root = _ROOTS[fmt]
+        return _edge("tail", build_blob(draw, fmt, e, kinds) + tail, fmt, e)
+    data = build_blob(draw, fmt, e, kinds)
+    structs, root = ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
     if which == "length":
@@ -243,14 +243,14 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
         out = set_import_tree(alone, fmt, e, [0, 0], [0] * k)
         return _edge(f"tree.{edit}", out or b"", fmt, e)  # the ffi layout always has a tree: never b""
     if edit == "flat":  # modules that nothing imports, a row each: up to 9 rows of 0
-        pool = [k for k in _kinds(fmt, kinds) if k in _blob.known_kinds(fmt)]
+        pool = [k for k in kinds_of(fmt, kinds) if k in _blob.known_kinds(fmt)]
         kind = "metadata_module" if "metadata_module" in pool else draw(st.sampled_from(pool))
         payload = _least_payload(draw, kind, fmt, e)
         lib = _blob.Module.lib()
         mods = [lib] + [_blob.Module(kind, payload) for _ in range(draw(st.sampled_from((0, 1, 7, 8, 9, 8, 9))))]
         return _edge("tree.flat", _blob.build(lib, format=fmt, era=e, order=mods), fmt, e)
-    data = _build(draw, fmt, e, kinds)
-    structs, root = _ROOTS[fmt]
+    data = build_blob(draw, fmt, e, kinds)
+    structs, root = ROOTS[fmt]
     node = tree_of(trace(structs, root, data, e)[0], fmt)
     if node is None:  # no import tree (the legacy layout before 0.7): nothing to reshape
         assume(False)
@@ -290,8 +290,8 @@ def _tree_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
 
 def _least_payload(draw: Any, kind: str, fmt: str, e: tuple[int, ...], inside: bool = False) -> _blob.Payload:
     struct = _blob.known_kinds(fmt)[kind]
-    tree = value_tree(_Least(draw, inside), _PAYLOAD_STRUCTS, struct, e)
-    return _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt, era=e)
+    tree = value_tree(_Least(draw, inside), PAYLOAD_STRUCTS, struct, e)
+    return _blob.parse_payload(kind, build(PAYLOAD_STRUCTS, struct, tree, e), format=fmt, era=e)
 
 
 def _fill_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None) -> Edge:
@@ -309,7 +309,7 @@ def _one_module(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     with ``device_first``, a device module if ``kinds`` has one, its inner lists (a function's
     arguments and tags) not empty, so that a table of the wrong era's shape is misread."""
     known = _blob.known_kinds(fmt)
-    pool = [k for k in _kinds(fmt, kinds) if k in known]
+    pool = [k for k in kinds_of(fmt, kinds) if k in known]
     device = [k for k in pool if known[k] == "device_binary"]
     empty = [k for k in pool if known[k] == "empty_payload"]
     # a grammar, then a kind of it: the seven device-binary kinds share one grammar
@@ -325,22 +325,22 @@ def _structs_of(name: str) -> list[str]:
     out, todo = [], [name]
     while todo:
         n = todo.pop()
-        if n in out or n not in _PAYLOAD_STRUCTS:
+        if n in out or n not in PAYLOAD_STRUCTS:
             continue
         out.append(n)
-        todo += [str(f.get(k)) for f in _PAYLOAD_STRUCTS[n]["fields"] for k in ("type", "elem", "key", "value", "struct")
+        todo += [str(f.get(k)) for f in PAYLOAD_STRUCTS[n]["fields"] for k in ("type", "elem", "key", "value", "struct")
                  if f.get(k)]
     return out
 
 
 def _lists(name: str) -> int:
     """How many lists (vec, map) the grammar ``name`` has, at any depth (each struct counted once)."""
-    return sum(f["kind"] in ("vec", "map") for n in _structs_of(name) for f in _PAYLOAD_STRUCTS[n]["fields"])
+    return sum(f["kind"] in ("vec", "map") for n in _structs_of(name) for f in PAYLOAD_STRUCTS[n]["fields"])
 
 
 def _fixed_lists(name: str) -> bool:
     return any(f["kind"] == "vec" and _fixed(str(f.get("elem"))) for n in _structs_of(name)
-               for f in _PAYLOAD_STRUCTS[n]["fields"])
+               for f in PAYLOAD_STRUCTS[n]["fields"])
 
 
 def _has_lists(name: str) -> bool:
@@ -352,7 +352,7 @@ def _list_kind(draw: Any, fmt: str, kinds: tuple[str, ...] | None, fixed: bool =
     elements if any grammar has them), each grammar drawn as often as it has lists (the seven
     device-binary kinds count as one grammar)."""
     known = _blob.known_kinds(fmt)
-    pool = [k for k in _kinds(fmt, kinds) if k in known and _has_lists(known[k])]
+    pool = [k for k in kinds_of(fmt, kinds) if k in known and _has_lists(known[k])]
     assume(bool(pool))
     if fixed:
         pool = [k for k in pool if _fixed_lists(known[k])] or pool
@@ -378,14 +378,14 @@ def _kind_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     short, its payload's length begins with the byte cut off, so that a reader comparing a fixed
     width sees the whole name. One in three is a single module of the empty kind instead."""
     known = _blob.known_kinds(fmt)
-    grammars = sorted({known[k] for k in _kinds(fmt, kinds) if k in known})
+    grammars = sorted({known[k] for k in kinds_of(fmt, kinds) if k in known})
     if draw(st.integers(0, 2)) == 0:
         near = [("", draw(st.binary(max_size=24)))]
         how = "empty"
     else:
         names = [_blob.LIB]  # and up to three grammars, a kind of each
         for g in draw(st.lists(st.sampled_from(grammars), min_size=1, max_size=3, unique=True)) if grammars else []:
-            names.append(draw(st.sampled_from([k for k in _kinds(fmt, kinds) if known.get(k) == g])))
+            names.append(draw(st.sampled_from([k for k in kinds_of(fmt, kinds) if known.get(k) == g])))
         near = []
         for name in dict.fromkeys(names):
             for way, kind in _near_names(name):
@@ -396,12 +396,12 @@ def _kind_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
         how = "near"
     after = []
     if draw(st.booleans()):
-        k = draw(st.sampled_from(_kinds(fmt, kinds)))
+        k = draw(st.sampled_from(kinds_of(fmt, kinds)))
         after = [_blob.Module(k, _least_payload(draw, k, fmt, e) if k in known else _opaque(fmt, e, b"\x00" * 8))]
     root = _blob.Module.lib()
     placeholders = [_blob.Module("x", _opaque(fmt, e, b"")) for _ in near]
     data = _blob.build(root, format=fmt, era=e, order=[root, *placeholders, *after])
-    structs, top = _ROOTS[fmt]
+    structs, top = ROOTS[fmt]
     tree = trace(structs, top, data, e)[0]
     for i, (kind, payload) in enumerate(near, 1):
         tree["body"]["modules"][i] = {"kind": kind, "payload": {"data": payload}}
@@ -437,7 +437,7 @@ def _fixed(type_name: str) -> bool:
     """Whether a value of ``type_name`` has one size (an integer, or a struct of integers)."""
     if type_name in WIDTH:
         return True
-    fields = _PAYLOAD_STRUCTS.get(type_name, {}).get("fields")
+    fields = PAYLOAD_STRUCTS.get(type_name, {}).get("fields")
     return bool(fields) and all(f["kind"] == "scalar" and f.get("type") in WIDTH for f in fields)
 
 
@@ -450,14 +450,14 @@ def _long_list(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] |
     kind = _list_kind(draw, fmt, kinds, fixed)
     struct = _blob.known_kinds(fmt)[kind]
     counting = _OneLong(draw, -1, 0)
-    value_tree(counting, _PAYLOAD_STRUCTS, struct, e)
+    value_tree(counting, PAYLOAD_STRUCTS, struct, e)
     lists = [i for i, x in enumerate(counting.fixed) if x or not fixed] or list(range(len(counting.fixed)))
     first = next((j for j, i in enumerate(lists) if counting.fixed[i]), 0)
     lists = lists[first:] + lists[:first]  # from the first list of fixed-size elements on (drawn most)
     assume(bool(lists))  # a grammar whose lists all come at later eras has none here
     target, k = draw(st.sampled_from(lists)), draw(st.sampled_from(_LONG))
-    tree = value_tree(_OneLong(draw, target, k), _PAYLOAD_STRUCTS, struct, e)
-    return _blob.Module(kind, _blob.parse_payload(kind, build(_PAYLOAD_STRUCTS, struct, tree, e), format=fmt,
+    tree = value_tree(_OneLong(draw, target, k), PAYLOAD_STRUCTS, struct, e)
+    return _blob.Module(kind, _blob.parse_payload(kind, build(PAYLOAD_STRUCTS, struct, tree, e), format=fmt,
                                                   era=e)), k
 
 
@@ -477,7 +477,7 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
         drawn.append(_long_list(draw, fmt, e, kinds, fixed=how in ("past", "wrap")))
         lib = _blob.Module.lib(*[m for m, _ in drawn])
         data = _blob.build(lib, format=fmt, era=e, order=[lib, *[m for m, _ in drawn]])
-    structs, root = _ROOTS[fmt]
+    structs, root = ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body, k = tree["body"], drawn[-1][1]
     key = "modules" if "modules" in body else "entries"  # the tvm-ffi layout's, the legacy layout's
@@ -489,7 +489,8 @@ def _bound_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     span, n = counts[0], k
     starts = [min((s.offset for s in mine if s.path[:len(span.path)] == (*span.path[:-1], i)), default=None)
               for i in (0, 1)]
-    size = starts[1] - starts[0] if None not in starts else 0  # type: ignore[operator]  # None ruled out
+    first, second = starts
+    size = second - first if first is not None and second is not None else 0
     if how == "past" and size:
         n = rooms(data, spans)(span) // size + 1
     elif how == "wrap" and size and not size & (size - 1):
@@ -505,8 +506,8 @@ def _inner_edge(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] 
     """1-9 bytes after the end of a payload's grammar inside its stated length (or after the
     body's last entry inside the size prefix), the length and every length around it grown by as
     many."""
-    data = _build(draw, fmt, e, kinds)
-    structs, root = _ROOTS[fmt]
+    data = build_blob(draw, fmt, e, kinds)
+    structs, root = ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     sized = [s for s in spans if s.role == "length" and s.field.get("sized")]
     payloads = [s for s in sized if s.path != ("body", "#count")]

@@ -26,11 +26,11 @@ from mlf_spec.errors import (
 )
 
 from .located import (
-    _MAX_BLOB_SYMBOLS,
-    _PREFIX_SIZE,
+    MAX_BLOB_SYMBOLS,
+    PREFIX_SIZE,
     LocatedBlob,
-    _blob_length,
-    _read_exact,
+    blob_length,
+    read_exact,
     split_blob_symbol,
 )
 
@@ -116,7 +116,9 @@ class _Elf:
     member: str | None
 
 
-def _locate_elf(stream: BinaryIO, size: int, label: str, member: str | None) -> list[LocatedBlob]:
+def locate_elf(stream: BinaryIO, size: int, label: str, member: str | None) -> list[LocatedBlob]:
+    """The module blobs of the ELF file ``stream`` (``size`` bytes; ``label`` names it in
+    errors, ``member`` the tar member it came from), found through its symbol tables."""
     is64 = _elf_header_checks(stream, size, label)
     with _elf_guard(label, "elf_header", 0):
         elf = ELFFile(stream)
@@ -211,10 +213,10 @@ def _blobs_in_symtab(ctx: _Elf, tab_index: int) -> Iterator[LocatedBlob]:
                                  field=f"{field}.sh_entsize", offset=tab["sh_offset"])
         count = tab.num_symbols()
         table = tab.data()
-    candidates = _symbols_named(table, entsize, count, ctx.elf.little_endian, ctx.elf.elfclass == 64,
+    candidates = symbols_named(table, entsize, count, ctx.elf.little_endian, ctx.elf.elfclass == 64,
                                 _blob_name_offsets(strings))
-    if len(candidates) > _MAX_BLOB_SYMBOLS:
-        raise LengthError(f"{len(candidates)} blob symbols in one symbol table (the limit is {_MAX_BLOB_SYMBOLS})",
+    if len(candidates) > MAX_BLOB_SYMBOLS:
+        raise LengthError(f"{len(candidates)} blob symbols in one symbol table (the limit is {MAX_BLOB_SYMBOLS})",
                           file=ctx.label, field=field, offset=tab["sh_offset"])
     for i in candidates:
         entry_offset = tab["sh_offset"] + i * entsize
@@ -257,7 +259,7 @@ def _blob_name_offsets(strings: bytes) -> np.ndarray:
     return np.array(sorted(set(found)), dtype=np.uint64)
 
 
-def _symbols_named(table: bytes, entsize: int, count: int, little: bool, is64: bool, names: np.ndarray) -> list[int]:
+def symbols_named(table: bytes, entsize: int, count: int, little: bool, is64: bool, names: np.ndarray) -> list[int]:
     """Indices of the defined, non-local symbols whose st_name is one of ``names``: the whole
     table is scanned at once instead of decoding every entry with pyelftools (a table of a
     million symbols would take minutes one by one). Entries the scan cannot decode (a
@@ -356,11 +358,11 @@ def _read_symbol_blob(ctx: _Elf, sec_index: int, value: int, st_size: int, where
     else:
         # No size recorded (e.g. a symbol added with objcopy): only the prefix bounds the blob.
         limit, what = available, f"section {sec.name!r} after symbol {name}"
-    prefix = _read_exact(ctx.stream, file_offset, min(limit, _PREFIX_SIZE), file=ctx.label, field=name)
-    total = _blob_length(prefix, limit, file=ctx.label, field=name, offset=file_offset, what=what)
+    prefix = read_exact(ctx.stream, file_offset, min(limit, PREFIX_SIZE), file=ctx.label, field=name)
+    total = blob_length(prefix, limit, file=ctx.label, field=name, offset=file_offset, what=what)
     lo = rel if ctx.e_type == "ET_REL" else value
     _check_no_relocations(ctx, sec_index, lo, lo + total, name)
-    data = _read_exact(ctx.stream, file_offset, total, file=ctx.label, field=name)
+    data = read_exact(ctx.stream, file_offset, total, file=ctx.label, field=name)
     return LocatedBlob(
         symbol=where.split[1],
         prefix=where.split[0],
@@ -439,3 +441,6 @@ def _relocation_into(sec: Section, little: bool, is64: bool, lo: int, hi: int) -
     r_offset = np.ndarray((n,), dtype=dtype, buffer=data, strides=(entsize,))
     hits = np.flatnonzero((r_offset < hi) & (r_offset >= low))
     return (int(hits[0]), int(r_offset[hits[0]])) if len(hits) else None
+
+# the names before they were public
+_locate_elf, _symbols_named = locate_elf, symbols_named

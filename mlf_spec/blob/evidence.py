@@ -26,16 +26,16 @@ import posixpath
 import re
 from typing import Any
 
-from mlf_spec import _blob_facts as _facts
 from mlf_spec import tar as _tar
+from mlf_spec._blob_facts import CONTEXT_SYMBOLS, EXPORT_MEMBER, FFI_FUNCTION_PREFIX
 from mlf_spec._io import open_regular
 from mlf_spec.errors import MlfError
 from mlf_spec.sniff import compression
 
 #: The symbols whose definition shows TVM's host code generator wrote an ELF file.
-CONTEXT_SYMBOLS: tuple[bytes, ...] = _facts.CONTEXT_SYMBOLS
+CONTEXT_SYMBOLS: tuple[bytes, ...] = CONTEXT_SYMBOLS
 #: The member names of an export_library tar.
-EXPORT_MEMBER: re.Pattern[str] = _facts.EXPORT_MEMBER
+EXPORT_MEMBER: re.Pattern[str] = EXPORT_MEMBER
 
 
 def evidence(source: str | os.PathLike[str] | bytes) -> str | None:
@@ -62,7 +62,7 @@ def _elf_evidence(f: Any) -> str | None:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
-    from .elf import _symbols_named
+    from .elf import symbols_named
 
     try:
         elf = ELFFile(f)
@@ -75,7 +75,7 @@ def _elf_evidence(f: Any) -> str | None:
                 continue
             import numpy as np
 
-            hits = _symbols_named(tab.data(), tab["sh_entsize"], tab.num_symbols(), elf.little_endian,
+            hits = symbols_named(tab.data(), tab["sh_entsize"], tab.num_symbols(), elf.little_endian,
                                   elf.elfclass == 64, np.array(sorted(offsets), dtype=np.uint64))
             for i in hits[:1]:
                 name = tab.get_symbol(i).name
@@ -95,7 +95,7 @@ def _tvm_name_offsets(strings: bytes) -> set[int]:
         end = strings.find(b"\0", pos)
         end = len(strings) if end < 0 else end
         tail = strings[pos:end]
-        if tail.startswith(_facts.FFI_FUNCTION_PREFIX) and pos == start or tail in CONTEXT_SYMBOLS:
+        if tail.startswith(FFI_FUNCTION_PREFIX) and pos == start or tail in CONTEXT_SYMBOLS:
             found.update(range(start, pos + 1))
         pos = strings.find(b"__tvm_", end)
     return found
@@ -105,12 +105,12 @@ def _tar_evidence(f: Any) -> str | None:
     """The member names of an export tar, read by the package's tar reader with the blob
     locator's limits (a compressed tar is decompressed within them first)."""
     from .export_tar import decompressed_bound, members
-    from .located import _DEFAULT_MAX_MEMBERS, _DEFAULT_MAX_SIZE
+    from .located import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SIZE
 
     try:
-        with _tar.plain_tar(f, decompressed_bound(_DEFAULT_MAX_SIZE, _DEFAULT_MAX_MEMBERS), file=None) as plain:
-            names = [posixpath.basename(e.path) for e in members(plain, "<tar>", _DEFAULT_MAX_SIZE,
-                                                                 _DEFAULT_MAX_MEMBERS)]
+        with _tar.plain_tar(f, decompressed_bound(DEFAULT_MAX_SIZE, DEFAULT_MAX_MEMBERS), file=None) as plain:
+            names = [posixpath.basename(e.path) for e in members(plain, "<tar>", DEFAULT_MAX_SIZE,
+                                                                 DEFAULT_MAX_MEMBERS)]
     except (MlfError, OSError):
         return None
     if names and all(EXPORT_MEMBER.fullmatch(n) for n in names) and any(n.startswith("lib") for n in names):

@@ -18,8 +18,8 @@ from mlf_spec._blob_facts import DEVC_MEMBER
 from mlf_spec.errors import TruncatedError, UnsupportedError
 
 from .csource import parse_c_source
-from .elf import _locate_elf
-from .located import _SNIFF_SIZE, LocatedBlob
+from .elf import locate_elf
+from .located import SNIFF_SIZE, LocatedBlob
 
 #: The members of a tar may total this many times max_size (and a compressed tar may
 #: decompress to that plus max_size of padding).
@@ -75,10 +75,10 @@ def _locate_member(stream: IO[bytes], entry: _tar.TarEntry, label: str, *, only_
         raise TruncatedError(f"member declares {entry.size} bytes, the archive holds {len(data)}",
                              file=member_label, field="tar.member.size", offset=entry.header_offset)
     if data[:4] == b"\x7fELF":
-        return _locate_elf(io.BytesIO(data), len(data), member_label, member=name)
+        return locate_elf(io.BytesIO(data), len(data), member_label, member=name)
     if only_elf:
         return []
-    if data and b"\x00" not in data[:_SNIFF_SIZE]:
+    if data and b"\x00" not in data[:SNIFF_SIZE]:
         return [LocatedBlob(symbol=b.symbol, prefix=b.prefix, data=b.data, source=f"tar:{name}", file_offset=None,
                             container_member=name)
                 for b in parse_c_source(data, file=member_label)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 from mlf_spec._blob_facts import BLOB_SYMBOLS, C_SOURCE_STYLES, SYMBOL_FFI, SYMBOL_FFI_V021, SYMBOL_LEGACY
 from mlf_spec._io import Source, open_regular
@@ -32,16 +32,19 @@ from mlf_spec.sniff import compression as _compression
 from mlf_spec.tar import stream_size
 
 from .csource import parse_c_source
-from .elf import _locate_elf
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+from .elf import locate_elf
 from .export_tar import locate_in_tar
 from .located import (
-    _DEFAULT_MAX_MEMBERS,
-    _DEFAULT_MAX_SIZE,
-    _PREFIX_SIZE,
-    _SNIFF_SIZE,
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_SIZE,
+    PREFIX_SIZE,
+    SNIFF_SIZE,
     LocatedBlob,
-    _blob_length,
-    _read_exact,
+    blob_length,
+    read_exact,
     split_blob_symbol,
 )
 from .writers import c_source_for_blob, write_bin
@@ -98,13 +101,14 @@ class _Window(io.RawIOBase):
         self._pos = pos
         return pos
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # narrower than RawIOBase.readinto on purpose: only memoryviews are passed
-        n = min(len(buffer), max(0, self._size - self._pos))
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        n = min(len(view), max(0, self._size - self._pos))
         if n == 0:
             return 0
         self._stream.seek(self._base + self._pos)
         chunk = self._stream.read(n)
-        buffer[: len(chunk)] = chunk
+        view[: len(chunk)] = chunk
         self._pos += len(chunk)
         return len(chunk)
 
@@ -118,8 +122,8 @@ def locate_blobs(
     *,
     kind: str | None = None,
     name: str | None = None,
-    max_size: int = _DEFAULT_MAX_SIZE,
-    max_members: int = _DEFAULT_MAX_MEMBERS,
+    max_size: int = DEFAULT_MAX_SIZE,
+    max_members: int = DEFAULT_MAX_MEMBERS,
 ) -> list[LocatedBlob]:
     """Return every module blob in ``source`` (path, bytes or binary file object).
 
@@ -162,13 +166,13 @@ def _locate_stream(
 ) -> list[LocatedBlob]:
     size = stream_size(stream)
     stream.seek(0)
-    head = stream.read(_SNIFF_SIZE)
+    head = stream.read(SNIFF_SIZE)
     detected = kind or _sniff(head, size, label)
     if detected == "raw" and kind is None and path is not None and path.endswith((".tar", ".tgz", ".tar.gz")):
         # Old v7 tarballs carry no "ustar" magic; trust the extension only as a last resort.
         detected = "tar"
     if detected == "elf":
-        return _locate_elf(stream, size, label, member=None)
+        return locate_elf(stream, size, label, member=None)
     if detected == "tar":
         return locate_in_tar(stream, label, max_size, max_members)
     if detected == "c":
@@ -183,7 +187,7 @@ def _sniff(head: bytes, size: int, label: str) -> str:
     """Classify an input from its first bytes."""
     # A raw blob whose prefix matches the size exactly wins over any magic that it happens
     # to resemble (the prefix is an arbitrary number, e.g. 0x5a4d reads as "MZ").
-    if size >= _PREFIX_SIZE and int.from_bytes(head[:_PREFIX_SIZE], "little") == size - _PREFIX_SIZE:
+    if size >= PREFIX_SIZE and int.from_bytes(head[:PREFIX_SIZE], "little") == size - PREFIX_SIZE:
         return "raw"
     if head[:4] == b"\x7fELF":
         return "elf"
@@ -214,11 +218,11 @@ _UNSUPPORTED_MAGICS: tuple[tuple[bytes, str], ...] = (
 
 def _locate_raw(stream: BinaryIO, size: int, label: str, max_size: int) -> LocatedBlob:
     stream.seek(0)
-    prefix = stream.read(_PREFIX_SIZE)
-    total = _blob_length(prefix, size, file=label, field="blob", offset=0, what="the file")
+    prefix = stream.read(PREFIX_SIZE)
+    total = blob_length(prefix, size, file=label, field="blob", offset=0, what="the file")
     if total > max_size:
         raise LengthError(f"raw blob is larger than max_size={max_size}", file=label, field="blob", offset=0)
     # Bytes after the size-prefixed blob are not part of it (loaders read only the prefixed
     # size); the blob is read without them and after_end says how many there were.
-    data = _read_exact(stream, 0, total, file=label, field="blob")
+    data = read_exact(stream, 0, total, file=label, field="blob")
     return LocatedBlob(symbol="", prefix="", data=data, source="raw", file_offset=0, after_end=size - total)

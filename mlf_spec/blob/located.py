@@ -13,11 +13,11 @@ from mlf_spec.errors import (
     TruncatedError,
 )
 
-_PREFIX_SIZE = 8
-_DEFAULT_MAX_SIZE = 8 << 30
-_DEFAULT_MAX_MEMBERS = 20_000
-_SNIFF_SIZE = 4096
-_MAX_BLOB_SYMBOLS = 64  # a library defines one blob (rarely a few); each is read into memory
+PREFIX_SIZE = 8  # the size prefix every container shares
+DEFAULT_MAX_SIZE = 8 << 30  # the default bounds of locate(): bytes of an artifact, members of a tar
+DEFAULT_MAX_MEMBERS = 20_000
+SNIFF_SIZE = 4096  # the bytes read to tell what an artifact is
+MAX_BLOB_SYMBOLS = 64  # a library defines one blob (rarely a few); each is read into memory
 
 
 
@@ -67,7 +67,9 @@ def split_blob_symbol(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _read_exact(stream: BinaryIO, offset: int, n: int, *, file: str, field: str) -> bytes:
+def read_exact(stream: BinaryIO, offset: int, n: int, *, file: str, field: str) -> bytes:
+    """``n`` bytes of ``stream`` at ``offset`` (TruncatedError naming ``file`` and ``field``
+    if it ends first)."""
     stream.seek(offset)
     data = stream.read(n)
     if len(data) != n:
@@ -77,25 +79,31 @@ def _read_exact(stream: BinaryIO, offset: int, n: int, *, file: str, field: str)
     return data
 
 
-def _line_of(text: bytes, offset: int) -> int:
+def line_of(text: bytes, offset: int) -> int:
+    """The 1-based line of ``text`` that byte ``offset`` lies on."""
     return text.count(b"\n", 0, offset) + 1
 
 
-def _blob_length(prefix: bytes, limit: int, *, file: str, field: str, offset: int, what: str) -> int:
+def blob_length(prefix: bytes, limit: int, *, file: str, field: str, offset: int, what: str) -> int:
     """Return 8 + nbytes after checking it against ``limit`` bytes available."""
-    if limit < _PREFIX_SIZE:
+    if limit < PREFIX_SIZE:
         raise TruncatedError(
             f"{what} holds {limit} bytes, fewer than the 8-byte size prefix",
             file=file,
             field=field,
             offset=offset,
         )
-    nbytes = int.from_bytes(prefix[:_PREFIX_SIZE], "little")
-    if nbytes > limit - _PREFIX_SIZE:
+    nbytes = int.from_bytes(prefix[:PREFIX_SIZE], "little")
+    if nbytes > limit - PREFIX_SIZE:
         raise LengthError(
-            f"size prefix claims {nbytes} body bytes but {what} holds only {limit - _PREFIX_SIZE} after the prefix",
+            f"size prefix claims {nbytes} body bytes but {what} holds only {limit - PREFIX_SIZE} after the prefix",
             file=file,
             field=f"{field}.nbytes",
             offset=offset,
         )
-    return _PREFIX_SIZE + nbytes
+    return PREFIX_SIZE + nbytes
+
+# the names before they were public
+_PREFIX_SIZE, _DEFAULT_MAX_SIZE, _DEFAULT_MAX_MEMBERS, _SNIFF_SIZE, _MAX_BLOB_SYMBOLS = (
+    PREFIX_SIZE, DEFAULT_MAX_SIZE, DEFAULT_MAX_MEMBERS, SNIFF_SIZE, MAX_BLOB_SYMBOLS)
+_read_exact, _line_of, _blob_length = read_exact, line_of, blob_length

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from hypothesis import assume
+from hypothesis import assume, reject
 from hypothesis import strategies as st
 
 from mlf_spec._internal.drawn import Broken, Data
@@ -25,6 +25,7 @@ from mlf_spec.versions import label as version_label
 from mlf_spec.versions import public as public_version
 
 from . import codec as _blob
+from .eras import NEWEST_SINCE
 
 
 class _Named(dict):
@@ -38,8 +39,8 @@ class _Named(dict):
         return f"<{self.name} structs>"
 
 
-_PAYLOAD_STRUCTS = _Named("payloads", _payloads_ir.STRUCTS)
-_ROOTS = {"ffi": (_Named("blob_ffi", _ffi_ir.STRUCTS), "ffi_blob"),
+PAYLOAD_STRUCTS = _Named("payloads", _payloads_ir.STRUCTS)
+ROOTS = {"ffi": (_Named("blob_ffi", _ffi_ir.STRUCTS), "ffi_blob"),
           "legacy": (_Named("blob_legacy", _leg_ir.STRUCTS), "legacy_blob")}
 
 #: TVM versions whose writers the strategies imitate, per layout ("0.24": 0.24 and later).
@@ -80,11 +81,12 @@ def _era(era: str | tuple[int, ...]) -> tuple[int, ...]: ...
 def _era(era: str | tuple[int, ...] | None) -> tuple[int, ...] | None:
     """A TVM version given to a strategy, as the codec's tuple (0.24 and later: LATEST)."""
     e = public_version(era, "era")
-    return None if e is None else (_blob.LATEST if e >= (0, 24) else e)
+    return None if e is None else (_blob.LATEST if e >= NEWEST_SINCE else e)
 
 
-def _label(e: tuple[int, ...]) -> str:
-    return "0.24" if e == _blob.LATEST else version_label(e)
+def era_label(e: tuple[int, ...]) -> str:
+    """The name of era ``e`` in :data:`BLOB_ERAS` ("0.24" for the newest)."""
+    return version_label(NEWEST_SINCE) if e == _blob.LATEST else version_label(e)
 
 
 def _draw_era(draw: Any, fmt: str, era: str | tuple[int, ...] | None) -> tuple[int, ...]:
@@ -101,14 +103,15 @@ def blob_payloads(draw: Any, kind: str, format: str = "ffi", era: str | None = N
     struct = _blob.known_kinds(format).get(kind, "opaque_payload" if format == "ffi" else None)
     if struct is None:
         raise ValueError(f"no payload grammar for {kind!r} in the legacy layout")
-    tree = draw(valid_tree(_PAYLOAD_STRUCTS, struct, e))
+    tree = draw(valid_tree(PAYLOAD_STRUCTS, struct, e))
     from mlf_spec._internal.spec_engine import build
 
-    data = build(_PAYLOAD_STRUCTS, struct, tree, e)
+    data = build(PAYLOAD_STRUCTS, struct, tree, e)
     return _blob.parse_payload(kind, data, format=format, era=e)
 
 
-def _kinds(format: str, only: tuple[str, ...] | None = None) -> list[str]:  # noqa: A002
+def kinds_of(format: str, only: tuple[str, ...] | None = None) -> list[str]:  # noqa: A002
+    """The module kinds the strategies draw for ``format`` (those of ``only``, if given)."""
     kinds = sorted(_blob.known_kinds(format))
     kinds = kinds + list(_UNKNOWN_KINDS) if format == "ffi" else kinds
     if only is not None:
@@ -125,9 +128,9 @@ def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa
     kinds named there (a reader's declared payload grammars; ffi payloads of no grammar stay in)."""
     e = _draw_era(draw, format, era)
     n = draw(st.integers(1, max_modules))
-    pool = _kinds(format, kinds)
+    pool = kinds_of(format, kinds)
     if format == "legacy" and e < (0, 7):
-        leaves = [_blob.Module(k, draw(blob_payloads(k, format, _label(e))))
+        leaves = [_blob.Module(k, draw(blob_payloads(k, format, era_label(e))))
                   for k in draw(st.lists(st.sampled_from(pool), max_size=n - 1))]
         return _blob.Module.lib(*leaves)
     several_libs = format == "legacy" and e < (0, 8)
@@ -139,7 +142,7 @@ def module_trees(draw: Any, format: str = "ffi", era: str | None = None,  # noqa
             nodes.append(_blob.Module.lib())
         else:
             k = draw(st.sampled_from(pool))
-            nodes.append(_blob.Module(k, draw(blob_payloads(k, format, _label(e)))))
+            nodes.append(_blob.Module(k, draw(blob_payloads(k, format, era_label(e)))))
     for i in range(1, n):  # a tree: each module has a parent numbered before it
         nodes[draw(st.integers(0, i - 1))].imports.append(nodes[i])
     if n > 2 and draw(st.booleans()):  # sometimes share a module (a DAG)
@@ -156,11 +159,12 @@ def blob_bytes(draw: Any, format: str | None = None, era: str | None = None,  # 
     """Valid blobs of either layout (or ``format``) as TVM's writer of a drawn (or the given,
     e.g. "0.16") version packs them; ``kinds`` limits the module kinds (see :func:`module_trees`)."""
     fmt = format or draw(st.sampled_from(_blob.FORMATS))
-    return Data(_build(draw, fmt, _draw_era(draw, fmt, era), kinds))
+    return Data(build_blob(draw, fmt, _draw_era(draw, fmt, era), kinds))
 
 
-def _build(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None = None) -> bytes:
-    root = draw(module_trees(fmt, _label(e), kinds=kinds))
+def build_blob(draw: Any, fmt: str, e: tuple[int, ...], kinds: tuple[str, ...] | None = None) -> bytes:
+    """A blob TVM ``e``'s writer packs, of a module tree drawn with ``draw``."""
+    root = draw(module_trees(fmt, era_label(e), kinds=kinds))
     try:
         return _blob.build(root, format=fmt, era=e)
     except MlfError:  # a shared module that TVM's numbering cannot place after its parents
@@ -185,8 +189,8 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None,
     if kind == "duplicate_lib_legacy":
         eras = [x for x in eras if x >= (0, 8)]
     e: tuple[int, ...] = draw(st.sampled_from(eras))
-    data = _build(draw, fmt, e, module_kinds)
-    structs, root = _ROOTS[fmt]
+    data = build_blob(draw, fmt, e, module_kinds)
+    structs, root = ROOTS[fmt]
     tree, spans = trace(structs, root, data, e)
     body = tree["body"]
     if kind == "truncated":
@@ -230,8 +234,9 @@ def broken_blob_bytes(draw: Any, kinds: tuple[str, ...] | None = None,
     elif kind == "row_ptr_past_children":
         value = draw(st.integers(1, 4))
     out = rewrite_import_tree(data, fmt, e, kind, at=at, value=value)
-    assume(out is not None)
-    return _broken(kind, out, fmt, e)  # type: ignore[arg-type]  # assume() above rules out None
+    if out is None:
+        reject()
+    return _broken(kind, out, fmt, e)
 
 
 def tree_of(tree: dict, fmt: str) -> dict | None:
@@ -249,7 +254,7 @@ def rewrite_import_tree(data: bytes, fmt: str, era: tuple[int, ...], kind: str, 
     ``_lib`` for ``duplicate_lib_legacy`` / ``duplicate_lib_ffi``); ``at`` picks the child or
     row (taken modulo what exists), ``value`` the bad index or the excess. None when this
     blob cannot be broken that way (no tree, too few modules, no _lib)."""
-    structs, root = _ROOTS[fmt]
+    structs, root = ROOTS[fmt]
     tree, _ = trace(structs, root, data, era)
     body = tree["body"]
     tree_node = tree_of(tree, fmt)
@@ -301,7 +306,7 @@ def set_import_tree(data: bytes, fmt: str, era: tuple[int, ...], row_ptr: list[i
     (any values, valid or not), after keeping only the first ``keep`` modules (None: all) and
     adding ``extra_libs`` ``_lib`` modules at the end of the module list; None when the blob has
     no import tree (legacy before 0.7)."""
-    structs, root = _ROOTS[fmt]
+    structs, root = ROOTS[fmt]
     tree, _ = trace(structs, root, data, era)
     body = tree["body"]
     tree_node = tree_of(tree, fmt)
@@ -326,7 +331,7 @@ def set_import_tree(data: bytes, fmt: str, era: tuple[int, ...], row_ptr: list[i
 
 
 def _broken(kind: str, data: bytes, fmt: str, e: tuple[int, ...], where: str = "") -> Broken:
-    return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=_label(e), format=fmt, where=where)
+    return Broken(kind, Data(data), BLOB_BROKEN_KINDS[kind], era=era_label(e), format=fmt, where=where)
 
 
 def place(path: tuple, body: dict) -> str:
@@ -351,6 +356,10 @@ def where_of(spans: list, body: dict, offset: int) -> str:
     if not holding:
         return ""
     return place(min(holding, key=lambda s: s.size).path, body)
+
+
+# the names before they were public (the conformance suite reads _ROOTS)
+_PAYLOAD_STRUCTS, _ROOTS, _build, _kinds, _label = PAYLOAD_STRUCTS, ROOTS, build_blob, kinds_of, era_label
 
 
 __all__ = ["BLOB_BROKEN_KINDS", "BLOB_ERAS", "blob_bytes", "blob_payloads", "broken_blob_bytes", "era_tuple",

@@ -20,18 +20,18 @@ from mlf_spec.errors import (
     ConstraintError,
 )
 
-from .located import _PREFIX_SIZE, _blob_length
+from .located import PREFIX_SIZE, blob_length
 
 
 def _check_blob(blob: bytes, what: str) -> None:
-    _blob_length(blob, len(blob), file=what, field="blob", offset=0, what="the blob")
-    nbytes = int.from_bytes(blob[:_PREFIX_SIZE], "little")
-    if _PREFIX_SIZE + nbytes != len(blob):
+    blob_length(blob, len(blob), file=what, field="blob", offset=0, what="the blob")
+    nbytes = int.from_bytes(blob[:PREFIX_SIZE], "little")
+    if PREFIX_SIZE + nbytes != len(blob):
         raise ConstraintError(
-            f"{len(blob) - _PREFIX_SIZE - nbytes} bytes follow the body (size prefix says {nbytes})",
+            f"{len(blob) - PREFIX_SIZE - nbytes} bytes follow the body (size prefix says {nbytes})",
             file=what,
             field="blob.trailing",
-            offset=_PREFIX_SIZE + nbytes,
+            offset=PREFIX_SIZE + nbytes,
         )
 
 
@@ -78,7 +78,7 @@ def c_source_for_blob(
     blob = bytes(blob)
     if check:
         _check_blob(blob, "<blob>")
-    elif len(blob) < _PREFIX_SIZE:
+    elif len(blob) < PREFIX_SIZE:
         raise ValueError("a blob needs at least its 8-byte size prefix")
     name = (system_lib_prefix or "") + symbol
     ctype = C_STYLE_TYPE[style]
@@ -96,8 +96,8 @@ def c_source_for_blob(
         # The prefix goes on the first line, then the body continues it: a line break every
         # 20 values counted from the start of the array, "," between values, none at the end.
         parts.append("\n  ")
-        parts.append(",".join(map(_HEX_PLAIN.__getitem__, blob[:_PREFIX_SIZE])))
-        for i in range(_PREFIX_SIZE, len(blob)):
+        parts.append(",".join(map(_HEX_PLAIN.__getitem__, blob[:PREFIX_SIZE])))
+        for i in range(PREFIX_SIZE, len(blob)):
             parts.append(",\n  " if i % 20 == 0 else ",")
             parts.append(_HEX_PLAIN[blob[i]])
     parts.append("\n};\n")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mlf_spec._io import pread_into as _pread_into
 from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnknownDtypeError, UnsupportedError
 
 from . import dtypes, encodings, rules
@@ -272,15 +273,6 @@ def _plain_pages() -> Iterator[None]:
         yield
     finally:
         _set_madvise_hugepage(was)
-
-
-def _pread_into(fd: int, buf: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(buf):
-        n = os.preadv(fd, [buf[done:]], offset + done)
-        if n <= 0:
-            raise MlfError("file shrank while it was being read", offset=offset + done)
-        done += n
 
 
 def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # noqa: A001

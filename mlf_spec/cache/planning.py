@@ -101,7 +101,8 @@ def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str,
     return shards, triggered
 
 
-def _shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]:
+def shard_chunks(entries: list[tuple[dict, np.ndarray, bool]]) -> Iterator[Any]:
+    """The bytes of a shard's tensors in order, as buffers (f32-to-bf16 tensors encoded)."""
     for _rec, arr, encode in entries:
         if arr.nbytes == 0:
             continue
@@ -117,7 +118,7 @@ def write_shard(folder: Path, data_path: str, entries: list[tuple[dict, np.ndarr
     md5 = hashlib.md5(usedforsecurity=False)
     total = 0
     with open(folder / data_path, "wb") as f:
-        for chunk in _shard_chunks(entries):
+        for chunk in shard_chunks(entries):
             md5.update(chunk)
             f.write(chunk)
             total += chunk.nbytes if hasattr(chunk, "nbytes") else len(chunk)
@@ -131,7 +132,7 @@ def write_indexes(folder: Path, index_name: str, b16_name: str | None, metadata:
     text = index_text(metadata, records)
     (folder / index_name).write_text(text, encoding="utf-8")
     if b16_name is not None:
-        (folder / b16_name).write_text(index_text(metadata, _b16_records(records)), encoding="utf-8")
+        (folder / b16_name).write_text(index_text(metadata, b16_records(records)), encoding="utf-8")
     return text
 
 
@@ -140,7 +141,7 @@ def index_text(metadata: Any, shards: list[dict]) -> str:
     return json.dumps({"metadata": metadata, "records": shards}, indent=4)
 
 
-def _b16_records(records: list[dict]) -> list[dict]:
+def b16_records(records: list[dict]) -> list[dict]:
     """The records of the bf16 index: the f32-to-bf16 float32 tensors relabelled bfloat16 / raw
     (0.27; earlier writers relabelled every float32 tensor, and wrote the file whenever the
     encoding applied to a tensor, even one the index then dropped)."""
@@ -152,4 +153,7 @@ def _b16_records(records: list[dict]) -> list[dict]:
     return out
 
 
-__all__ = ["index_text", "plan", "write_indexes", "write_shard"]
+# the names before they were public (cache/codec.py imports them)
+_b16_records, _shard_chunks = b16_records, shard_chunks
+
+__all__ = ["b16_records", "index_text", "plan", "shard_chunks", "write_indexes", "write_shard"]

@@ -71,6 +71,8 @@ TARGETS: dict[str, Target] = {}
 
 #: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
 READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec._internal.spec_engine", "mlf_spec.params.codec",
+           "mlf_spec.params.index", "mlf_spec.params.models", "mlf_spec.params.writing", "mlf_spec.blob.payload",
+           "mlf_spec.blob.modules", "mlf_spec.blob.eras",
            "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
            "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource", "mlf_spec.blob.export_tar",
            "mlf_spec.graph.codec", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
@@ -307,7 +309,8 @@ def _pick(data: bytes, n: int) -> int:
 
 # ----------------------------------------------------------------- .params
 
-_PARAMS_MODULES = ("mlf_spec.params.codec", "mlf_spec.params.dtypes", "mlf_spec.generated.params_fast",
+_PARAMS_MODULES = ("mlf_spec.params.codec", "mlf_spec.params.index", "mlf_spec.params.models", "mlf_spec.params.writing",
+                   "mlf_spec.params.dtypes", "mlf_spec.generated.params_fast",
                    "mlf_spec.generated.tensor_fast", "mlf_spec._io")
 
 
@@ -354,7 +357,7 @@ def params_open(data: bytes) -> None:
 
 _LOCATE_MODULES = ("mlf_spec.blob.locate", "mlf_spec.blob.located", "mlf_spec.blob.elf", "mlf_spec.blob.csource",
                    "mlf_spec.blob.export_tar", "mlf_spec.tar.read")
-_BLOB_MODULES = ("mlf_spec.blob.codec", "mlf_spec.generated.blob_ffi_fast", "mlf_spec.generated.blob_legacy_fast",
+_BLOB_MODULES = ("mlf_spec.blob.codec", "mlf_spec.blob.payload", "mlf_spec.blob.modules", "mlf_spec.generated.blob_ffi_fast", "mlf_spec.generated.blob_legacy_fast",
                  "mlf_spec.generated.payloads_fast", "mlf_spec.generated.vm_fast")
 
 

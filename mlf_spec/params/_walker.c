@@ -37,26 +37,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PARAMS_MAGIC 0xf7e58d4f05049cb7ULL /* kTVMNDArrayListMagic */
-#define TENSOR_MAGIC 0xdd5e40f096b4a13fULL /* kTVMNDArrayMagic */
-#define MAX_NDIM 64                        /* tensor.yaml: 0 <= ndim <= 64 */
-#define FIXED 32                           /* magic, reserved, device, ndim, dtype */
-#define FIRST (16 << 10)                   /* the first read: header, names, first records */
-#define SPARSE_MIN (16 << 10)              /* tensors this large on average: read header by header */
-/* After a tensor of more than SMALL_MAX bytes the next read is HEAD_WINDOW bytes: a header (at
-   most 552 bytes) and maybe a small tensor after it; after a smaller one, twice that tensor
-   and HEAD_WINDOW (a run of small tensors). Measured on the ResNet-50-like file of
-   benchmarks/params.py (shuffled rounds, against 4 KiB and 16 KiB): every byte read costs
-   (page-cache lookups and copies from memory the CPU has not cached), so a read is sized for
-   headers, and the data of a tensor over 4 KiB is skipped by a read of its own. */
-#ifndef HEAD_WINDOW
-#define HEAD_WINDOW 1024
-#endif
-#ifndef SMALL_MAX
-#define SMALL_MAX (4 << 10)
-#endif
-#define MAX_WINDOW (64 << 10)              /* the largest read after a small tensor */
-#define DENSE_WINDOW (256 << 10)           /* small tensors: many headers per read */
+/* The constants come from the spec (generated/params_walker.h, made by tools/generate.py):
+   the magics, MAX_NDIM, the byte offsets FILE_* and REC_* of the fixed headers, FIXED (where
+   a record's shape starts) and the read windows. FIRST is the first read (header, names,
+   first records); SPARSE_MIN the average tensor size from which headers are read one window
+   at a time. After a tensor of more than SMALL_MAX bytes the next read is HEAD_WINDOW bytes: a
+   header (at most 552 bytes) and maybe a small tensor after it; after a smaller one, twice
+   that tensor and HEAD_WINDOW (a run of small tensors), at most MAX_WINDOW; DENSE_WINDOW for
+   small tensors read as runs. Measured on the ResNet-50-like file of benchmarks/params.py
+   (shuffled rounds, against 4 KiB and 16 KiB): every byte read costs (page-cache lookups and
+   copies from memory the CPU has not cached), so a read is sized for headers, and the data of
+   a tensor over 4 KiB is skipped by a read of its own. */
+#include "params_walker.h"
+
+#define FILE_COUNT FILE_NAMES              /* the name count ... */
+#define FILE_FIRST_NAME (FILE_NAMES + 8)   /* ... then the names */
 
 static PyObject *Refusal;
 
@@ -116,7 +111,8 @@ static PyObject *field(uint64_t i, const char *name) {
    (as the generated `truncated` names it). */
 static PyObject *cut_fixed(uint64_t i, uint64_t pos, uint64_t rem) {
     static const struct { unsigned start, stop; const char *name; } ends[] = {
-        {0, 8, "magic"}, {8, 16, "reserved"}, {16, 24, "device"}, {24, 28, "ndim"}, {28, 32, "dtype"}};
+        {REC_MAGIC, REC_RESERVED, "magic"}, {REC_RESERVED, REC_DEVICE_TYPE, "reserved"},
+        {REC_DEVICE_TYPE, REC_NDIM, "device"}, {REC_NDIM, REC_DTYPE_CODE, "ndim"}, {REC_DTYPE_CODE, FIXED, "dtype"}};
     for (int k = 0; k < 5; k++)
         if (ends[k].stop > rem) return refuse("TruncatedError", field(i, ends[k].name), pos + ends[k].start);
     return refuse("TruncatedError", NULL, pos);
@@ -164,15 +160,15 @@ static PyObject *walk(source *s, int dense) {
     int64_t last_key = -1;
     const unsigned char *p = need(s, 0, 0, FIRST);
     if (p == NULL) return NULL;
-    int sparse = size >= 24 && (n = u64(p + 16)) != 0 && size / n >= SPARSE_MIN;
+    int sparse = size >= FILE_FIRST_NAME && (n = u64(p + FILE_COUNT)) != 0 && size / n >= SPARSE_MIN;
     if (!sparse && !dense) Py_RETURN_NONE;
-    if (size < 16) return refuse("TruncatedError", PyUnicode_FromString(size < 8 ? "magic" : "reserved"),
-                                 size < 8 ? 0 : 8);
-    magic = u64(p), reserved = u64(p + 8);
-    if (magic != PARAMS_MAGIC) return refuse("ConstMismatchError", PyUnicode_FromString("magic"), 0);
-    if (size - 16 < 8) return refuse("TruncatedError", PyUnicode_FromString("names"), 16);
-    n = u64(p + 16), pos = 24;
-    if (n > (size - pos) / 8) return refuse("LengthError", PyUnicode_FromString("names"), 16);
+    if (size < FILE_NAMES) return refuse("TruncatedError", PyUnicode_FromString(size < FILE_RESERVED ? "magic" : "reserved"),
+                                         size < FILE_RESERVED ? FILE_MAGIC : FILE_RESERVED);
+    magic = u64(p + FILE_MAGIC), reserved = u64(p + FILE_RESERVED);
+    if (magic != PARAMS_MAGIC) return refuse("ConstMismatchError", PyUnicode_FromString("magic"), FILE_MAGIC);
+    if (size - FILE_COUNT < 8) return refuse("TruncatedError", PyUnicode_FromString("names"), FILE_COUNT);
+    n = u64(p + FILE_COUNT), pos = FILE_FIRST_NAME;
+    if (n > (size - pos) / 8) return refuse("LengthError", PyUnicode_FromString("names"), FILE_COUNT);
     if ((names = PyList_New((Py_ssize_t)n)) == NULL) return NULL;  /* n <= size / 8: the bytes exist */
     if ((by_name = _PyDict_NewPresized((Py_ssize_t)n)) == NULL) goto fail;
     for (uint64_t i = 0; i < n; i++) {
@@ -199,7 +195,7 @@ static PyObject *walk(source *s, int dense) {
     if ((p = need(s, pos, 8, FIRST)) == NULL) goto fail;
     if (u64(p) != n) { refuse("CountMismatchError", PyUnicode_FromString("count"), pos); goto fail; }
     pos += 8;
-    if (n > (size - pos) / 40) { refuse("LengthError", PyUnicode_FromString("arrays"), pos); goto fail; }
+    if (n > (size - pos) / (FIXED + 8)) {  /* a record holds its fixed header and data_byte_size */ refuse("LengthError", PyUnicode_FromString("arrays"), pos); goto fail; }
     if ((keys = PySet_New(NULL)) == NULL) goto fail;
     /* room for 4-dimensional headers (n was checked against the bytes: 40 or more per record) */
     packed.cap = (size_t)(n < 4096 ? n : 4096) * 12;
@@ -214,10 +210,13 @@ static PyObject *walk(source *s, int dense) {
         if (want > MAX_WINDOW && !dense) want = MAX_WINDOW;
         if (rem < FIXED) { cut_fixed(i, pos, rem); goto fail; }
         if ((p = need(s, pos, FIXED, want)) == NULL) goto fail;
-        if (u64(p) != TENSOR_MAGIC) { refuse("ConstMismatchError", field(i, "magic"), pos); goto fail; }
-        if (i32(p + 16) != 1) { refuse("ConstraintError", field(i, "device"), pos + 16); goto fail; }
-        int32_t ndim = i32(p + 24);
-        if (ndim < 0 || ndim > MAX_NDIM) { refuse("ConstraintError", field(i, "ndim"), pos + 24); goto fail; }
+        if (u64(p + REC_MAGIC) != TENSOR_MAGIC) { refuse("ConstMismatchError", field(i, "magic"), pos); goto fail; }
+        if (i32(p + REC_DEVICE_TYPE) != 1) {
+            refuse("ConstraintError", field(i, "device"), pos + REC_DEVICE_TYPE);
+            goto fail;
+        }
+        int32_t ndim = i32(p + REC_NDIM);
+        if (ndim < 0 || ndim > MAX_NDIM) { refuse("ConstraintError", field(i, "ndim"), pos + REC_NDIM); goto fail; }
         uint64_t sp = pos + FIXED, k = (uint64_t)ndim;
         if (8 * k + 8 > size - sp) {
             if (8 * k > size - sp) refuse("TruncatedError", field(i, "shape"), sp);
@@ -232,22 +231,23 @@ static PyObject *walk(source *s, int dense) {
                                                                (unsigned long long)j), sp + 8 * j);
                 goto fail;
             }
-        int64_t nbytes = i64(shape + 8 * k), expected = expected_size(shape, ndim, p[29]);
+        int64_t nbytes = i64(shape + 8 * k), expected = expected_size(shape, ndim, p[REC_DTYPE_BITS]);
         if (expected < 0 || nbytes != expected) {
             refuse("ConstraintError", field(i, "data_byte_size"), sp + 8 * k);
             goto fail;
         }
         uint64_t dp = sp + 8 * k + 8;
         if ((uint64_t)nbytes > size - dp) { refuse("TruncatedError", field(i, "data"), dp); goto fail; }
-        int64_t lanes = p[30] | (p[31] << 8), key = p[28] | (p[29] << 8) | (lanes << 16);
-        int64_t head[7] = {(int64_t)dp, i64(p + 8), i32(p + 20), ndim, p[28], p[29], lanes};
+        int64_t code = p[REC_DTYPE_CODE], bits = p[REC_DTYPE_BITS];
+        int64_t lanes = p[REC_DTYPE_LANES] | (p[REC_DTYPE_LANES + 1] << 8), key = code | (bits << 8) | (lanes << 16);
+        int64_t head[7] = {(int64_t)dp, i64(p + REC_RESERVED), i32(p + REC_DEVICE_ID), ndim, code, bits, lanes};
         if (put(&packed, head, 7) < 0) goto fail;
         for (uint64_t j = 0; j <= k; j++) {
             int64_t v = i64(shape + 8 * j);
             if (put(&packed, &v, 1) < 0) goto fail;
         }
         if (key != last_key) {
-            PyObject *t = Py_BuildValue("(iii)", p[28], p[29], (int)lanes);
+            PyObject *t = Py_BuildValue("(iii)", (int)code, (int)bits, (int)lanes);
             if (t == NULL || PySet_Add(keys, t) < 0) { Py_XDECREF(t); goto fail; }
             Py_DECREF(t);
             last_key = key;

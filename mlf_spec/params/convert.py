@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mlf_spec import _extras
+from mlf_spec._extras import missing as missing_extra
 from mlf_spec._io import atomic_writer
 from mlf_spec.errors import AmbiguousDialectError, MlfError, UnsupportedError
 
@@ -116,7 +116,7 @@ def read_any(source: str | os.PathLike | bytes, dialect: str | None = None, fmt:
         from safetensors import safe_open
         from safetensors.numpy import load, load_file
     except ImportError:  # pragma: no cover - optional extra
-        raise UnsupportedError(_extras.missing("safetensors support", "safetensors", "safetensors")) from None
+        raise UnsupportedError(missing_extra("safetensors support", "safetensors", "safetensors")) from None
     try:
         if is_path:
             arrays, md = _safetensors_file(name, safe_open, load_file, load)
@@ -328,7 +328,7 @@ def write_any(tensors: dict[str, Any], path: str | os.PathLike, dialect: str | N
     try:
         from safetensors.numpy import save
     except ImportError:  # pragma: no cover - optional extra
-        raise UnsupportedError(_extras.missing("safetensors support", "safetensors", "safetensors")) from None
+        raise UnsupportedError(missing_extra("safetensors support", "safetensors", "safetensors")) from None
     try:
         data = save(
             {k: np.ascontiguousarray(v) for k, v in arrays.items()}, metadata={_META_KEY: json.dumps(meta)}

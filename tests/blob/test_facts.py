@@ -70,3 +70,32 @@ def test_symbol_for_takes_the_conformance_scope_value_latest():
     assert blob.symbol_for("ffi", "latest") == "__tvm_ffi__library_bin"
     assert blob.symbol_for("legacy", "latest") == "__tvm_ffi_library_bin"
     assert blob.symbol_for("legacy", "0.20") == "__tvm_dev_mblob"
+
+
+def test_the_writer_eras_are_rows_of_the_spec_and_decide_what_the_writer_packs() -> None:
+    """spec/tables/blob_writer_eras.yaml (issue 31 item 5): one row per writer change; the
+    codec's labels, reader candidates and writer rules are lookups in it."""
+    from mlf_spec.generated import blob_writer_eras_table as writer_table
+
+    from mlf_spec.blob import eras
+
+    assert [w.since for w in eras.WRITER_ERAS] == sorted(r["since"] for r in writer_table.ROWS)
+    assert codec._ERA_LABELS == eras.ERA_LABELS and eras.ERA_LABELS[codec.LATEST] == "0.24 or later"
+    symbols = {r["id"] for r in _rows("blob-symbol")} | {"raw"}
+    for w in eras.WRITER_ERAS:
+        assert set(w.read_symbols) <= symbols, w
+        assert w.c_style in facts.C_SOURCE_STYLES, w
+    # the reader's order per layout and symbol (an unknown symbol is taken as none)
+    assert eras.candidates("legacy", facts.SYMBOL_LEGACY) == [(0, 20), (0, 7)]
+    assert eras.candidates("legacy", facts.SYMBOL_FFI_V021) == [(0, 21)]
+    assert eras.candidates("legacy", "") == eras.candidates("legacy", facts.SYMBOL_FFI) == [(0, 20), (0, 21), (0, 7)]
+    assert eras.candidates("ffi", facts.SYMBOL_FFI_V021) == [(0, 22), (0, 23)]
+    assert eras.candidates("ffi", facts.SYMBOL_FFI) == eras.candidates("ffi", "") == [codec.LATEST, (0, 23)]
+    assert (eras.default_era("legacy"), eras.default_era("ffi")) == ((0, 20), codec.LATEST)
+    # what each era's writer packs: no import tree up to 0.6, one _lib per module in 0.7, merged
+    # from 0.8, count 0 for any root without imports from 0.14 (only a _lib root before)
+    rules = {v: (eras.writer_era(v).import_tree, eras.writer_era(v).merge_lib, eras.writer_era(v).omit_root)
+             for v in [(0, 1), (0, 6), (0, 7), (0, 8), (0, 13), (0, 14), (0, 27), codec.LATEST]}
+    assert rules == {(0, 1): (False, False, "lib"), (0, 6): (False, False, "lib"), (0, 7): (True, False, "lib"),
+                     (0, 8): (True, True, "lib"), (0, 13): (True, True, "lib"), (0, 14): (True, True, "any"),
+                     (0, 27): (True, True, "any"), codec.LATEST: (True, True, "any")}

@@ -366,7 +366,8 @@ def _sparse_file(tmp_path):
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch, compiled):
-    from mlf_spec.params import accel, codec
+    from mlf_spec.params import accel
+    from mlf_spec.params import index as codec_index  # the index builders (the reader patched below)
 
     if compiled and not accel.available():
         pytest.fail("the compiled walker is not built (tests/params/test_walker.py says why)")
@@ -374,8 +375,8 @@ def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch, compi
     path, data = _sparse_file(tmp_path)
     raw = path.read_bytes()
     calls = []
-    real = codec.read_tensor_record_heads
-    monkeypatch.setattr(codec, "read_tensor_record_heads", lambda *a: calls.append(1) or real(*a))
+    real = codec_index.read_tensor_record_heads
+    monkeypatch.setattr(codec_index, "read_tensor_record_heads", lambda *a: calls.append(1) or real(*a))
     with params.open(path) as by_pread:
         # the headers were read by the compiled walker, or by the generated heads reader from pread windows
         assert bool(calls) is not compiled
@@ -388,7 +389,7 @@ def test_lazy_open_by_pread_matches_the_mmap_reader(tmp_path, monkeypatch, compi
         assert copies._mem is None and bytes(copies.raw_file()) == raw
     with params.open(raw) as in_memory:  # bytes: the heads reader over the buffer
         assert index == [tuple(i) for i in in_memory.index]
-    monkeypatch.setattr(codec, "_sparse", lambda *a: False)
+    monkeypatch.setattr(codec_index, "_sparse", lambda *a: False)
     with params.open(raw) as as_runs:  # the runs reader agrees
         assert index == [tuple(i) for i in as_runs.index]
     assert by_pread.trailing_bytes == 0
@@ -420,10 +421,10 @@ def test_lazy_open_by_pread_reports_what_the_generated_reader_reports(tmp_path, 
         params.open(path)
     with pytest.raises(MlfError) as from_copies:
         params.open(path, mapped=False)
-    from mlf_spec.params import codec
+    from mlf_spec.params import index as codec_index
 
     with monkeypatch.context() as m:
-        m.setattr(codec, "_sparse", lambda *a: False)
+        m.setattr(codec_index, "_sparse", lambda *a: False)
         with pytest.raises(MlfError) as from_runs:  # the runs reader: the reference
             params.open(bytes(raw))
 
@@ -438,6 +439,7 @@ def test_lazy_open_by_pread_reads_every_shape_and_long_name_tables(tmp_path, mon
     reader), a name table longer than the first pread window, a bool tensor (its bytes
     decide the dialect) and an unknown code under strict: as the runs reader reads them."""
     from mlf_spec.params import codec
+    from mlf_spec.params import index as codec_index
 
     rng = np.random.default_rng(5)
     data = {("n" * 300) + f"{i:04d}": rng.standard_normal(shape).astype(np.float32)
@@ -451,7 +453,7 @@ def test_lazy_open_by_pread_reads_every_shape_and_long_name_tables(tmp_path, mon
     assert raw.index(b"flags") > codec._FIRST  # the names alone pass the first window
     for strict in (False, True):
         with monkeypatch.context() as m:
-            m.setattr(codec, "_sparse", lambda *a: False)
+            m.setattr(codec_index, "_sparse", lambda *a: False)
             try:
                 ref = params.open(raw, strict=strict)
             except MlfError as exc:

@@ -39,6 +39,38 @@ def test_the_compiled_walker_is_built_and_used():
         assert accel.walker() is None
 
 
+def test_the_walker_takes_its_constants_from_the_generated_header():
+    """The magics, the ndim bound, the header offsets and the read windows are stated once, in
+    the spec: _walker.c includes generated/params_walker.h and defines none of them itself,
+    and the Python index reader reads the same windows."""
+    import re
+
+    from mlf_spec.generated import params_read_windows_table as windows
+    from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
+
+    from mlf_spec.params import index
+
+    source = (ROOT / "mlf_spec" / "params" / "_walker.c").read_text()
+    header = (ROOT / "generated" / "params_walker.h").read_text()
+    defined = dict(re.findall(r"^#define (\w+) (\S+)", header, re.M))
+    assert '#include "params_walker.h"' in source
+    own = set(re.findall(r"^\s*#define (\w+)", source, re.M))
+    assert not own & set(defined), own & set(defined)
+    assert int(defined["MAX_NDIM"]) == W.MAX_NDIM == 64
+    assert int(defined["PARAMS_MAGIC"].removesuffix("ULL"), 16) == PARAMS_MAGIC
+    assert int(defined["TENSOR_MAGIC"].removesuffix("ULL"), 16) == TENSOR_MAGIC
+    assert {k: int(defined[f"REC_{k.upper()}"]) for k in ("magic", "reserved", "ndim")} == {
+        k: TENSOR_RECORD_OFFSETS[k] for k in ("magic", "reserved", "ndim")}
+    assert int(defined["REC_DEVICE_TYPE"]) == TENSOR_RECORD_OFFSETS["device"]
+    assert int(defined["REC_DTYPE_CODE"]) == TENSOR_RECORD_OFFSETS["dtype"]
+    rows = {r["id"]: r["bytes"] for r in windows.ROWS}
+    for r in windows.ROWS:
+        if r["reader"] != "python":
+            assert int(defined[r["id"].upper()]) == r["bytes"]
+    assert (index.FIRST, index._WINDOW, index._HEAD_WINDOW, index._DENSE_WINDOW, index._SPARSE_MIN) == (
+        rows["first"], rows["window"], rows["head_window"], rows["dense_window"], rows["sparse_min"])
+
+
 def _reference(path: Path) -> tuple:
     """The generated reader's walk (by pread, every record) or its error."""
     with accel.pure_python():
