@@ -20,7 +20,7 @@ from mlf_spec.cache.folder import UnsafePathError, data_path_problem
 from mlf_spec.cache.index import INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
 from mlf_spec.errors import MlfError
 
-from .stores import Options, RemoteError, Stat, Store, open_store
+from .stores import FsspecStore, HubStore, Options, RemoteError, Stat, Store
 from .urls import INDEX_CANDIDATES, Location
 from .urls import parse as parse_url
 
@@ -231,6 +231,20 @@ class RemoteCache(LazyCache):
 
     def __enter__(self) -> RemoteCache:
         return self
+
+
+def open_store(loc: Location, folder: str, options: Options) -> Store:
+    """The store of ``folder`` (for the Hub a path inside the repository, otherwise a URL)."""
+    if loc.kind == "hf":
+        return HubStore(loc, folder, options)
+    if loc.kind == "http":
+        from .http_store import HttpStore
+
+        return HttpStore(folder, options)
+    try:
+        return FsspecStore(folder, options)
+    except ImportError as exc:
+        raise RemoteError(f"reading this URL needs mlf-spec[remote] (fsspec): {exc}", file=loc.url) from None
 
 
 def locate(url: str, options: Options) -> tuple[Store, str, Location, Stat | None]:

@@ -477,17 +477,3 @@ class FsspecStore(Store):
 def _stat_of(info: dict[str, Any]) -> Stat:
     etag = info.get("ETag") or info.get("etag") or info.get("ETAG")
     return Stat(int(info["size"]), str(etag) if etag else None, None, False, info.get("mimetype"))
-
-
-def open_store(loc: Location, folder: str, options: Options) -> Store:
-    """The store of ``folder`` (for the Hub a path inside the repository, otherwise a URL)."""
-    if loc.kind == "hf":
-        return HubStore(loc, folder, options)
-    if loc.kind == "http":
-        from .http_store import HttpStore
-
-        return HttpStore(folder, options)
-    try:
-        return FsspecStore(folder, options)
-    except ImportError as exc:
-        raise RemoteError(f"reading URLs needs mlf-spec[remote] (fsspec, aiohttp): {exc}", file=loc.url) from None
