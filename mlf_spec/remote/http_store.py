@@ -26,6 +26,7 @@ from .stores import Buffer, RemoteError, Stat, Store, describe, exact_range, sta
 
 _OPENER: urllib.request.OpenerDirector | None = None
 _GONE = (404, 410)
+_NO_HEAD = (405, 501)  # a server that refuses HEAD: the size comes from a GET of byte 0 instead
 
 
 def _opener() -> urllib.request.OpenerDirector:
@@ -62,6 +63,10 @@ def _total_of_range(resp: Any) -> int | None:
     return int(total) if total.isdigit() else None
 
 
+def _gone(url: str) -> RemoteError:
+    return RemoteError("GET failed: HTTP 404 (not found), though the file was there a moment ago", file=url)
+
+
 def pieces(resp: Any, buf: bytearray) -> Iterator[memoryview]:
     """The body of ``resp`` read into ``buf`` piece by piece: each memoryview (of ``buf``) is
     valid until the next is asked for. A body cut short simply ends (the caller counts)."""
@@ -77,24 +82,28 @@ class HttpStore(Store):
     kind = "http"
     http = True  # a file's ETag may be asked again (RemoteCache.recheck)
 
+    def _request(self, url: str, method: str, headers: dict[str, str]) -> Any:
+        """One request; FileNotFoundError for 404/410 (not retried); None for a HEAD the server
+        does not answer (405, 501)."""
+        try:
+            return request(url, method, headers, self.options.timeout)
+        except Exception as exc:  # noqa: BLE001 - the client's errors, named by retrying()
+            status = status_of(exc)
+            if status in _GONE:
+                raise FileNotFoundError(url) from None
+            if method == "HEAD" and status in _NO_HEAD:
+                return None
+            raise
+
     def _open(self, what: str, rel: str, method: str, headers: dict[str, str]) -> Any:
         """One request, retried while its failure is transient; FileNotFoundError for 404/410."""
         url = self.url(rel)
-
-        def once() -> Any:
-            try:
-                return request(url, method, headers, self.options.timeout)
-            except Exception as exc:  # noqa: BLE001 - the client's errors, named by retrying()
-                if status_of(exc) in _GONE:
-                    raise FileNotFoundError(url) from None
-                raise
-
-        return self.retrying(what, url, once)
+        return self.retrying(what, url, lambda: self._request(url, method, headers))
 
     def stat(self, rel: str) -> Stat | None:
         """A HEAD (each call asks the server: there is no listing over HTTP). A server that
-        answers HEAD without a size is asked for the first byte instead, and its Content-Range
-        gives the size."""
+        refuses HEAD or answers it without a size is asked for the first byte instead, and its
+        Content-Range gives the size."""
         url = self.url(rel)
         try:
             resp = self._open("HEAD", rel, "HEAD", {})
@@ -102,8 +111,10 @@ class HttpStore(Store):
             self._count(0)
             return None
         self._count(0)
-        with resp:
-            size, etag, mime = _length(resp), resp.headers.get("ETag"), resp.headers.get("Content-Type")
+        size = etag = mime = None
+        if resp is not None:
+            with resp:
+                size, etag, mime = _length(resp), resp.headers.get("ETag"), resp.headers.get("Content-Type")
         if size is None:
             try:
                 resp = self._open("GET", rel, "GET", {"Range": "bytes=0-0"})
@@ -112,7 +123,7 @@ class HttpStore(Store):
             self._count(0)
             with resp:
                 size = _total_of_range(resp) if resp.status == 206 else _length(resp)
-                etag = etag or resp.headers.get("ETag")
+                etag, mime = etag or resp.headers.get("ETag"), mime or resp.headers.get("Content-Type")
         if size is None:
             raise RemoteError("HEAD failed: the server gives no Content-Length, so the shard's size is unknown",
                               file=url)
@@ -126,8 +137,7 @@ class HttpStore(Store):
         url = self.url(rel)
 
         def get() -> bytes:
-            resp = self._open_or_gone(rel, {"Range": f"bytes={start}-{end - 1}"})
-            with resp:
+            with self._request(url, "GET", {"Range": f"bytes={start}-{end - 1}"}) as resp:
                 want = end - start if resp.status == 206 else end
                 data = resp.read(want)
                 length = _length(resp)
@@ -135,23 +145,22 @@ class HttpStore(Store):
                     raise http.client.IncompleteRead(data, want - len(data))
                 return exact_range(data, start, end, url, resp.status)
 
-        data = self.retrying("GET", url, get)
+        try:
+            data = self.retrying("GET", url, get)
+        except FileNotFoundError:
+            raise _gone(url) from None
         self._count(len(data))
         return data
-
-    def _open_or_gone(self, rel: str, headers: dict[str, str]) -> Any:
-        try:
-            return self._open("GET", rel, "GET", headers)
-        except FileNotFoundError:
-            raise RemoteError("GET failed: HTTP 404 (not found), though the file was there a moment ago",
-                              file=self.url(rel)) from None
 
     def stream(self, rel: str, chunk: int, etag: str | None = None) -> Generator[Buffer, None, bool]:
         """One streamed GET read into a buffer of ``chunk`` bytes, reused piece after piece:
         RemoteError if the response's ETag is not ``etag`` (the file was replaced since its
         HEAD). Returns whether the response's ETag showed it is still that file."""
         url = self.url(rel)
-        resp = self._open_or_gone(rel, {})
+        try:
+            resp = self._open("GET", rel, "GET", {})
+        except FileNotFoundError:
+            raise _gone(url) from None
         self._count(0)
         try:
             got = resp.headers.get("ETag")
