@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, check: bool = True) -> Non
                        help="compare the index and every shard with a manifest (`mlf-spec cache manifest`); "
                        "local caches too")
     add_network_arguments(g)
-    g.add_argument("--streams", type=positive, default=4, metavar="N", help="shards streamed at once (default 4)")
+    g.add_argument("--streams", type=positive, default=None, metavar="N",
+                   help="shards streamed at once (default: the cores + 2, at most 8)")
 
 
 def add_network_arguments(parser: Any) -> None:
@@ -57,7 +58,7 @@ def remote_report(inp: _batch.Input, args: argparse.Namespace) -> tuple[Any, dic
     pinned = _manifest.load(args.manifest) if getattr(args, "manifest", None) else None
     return _rcheck.check(inp.name, tvm=getattr(args, "tvm", None), name=inp.name,
                          sample=getattr(args, "sample", 0), verify=getattr(args, "verify", False),
-                         manifest=pinned, options=options(args), jobs=getattr(args, "streams", 4),
+                         manifest=pinned, options=options(args), jobs=getattr(args, "streams", None),
                          progress=_progress("verify"))
 
 
@@ -110,7 +111,7 @@ def dump_document(path: str, args: argparse.Namespace) -> dict[str, Any]:
     stats = _sample.value_stats if getattr(args, "stats", False) else None
     with open_remote(path, options=options(args)) as lazy:
         if getattr(args, "verify", False):
-            found = digests(lazy, jobs=getattr(args, "streams", 4), progress=_progress("verify")(
+            found = digests(lazy, jobs=getattr(args, "streams", None), progress=_progress("verify")(
                 sum(lazy.shard_size(i) or 0 for i in range(len(lazy.index.shards)))))
             bad = md5_problems(lazy, found)
             doc = document(lazy, stats=stats)  # one ranged GET per tensor

@@ -5,7 +5,8 @@ index, each shard's size (a HEAD, a listing or the Hub's tree API, with the LFS 
 only the byte ranges that a check, a sample or a dump needs.
 
 :func:`is_remote` is cheap (no import beyond this package's ``urls``); everything else loads
-``huggingface_hub`` / ``fsspec`` on first use (the ``remote`` extra).
+``huggingface_hub`` / ``fsspec`` on first use (the ``remote`` extra), except HTTP(S), read with
+the standard library's client (``http_store``).
 """
 
 from __future__ import annotations

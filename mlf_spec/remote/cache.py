@@ -20,7 +20,7 @@ from mlf_spec.cache.folder import UnsafePathError, data_path_problem
 from mlf_spec.cache.index import INDEX_NAMES, LATEST, CacheIndex, TensorEntry, parse
 from mlf_spec.errors import MlfError
 
-from .stores import Options, RemoteError, Stat, Store, open_store
+from .stores import FsspecStore, HubStore, Options, RemoteError, Stat, Store
 from .urls import INDEX_CANDIDATES, Location
 from .urls import parse as parse_url
 
@@ -157,32 +157,42 @@ class RemoteCache(LazyCache):
         return self.store.read(self.index.shards[i].data_path, start, start + n)
 
     def shard_blocks(self, i: int, block: int = 1 << 20) -> Iterator[memoryview]:
-        """Shard ``i``'s bytes as they arrive (one streaming GET): RemoteError if the response
-        ends early or the file changed on the server meanwhile (its ETag)."""
+        """Shard ``i``'s bytes as they arrive (one streaming GET), each block valid until the
+        next is asked for (the buffer is reused): RemoteError if the response ends early or the
+        file changed on the server meanwhile (the GET's ETag, else a HEAD after it)."""
         st = self.stat(i)
         if st is None:
             return
         rel = self.index.shards[i].data_path
-        got = 0
-        for piece in self.store.stream(rel, block):
-            got += len(piece)
-            if got > st.size:
-                raise RemoteError(f"the response holds more than the {st.size} bytes the server announced "
-                                  "(the file changed meanwhile?)", file=self.store.url(rel))
-            yield memoryview(piece)
+        got, confirmed = 0, False
+        pieces = self.store.stream(rel, block, st.etag)
+        try:
+            while True:
+                try:
+                    piece = next(pieces)
+                except StopIteration as stop:
+                    confirmed = bool(stop.value)
+                    break
+                got += len(piece)
+                if got > st.size:
+                    raise RemoteError(f"the response holds more than the {st.size} bytes the server announced "
+                                      "(the file changed meanwhile?)", file=self.store.url(rel))
+                yield piece if isinstance(piece, memoryview) else memoryview(piece)
+        finally:
+            pieces.close()
         if got != st.size:
             raise RemoteError(f"the response ended after {got} of {st.size} bytes (truncated)",
                               file=self.store.url(rel))
-        self.recheck(i)
+        if not confirmed:
+            self.recheck(i)
 
     def recheck(self, i: int) -> None:
         """RemoteError if shard ``i`` is no longer the file first seen (a new ETag or size)."""
         st = self.stat(i)
-        fresh_stat = getattr(self.store, "stat", None)
-        if st is None or st.etag is None or not getattr(self.store, "http", False) or fresh_stat is None:
+        if st is None or st.etag is None or not getattr(self.store, "http", False):
             return
         rel = self.index.shards[i].data_path
-        now = fresh_stat(rel, fresh=True)
+        now = self.store.stat(rel)  # over HTTP every stat is a HEAD
         if now is None or now.etag != st.etag or now.size != st.size:
             after = "gone" if now is None else f"ETag {now.etag}, {now.size} bytes"
             raise RemoteError(f"the file changed on the server while it was read (ETag {st.etag}, {st.size} bytes; "
@@ -223,9 +233,24 @@ class RemoteCache(LazyCache):
         return self
 
 
-def locate(url: str, options: Options) -> tuple[Store, str, Location]:
-    """The store of the cache's folder and its index name: a URL that names a ``.json`` file
-    is the index; a folder holds tensor-cache.json, else ndarray-cache.json."""
+def open_store(loc: Location, folder: str, options: Options) -> Store:
+    """The store of ``folder`` (for the Hub a path inside the repository, otherwise a URL)."""
+    if loc.kind == "hf":
+        return HubStore(loc, folder, options)
+    if loc.kind == "http":
+        from .http_store import HttpStore
+
+        return HttpStore(folder, options)
+    try:
+        return FsspecStore(folder, options)
+    except ImportError as exc:
+        raise RemoteError(f"reading this URL needs mlf-spec[remote] (fsspec): {exc}", file=loc.url) from None
+
+
+def locate(url: str, options: Options) -> tuple[Store, str, Location, Stat | None]:
+    """The store of the cache's folder, its index name and the index's Stat where finding it
+    gave one: a URL that names a ``.json`` file is the index; a folder holds tensor-cache.json,
+    else ndarray-cache.json."""
     loc = parse_url(url)
     names = list(INDEX_CANDIDATES)
     if loc.kind == "hf":
@@ -235,20 +260,20 @@ def locate(url: str, options: Options) -> tuple[Store, str, Location]:
         if loc.names_index:
             if leaf not in tree:
                 raise RemoteError("no such file in the repository at this revision", file=store.url(leaf))
-            return store, leaf, loc
+            return store, leaf, loc, tree[leaf]
         for name in names:
             if name in tree:
-                return store, name, loc
+                return store, name, loc, tree[name]
         raise _no_index(store, tree)
     base, leaf = (url.rstrip("/").rsplit("/", 1) if loc.names_index else (url.rstrip("/"), ""))
     store = open_store(loc, base, options)
     if leaf:
-        return store, leaf, loc
+        return store, leaf, loc, None
     listing = store.listing()
     for name in names:
         st = listing.get(name) if listing is not None else store.stat(name)
         if st is not None:
-            return store, name, loc
+            return store, name, loc, st
     raise _no_index(store, listing or {})
 
 
@@ -266,10 +291,11 @@ def open_remote(url: str, *, strict: bool = True, options: Options | None = None
     from . import stores
 
     options = options or stores.DEFAULTS
-    store, name, loc = locate(url, options)
+    store, name, loc, st = locate(url, options)
     try:
-        listing = store.listing()
-        st = listing.get(name) if listing is not None else None
+        if st is None:
+            listing = store.listing()
+            st = listing.get(name) if listing is not None else None
         if st is None:
             st = store.stat(name)
         if st is None:

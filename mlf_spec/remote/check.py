@@ -83,7 +83,7 @@ class _VerdictView:
 
 
 def check(url: str, *, tvm: str | None = None, name: str | None = None, sample: int = 0, verify: bool = False,
-          manifest: dict[str, Any] | None = None, options: Options | None = None, jobs: int = 4,
+          manifest: dict[str, Any] | None = None, options: Options | None = None, jobs: int | None = None,
           progress: Any = None) -> tuple[ArtifactReport, dict[str, Any]]:
     """Check the remote cache at ``url``: the report and what was read (``bytes_read``,
     ``requests``, ``sampled`` records, whether md5sum was ``verified``). Unreadable input or

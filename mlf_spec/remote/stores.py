@@ -1,7 +1,7 @@
 """Where the files of a remote cache are read from: the Hub through ``huggingface_hub`` (the
-tree API for sizes and LFS SHA-256, resolve URLs for bytes), any other URL through ``fsspec``
-(HTTP HEAD and ranged GETs by ``aiohttp``, S3 by ``s3fs``, ...). A store reads a folder's
-files by relative name, counts the bytes and requests it made, retries what is worth
+tree API for sizes and LFS SHA-256, resolve URLs for bytes), HTTP(S) through the standard
+library's client (:mod:`.http_store`: a HEAD per file, ranged and streamed GETs), any other URL
+through ``fsspec`` (S3 by ``s3fs``, ``memory://`` ...). A store reads a folder's files by relative name, counts the bytes and requests it made, retries what is worth
 retrying (429, 5xx, timeouts, dropped connections) with exponential backoff, and turns every
 failure into one :class:`RemoteError` naming the URL and what failed."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -19,6 +19,8 @@ from mlf_spec.errors import MlfError
 from .urls import Location
 
 T = TypeVar("T")
+#: a piece of a streamed file: bytes, or a view of a buffer valid until the next piece
+Buffer = bytes | memoryview
 #: statuses a retry may cure (rate limits, server errors)
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _TOKEN_HINT = "a private or gated repository needs a token: set HF_TOKEN or run `hf auth login`"
@@ -93,8 +95,10 @@ class Store:
         """Bytes ``start..end`` of the file (exactly that many, else RemoteError)."""
         raise NotImplementedError
 
-    def stream(self, rel: str, chunk: int) -> Iterator[bytes]:
-        """The whole file in pieces of at most about ``chunk`` bytes, as they arrive."""
+    def stream(self, rel: str, chunk: int, etag: str | None = None) -> Generator[Buffer, None, bool]:
+        """The whole file in pieces of at most about ``chunk`` bytes, as they arrive (a piece
+        may be a view of a buffer reused for the next: use it before asking for the next).
+        Returns whether the response itself showed the file is still the one of ``etag``."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -130,7 +134,7 @@ def describe(exc: BaseException) -> tuple[int | None, bool, str, float | None]:
     import asyncio
     import socket
 
-    status = _status(exc)
+    status = status_of(exc)
     retry_after = _retry_after(exc)
     name = type(exc).__name__
     if status is not None:
@@ -159,7 +163,7 @@ def _short(exc: BaseException) -> str:
     return text[:200] or type(exc).__name__
 
 
-def _status(exc: BaseException) -> int | None:
+def status_of(exc: BaseException) -> int | None:
     for attr in ("status", "status_code"):
         v = getattr(exc, attr, None)
         if isinstance(v, int):
@@ -309,7 +313,7 @@ class HubStore(Store):
             r = http_backoff("GET", url, headers=self._headers({"Range": f"bytes={start}-{end - 1}"}),
                              **self._backoff())
             hf_raise_for_status(r)
-            return _exact(r.content, start, end, self.url(rel), r.status_code)
+            return exact_range(r.content, start, end, self.url(rel), r.status_code)
 
         try:
             data = self._hub("GET", self.url(rel), get, retry=False)
@@ -318,8 +322,9 @@ class HubStore(Store):
         self._count(len(data))
         return data
 
-    def stream(self, rel: str, chunk: int) -> Iterator[bytes]:
-        """One streaming GET of the resolve URL."""
+    def stream(self, rel: str, chunk: int, etag: str | None = None) -> Generator[Buffer, None, bool]:
+        """One streaming GET of the resolve URL (the Hub's ETags are not the listing's blob ids:
+        never confirmed)."""
         from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
 
         url = self._resolve(rel)
@@ -331,6 +336,7 @@ class HubStore(Store):
                     for piece in r.iter_bytes(chunk):
                         self._count(len(piece), 0)
                         yield piece
+                    return False
             except RemoteError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the client's errors, named
@@ -357,7 +363,7 @@ class _hub_timeouts:
         constants.HF_HUB_DOWNLOAD_TIMEOUT, constants.HF_HUB_ETAG_TIMEOUT = self.saved
 
 
-def _exact(data: bytes, start: int, end: int, url: str, status: int | None = None) -> bytes:
+def exact_range(data: bytes, start: int, end: int, url: str, status: int | None = None) -> bytes:
     """The bytes of a ranged read, or RemoteError if the server sent another amount."""
     want = end - start
     if status == 200 and len(data) > want and start == 0:  # a server that ignores Range
@@ -376,8 +382,8 @@ def _short_read(got: int, want: int, url: str) -> bytes:
 # -- fsspec (HTTP, S3, memory, ...) ------------------------------------------------------
 
 class FsspecStore(Store):
-    """A folder behind an fsspec filesystem: HTTP(S) through aiohttp (a HEAD per file, ranged
-    GETs), object stores (one listing), ``memory://`` and the rest."""
+    """A folder behind an fsspec filesystem: object stores (one listing, ranged reads),
+    ``memory://`` and the rest (HTTP(S) is :class:`.http_store.HttpStore`'s)."""
 
     kind = "fsspec"
 
@@ -386,17 +392,8 @@ class FsspecStore(Store):
         import fsspec
 
         protocol = base.split("://", 1)[0].lower()
-        self.http = protocol in ("http", "https")
         kwargs: dict[str, Any] = {}
-        if self.http:
-            import aiohttp
-
-            t = aiohttp.ClientTimeout(total=None, connect=options.timeout, sock_connect=options.timeout,
-                                      sock_read=options.timeout)
-            # no compression: a size must be the stored size, and a range the stored bytes
-            kwargs = {"client_kwargs": {"timeout": t, "auto_decompress": False},
-                      "headers": {"Accept-Encoding": "identity"}}
-        elif protocol in ("s3", "s3a"):
+        if protocol in ("s3", "s3a"):
             kwargs = {"config_kwargs": {"connect_timeout": options.timeout, "read_timeout": options.timeout,
                                         "retries": {"max_attempts": 1}}}
         try:
@@ -407,58 +404,29 @@ class FsspecStore(Store):
         self._listing: dict[str, Stat] | None | bool = False
 
     def _path(self, rel: str) -> str:
-        return self.url(rel) if self.http else self.fs._strip_protocol(self.url(rel))
+        return self.fs._strip_protocol(self.url(rel))
 
     def listing(self) -> dict[str, Stat] | None:
-        """One listing for object stores and in-memory filesystems; None for HTTP (a HEAD per file)."""
+        """One listing of the folder (object stores and in-memory filesystems)."""
         if self._listing is False:
-            if self.http:
-                self._listing = None
-            else:
-                root = self.fs._strip_protocol(self.base)
+            root = self.fs._strip_protocol(self.base)
 
-                def ls() -> dict[str, Stat]:
-                    out = {}
-                    for e in self.fs.find(root, detail=True).values():
-                        if e.get("type") == "file":
-                            name = e["name"][len(root):].lstrip("/")
-                            out[name] = _stat_of(e)
-                    return out
+            def ls() -> dict[str, Stat]:
+                out = {}
+                for e in self.fs.find(root, detail=True).values():
+                    if e.get("type") == "file":
+                        name = e["name"][len(root):].lstrip("/")
+                        out[name] = _stat_of(e)
+                return out
 
-                self._listing = self.retrying("list", self.base, ls)
-                self._count(0)
+            self._listing = self.retrying("list", self.base, ls)
+            self._count(0)
         return self._listing if isinstance(self._listing, dict) else None
 
-    def stat(self, rel: str, *, fresh: bool = False) -> Stat | None:
-        """A HEAD (HTTP) or the listing; ``fresh``: ask the server again."""
-        listing = None if fresh else self.listing()
-        if listing is not None:
-            return listing.get(rel)
-        url = self.url(rel)
-
-        def head() -> dict[str, Any]:
-            try:
-                return self.fs.info(self._path(rel))
-            except FileNotFoundError as exc:
-                # fsspec's HTTP info falls back from HEAD to GET and calls any failure of the GET
-                # "not found": only a 404 (or 410) is; a 429, a 5xx or a timeout is the server's
-                cause = exc.__cause__
-                if cause is not None and _status(cause) not in (404, 410):
-                    raise cause from None
-                raise
-
-        try:
-            info = self.retrying("HEAD", url, head)
-        except FileNotFoundError:
-            self._count(0)
-            return None
-        self._count(0)
-        if info.get("type") == "directory":
-            return None
-        if info.get("size") is None:
-            raise RemoteError("HEAD failed: the server gives no Content-Length, so the shard's size is unknown",
-                              file=url)
-        return _stat_of(info)
+    def stat(self, rel: str) -> Stat | None:
+        """From the listing."""
+        listing = self.listing()
+        return None if listing is None else listing.get(rel)
 
     def read(self, rel: str, start: int, end: int) -> bytes:
         """One ranged read."""
@@ -467,7 +435,7 @@ class FsspecStore(Store):
         url = self.url(rel)
 
         def get() -> bytes:
-            return _exact(self.fs.cat_file(self._path(rel), start=start, end=end), start, end, url)
+            return exact_range(self.fs.cat_file(self._path(rel), start=start, end=end), start, end, url)
 
         try:
             data = self.retrying("GET", url, get)
@@ -477,26 +445,26 @@ class FsspecStore(Store):
         self._count(len(data))
         return data
 
-    def stream(self, rel: str, chunk: int) -> Iterator[bytes]:
-        """A streaming GET (HTTP) or ranged reads of ``chunk`` bytes (object stores)."""
+    def stream(self, rel: str, chunk: int, etag: str | None = None) -> Generator[Buffer, None, bool]:
+        """Ranged reads of ``chunk`` bytes (an object's listing identity is not asked again:
+        returns False)."""
         url = self.url(rel)
-        kw: dict[str, Any] = {"block_size": 0} if self.http else {"block_size": chunk, "cache_type": "none"}
+        kw: dict[str, Any] = {"block_size": chunk, "cache_type": "none"}
         try:
             f = self.retrying("GET", url, lambda: self.fs.open(self._path(rel), "rb", **kw))
         except FileNotFoundError:
             raise RemoteError("GET failed: HTTP 404 (not found), though the file was there a moment ago",
                               file=url) from None
         self._count(0)
-        read = self._reader(f, chunk)
         try:
             while True:
                 try:
-                    piece = read()
+                    piece = f.read(chunk)
                 except Exception as exc:  # noqa: BLE001 - the client's errors, named
                     _s, _t, why, _w = describe(exc)
                     raise RemoteError(f"GET failed: {why}", file=url) from None
                 if not piece:
-                    return
+                    return False
                 self._count(len(piece), 0)
                 yield piece
         finally:
@@ -506,38 +474,6 @@ class FsspecStore(Store):
                 pass
 
 
-    @staticmethod
-    def _reader(f: Any, chunk: int) -> Callable[[], bytes]:
-        """A function returning the next ``chunk`` bytes of ``f`` (fewer at the end). For fsspec's
-        HTTP stream a piece is gathered in its event loop: its own read() returns what one
-        socket read gave (about 64 KiB), a hop between threads each."""
-        resp, loop = getattr(f, "r", None), getattr(f, "loop", None)
-        if resp is None or loop is None or not hasattr(resp, "content"):
-            return lambda: f.read(chunk)
-        from fsspec.asyn import sync
-
-        async def gather() -> bytes:
-            buf = bytearray()
-            while len(buf) < chunk:
-                piece = await resp.content.read(chunk - len(buf))
-                if not piece:
-                    break
-                buf += piece
-            return bytes(buf)
-
-        return lambda: sync(loop, gather)
-
-
 def _stat_of(info: dict[str, Any]) -> Stat:
     etag = info.get("ETag") or info.get("etag") or info.get("ETAG")
     return Stat(int(info["size"]), str(etag) if etag else None, None, False, info.get("mimetype"))
-
-
-def open_store(loc: Location, folder: str, options: Options) -> Store:
-    """The store of ``folder`` (for the Hub a path inside the repository, otherwise a URL)."""
-    if loc.kind == "hf":
-        return HubStore(loc, folder, options)
-    try:
-        return FsspecStore(folder, options)
-    except ImportError as exc:
-        raise RemoteError(f"reading URLs needs mlf-spec[remote] (fsspec, aiohttp): {exc}", file=loc.url) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import hashlib
+import os
 from dataclasses import dataclass
 
 from mlf_spec.cache import rules
@@ -15,8 +16,17 @@ from .cache import RemoteCache
 from .progress import Progress
 from .stores import RemoteError
 
-#: shards streamed at once, and the read size of each
-JOBS, CHUNK = 4, 1 << 20
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+#: shards streamed at once: MD5 is the limit on a fast link and runs on one core per stream, so
+#: one per core this process may use, and two more so that a stream waiting on the network
+#: leaves no core idle (at most 8: past that a server sees a crowd, not a client)
+JOBS = min(8, _cores() + 2)
+#: the read size of each stream (its one buffer, reused): hashlib releases the GIL for it
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -40,12 +50,14 @@ def digest_bytes(data: bytes) -> Digest:
                   hashlib.sha384(data).hexdigest())
 
 
-def digests(lazy: RemoteCache, *, jobs: int = JOBS, chunk: int = CHUNK, progress: Progress | None = None,
+def digests(lazy: RemoteCache, *, jobs: int | None = None, chunk: int = CHUNK, progress: Progress | None = None,
             only: set[int] | None = None, pin: bool = False) -> dict[int, Digest]:
-    """Each present shard's Digest (shard index -> Digest; a dataPath named twice is read once):
-    MD5 always, SHA-256 where the Hub records one for the LFS object or with ``pin``, SHA-384
-    with ``pin`` only (the others are ""). RemoteError if a response is cut short, a file
-    changes meanwhile, or the bytes differ from the Hub's LFS SHA-256."""
+    """Each present shard's Digest (shard index -> Digest; a dataPath named twice is read once),
+    ``jobs`` shards at a time (None: :data:`JOBS`): MD5 always; SHA-256 only where there is a
+    value to check it against (the Hub's record of the LFS object; over HTTP or from an object
+    store there is none) or with ``pin``; SHA-384 with ``pin`` only (the others are "").
+    RemoteError if a response is cut short, a file changes meanwhile, or the bytes differ from
+    the Hub's LFS SHA-256."""
     stats = lazy.stats()
     first: dict[str, int] = {}
     for i, shard in enumerate(lazy.index.shards):
@@ -77,7 +89,7 @@ def digests(lazy: RemoteCache, *, jobs: int = JOBS, chunk: int = CHUNK, progress
 
     out: dict[int, Digest] = {}
     order = sorted(first.values())
-    with concurrent.futures.ThreadPoolExecutor(max(1, min(jobs, len(order) or 1))) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(jobs or JOBS, len(order) or 1))) as pool:
         futures = {pool.submit(one, i): i for i in order}
         try:
             for fut in concurrent.futures.as_completed(futures):

@@ -34,12 +34,12 @@ def _one_line(err: str, *words: str) -> None:
 
 
 def test_429_and_503_are_retried_with_backoff(proxy):
-    proxy.faults.add("/ours/params_shard_1.bin", 429, 429)  # fsspec tries HEAD, then GET: both refused, twice
+    proxy.faults.add("/ours/params_shard_1.bin", 429, 429)  # the HEAD refused twice
     proxy.faults.add("/ours/tensor-cache.json", 503, method="GET")
     report, _ = remote_check.check(f"{proxy.url}/ours")
     assert report.conformant
     asked = [p for p in proxy.faults.requests() if p == "/ours/params_shard_1.bin"]
-    assert len(asked) == 3  # HEAD (429), GET (429): one try; then HEAD answered
+    assert len(asked) == 3  # HEAD (429), HEAD (429), then HEAD answered
 
 
 def test_a_server_error_that_persists_is_one_line_naming_the_url(proxy):
@@ -52,7 +52,7 @@ def test_a_server_error_that_persists_is_one_line_naming_the_url(proxy):
 
 def test_a_timeout_is_one_line(proxy):
     proxy.faults.slow = 2.0
-    proxy.faults.add("/ours/params_shard_2.bin", "slow", times=2)  # the HEAD and fsspec's GET after it
+    proxy.faults.add("/ours/params_shard_2.bin", "slow", times=2)  # the HEAD (and a retry if there were one)
     code, _, err = _cli("check", f"{proxy.url}/ours", "--timeout", "0.5", "--retries", "0")
     assert code == 2
     _one_line(err, "params_shard_2.bin", "timed out")
@@ -92,7 +92,7 @@ def test_a_shard_replaced_between_head_and_get(proxy, own_copy):
 
 
 def test_a_404_for_one_shard_is_the_cache_at_fault(proxy):
-    proxy.faults.add("/ours/params_shard_1.bin", 404, times=2)  # the HEAD and fsspec's GET after it
+    proxy.faults.add("/ours/params_shard_1.bin", 404, times=2)  # the HEAD (a 404 is not retried)
     code, out, _ = _cli("check", f"{proxy.url}/ours")
     assert code == 1 and "shard.missing" in out
 
@@ -148,3 +148,34 @@ def test_a_hub_timeout(hub):
     code, _, err = _cli("check", "hf://mlc-ai/tiny-ours", "--timeout", "0.5", "--retries", "0")
     assert code == 2
     _one_line(err, "hf://mlc-ai/tiny-ours", "timed out")
+
+
+def test_verify_reads_each_shard_by_one_head_and_one_get(proxy, caches):
+    report, info = remote_check.check(f"{proxy.url}/ours", verify=True)
+    shards = sorted(f"/ours/{p.name}" for p in caches["ours"].glob("*.bin"))
+    assert report.conformant and info["verified"]
+    # the GET's ETag is the HEAD's: the file is the one first seen, no HEAD again after it
+    assert sorted(p for p in proxy.faults.requests("HEAD") if p.endswith(".bin")) == shards
+    assert sorted(p for p in proxy.faults.requests("GET") if p.endswith(".bin")) == shards
+    assert info["requests"] == 2 + 2 * len(shards)  # the index: one HEAD, one GET
+
+
+@pytest.mark.parametrize("fault", ["no-length", 405])
+def test_a_head_without_a_size_asks_for_the_first_byte(proxy, fault):
+    proxy.faults.add("/ours/params_shard_3.bin", fault, method="HEAD")
+    report, _ = remote_check.check(f"{proxy.url}/ours")
+    assert report.conformant  # the size came from the Content-Range of a GET of bytes 0-0
+    assert proxy.faults.requests("GET").count("/ours/params_shard_3.bin") == 1
+
+
+def test_a_server_that_ignores_range_still_gives_the_records_bytes(proxy, caches):
+    from mlf_spec import cache
+
+    proxy.faults.add("/ours/params_shard_8.bin", "ignore-range", method="GET", times=20)
+    local = cache.open(caches["ours"])
+    with cache.open(f"{proxy.url}/ours") as remote:
+        names = [t.name for t in remote.index.shards[8].tensors]
+        assert len(names) > 1  # records at offset 0 and past it
+        for name in names:
+            assert remote.array(name).tobytes() == local.array(name).tobytes(), name
+    assert proxy.faults.requests("GET").count("/ours/params_shard_8.bin") == len(names)

@@ -30,8 +30,10 @@ from typing import Any
 
 class Faults:
     """Faults to inject, per request path, each used once in order: an int status, ``"slow"``,
-    ``"truncate"``, ``"html"``, ``("redirect", base_url)`` or a callable run before the request
-    is served (e.g. to replace the file). ``method`` limits a fault to GET or HEAD."""
+    ``"truncate"``, ``"html"``, ``("redirect", base_url)``, ``"no-length"`` (the answer without
+    Content-Length, as some servers answer HEAD), ``"ignore-range"`` (the whole file, 200, for
+    a ranged GET) or a callable run before the request is served (e.g. to replace the file).
+    ``method`` limits a fault to GET or HEAD."""
 
     def __init__(self) -> None:
         self.rules: dict[str, list[tuple[str | None, Any]]] = {}
@@ -149,13 +151,15 @@ class _ProxyHandler(_Quiet):
             return
         host = urllib.parse.urlsplit(self.upstream)
         conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
-        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match", "if-none-match",
-                                                                          "if-range", "accept-encoding")}
+        passed = ("if-match", "if-none-match", "if-range", "accept-encoding")
+        passed += () if fault == "ignore-range" else ("range",)
+        headers = {k: v for k, v in self.headers.items() if k.lower() in passed}
         conn.request(self.command, self.path, headers=headers)
         r = conn.getresponse()
         self.send_response(r.status)
+        dropped = ("connection", "keep-alive", "server", "date") + (("content-length",) if fault == "no-length" else ())
         for k, v in r.getheaders():
-            if k.lower() not in ("connection", "keep-alive", "server", "date"):
+            if k.lower() not in dropped:
                 self.send_header(k, v)
         self.send_header("Connection", "close")
         self.end_headers()
