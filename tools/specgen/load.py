@@ -97,7 +97,7 @@ def load(root: Path) -> Model:
                 raise doc.error(("name",), f"migration {spec.name!r} is defined twice")
             model.migrations[spec.name] = (spec, doc)
     check_tables(model)
-    _resolve_enums_from_tables(model)
+    resolve_enums_from_tables(model)
     for binary in model.binaries.values():
         _resolve_binary(model, binary)
     check_versioned(model)
@@ -107,7 +107,7 @@ def load(root: Path) -> Model:
     return model
 
 
-def _resolve_enums_from_tables(model: Model) -> None:
+def resolve_enums_from_tables(model: Model) -> None:
     """Fill in the ``enum`` of every record field with ``enum_from: TABLE.COLUMN`` (that column's
     values, in the table's order), so the emitters see one enum, written once in the table."""
     for spec, doc in model.records.values():
