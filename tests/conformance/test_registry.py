@@ -113,6 +113,8 @@ def test_adding_a_format_is_a_row_the_records_follow(model):
               for r in model.records[name][0].records for f in r.fields if f.enum_from]
     saved = [f.enum for f in fields]
     try:
+        with pytest.raises(SpecError, match="not both"):  # an enum written beside enum_from that differs
+            resolve_enums_from_tables(model)
         for f in fields:
             f.enum = None
         resolve_enums_from_tables(model)

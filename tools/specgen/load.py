@@ -116,15 +116,16 @@ def resolve_enums_from_tables(model: Model) -> None:
                 if f.enum_from is None:
                     continue
                 loc = ("records", i, "fields", j, "enum_from")
-                if f.enum is not None:
-                    raise doc.error(loc, "give 'enum' or 'enum_from', not both")
                 table, _, column = f.enum_from.partition(".")
                 if table not in model.tables:
                     raise doc.error(loc, f"unknown table {table!r}")
                 tspec = model.tables[table][0]
                 if column not in {c.name for c in tspec.columns}:
                     raise doc.error(loc, f"table {table!r} has no column {column!r}")
-                f.enum = [row[column] for row in tspec.rows]
+                values = [row[column] for row in tspec.rows]
+                if f.enum is not None and f.enum != values:  # (resolving twice is no error)
+                    raise doc.error(loc, "give 'enum' or 'enum_from', not both")
+                f.enum = values
 
 
 def _all_structs(model: Model, binary: Binary) -> dict[str, tuple[StructSpec, str, tuple]]:
