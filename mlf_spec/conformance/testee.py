@@ -200,7 +200,7 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits, token: str | No
     try:
         pipes.pump(deadline)
     finally:
-        pipes.close()
+        pipes.sel.close()
         timed_out = _reap(proc, token, pipes.timed_out, pipes.overflow, deadline)
     rc = None if (timed_out or pipes.overflow) else proc.returncode
     return Run(rc, bytes(pipes.out), pipes.err[-STDERR_TAIL:].decode("utf-8", "replace"), timed_out, pipes.overflow)
@@ -271,9 +271,6 @@ class _Pipes:
                 del self.err[:-STDERR_TAIL]
         return True
 
-    def close(self) -> None:
-        self.sel.close()
-
 
 def _reap(proc: subprocess.Popen[bytes], token: str | None, timed_out: bool, overflow: bool, deadline: float) -> bool:
     """Wait for the child (killed at once after a timeout or an overflow, else by the deadline),
@@ -291,9 +288,7 @@ def _reap(proc: subprocess.Popen[bytes], token: str | None, timed_out: bool, ove
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    for f in (proc.stdin, proc.stdout, proc.stderr):
-        if f is None:  # never: started with three pipes
-            continue
+    for f in filter(None, (proc.stdin, proc.stdout, proc.stderr)):  # (all three are pipes)
         try:
             f.close()
         except OSError:
@@ -671,9 +666,7 @@ class _Server:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        for f in (self.proc.stdin, self.proc.stdout, self.stderr):
-            if f is None:  # never: it was started with stdin/stdout=PIPE
-                continue
+        for f in filter(None, (self.proc.stdin, self.proc.stdout, self.stderr)):  # (stdin, stdout: pipes)
             try:
                 f.close()
             except OSError:
