@@ -17,7 +17,7 @@ import io
 import os
 import struct
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from mlf_spec._internal.lean_dataclass import dataclass
 
@@ -37,9 +37,27 @@ def _params_magic() -> bytes:
     return struct.pack("<Q", CONSTANTS["PARAMS_MAGIC"])
 
 
-def __getattr__(name: str) -> bytes:
+@functools.cache
+def _folder_indexes() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(kind, index file names, newest first) of each folder-shaped format (spec/tables/formats.yaml),
+    read from the generated registry when first needed (not at import: every command imports this)."""
+    from mlf_spec.generated.formats import INDEX_NAMES, SNIFF_KINDS
+
+    return tuple((SNIFF_KINDS[fmt], names) for fmt, names in INDEX_NAMES.items())
+
+
+@functools.cache
+def _claimed_by_name() -> dict[str, tuple[str, ...]]:
+    return {**_CLAIMED_BY_SUFFIX, **dict(_folder_indexes())}
+
+
+def __getattr__(name: str) -> object:
     if name == "PARAMS_MAGIC_BYTES":
         return _params_magic()
+    if name == "CACHE_INDEX_NAMES":  # the index names of a tensor cache folder, newest first
+        return dict(_folder_indexes())["tensor-cache"]
+    if name == "CLAIMED_BY_NAME":
+        return _claimed_by_name()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -84,9 +102,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 ARTIFACT_KINDS = frozenset({"params", "mlf-archive", "mlf-metadata", "graph-json", "library", "c-source",
                             "export-tar", "blob", "npz", "safetensors", "tensor-cache"})
 
-#: The index names of a tensor cache folder (spec/tables/cache_layouts.yaml), newest first.
-CACHE_INDEX_NAMES = ("tensor-cache.json", "ndarray-cache.json")
-
+if TYPE_CHECKING:  # read from the formats registry when first used (see __getattr__)
+    #: The index names of a tensor cache folder (spec/tables/formats.yaml), newest first.
+    CACHE_INDEX_NAMES: tuple[str, ...]
+    #: What each kind's file names end with (:data:`_CLAIMED_BY_SUFFIX` and the folder formats' index names).
+    CLAIMED_BY_NAME: dict[str, tuple[str, ...]]
+    PARAMS_MAGIC_BYTES: bytes
 
 #: Kinds that are no artifact mlf-spec reads (nor a damaged one: a tar of no known kind and a
 #: compressed file that does not decompress may be damaged MLF archives, and are read as such).
@@ -100,18 +121,18 @@ def not_an_artifact(kind: Kind) -> str:
 
 #: File name endings that claim a kind: content of no known kind under such a name is read as
 #: that kind (a damaged .params file, a truncated .tar.gz), so that the reader says what is wrong.
-CLAIMED_BY_NAME: dict[str, tuple[str, ...]] = {
+#: ``CLAIMED_BY_NAME`` is these and each folder format's index names.
+_CLAIMED_BY_SUFFIX: dict[str, tuple[str, ...]] = {
     "params": (".params",),
     "mlf-archive": (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz"),
     "blob": (".bin",),
-    "tensor-cache": CACHE_INDEX_NAMES,
 }
 
 
 def claimed_kind(name: str) -> str | None:
-    """The kind a file name claims (:data:`CLAIMED_BY_NAME`), or None."""
+    """The kind a file name claims (``CLAIMED_BY_NAME``), or None."""
     base = os.path.basename(name).lower()
-    return next((k for k, ends in CLAIMED_BY_NAME.items() if base.endswith(ends)), None)
+    return next((k for k, ends in _claimed_by_name().items() if base.endswith(ends)), None)
 
 
 def sniff_path(path: str | os.PathLike[str]) -> Kind:
@@ -120,8 +141,9 @@ def sniff_path(path: str | os.PathLike[str]) -> Kind:
     if p.is_dir():
         if (p / "metadata.json").is_file():
             return KINDS["mlf-archive"]
-        if any((p / n).is_file() for n in CACHE_INDEX_NAMES):
-            return KINDS["tensor-cache"]
+        for kind, names in _folder_indexes():
+            if any((p / n).is_file() for n in names):
+                return KINDS[kind]
         return KINDS["directory"]
     if p.exists() and not p.is_file():
         return KINDS["unknown"]  # a FIFO would wait for a writer, a device may never end: not opened

@@ -30,6 +30,7 @@ from specgen.emit_fast import FASTLIB, emit_fast  # noqa: E402
 from specgen.emit_kaitai import emit_kaitai, emit_kaitai_doc, graph_specs  # noqa: E402
 from specgen.emit_plain import PLAINLIB  # noqa: E402
 from specgen.emit_records import emit_records  # noqa: E402
+from specgen.emit_registry import PROTOCOL, TABLE, emit_registry  # noqa: E402
 from specgen.emit_strategies import emit_strategies  # noqa: E402
 from specgen.emit_versioned import (  # noqa: E402
     RECORDLIB,
@@ -101,6 +102,8 @@ def render(model: Model) -> dict[str, str]:
         files[f"{binary.name}_strategies.py"] = emit_strategies(model, binary)
     for name in model.records:
         files.update(emit_records(model, name))
+    if TABLE in model.tables and PROTOCOL in model.records:
+        files["formats.py"] = emit_registry(model)
     if any(r.timeline or r.lenient for r, _ in model.records.values()):
         files["_recordlib.py"] = RECORDLIB
         files["_plainlib.py"] = PLAINLIB  # _recordlib imports it

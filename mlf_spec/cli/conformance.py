@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FORMATS = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
+from mlf_spec.generated.formats import FORMATS, MAX_INPUT, OPS
+
 #: what --format also takes: "cache" names the tensor cache, as the `cache` command does
 _FORMAT_HELP = "only these formats (repeatable; cache = tensor-cache)"
 
@@ -16,6 +17,12 @@ _FORMAT_HELP = "only these formats (repeatable; cache = tensor-cache)"
 def _format(name: str) -> str:
     """A --format value: a format's name, or ``cache`` for ``tensor-cache``."""
     return "tensor-cache" if name == "cache" else name
+
+
+def _add_format(p: argparse.ArgumentParser) -> None:
+    """--format FORMAT (repeatable), one of the registry's formats (or ``cache``)."""
+    p.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
+                   help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
 
 
 def register(sub: Any) -> None:
@@ -27,22 +34,29 @@ def register(sub: Any) -> None:
                     "(docs/conformance/guide.md).")
     csub = p.add_subparsers(dest="conformance_command", metavar="ACTION")
     csub.required = True
+    for add in (_add_vectors, _add_testee, _add_run, _add_request, _add_report, _add_mutate):
+        add(csub)
 
+
+def _add_vectors(csub: Any) -> None:
     vec = csub.add_parser("vectors", help="write the conformance vectors to a directory")
     vec.add_argument("out_dir", help="where to write them (created if needed)")
-    vec.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
-                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
+    _add_format(vec)
     vec.set_defaults(handler=_vectors)
 
+
+def _add_testee(csub: Any) -> None:
     tee = csub.add_parser("testee", help="mlf-spec as a testee: info | decode FORMAT | encode FORMAT | migrate "
                           "FORMAT to=N | serve", description="The reference testee, speaking the protocol of "
-                          "docs/conformance/protocol.md. A request holds at most 64 MiB (67108864 bytes on stdin, "
-                          "or as a serve line's base64 input); more is a bad request (exit 2; serve: a protocol "
-                          "error).")
+                          f"docs/conformance/protocol.md. A request holds at most {MAX_INPUT >> 20} MiB ({MAX_INPUT} "
+                          "bytes on stdin, or as a serve line's base64 input); more is a bad request (exit 2; serve: "
+                          "a protocol error).")
     tee.add_argument("args", nargs=argparse.REMAINDER, help="info | decode FORMAT [k=v ...] | encode FORMAT | "
                      "migrate FORMAT to=N | serve")
     tee.set_defaults(handler=_testee)
 
+
+def _add_run(csub: Any) -> None:
     run = csub.add_parser("run", help="run the vectors (and generated cases) against a testee",
                           description="Exit status: 0 no unexpected failure or error, 1 some, 2 the testee cannot "
                           "be started or an input cannot be read.")
@@ -52,9 +66,8 @@ def register(sub: Any) -> None:
 
     who.add_argument("--adapter", metavar="NAME", help=f"a built-in adapter ({', '.join(BUILTIN)}), one registered "
                      "under the entry-point group mlf_spec.conformance.adapters, or module:Class")
-    run.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
-                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
-    run.add_argument("--role", action="append", choices=("decode", "encode", "migrate"), help="only these roles")
+    _add_format(run)
+    run.add_argument("--role", action="append", choices=OPS, help="only these roles")
     run.add_argument("--id", action="append", metavar="ID", help="only these case ids (ID* for a prefix)")
     run.add_argument("--sample", action="store_true",
                      help="run a deterministic stratified sample of the selected cases: each rule and feature value "
@@ -70,7 +83,7 @@ def register(sub: Any) -> None:
     run.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     run.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once (default 1)")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case (default 60)")
-    run.add_argument("--max-output", type=int, default=64 << 20, help="bytes a testee may print per case")
+    run.add_argument("--max-output", type=int, default=None, help="bytes a testee may print per case")
     run.add_argument("--memory-limit", type=int, default=0, metavar="MB",
                      help="address-space limit of testee processes (default: none)")
     run.add_argument("--one-shot", action="store_true", help="start the testee once per case even if it can serve")
@@ -93,6 +106,8 @@ def register(sub: Any) -> None:
                      "report --compare name the run by it (beside its implementation, version and time)")
     run.set_defaults(handler=_run)
 
+
+def _add_request(csub: Any) -> None:
     req = csub.add_parser("request", help="print a case's request line of the persistent protocol (pipe it into "
                           "CMD serve)", description="The request line of a vector case (the reproducer of a "
                           "persistent run: `mlf-spec conformance request CASE.case.json k=v | CMD serve`).")
@@ -101,6 +116,8 @@ def register(sub: Any) -> None:
     req.add_argument("--id", dest="request_id", type=int, default=1, help="the request id (default 1)")
     req.set_defaults(handler=_request)
 
+
+def _add_report(csub: Any) -> None:
     rep = csub.add_parser("report", help="compatibility pages, an HTML results page, a badge, or the comparison of "
                           "two runs, from run reports",
                           description="Compatibility pages (docs/conformance/compat/): what the testee declares, "
@@ -121,6 +138,8 @@ def register(sub: Any) -> None:
                      help="compare two reports: newly failing, newly passing, changed reasons")
     rep.set_defaults(handler=_report)
 
+
+def _add_mutate(csub: Any) -> None:
     mut = csub.add_parser("mutate", help="mutation analysis: how many mutants of a C reader the suite kills",
                           description="Instrument a C reader once as a mutant schema (relational, arithmetic and "
                           "constant operators, dropped checks, narrowed reads; MLF_MUTANT=<id> selects one), build it "
@@ -133,8 +152,7 @@ def register(sub: Any) -> None:
                      "-fsanitize=address,undefined")
     mut.add_argument("--testee", default="{bin}", metavar="CMD", help="testee command with {bin} (default: {bin})")
     mut.add_argument("--equivalent", metavar="FILE", help="equivalent mutants: 'signature :: reason' per line")
-    mut.add_argument("--format", action="append", type=_format, choices=FORMATS, metavar="FORMAT",
-                     help=f"{_FORMAT_HELP}: {', '.join(FORMATS)}")
+    _add_format(mut)
     mut.add_argument("--known-failures", metavar="FILE", help="cases the reader is known to fail: left out")
     mut.add_argument("--vectors", metavar="DIR", help="another suite (default: the installed one)")
     mut.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")
@@ -259,13 +277,15 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(testee, known failures) for the run options."""
+def make_testee(args: argparse.Namespace, info: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """(testee, known failures) for the run options; ``info``: the testee's handshake when this
+    run has asked it already (a testee asks it once: whether it serves is told by it too)."""
     from mlf_spec.conformance import adapters
     from mlf_spec.conformance.known_failures import KnownFailures
     from mlf_spec.conformance.testee import Limits, OneShot, Persistent
 
-    limits = Limits(args.timeout, args.max_output, args.memory_limit)
+    limits = Limits(args.timeout, Limits.max_output if args.max_output is None else args.max_output,
+                    args.memory_limit)
     known = KnownFailures()
     if args.adapter:
         adapter = adapters.load(args.adapter)
@@ -273,14 +293,14 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
         path = None if args.no_known_failures else adapter.known_failures_path()
         if path is not None:
             known = KnownFailures.load(path)
-        testee: Any = adapters.testee(args.adapter, adapter, limits, one_shot=args.one_shot)
+        testee: Any = adapters.testee(args.adapter, adapter, limits, one_shot=args.one_shot, info=info)
     else:
         cmd = shlex.split(args.testee)
         if not cmd:
             from mlf_spec.errors import MlfError
 
             raise MlfError("--testee needs a command")
-        testee = OneShot(cmd, limits)
+        testee = OneShot(cmd, limits, info=info)
         if not args.one_shot:
             from mlf_spec.conformance.runner import TesteeStartError
 
@@ -289,7 +309,7 @@ def make_testee(args: argparse.Namespace) -> tuple[Any, Any]:
             except Exception as exc:  # MlfError: reported by the runner's own handshake
                 raise TesteeStartError(str(exc)) from None
             if serves:
-                testee = Persistent(cmd, limits)
+                testee = Persistent(cmd, limits, info=testee.info())  # the handshake asked above, kept
     for f in args.known_failures or []:
         known = known.merged(KnownFailures.load(f))
     return testee, known
@@ -306,27 +326,16 @@ def _sampler(known: Any, keep: list[str]) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mlf_spec._io import check_output
     from mlf_spec.conformance import report as _report
-    from mlf_spec.conformance.runner import TesteeStartError, run, summary_of
-    from mlf_spec.conformance.vectors import load_suite, select, suite_digest
+    from mlf_spec.conformance.runner import TesteeStartError, run
+    from mlf_spec.conformance.vectors import suite_digest
 
-    for out in (args.report_json, args.junit):
-        if out:
-            check_output(out)
-    if args.generate:
-        check_output(args.save_dir, directory=True)
-    if args.sample_keep and not args.sample:
-        print("mlf-spec: error: --sample-keep goes with --sample", file=sys.stderr)
+    if not _run_outputs_ok(args):
         return 2
-    suite = load_suite(args.vectors)
-    cases = select(suite, formats=args.format, roles=args.role, ids=args.id)
-    if not cases and not args.allow_empty:
-        where = f"the vectors in {args.vectors}" if args.vectors else "the installed vectors"
-        chosen = " ".join(f"--{k} {v}" for k in ("format", "role", "id") for v in getattr(args, k) or [])
-        print(f"mlf-spec: error: no case of {where} ({len(suite)} cases) is selected"
-              + (f" by {chosen}" if chosen else "") + " (--allow-empty to run none)", file=sys.stderr)
+    selected = _selected(args)
+    if selected is None:
         return 2
+    suite, cases = selected
     try:
         testee, known = make_testee(args)
     except TesteeStartError as exc:
@@ -347,70 +356,86 @@ def _run(args: argparse.Namespace) -> int:
             print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
             return 2
         seconds = result.seconds
-        if args.generate and result.stopped:
-            if jsonl is not None:
-                jsonl.write(summary_of(result, known))
-        elif args.generate:
-            from mlf_spec.conformance.generated_cases import explore
-
-            gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}))
-            try:
-                bar = _report.Progress(args.generate) if not args.quiet else None
-                try:
-                    gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
-                                  formats=args.format, info=result.info, known=known,
-                                  strict_errors=args.strict_errors, quiet=True, budget=args.generate_budget,
-                                  shrink=not args.no_shrink,
-                                  progress=(lambda asked, _n, found: bar.generated(asked, found)) if bar else None)
-                finally:
-                    if bar:
-                        bar.finish()
-            finally:
-                gen_testee.close()
-            gen_results, seconds = gen.results, seconds + gen.seconds
-            gen_record = gen.record(args.generate, args.seed, args.generate_budget)
-            if jsonl is not None:
-                for r in gen.results:
-                    jsonl.write(r)
-                jsonl.write(gen_record)
-                jsonl.write(summary_of(result, known, result.results + gen_results, seconds))
+        if args.generate:
+            gen_results, seconds, gen_record, known = _generated(args, result, known, jsonl)
     finally:
         if jsonl is not None:
             jsonl.close()
     results = result.results + gen_results
     if args.junit:
         _report.write_junit(args.junit, results, testee.describe(), seconds)
-    out = sys.stdout
-    if not args.quiet:
-        shown = 0
-        for r in results:
-            if r["outcome"] not in _report.UNEXPECTED:
-                continue
-            shown += 1
-            if shown > 50:
-                continue
-            out.write(f"{r['outcome'].upper()} {r['id']}: {r.get('message', '')}\n")
-            for line in r.get("diff", [])[:3]:
-                out.write(f"    {line}\n")
-            if r.get("reproduce"):
-                out.write(f"    reproduce: {r['reproduce']}\n")
-        if shown > 50:
-            out.write(f"... and {shown - 50} more (see --report-json)\n")
-        rows = result.coverage
-        if rows:
-            out.write("coverage (values of each feature whose cases all passed):\n")
-            for line in _report.coverage_lines(rows):
-                out.write(line + "\n")
-        for e in result.unused_known:
-            out.write(f"note: known failure {e.pattern!r} ({e.source or known.source}:{e.line}) matches no case "
-                      "of the suite\n")
-    if result.stopped:
-        out.write(f"{result.stopped}: {result.not_run} of {len(result.results) + result.not_run} cases not run"
-                  + (", no generated case" if args.generate else "") + "\n")
-    out.write(_report.summary_line(result.results, result.seconds) + "\n")
-    if gen_record is not None:
-        out.write(_report.generated_line(gen_record, gen_results) + "\n")
+    _report.write_results(sys.stdout, result, results, known, quiet=args.quiet, generated=gen_record,
+                          generated_results=gen_results, generating=bool(args.generate))
     return 1 if any(r["outcome"] in _report.UNEXPECTED for r in results) else 0
+
+
+def _run_outputs_ok(args: argparse.Namespace) -> bool:
+    """The report files and the --generate save folder can be written, --sample-keep goes with
+    --sample (False: the error is printed)."""
+    from mlf_spec._io import check_output
+
+    for out in (args.report_json, args.junit):
+        if out:
+            check_output(out)
+    if args.generate:
+        check_output(args.save_dir, directory=True)
+    if args.sample_keep and not args.sample:
+        print("mlf-spec: error: --sample-keep goes with --sample", file=sys.stderr)
+        return False
+    return True
+
+
+def _selected(args: argparse.Namespace) -> tuple[list[Any], list[Any]] | None:
+    """(the suite, the cases --format/--role/--id select), or None when none is (the error printed)."""
+    from mlf_spec.conformance.vectors import load_suite, select
+
+    suite = load_suite(args.vectors)
+    cases = select(suite, formats=args.format, roles=args.role, ids=args.id)
+    if not cases and not args.allow_empty:
+        where = f"the vectors in {args.vectors}" if args.vectors else "the installed vectors"
+        chosen = " ".join(f"--{k} {v}" for k in ("format", "role", "id") for v in getattr(args, k) or [])
+        print(f"mlf-spec: error: no case of {where} ({len(suite)} cases) is selected"
+              + (f" by {chosen}" if chosen else "") + " (--allow-empty to run none)", file=sys.stderr)
+        return None
+    return suite, cases
+
+
+def _generated(args: argparse.Namespace, result: Any, known: Any,
+               jsonl: Any) -> tuple[list[dict[str, Any]], float, dict[str, Any] | None, Any]:
+    """--generate after the vectors: (the generated cases' records, the run's seconds with them,
+    the ``generated`` record, the known failures); the report gets them and the summary. A run
+    stopped by --maxfail draws none."""
+    from mlf_spec.conformance import report as _report
+    from mlf_spec.conformance.generated_cases import explore
+    from mlf_spec.conformance.runner import summary_of
+
+    if result.stopped:
+        if jsonl is not None:
+            jsonl.write(summary_of(result, known))
+        return [], result.seconds, None, known
+    gen_testee, known = make_testee(argparse.Namespace(**{**vars(args), "timeout": min(args.timeout, 10.0)}),
+                                    info=result.info)
+    try:
+        bar = _report.Progress(args.generate) if not args.quiet else None
+        try:
+            gen = explore(gen_testee, args.generate, seed_value=args.seed, save_dir=args.save_dir,
+                          formats=args.format, info=result.info, known=known,
+                          strict_errors=args.strict_errors, quiet=True, budget=args.generate_budget,
+                          shrink=not args.no_shrink,
+                          progress=(lambda asked, _n, found: bar.generated(asked, found)) if bar else None)
+        finally:
+            if bar:
+                bar.finish()
+    finally:
+        gen_testee.close()
+    seconds = result.seconds + gen.seconds
+    record = gen.record(args.generate, args.seed, args.generate_budget)
+    if jsonl is not None:
+        for r in gen.results:
+            jsonl.write(r)
+        jsonl.write(record)
+        jsonl.write(summary_of(result, known, result.results + gen.results, seconds))
+    return gen.results, seconds, record, known
 
 
 def _request(args: argparse.Namespace) -> int:

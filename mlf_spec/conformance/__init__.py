@@ -5,7 +5,8 @@
         case.verify(lambda data, options: my_lib.read(data))              # AssertionError with a diff
 
 Layers (docs/conformance/guide.md): data (``vectors/``, made from the spec by
-:mod:`.suite`; canonical readings in :mod:`.canonical`, compared by :mod:`.compare`), the
+:mod:`.suite`; canonical readings in :mod:`.canonical`, compared by :mod:`.compare`; an answer
+judged by :mod:`.judge`), the
 testee protocol (:mod:`.protocol`; the runner side in :mod:`.testee`), and the runner
 (:mod:`.runner`, :mod:`.report`, :mod:`.known_failures`, :mod:`.generated_cases`), with
 adapters for real implementations (:mod:`.adapters`) and a pytest plugin
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # the lazy names below (in __all__), as type checkers should 
         canonical,
         compare,
         generated_cases,
+        judge,
         known_failures,
         protocol,
         report,
@@ -32,20 +34,22 @@ if TYPE_CHECKING:  # the lazy names below (in __all__), as type checkers should 
         vectors,
     )
     from .generated_cases import explore  # noqa: F401
+    from .judge import Outcome  # noqa: F401
     from .known_failures import KnownFailures  # noqa: F401
     from .runner import run  # noqa: F401
-    from .vectors import Answer, Case, load_suite, verify  # noqa: F401
+    from .vectors import Case, load_suite  # noqa: F401
 
 _NAMES = {
-    "Answer": "mlf_spec.conformance.vectors",
+    "Answer": "mlf_spec.conformance.judge",
+    "Outcome": "mlf_spec.conformance.judge",
     "Case": "mlf_spec.conformance.vectors",
     "load_suite": "mlf_spec.conformance.vectors",
-    "verify": "mlf_spec.conformance.vectors",
+    "verify": "mlf_spec.conformance.judge",
     "KnownFailures": "mlf_spec.conformance.known_failures",
     "run": "mlf_spec.conformance.runner",
     "explore": "mlf_spec.conformance.generated_cases",
 }
-_MODULES = ("canonical", "compare", "vectors", "protocol", "testee", "runner", "report", "known_failures",
+_MODULES = ("canonical", "compare", "vectors", "judge", "protocol", "testee", "runner", "report", "known_failures",
             "generated_cases", "adapters", "suite")
 
 __all__ = ["cases", *_NAMES, *_MODULES]

@@ -17,23 +17,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlf_spec._text import text_and_hex
 from mlf_spec.errors import MlfError, UnsupportedError, ValidationError
 from mlf_spec.generated import conformance_errors_table as _errors
+from mlf_spec.generated.formats import FORMATS, ROLES  # the formats; what the reference does with each
 
-#: The formats of the kit, and what the reference implementation does with each.
-FORMATS: tuple[str, ...] = ("params", "blob", "graph-json", "mlf-metadata", "mlf-archive", "tensor-cache")
-ROLES: dict[str, tuple[str, ...]] = {
-    "params": ("decode", "encode"),
-    "blob": ("decode",),
-    "graph-json": ("decode", "encode"),
-    "mlf-metadata": ("decode", "encode", "migrate"),
-    "mlf-archive": ("decode", "migrate"),
-    "tensor-cache": ("decode", "encode"),
-}
 #: error class -> the mlf_spec.errors class name standing for it (most specific first)
 ERROR_CLASSES: dict[str, str] = {row["error_class"]: row["mlf_error"] for row in _errors.ROWS}
 _BY_EXCEPTION: dict[str, str] = {v: k for k, v in reversed(list(ERROR_CLASSES.items()))}
@@ -399,7 +391,7 @@ ENCODERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, str] | None], byte
 }
 
 
-def decode(format: str, data: bytes, options: Mapping[str, str] | None = None) -> dict[str, Any]:  # noqa: A002
+def decode(format: str, data: bytes | os.PathLike[str], options: Mapping[str, str] | None = None) -> dict[str, Any]:  # noqa: A002
     """The canonical reading of ``data`` in ``format`` (for a folder-shaped format, ``data``
     is the folder's path: :mod:`.canonical_cache`). Raises MlfError for rejected input."""
     from .folders import is_folder_format

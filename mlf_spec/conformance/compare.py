@@ -22,15 +22,11 @@ from functools import cache
 from typing import Any
 
 from mlf_spec.errors import MlfError
+from mlf_spec.generated.formats import CANONICAL
 
-#: format (or "migration") -> the canonical record of its reading
-ROOT_RECORD: dict[str, str] = {
-    "params": "canonical_params", "blob": "canonical_blob", "graph-json": "canonical_graph",
-    "mlf-metadata": "canonical_metadata", "mlf-archive": "canonical_archive", "migration": "canonical_migration",
-    "tensor-cache": "canonical_tensor_cache",
-}
-_SPECS = ("canonical_params", "canonical_blob", "canonical_graph", "canonical_metadata", "canonical_archive",
-          "canonical_migration", "canonical_tensor_cache")
+#: format (or "migration", the reading of a migrate request) -> the canonical record of its reading
+ROOT_RECORD: dict[str, str] = {**CANONICAL, "migration": "canonical_migration"}
+_SPECS = tuple(ROOT_RECORD.values())
 MAX_DIFFS = 8
 
 

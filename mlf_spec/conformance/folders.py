@@ -21,9 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mlf_spec.errors import MlfError
+from mlf_spec.generated.formats import FOLDER_FORMATS  # the formats whose artifacts are folders
 
-#: the formats whose artifacts are folders
-FOLDER_FORMATS: frozenset[str] = frozenset({"tensor-cache"})
 #: the request keys (and one-shot arguments) that carry a folder's path
 INPUT_DIR, OUTPUT_DIR = "input_dir", "output_dir"
 #: the most files and bytes a case folder may hold (a vector is small; a bigger one is a mistake)

@@ -36,11 +36,12 @@ from hypothesis.errors import HypothesisException
 from mlf_spec._internal.pinned_draw import seed_only
 from mlf_spec.errors import MlfError
 
+from .judge import Answer, Outcome, judge
 from .known_failures import KnownFailures
 from .runner import out_of_scope, reads_of, skip_reason, unsupported_skip
 from .suite.common import EXTENSIONS, READING_EXTENSION, outcome, slug
 from .testee import Testee
-from .vectors import CASE_SUFFIX, Answer, Case, case_of_document, format_name, format_support, save_case
+from .vectors import CASE_SUFFIX, Case, case_of_document, format_name, format_support, save_case
 
 _T = TypeVar("_T")
 
@@ -382,6 +383,51 @@ def outside_cwd(fn: Callable[..., _T]) -> Callable[..., _T]:
     return wrapped
 
 
+def _ask(testee: Testee, d: Drawn, info: dict[str, Any], strict_errors: bool,
+         where: Path) -> tuple[dict[str, Any], Answer, Outcome] | None:
+    """Ask the testee one drawn request: (the expected outcome, its answer, the judged
+    outcome) when they disagree; None when it passes or the handshake puts it out of scope."""
+    expected = expected_of(d)
+    case = case_of(d, expected, where=where)
+    if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
+        return None
+    if case.is_folder:  # a private copy of the folder (input_dir), or an empty output_dir
+        answer = testee.ask(case)
+    else:
+        answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
+    if unsupported_skip(case, answer, info) is not None:  # a payload grammar the handshake leaves out
+        return None
+    outcome = judge(case, answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
+    return None if outcome.outcome == "pass" else (expected, answer, outcome)
+
+
+def _exploration(found: dict[str, tuple[Drawn, dict[str, Any], Answer, Outcome]], drawn: int, kinds: Counter,
+                 save_dir: str | Path | None, seed_value: int, known: KnownFailures) -> Exploration:
+    """What ``explore`` found: a record per kind of disagreement, by signature."""
+    result = Exploration(drawn=drawn, kinds=kinds)
+    for sig, (d, expected, _answer, verdict) in sorted(found.items()):
+        result.results.append(_record(sig, d, expected, verdict, result, save_dir, seed_value, known))
+    result.counts = Counter(r["outcome"] for r in result.results)
+    return result
+
+
+def _record(sig: str, d: Drawn, expected: dict[str, Any], verdict: Outcome, result: Exploration,
+            save_dir: str | Path | None, seed_value: int, known: KnownFailures) -> dict[str, Any]:
+    """The report record of one kind of disagreement (saved as a vector in ``save_dir``, the
+    path kept on ``result``); a known failure's is an xfail."""
+    rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
+                           "outcome": verdict.outcome, "seconds": 0.0, **verdict.details()}
+    if save_dir is not None:
+        path = save(d, expected, sig, Path(save_dir), seed_value, verdict.message)
+        result.saved.append(path)
+        rec["reproduce"] = f"mlf-spec conformance run --vectors {save_dir} --id {sig} ..."
+    entry = known.match(sig)
+    if entry is not None:
+        rec["note"] = f"{rec['outcome']}: {rec['message']}"[:500]
+        rec["outcome"], rec["message"] = "xfail", entry.reason
+    return rec
+
+
 @outside_cwd
 def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path | None = None,
             formats: list[str] | None = None, info: dict[str, Any] | None = None,
@@ -397,7 +443,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
     with (requests asked, ``n``, kinds of disagreement found) after each request."""
     known = known or KnownFailures()
     info = info if info is not None else testee.info()
-    found: dict[str, tuple[Drawn, dict[str, Any], Answer, Any]] = {}
+    found: dict[str, tuple[Drawn, dict[str, Any], Answer, Outcome]] = {}
     errors: dict[str, type[Exception]] = {}
     drawn = 0
     kinds: Counter = Counter()
@@ -428,25 +474,16 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
                 progress(drawn, n, len(found))
             if shrinking[d.format]:
                 asked_after[d.format] += 1
-            expected = expected_of(d)
-            case = case_of(d, expected, where=tmp)
-            if skip_reason(case, info) is not None:  # a rejection the testee does not claim to make
+            judged = _ask(testee, d, info, strict_errors, tmp)
+            if judged is None:
                 return
-            if case.is_folder:  # a private copy of the folder (input_dir), or an empty output_dir
-                answer = testee.ask(case)
-            else:
-                answer = testee.ask_raw(d.role, d.format, d.options, d.reading if d.role == "encode" else d.data)
-            if unsupported_skip(case, answer, info) is not None:  # a payload grammar the handshake leaves out
-                return
-            verdict = case.check(answer, strict_errors=strict_errors, reads=reads_of(info, d.format))
-            if verdict.outcome == "pass":
-                return
-            sig = signature(d, answer, verdict)
+            expected, answer, outcome = judged
+            sig = signature(d, answer, outcome)
             if sig in old:  # found and shrunk in an earlier round: look for other kinds
                 return
             if sig not in found:
                 shrinking[d.format] += 1
-            found[sig] = (d, expected, answer, verdict)  # the last one recorded is the final, minimal replay
+            found[sig] = (d, expected, answer, outcome)  # the last one recorded is the final, minimal replay
             exc = errors.setdefault(sig, type("Disagreement_" + hashlib.sha1(sig.encode()).hexdigest()[:10],
                                               (AssertionError,), {}))
             raise exc(sig)
@@ -466,20 +503,7 @@ def explore(testee: Testee, n: int, *, seed_value: int = 0, save_dir: str | Path
             one_round(seed_value * 1000 + r, max(1, n - drawn), frozenset(before))
             if drawn >= n or time.perf_counter() > t0 + budget or set(found) == before:
                 break
-    result = Exploration(drawn=drawn, kinds=kinds)
-    for sig, (d, expected, _answer, verdict) in sorted(found.items()):
-        rec: dict[str, Any] = {"type": "case", "id": sig, "format": d.format, "role": d.role,
-                               "outcome": verdict.outcome, "seconds": 0.0, **verdict.details()}
-        if save_dir is not None:
-            path = save(d, expected, sig, Path(save_dir), seed_value, verdict.message)
-            result.saved.append(path)
-            rec["reproduce"] = f"mlf-spec conformance run --vectors {save_dir} --id {sig} ..."
-        entry = known.match(sig)
-        if entry is not None:
-            rec["note"] = f"{rec['outcome']}: {rec['message']}"[:500]
-            rec["outcome"], rec["message"] = "xfail", entry.reason
-        result.results.append(rec)
-    result.counts = Counter(r["outcome"] for r in result.results)
+    result = _exploration(found, drawn, kinds, save_dir, seed_value, known)
     result.seconds = time.perf_counter() - t0
     if not quiet:
         print(f"generated {drawn} cases (seed {seed_value}): {len(found)} kinds of disagreement", flush=True)

@@ -30,13 +30,12 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from mlf_spec.generated.formats import MAX_INPUT, PROTOCOL
+from mlf_spec.generated.formats import OPS as ROLES
+
 from .adapters.base import Adapter, Crashed, Rejected
 from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format
 
-PROTOCOL = "mlf-conformance/1"
-ROLES = ("decode", "encode", "migrate")
-#: The most bytes a one-shot request reads from stdin (the artifact, or for encode the reading).
-MAX_INPUT = 64 << 20
 #: The longest persistent request line: a base64 ``input`` of MAX_INPUT bytes and 1 MiB more.
 MAX_LINE = -(-MAX_INPUT // 3) * 4 + (1 << 20)
 

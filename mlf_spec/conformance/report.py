@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
@@ -178,6 +179,52 @@ def generated_line(gen: dict[str, Any], results: list[dict[str, Any]]) -> str:
     return head + f": {len(results)} kinds of disagreement ({count_words(tally(results))})"
 
 
+#: the unexpected outcomes a terminal shows one by one (the rest: "... and N more")
+SHOWN_FAILURES = 50
+
+
+def write_results(out: IO[str], result: Any, results: list[dict[str, Any]], known: Any, *, quiet: bool = False,
+                  generated: dict[str, Any] | None = None, generated_results: Sequence[dict[str, Any]] = (),
+                  generating: bool = False) -> None:
+    """What ``conformance run`` prints when it is done: each unexpected outcome (up to
+    :data:`SHOWN_FAILURES`, with its first diff lines and how to reproduce it), the coverage
+    table and unused known failures (not ``quiet``), why the run stopped early, the summary
+    line and, with generated cases (the ``generated`` record), their line. ``result``: the
+    runner's RunResult; ``results``: its case records and the generated ones."""
+    if not quiet:
+        _write_failures(out, results)
+        if result.coverage:
+            out.write("coverage (values of each feature whose cases all passed):\n")
+            for line in coverage_lines(result.coverage):
+                out.write(line + "\n")
+        for e in result.unused_known:
+            out.write(f"note: known failure {e.pattern!r} ({e.source or known.source}:{e.line}) matches no case "
+                      "of the suite\n")
+    if result.stopped:
+        out.write(f"{result.stopped}: {result.not_run} of {len(result.results) + result.not_run} cases not run"
+                  + (", no generated case" if generating else "") + "\n")
+    out.write(summary_line(result.results, result.seconds) + "\n")
+    if generated is not None:
+        out.write(generated_line(generated, list(generated_results)) + "\n")
+
+
+def _write_failures(out: IO[str], results: list[dict[str, Any]]) -> None:
+    n = 0
+    for r in results:
+        if r["outcome"] not in UNEXPECTED:
+            continue
+        n += 1
+        if n > SHOWN_FAILURES:
+            continue
+        out.write(f"{r['outcome'].upper()} {r['id']}: {r.get('message', '')}\n")
+        for line in r.get("diff", [])[:3]:
+            out.write(f"    {line}\n")
+        if r.get("reproduce"):
+            out.write(f"    reproduce: {r['reproduce']}\n")
+    if n > SHOWN_FAILURES:
+        out.write(f"... and {n - SHOWN_FAILURES} more (see --report-json)\n")
+
+
 def _xml_safe(text: Any) -> str:
     """``text`` with what XML 1.0 cannot hold (C0 controls but tab and newline, lone
     surrogates, U+FFFE/U+FFFF) and what a terminal acts on (ANSI escapes, BEL) written as
@@ -269,6 +316,6 @@ class Progress:
             self._out.flush()
 
 
-__all__ = ["CATEGORIES", "JsonLines", "OUTCOMES", "Progress", "UNEXPECTED", "WORDS", "count_words", "coverage",
-           "coverage_lines", "generated_line", "read_report", "shown", "summary_line", "summary_record", "tally",
-           "write_junit"]
+__all__ = ["CATEGORIES", "JsonLines", "OUTCOMES", "Progress", "SHOWN_FAILURES", "UNEXPECTED", "WORDS", "count_words",
+           "coverage", "coverage_lines", "generated_line", "read_report", "shown", "summary_line", "summary_record",
+           "tally", "write_junit", "write_results"]

@@ -20,10 +20,11 @@ from typing import Any
 
 from mlf_spec.errors import MlfError
 
+from .judge import Answer, judge
 from .known_failures import KnownFailures
 from .report import UNEXPECTED, JsonLines, Progress, coverage, summary_record
 from .testee import Testee
-from .vectors import Answer, Case, format_support, scope_list
+from .vectors import Case, format_support, scope_list
 
 
 class TesteeStartError(MlfError):
@@ -153,8 +154,8 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
     if reason is not None:
         rec.update(outcome="skip", message=reason)
         return rec
-    verdict = sent.check(answer, strict_errors=strict_errors, reads=reads_of(info, case.format))
-    outcome = verdict.outcome
+    judged = judge(sent, answer, strict_errors=strict_errors, reads=reads_of(info, case.format))
+    outcome = judged.outcome
     entry = known.match(case.id)
     if entry is not None:
         if entry.flaky:
@@ -164,12 +165,12 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
             rec["message"] = entry.reason if entry.flaky else \
                 f"listed as a known failure ({known.source}:{entry.line}) but passed: {entry.reason}"
         else:
-            rec["note"] = f"{outcome}: {verdict.message}"[:500]
+            rec["note"] = f"{outcome}: {judged.message}"[:500]
             outcome = "xfail"
             rec["message"] = entry.reason
     rec["outcome"] = outcome
     if outcome in ("fail", "error"):
-        rec.update(verdict.details())
+        rec.update(judged.details())
     if outcome in ("fail", "error", "xpass", "xfail"):
         repro = testee.reproduce(sent)
         if repro:
@@ -177,8 +178,8 @@ def run_case(testee: Testee, case: Case, info: dict[str, Any], known: KnownFailu
         line = testee.request_line(sent) if testee.mode == "persistent" else ""
         if line and len(line) <= REQUEST_KEPT:
             rec["request"] = line
-    if verdict.note and "note" not in rec:
-        rec["note"] = verdict.note
+    if judged.note and "note" not in rec:
+        rec["note"] = judged.note
     return rec
 
 
@@ -197,8 +198,6 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
     N > 0: stop after N unexpected outcomes (fail, error, xpass; pytest's ``--maxfail``), the
     cases not yet started left unrun and the summary saying so. ``label``: kept on the run line
     (the results page names the run by it)."""
-    from mlf_spec import __version__
-
     known = known or KnownFailures()
     try:
         info = testee.info()
@@ -209,19 +208,59 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
         cases = choose(cases, info)
     started = time.perf_counter()
     if report is not None:
-        line = {"type": "run", "mlf_spec": __version__, "testee": testee.describe(), "testee_info": info,
-                "vectors": vectors, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                "cases": len(cases), "mode": testee.mode}
-        if suite_sha256:
-            line["suite_sha256"] = suite_sha256
-        if label:
-            line["label"] = label
-        if choose is not None:
-            line["sampled_from"] = offered
-        report.write(line)
+        report.write(run_line(testee, info, len(cases), vectors=vectors, suite_sha256=suite_sha256, label=label,
+                              sampled_from=offered if choose is not None else None))
     bar = Progress(len(cases)) if progress else None
-    results: list[dict[str, Any]] = []
 
+    def finished(rec: dict[str, Any]) -> None:
+        if report is not None:
+            report.write(rec)
+        if bar is not None:
+            bar.step(rec["outcome"])
+        if on_result is not None:
+            on_result(rec)
+
+    try:
+        results, stopped = _run_cases(testee, cases, info, known, strict_errors, jobs, maxfail, finished)
+    finally:
+        if bar is not None:
+            bar.finish()
+        testee.close()
+    seconds = time.perf_counter() - started
+    counts = Counter(r["outcome"] for r in results)
+    rows = coverage(results, {c.id: c.features for c in cases})
+    unused = [e for e in known.unused(suite_ids if suite_ids is not None else {c.id for c in cases})
+              if not e.pattern.startswith("gen.")]
+    result = RunResult(results, counts, seconds, rows, info, unused)
+    if stopped:
+        result.not_run = len(cases) - len(results)
+        result.stopped = stopped_text(maxfail)
+    if report is not None and write_summary:
+        report.write(summary_of(result, known))
+    return result
+
+
+def run_line(testee: Testee, info: dict[str, Any], cases: int, *, vectors: str = "", suite_sha256: str = "",
+             label: str = "", sampled_from: int | None = None) -> dict[str, Any]:
+    """The ``run`` line a report starts with (conformance_report.run)."""
+    from mlf_spec import __version__
+
+    line: dict[str, Any] = {
+        "type": "run", "mlf_spec": __version__, "testee": testee.describe(), "testee_info": info, "vectors": vectors,
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(), "cases": cases, "mode": testee.mode}
+    if suite_sha256:
+        line["suite_sha256"] = suite_sha256
+    if label:
+        line["label"] = label
+    if sampled_from is not None:
+        line["sampled_from"] = sampled_from
+    return line
+
+
+def _run_cases(testee: Testee, cases: list[Case], info: dict[str, Any], known: KnownFailures, strict_errors: bool,
+               jobs: int, maxfail: int, finished: Callable[[dict[str, Any]], None]) -> tuple[list[dict[str, Any]], bool]:
+    """The records of the cases run (``jobs`` at once; ``finished`` called with each as it ends)
+    and whether the run stopped after ``maxfail`` unexpected outcomes (the rest not started)."""
     stop = threading.Event()
     lock = threading.Lock()
     unexpected = [0]
@@ -234,12 +273,7 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
         except MlfError as exc:  # the case itself is unusable (its input is missing or altered)
             rec = {"type": "case", "id": case.id, "format": case.format, "role": case.role, "outcome": "error",
                    "seconds": 0.0, "error_kind": "protocol", "message": f"the case cannot be run: {exc}"}
-        if report is not None:
-            report.write(rec)
-        if bar is not None:
-            bar.step(rec["outcome"])
-        if on_result is not None:
-            on_result(rec)
+        finished(rec)
         if maxfail > 0 and rec["outcome"] in UNEXPECTED:
             with lock:
                 unexpected[0] += 1
@@ -247,29 +281,12 @@ def run(testee: Testee, cases: list[Case], *, known: KnownFailures | None = None
                     stop.set()
         return rec
 
-    try:
-        if jobs > 1:
-            with ThreadPoolExecutor(jobs) as pool:
-                ran = list(pool.map(one, cases))
-        else:
-            ran = [one(c) for c in cases]
-        results = [r for r in ran if r is not None]
-    finally:
-        if bar is not None:
-            bar.finish()
-        testee.close()
-    seconds = time.perf_counter() - started
-    counts = Counter(r["outcome"] for r in results)
-    rows = coverage(results, {c.id: c.features for c in cases})
-    unused = [e for e in known.unused(suite_ids if suite_ids is not None else {c.id for c in cases})
-              if not e.pattern.startswith("gen.")]
-    result = RunResult(results, counts, seconds, rows, info, unused)
-    if stop.is_set():
-        result.not_run = len(cases) - len(results)
-        result.stopped = stopped_text(maxfail)
-    if report is not None and write_summary:
-        report.write(summary_of(result, known))
-    return result
+    if jobs > 1:
+        with ThreadPoolExecutor(jobs) as pool:
+            ran = list(pool.map(one, cases))
+    else:
+        ran = [one(c) for c in cases]
+    return [r for r in ran if r is not None], stop.is_set()
 
 
 def stopped_text(maxfail: int) -> str:
@@ -296,4 +313,5 @@ def unused_lines(known: KnownFailures, unused: list[Any]) -> list[str]:
 
 
 __all__ = ["RunResult", "TesteeStartError", "opaque_skip", "out_of_scope", "payloads_needed", "reads_of", "run", "run_case",
+           "run_line",
            "skip_reason", "stopped_text", "summary_of", "unsupported_skip", "unused_lines"]

@@ -1,5 +1,5 @@
 """The runner side of the protocol: drive a testee and turn whatever it does into an
-:class:`~mlf_spec.conformance.vectors.Answer`, never into a hang or a crash of the runner.
+:class:`~mlf_spec.conformance.judge.Answer`, never into a hang or a crash of the runner.
 
 * :class:`InProcess` calls an adapter directly (fast; for adapters that cannot crash).
 * :class:`OneShot` starts ``CMD decode FORMAT k=v ...`` per case.
@@ -13,6 +13,7 @@ what it may print and, where the platform has it, an address-space limit (RLIMIT
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import os
 import selectors
@@ -26,14 +27,16 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import IO, Any
 
 from mlf_spec.errors import MlfError
 
 from .adapters.base import Adapter, Crashed, Rejected
 from .folders import INPUT_DIR, OUTPUT_DIR, is_folder_format, private_copy, read_output, scratch
+from .judge import Answer
 from .protocol import carry_out
-from .vectors import Answer, Case
+from .vectors import Case
 
 STDERR_TAIL = 4000
 
@@ -54,10 +57,15 @@ def signal_name(returncode: int) -> str | None:
     return None if returncode >= 0 else _name(-returncode)
 
 
-try:
-    import resource
-except ImportError:  # pragma: no cover - not on Windows
-    resource = None  # type: ignore[assignment]  # the module is absent on Windows
+def _resource_module() -> ModuleType | None:
+    """The ``resource`` module (None on Windows, which has none)."""
+    try:
+        return importlib.import_module("resource")
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+
+
+resource = _resource_module()
 
 
 def _preexec(memory_mb: int) -> Any:
@@ -187,80 +195,105 @@ def run_capped(argv: Sequence[str], data: bytes, limits: Limits, token: str | No
                             start_new_session=True, preexec_fn=_preexec(limits.memory_mb),
                             env=_token_env(token) if token else None)
     _limit(proc, limits.memory_mb)
-    assert proc.stdin and proc.stdout and proc.stderr
-    sel = selectors.DefaultSelector()
-    os.set_blocking(proc.stdin.fileno(), False)
-    pending = memoryview(data)
-    if pending.nbytes:
-        sel.register(proc.stdin, selectors.EVENT_WRITE)
-    else:
-        proc.stdin.close()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    out, err = bytearray(), bytearray()
     deadline = time.monotonic() + limits.timeout
-    timed_out = overflow = False
-    exited = False
+    pipes = _Pipes(proc, data, limits.max_output)
     try:
-        while sel.get_map():
+        pipes.pump(deadline)
+    finally:
+        pipes.sel.close()
+        timed_out = _reap(proc, token, pipes.timed_out, pipes.overflow, deadline)
+    rc = None if (timed_out or pipes.overflow) else proc.returncode
+    return Run(rc, bytes(pipes.out), pipes.err[-STDERR_TAIL:].decode("utf-8", "replace"), timed_out, pipes.overflow)
+
+
+class _Pipes:
+    """A child's stdin (fed ``data``), stdout (kept, up to ``max_output`` bytes) and stderr
+    (its tail kept), served by one selector."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], data: bytes, max_output: int) -> None:
+        assert proc.stdin and proc.stdout and proc.stderr
+        self.proc, self.stdin, self.stdout, self.max_output = proc, proc.stdin, proc.stdout, max_output
+        self.sel = selectors.DefaultSelector()
+        os.set_blocking(self.stdin.fileno(), False)
+        self.pending = memoryview(data)
+        if self.pending.nbytes:
+            self.sel.register(self.stdin, selectors.EVENT_WRITE)
+        else:
+            self.stdin.close()
+        self.sel.register(self.stdout, selectors.EVENT_READ)
+        self.sel.register(proc.stderr, selectors.EVENT_READ)
+        self.out, self.err = bytearray(), bytearray()
+        self.timed_out = self.overflow = False
+
+    def pump(self, deadline: float) -> None:
+        """Feed and drain the pipes until they close, the deadline passes (``timed_out``), stdout
+        passes the cap (``overflow``), or the child has ended and its pipes are empty."""
+        exited = False
+        while self.sel.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                timed_out = True
-                break
-            if not exited and proc.poll() is not None:
+                self.timed_out = True
+                return
+            if not exited and self.proc.poll() is not None:
                 exited = True  # from now on only what is already in the pipes is read
-            ready = sel.select(0.05 if exited else min(left, 0.25))
+            ready = self.sel.select(0.05 if exited else min(left, 0.25))
             if not ready and exited:
-                break  # the testee ended; a descendant still holding its pipes does not keep the case waiting
+                return  # the testee ended; a descendant still holding its pipes does not keep the case waiting
             for key, _ in ready:
-                f = key.fileobj
-                if f is proc.stdin:
-                    try:
-                        n = os.write(proc.stdin.fileno(), pending[:65536])
-                        pending = pending[n:]
-                    except (BrokenPipeError, OSError):
-                        pending = pending[:0]
-                    if not pending.nbytes:
-                        sel.unregister(proc.stdin)
-                        proc.stdin.close()
-                    continue
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(f)
-                    continue
-                if f is proc.stdout:
-                    out += chunk
-                    if len(out) > limits.max_output:
-                        overflow = True
-                        break
-                else:
-                    err += chunk
-                    if len(err) > 2 * STDERR_TAIL:
-                        del err[:-STDERR_TAIL]
-            if overflow:
-                break
-    finally:
-        sel.close()
-        if timed_out or overflow:
-            _kill(proc, token)
+                if key.fileobj is self.stdin:
+                    self._feed()
+                elif not self._drain(key):
+                    return
+
+    def _feed(self) -> None:
+        try:
+            n = os.write(self.stdin.fileno(), self.pending[:65536])
+            self.pending = self.pending[n:]
+        except (BrokenPipeError, OSError):
+            self.pending = self.pending[:0]
+        if not self.pending.nbytes:
+            self.sel.unregister(self.stdin)
+            self.stdin.close()
+
+    def _drain(self, key: selectors.SelectorKey) -> bool:
+        """Read what a pipe holds; False once stdout is over the cap."""
+        chunk = os.read(key.fd, 65536)
+        if not chunk:
+            self.sel.unregister(key.fileobj)
+        elif key.fileobj is self.stdout:
+            self.out += chunk
+            if len(self.out) > self.max_output:
+                self.overflow = True
+                return False
         else:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill(proc, token)
-        proc.wait()
-        try:  # what it left in its process group ends with it
-            os.killpg(proc.pid, signal.SIGKILL)
+            self.err += chunk
+            if len(self.err) > 2 * STDERR_TAIL:
+                del self.err[:-STDERR_TAIL]
+        return True
+
+
+def _reap(proc: subprocess.Popen[bytes], token: str | None, timed_out: bool, overflow: bool, deadline: float) -> bool:
+    """Wait for the child (killed at once after a timeout or an overflow, else by the deadline),
+    kill what is left of its process group and close its pipes; whether it timed out."""
+    if timed_out or overflow:
+        _kill(proc, token)
+    else:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill(proc, token)
+    proc.wait()
+    try:  # what it left in its process group ends with it
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for f in filter(None, (proc.stdin, proc.stdout, proc.stderr)):  # (all three are pipes)
+        try:
+            f.close()
         except OSError:
             pass
-        for f in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                f.close()
-            except OSError:
-                pass
-    rc = None if (timed_out or overflow) else proc.returncode
-    return Run(rc, bytes(out), err[-STDERR_TAIL:].decode("utf-8", "replace"), timed_out, overflow)
+    return timed_out
 
 
 def _failure(run: Run, limits: Limits) -> Answer | None:
@@ -302,7 +335,8 @@ def _with_written(answer: Answer, out: Path) -> Answer:
 
 
 class Testee:
-    """A testee the runner can ask: ``info()`` once, then ``ask(case)`` per case."""
+    """A testee the runner can ask: ``info()`` once (a command testee asks its handshake once and
+    keeps it), then ``ask(case)`` per case."""
 
     mode = "in-process"
 
@@ -398,11 +432,13 @@ class OneShot(Testee):
 
     mode = "one-shot"
 
-    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None) -> None:
+    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None, *,
+                 info: dict[str, Any] | None = None) -> None:
         self.command = list(command)
         self.limits = limits or Limits()
         self.label = label
         self.token = os.urandom(8).hex()
+        self._info = info  # the handshake, once asked (or given: asked by whoever made this testee)
 
     def describe(self) -> str:
         """The label (``adapter:<name>``) or the command line."""
@@ -414,7 +450,13 @@ class OneShot(Testee):
         sweep(self.token)
 
     def info(self) -> dict[str, Any]:
-        """``CMD info``; MlfError if the command cannot be started or answers nonsense."""
+        """``CMD info`` (asked once: later calls return the same handshake); MlfError if the
+        command cannot be started or answers nonsense."""
+        if self._info is None:
+            self._info = self._handshake()
+        return self._info
+
+    def _handshake(self) -> dict[str, Any]:
         try:
             run = run_capped(self.command + ["info"], b"", self.limits, self.token)
         except OSError as exc:
@@ -624,9 +666,9 @@ class _Server:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        for f in (self.proc.stdin, self.proc.stdout, self.stderr):
+        for f in filter(None, (self.proc.stdin, self.proc.stdout, self.stderr)):  # (stdin, stdout: pipes)
             try:
-                f.close()  # type: ignore[union-attr]  # the testee's pipes exist: it was started with stdin/stdout=PIPE
+                f.close()
             except OSError:
                 pass
 
@@ -636,10 +678,11 @@ class Persistent(Testee):
 
     mode = "persistent"
 
-    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None) -> None:
+    def __init__(self, command: Sequence[str], limits: Limits | None = None, label: str | None = None, *,
+                 info: dict[str, Any] | None = None) -> None:
         self.command = list(command)
         self.limits = limits or Limits()
-        self.oneshot = OneShot(command, self.limits, label)
+        self.oneshot = OneShot(command, self.limits, label, info=info)
         self._local = threading.local()
         self._all: list[_Server] = []
         self._lock = threading.Lock()
@@ -649,7 +692,7 @@ class Persistent(Testee):
         return self.oneshot.describe()
 
     def info(self) -> dict[str, Any]:
-        """``CMD info``."""
+        """``CMD info`` (asked once)."""
         return self.oneshot.info()
 
     def _server(self) -> _Server:

@@ -1,4 +1,5 @@
-"""Conformance vectors as data: load a suite, build a case's request, check an answer.
+"""Conformance vectors as data: load a suite, build a case's request and input (judging an
+answer is :mod:`.judge`; ``Case.check`` and :func:`verify` are kept here as its shortcuts).
 
     >>> from mlf_spec.conformance import vectors
     >>> for case in vectors.load_suite(formats=["params"]):     # the installed suite by default
@@ -18,7 +19,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,61 +27,9 @@ from mlf_spec._io import atomic_write_bytes, read_limited
 from mlf_spec.errors import MlfError
 
 from . import canonical
-from .compare import compare, same_json, short, validate_reading
+from .judge import Answer, Outcome, Verdict, judge, verify
 
 CASE_SUFFIX = ".case.json"
-
-
-@dataclass
-class Answer:
-    """What a testee answered: ``status`` ok, rejected or error (the testee failed: crashed,
-    hung, broke the protocol); a ``reading`` (decode, migrate) or ``output`` bytes (encode);
-    for a rejection the optional ``error_class`` and a ``message``; for an error its
-    ``error_kind`` (crash, internal, timeout, protocol, output_limit, memory) and ``signal``."""
-
-    status: str
-    reading: Any = None
-    output: bytes | None = None
-    error_class: str | None = None
-    message: str = ""
-    error_kind: str | None = None
-    signal: str | None = None
-    files: dict[str, bytes] | None = None  # encode of a folder-shaped format: what was written
-
-    @classmethod
-    def ok(cls, reading: Any = None, output: bytes | None = None, files: dict[str, bytes] | None = None) -> Answer:
-        """A successful answer."""
-        return cls("ok", reading=reading, output=output, files=files)
-
-    @classmethod
-    def rejected(cls, message: str, error_class: str | None = None) -> Answer:
-        """A refusal of the input."""
-        return cls("rejected", message=message, error_class=error_class)
-
-    @classmethod
-    def failed(cls, kind: str, message: str, signal: str | None = None) -> Answer:
-        """The testee did not answer properly."""
-        return cls("error", message=message, error_kind=kind, signal=signal)
-
-
-@dataclass
-class Verdict:
-    """The outcome of one case before known failures apply: pass, fail or error."""
-
-    outcome: str
-    message: str = ""
-    diff: list[str] = field(default_factory=list)
-    note: str = ""
-    error_kind: str | None = None
-    signal: str | None = None
-
-    def details(self) -> dict[str, Any]:
-        """The report keys of a failure: message, diff, error_kind, signal (those set)."""
-        out: dict[str, Any] = {"message": self.message[:500]}
-        for key in ("diff", "error_kind", "signal"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
-        return out
 
 
 def echo(reading: Any, key: str, old: str, new: str) -> Any:
@@ -250,127 +199,9 @@ class Case:
         __tracebackhide__ = True  # a failure's traceback shows the test and the diff, not the kit's frames
         verify(self, fn, rejects=rejects, error_class=error_class, strict_errors=strict_errors)
 
-    def check(self, answer: Answer, *, strict_errors: bool = False, reads: list[str] | None = None) -> Verdict:
-        """Compare an answer with the expected outcome, by the spec's comparison rules; with
-        ``reads`` (a partial reader's handshake), only those top-level keys of the reading."""
-        if answer.status == "error":
-            return Verdict("error", answer.message, error_kind=answer.error_kind, signal=answer.signal)
-        want = self.expected
-        if want["outcome"] == "reject":
-            if answer.status == "rejected":
-                cls = want.get("error_class")
-                if answer.error_class and cls and answer.error_class != cls:
-                    msg = f"rejected as {answer.error_class}, the spec says {cls}"
-                    return Verdict("fail", msg) if strict_errors else Verdict("pass", note=msg)
-                return Verdict("pass")
-            return Verdict("fail", f"accepted an input the spec rejects ({want.get('error_class')})",
-                           diff=[f"expected a rejection ({want.get('error_class')}), got a reading"])
-        if answer.status == "rejected":
-            if reads and not any(want["reading"].get(k) for k in reads):
-                return Verdict("pass", note=f"a partial reader refused an input that holds nothing it reads ({', '.join(reads)} "
-                               f"empty): {_one_line(answer.message)}")
-            cls = f" [{answer.error_class}]" if answer.error_class else ""
-            return Verdict("fail", f"rejected a valid input{cls}: {_one_line(answer.message)}")
-        got = answer.reading
-        if self.role == "encode" and self.is_folder:
-            if answer.files is None:
-                return Verdict("error", "no files written", error_kind="protocol")
-            try:
-                got = _decode_written(self.format, answer.files, self.options)
-            except MlfError as exc:
-                return Verdict("fail", f"the folder written does not read: {_one_line(str(exc))}")
-        elif self.role == "encode":
-            if answer.output is None:
-                return Verdict("error", "no output bytes", error_kind="protocol")
-            try:
-                got = canonical.decode(self.format, answer.output, self.options)
-            except MlfError as exc:
-                return Verdict("fail", f"the bytes written do not read: {_one_line(str(exc))}")
-        else:
-            expected_reading = want["reading"]
-            if reads is not None:
-                if not isinstance(got, dict):
-                    return Verdict("fail", "the reading is not a JSON object", diff=["(root): not an object"])
-                extra = sorted(set(got) - set(reads) - {"format"})
-                if extra:
-                    return Verdict("fail", f"the reading has keys its handshake does not declare: {extra}",
-                                   diff=[f"{k}: not declared in `reads`" for k in extra])
-                missing = [k for k in reads if k in expected_reading and k not in got]
-                if missing:
-                    return Verdict("fail", f"the reading lacks the keys its handshake declares: {missing}",
-                                   diff=[f"{k}: missing, expected {short(expected_reading[k])}" for k in missing])
-                # the keys it does not read are taken as expected, so that the schema checks the rest
-                got = {**{k: v for k, v in expected_reading.items() if k not in reads}, **got}
-            if same_json(expected_reading, got):  # the expected reading matches its schema (a test checks every one)
-                return Verdict("pass")
-            problem = validate_reading(self.kind, got)
-            if problem is not None:
-                return Verdict("fail", f"the reading does not match canonical_{self.kind.replace('-', '_')}: "
-                               f"{problem}", diff=[problem])
-        if same_json(want["reading"], got):
-            return Verdict("pass")
-        diffs = compare(self.kind, want["reading"], got, role=self.role)
-        if diffs:
-            return Verdict("fail", str(diffs[0]), diff=[str(d) for d in diffs])
-        return Verdict("pass")
-
-
-def verify(case: Case, fn: Any, *, rejects: tuple[type[BaseException], ...] = (Exception,),
-           error_class: Any = None, strict_errors: bool = False) -> None:
-    """Call an implementation's function on the case and raise AssertionError (with the
-    short diff) unless it does what the vector expects. ``fn(data, options)`` returns the
-    canonical reading (decode, migrate) or, for encode, ``fn(reading, options)`` returns
-    bytes; an exception in ``rejects`` is a rejection (``error_class(exc)`` may name its
-    class)."""
-    __tracebackhide__ = True
-    if case.is_folder and case.role != "encode":
-        from .folders import private_copy
-
-        with private_copy(case.input_files(), case.input_path.name) as folder:
-            _verify_with(case, fn, folder, rejects, error_class, strict_errors)
-        return
-    if case.is_folder:  # encode: fn(reading, options) writes into options["output_dir"]
-        from .folders import read_output, scratch
-
-        with scratch() as base:
-            out = base / "out"
-            out.mkdir()
-            opts = {**case.options, "output_dir": str(out)}
-            _verify_with(case, lambda reading, _o: fn(reading, opts), case.reading_input(), rejects, error_class,
-                         strict_errors, written=lambda: read_output(out))
-        return
-    _verify_with(case, fn, case.reading_input() if case.role == "encode" else case.input(), rejects, error_class,
-                 strict_errors)
-
-
-def _verify_with(case: Case, fn: Any, payload: Any, rejects: tuple[type[BaseException], ...], error_class: Any,
-                 strict_errors: bool, written: Any = None) -> None:
-    __tracebackhide__ = True
-    try:
-        result = fn(payload, dict(case.options))
-    except rejects as exc:
-        answer = Answer.rejected(f"{type(exc).__name__}: {exc}", error_class(exc) if error_class else None)
-    else:
-        if written is not None:
-            answer = Answer.ok(files=written())
-        else:
-            answer = Answer.ok(output=bytes(result)) if case.role == "encode" else Answer.ok(reading=result)
-    v = case.check(answer, strict_errors=strict_errors)
-    if v.outcome != "pass":
-        lines = [f"{case.id} ({case.description}): {v.message}", *[f"  {d}" for d in v.diff]]
-        raise AssertionError("\n".join(lines))
-
-
-def _decode_written(fmt: str, files: dict[str, bytes], options: dict[str, str]) -> Any:
-    """mlf-spec's reading of the folder a testee wrote (the files, in a private copy)."""
-    from .folders import private_copy
-
-    with private_copy(files, "written") as folder:
-        return canonical.decode(fmt, folder, options)  # a folder format takes its path
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    def check(self, answer: Answer, *, strict_errors: bool = False, reads: list[str] | None = None) -> Outcome:
+        """Compare an answer with the expected outcome (:func:`.judge.judge`)."""
+        return judge(self, answer, strict_errors=strict_errors, reads=reads)
 
 
 def default_suite() -> Path:
@@ -506,5 +337,5 @@ def save_case(directory: str | os.PathLike, case: dict[str, Any], data: bytes, i
     return path
 
 
-__all__ = ["Answer", "CASE_SUFFIX", "Case", "Verdict", "case_of_document", "case_text", "default_suite", "echo",
+__all__ = ["Answer", "CASE_SUFFIX", "Case", "Outcome", "Verdict", "case_of_document", "case_text", "default_suite", "echo",
            "format_name", "format_support", "load_case", "load_suite", "save_case", "scope_list", "select", "verify", "write_suite"]

@@ -120,7 +120,9 @@ class KaitaiTestee:
         """What it reads: .params in every dialect, both blob layouts in every era (decode only)."""
         import kaitaistruct
 
-        return {"protocol": "mlf-conformance/1", "name": "kaitai-struct generated Python parser",
+        from mlf_spec.generated.formats import PROTOCOL
+
+        return {"protocol": PROTOCOL, "name": "kaitai-struct generated Python parser",
                 "version": f"kaitaistruct {getattr(kaitaistruct, '__version__', '?')}",
                 "formats": [{"format": "params", "roles": ["decode"]}, {"format": "blob", "roles": ["decode"]}]}
 

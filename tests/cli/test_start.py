@@ -92,3 +92,14 @@ def test_numpy_is_imported_first_only_by_commands_that_import_it_anyway(tmp_path
         assert r.stdout.splitlines()[-1] == "NUMPY: True", (argv, r.stderr[-500:])
     assert "numpy" not in modules_after(["check", "--help"])
     assert "numpy" in modules_after(["check", str(tar)])
+
+
+def test_conformance_help_imports_the_formats_registry_and_no_heavy_module():
+    """`conformance` builds its parser from the generated formats registry (FORMATS, OPS,
+    MAX_INPUT: two small modules of constants) and loads nothing else of the kit."""
+    mods = modules_after(["conformance", "run", "--help"])
+    assert "numpy" not in mods and "pydantic" not in mods and "hypothesis" not in mods
+    assert sorted(m for m in mods if m.startswith("mlf_spec")) == [
+        "mlf_spec", "mlf_spec._text", "mlf_spec.cli", "mlf_spec.cli._signals", "mlf_spec.cli._text",
+        "mlf_spec.cli.conformance", "mlf_spec.conformance", "mlf_spec.conformance.adapters",
+        "mlf_spec.conformance.adapters.base", "mlf_spec.errors", "mlf_spec.generated", "mlf_spec.generated.formats"]

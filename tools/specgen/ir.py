@@ -169,7 +169,8 @@ class ErasSpec(Strict):
 
 class ColumnSpec(Strict):
     name: str = Field(pattern=IDENT)
-    type: Literal["int", "str", "bool", "int_list", "int_or_null", "str_or_null", "int_list_or_null"]
+    type: Literal["int", "str", "bool", "int_list", "str_list", "int_or_null", "str_or_null", "int_list_or_null",
+                  "str_list_or_null"]
     doc: str
 
 
@@ -202,6 +203,9 @@ class RecordField(Strict):
     required: bool = True
     const: Any = None
     enum: list[Any] | None = None
+    enum_from: str | None = Field(None, pattern=r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$",
+                                  description="TABLE.COLUMN: the enum is that column of the table's rows (the loader "
+                                  "fills in `enum`; written once, in the table).")
     since: str | None = Field(None, description="First revision of the records' timeline (or TVM version) with it.")
     until: str | None = Field(None, description="First revision (or TVM version) without it.")
     pattern: str | None = Field(None, description="Regular expression a str value must match.")
@@ -284,6 +288,14 @@ class RecordsExample(Strict):
     value: Any
 
 
+class RecordsConstant(Strict):
+    """A number the documents' protocol fixes (a limit), not a field of any record."""
+
+    name: str = Field(pattern=IDENT)
+    value: int
+    doc: str
+
+
 class RecordsSpec(Strict):
     """spec: records — JSON documents as typed records (models and JSON Schemas)."""
 
@@ -303,6 +315,9 @@ class RecordsSpec(Strict):
                         "records (<name>_plain.py), the read path without pydantic (specs with a timeline always have them).")
     aliases: list[RecordAlias] = Field(default_factory=list)
     examples: list[RecordsExample] = Field(default_factory=list)
+    constants: list[RecordsConstant] = Field(default_factory=list,
+                                             description="Limits the protocol of these documents fixes (e.g. the most "
+                                             "bytes of a request), emitted for the runtime.")
 
 
 REVISION_ID = r"^v[1-9][0-9]*(\.[a-z0-9_]+)?$"

@@ -97,6 +97,7 @@ def load(root: Path) -> Model:
                 raise doc.error(("name",), f"migration {spec.name!r} is defined twice")
             model.migrations[spec.name] = (spec, doc)
     check_tables(model)
+    resolve_enums_from_tables(model)
     for binary in model.binaries.values():
         _resolve_binary(model, binary)
     check_versioned(model)
@@ -104,6 +105,27 @@ def load(root: Path) -> Model:
     for vspec, vdoc in model.verdicts.values():
         check_verdicts(model, vspec, vdoc)
     return model
+
+
+def resolve_enums_from_tables(model: Model) -> None:
+    """Fill in the ``enum`` of every record field with ``enum_from: TABLE.COLUMN`` (that column's
+    values, in the table's order), so the emitters see one enum, written once in the table."""
+    for spec, doc in model.records.values():
+        for i, record in enumerate(spec.records):
+            for j, f in enumerate(record.fields):
+                if f.enum_from is None:
+                    continue
+                loc = ("records", i, "fields", j, "enum_from")
+                table, _, column = f.enum_from.partition(".")
+                if table not in model.tables:
+                    raise doc.error(loc, f"unknown table {table!r}")
+                tspec = model.tables[table][0]
+                if column not in {c.name for c in tspec.columns}:
+                    raise doc.error(loc, f"table {table!r} has no column {column!r}")
+                values = [row[column] for row in tspec.rows]
+                if f.enum is not None and f.enum != values:  # (resolving twice is no error)
+                    raise doc.error(loc, "give 'enum' or 'enum_from', not both")
+                f.enum = values
 
 
 def _all_structs(model: Model, binary: Binary) -> dict[str, tuple[StructSpec, str, tuple]]:

@@ -59,9 +59,10 @@ def target(name: str) -> str:
     raise MlfError(f"no adapter {name!r}; adapters: {', '.join(names())} (or module:Class)")
 
 
-def testee(name: str, adapter: Adapter, limits: Any = None, one_shot: bool = False) -> Any:
+def testee(name: str, adapter: Adapter, limits: Any = None, one_shot: bool = False, info: Any = None) -> Any:
     """The runner's :class:`~mlf_spec.conformance.testee.Testee` for an adapter: its own command
-    (an implementation in another language), a child process (``isolated``), or in process."""
+    (an implementation in another language), a child process (``isolated``), or in process
+    (``info``: its handshake, when already asked in this run)."""
     import sys
 
     from ..testee import InProcess, OneShot, Persistent
@@ -72,7 +73,7 @@ def testee(name: str, adapter: Adapter, limits: Any = None, one_shot: bool = Fal
     if cmd is None:
         return InProcess(adapter)
     label = f"adapter:{name}"
-    return OneShot(cmd, limits, label) if one_shot else Persistent(cmd, limits, label)
+    return OneShot(cmd, limits, label, info=info) if one_shot else Persistent(cmd, limits, label, info=info)
 
 
 def load(name: str) -> Adapter:

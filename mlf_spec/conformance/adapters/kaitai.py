@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from mlf_spec.errors import MlfError
+from mlf_spec.generated.formats import PROTOCOL
 
 from .. import canonical
 from .base import Adapter, Rejected
@@ -47,7 +48,7 @@ JS_SCRIPT = Path(__file__).with_name("kaitai_js.cjs")
 
 
 def _info(name: str, version: str) -> dict[str, Any]:
-    return {"protocol": "mlf-conformance/1", "name": name, "version": version, "serve": True,
+    return {"protocol": PROTOCOL, "name": name, "version": version, "serve": True,
             "formats": [{"format": "params", "roles": ["decode"]}, {"format": "blob", "roles": ["decode"]}]}
 
 

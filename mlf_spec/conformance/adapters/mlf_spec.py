@@ -20,8 +20,9 @@ class MlfSpecAdapter(Adapter):
     def info(self) -> dict[str, Any]:
         """Every format, every role mlf-spec has, no scope restriction."""
         from mlf_spec import __version__
+        from mlf_spec.generated.formats import PROTOCOL
 
-        return {"protocol": "mlf-conformance/1", "name": "mlf-spec", "version": __version__, "serve": True,
+        return {"protocol": PROTOCOL, "name": "mlf-spec", "version": __version__, "serve": True,
                 "formats": [{"format": f, "roles": list(canonical.ROLES[f])} for f in canonical.FORMATS]}
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002

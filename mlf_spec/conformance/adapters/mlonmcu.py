@@ -42,6 +42,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from mlf_spec.generated.formats import PROTOCOL
+
 from .base import Adapter, Rejected
 
 #: how deep the destination lies inside the temporary directory (a `../` member of up to this
@@ -106,7 +108,7 @@ class MlonmcuAdapter(Adapter):
         import mlonmcu
 
         partial = {"roles": ["decode"], "reads": ["facts"], "not_checked": ["invalid_document"]}
-        return {"protocol": "mlf-conformance/1", "name": "mlonmcu", "version": mlonmcu.__version__, "serve": True,
+        return {"protocol": PROTOCOL, "name": "mlonmcu", "version": mlonmcu.__version__, "serve": True,
                 "formats": [{"format": "mlf-metadata", **partial}, {"format": "mlf-archive", **partial}]}
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> Any:  # noqa: A002

@@ -17,6 +17,8 @@ import base64
 import hashlib
 from typing import Any
 
+from mlf_spec.generated.formats import PROTOCOL
+
 from .base import Adapter, Rejected
 
 
@@ -99,7 +101,7 @@ class TvmAdapter(Adapter):
         dialect = dtypes.dialect(tvm.__version__).id
         from .tvm_cache import cache_support, index_versions
 
-        return {"protocol": "mlf-conformance/1", "name": "apache-tvm", "version": tvm.__version__, "serve": True,
+        return {"protocol": PROTOCOL, "name": "apache-tvm", "version": tvm.__version__, "serve": True,
                 "formats": [{"format": "params", "roles": ["decode", "encode"], "scope": {"dialect": [dialect]}},
                             cache_support(index_versions(tvm.__version__), ("decode", "encode"))]}
 

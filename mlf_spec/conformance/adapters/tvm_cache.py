@@ -22,6 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mlf_spec.generated.formats import PROTOCOL
+
 from .base import Adapter, Rejected
 
 
@@ -137,7 +139,7 @@ class TvmCppCacheAdapter(Adapter):
         """tensor-cache decode, in the index version of the installed TVM."""
         import tvm
 
-        return {"protocol": "mlf-conformance/1", "name": "apache-tvm (C++ tensor cache loader)",
+        return {"protocol": PROTOCOL, "name": "apache-tvm (C++ tensor cache loader)",
                 "version": tvm.__version__, "serve": True, "formats": [cache_support(index_versions(tvm.__version__))]}
 
     def decode(self, format: str, data: Any, options: dict[str, str]) -> Any:  # noqa: A002

@@ -42,6 +42,7 @@ import tempfile
 from typing import Any
 
 from mlf_spec.blob.locate import SYMBOL_FFI as SYMBOL
+from mlf_spec.generated.formats import PROTOCOL
 
 from .base import Adapter, Rejected
 
@@ -168,7 +169,7 @@ class TvmFfiAdapter(Adapter):
         import tvm
         import tvm_ffi
 
-        return {"protocol": "mlf-conformance/1", "name": "apache-tvm-ffi",
+        return {"protocol": PROTOCOL, "name": "apache-tvm-ffi",
                 "version": f"{tvm_ffi.__version__} (payload loaders of apache-tvm {tvm.__version__})", "serve": True,
                 "formats": [{"format": "blob", "roles": ["decode"],
                              "scope": {"layout": ["ffi"], "era": [tvm_era(tvm.__version__)]}}]}

@@ -21,6 +21,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
+from mlf_spec.generated.formats import PROTOCOL
+
 from .base import Adapter, Crashed, Rejected
 from .tvm import encodable, params_reading
 
@@ -86,7 +88,7 @@ class PeerTvmAdapter(Adapter):
 
             formats.append(cache_support(index_versions(version),
                                          ("decode", "encode") if self.cache_writer else ("decode",)))
-        return {"protocol": "mlf-conformance/1", "name": self.implementation, "version": version, "serve": True,
+        return {"protocol": PROTOCOL, "name": self.implementation, "version": version, "serve": True,
                 "formats": formats}
 
     def _call(self, op: str, **fields: Any) -> dict[str, Any]:

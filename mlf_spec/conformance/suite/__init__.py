@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mlf_spec.generated.formats import FORMATS
+
 from ..vectors import case_text
 from .blob import build_blob
 from .cache import build_cache, build_cache_bounds, build_cache_encode
@@ -20,8 +22,8 @@ from .metadata import build_metadata_rules
 from .mlf import build_mlf
 from .params import build_params
 
-FORMAT_DIRS = {"params": "params", "blob": "blob", "graph-json": "graph-json", "mlf-metadata": "mlf-metadata",
-               "mlf-archive": "mlf-archive", "tensor-cache": "tensor-cache"}
+#: format -> the folder of vectors/ holding its cases (each format's own name)
+FORMAT_DIRS = {fmt: fmt for fmt in FORMATS}
 
 
 def build_all(formats: tuple[str, ...] | None = None) -> list[Built]:

@@ -366,46 +366,52 @@ def _edge_vectors(fmt: str, era: tuple[int, ...], base: bytes, probe: Any) -> No
     blob's size prefix into bytes after it, and the import tree's own bounds."""
     structs, root = _bst._ROOTS[fmt]
     tree, _ = trace(structs, root, base, era)
-    body = tree["body"]
+    (_ffi_edges if fmt == "ffi" else _legacy_edges)(structs, root, tree["body"], era, probe)
+
+
+def _ffi_edges(structs: Any, root: str, body: dict, era: tuple[int, ...], probe: Any) -> None:
+    """The edge vectors of a tvm-ffi blob (:func:`_edge_vectors`)."""
 
     def blob_of(kind: str, struct: str, value: dict) -> bytes:
-        pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, value, era), format=fmt, era=era)
-        return _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format=fmt, era=era)
+        pl = _blob.parse_payload(kind, build(_payloads_ir.STRUCTS, struct, value, era), format="ffi", era=era)
+        return _blob.build(_blob.Module.lib(_blob.Module(kind, pl, ())), format="ffi", era=era)
 
     def lie(b: bytes, from_end: int, width: int) -> bytes:
         """``b`` with the count ``from_end`` bytes before its end one element past what follows it."""
         at = len(b) - from_end
         return _set_u64(b, at, (from_end - 8) // width + 1)
 
-    if fmt == "ffi":
-        # the device module is the last thing in the blob: its last fields end the input
-        types = blob_of("opencl", "device_binary", _device_payload(era, arg_types=25))
-        probe("blob.ffi.bound.arg-types-fill-the-payload", types, ["function_info.arg_types.length"],
-              "25 argument types, then only empty lists: the types fill all but 24 bytes of the payload")
-        tags = blob_of("opencl", "device_binary", _device_payload(era, launch_tags=17))
-        probe("blob.ffi.bound.launch-tags-fill-the-payload", tags, ["function_info.launch_param_tags.length"],
-              "17 empty launch tags, then two empty lists: the tags fill all but 16 bytes of the payload")
-        probe("blob.ffi.bound.arg-types-one-past-the-end", lie(types, 4 * 25 + 32, 4), ["function_info.arg_types.length"],
-              "an argument-type count one element past the end of the payload, which ends the blob")
-        extra = blob_of("opencl", "device_binary", _device_payload(era, data=b"\x00" * 16))
-        probe("blob.ffi.bound.extra-tags-one-past-the-end", lie(extra, 8 + 8 + 16, 4),
-              ["function_info.arg_extra_tags.length"],
-              "an extra-tag count one element past the end of the payload, which ends the blob")
-        lib = body["modules"][0]
-        for label, edit, rids, what in (
-                ("row-past-children-in-the-middle", {"row_ptr": [0, 2, 1], "child_indices": [1],
-                                                     "modules": [lib, body["modules"][1]]},
-                 ["ffi_body.rows_within.invariant"], "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
-                ("children-fill-the-body", {"row_ptr": [0, 13], "child_indices": [0] * 13, "modules": [lib]},
-                 ["ffi_body.child_indices.length", "ffi_body.rows_within.invariant"], "13 child indices and one _lib module (a cycle): the indices fill "
-                 "all but 12 bytes of the body"),
-                ("kinds-like-lib", {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2],
-                                    "modules": [lib, {"kind": "_li", "payload": {"data": b"\x01" * 98}},
-                                                {"kind": "_liB", "payload": {"data": b"\x02"}}]},
-                 ["ffi_module.kind.range"], "modules of kinds _li (its payload length starts with the byte 'b': 98) "
-                 "and _liB, opaque bytes both")):
-            probe(f"blob.ffi.bound.{label}", build(structs, root, {"body": {**body, **edit}}, era), rids, what)
-        return
+    # the device module is the last thing in the blob: its last fields end the input
+    types = blob_of("opencl", "device_binary", _device_payload(era, arg_types=25))
+    probe("blob.ffi.bound.arg-types-fill-the-payload", types, ["function_info.arg_types.length"],
+          "25 argument types, then only empty lists: the types fill all but 24 bytes of the payload")
+    tags = blob_of("opencl", "device_binary", _device_payload(era, launch_tags=17))
+    probe("blob.ffi.bound.launch-tags-fill-the-payload", tags, ["function_info.launch_param_tags.length"],
+          "17 empty launch tags, then two empty lists: the tags fill all but 16 bytes of the payload")
+    probe("blob.ffi.bound.arg-types-one-past-the-end", lie(types, 4 * 25 + 32, 4), ["function_info.arg_types.length"],
+          "an argument-type count one element past the end of the payload, which ends the blob")
+    extra = blob_of("opencl", "device_binary", _device_payload(era, data=b"\x00" * 16))
+    probe("blob.ffi.bound.extra-tags-one-past-the-end", lie(extra, 8 + 8 + 16, 4),
+          ["function_info.arg_extra_tags.length"],
+          "an extra-tag count one element past the end of the payload, which ends the blob")
+    lib = body["modules"][0]
+    for label, edit, rids, what in (
+            ("row-past-children-in-the-middle", {"row_ptr": [0, 2, 1], "child_indices": [1],
+                                                 "modules": [lib, body["modules"][1]]},
+             ["ffi_body.rows_within.invariant"], "row_ptr [0, 2, 1] with one child index: the middle row lies past it"),
+            ("children-fill-the-body", {"row_ptr": [0, 13], "child_indices": [0] * 13, "modules": [lib]},
+             ["ffi_body.child_indices.length", "ffi_body.rows_within.invariant"], "13 child indices and one _lib module (a cycle): the indices fill "
+             "all but 12 bytes of the body"),
+            ("kinds-like-lib", {"row_ptr": [0, 2, 2, 2], "child_indices": [1, 2],
+                                "modules": [lib, {"kind": "_li", "payload": {"data": b"\x01" * 98}},
+                                            {"kind": "_liB", "payload": {"data": b"\x02"}}]},
+             ["ffi_module.kind.range"], "modules of kinds _li (its payload length starts with the byte 'b': 98) "
+             "and _liB, opaque bytes both")):
+        probe(f"blob.ffi.bound.{label}", build(structs, root, {"body": {**body, **edit}}, era), rids, what)
+
+
+def _legacy_edges(structs: Any, root: str, body: dict, era: tuple[int, ...], probe: Any) -> None:
+    """The edge vectors of a legacy blob (:func:`_edge_vectors`)."""
     lib, device, tree_entry = body["entries"][0], body["entries"][2], body["entries"][-1]
 
     def legacy(entries: list[dict], trailing: bytes = b"") -> bytes:

@@ -148,6 +148,23 @@ def _declared(b: Doc) -> dict[str, list[tuple[str, Doc]]]:
                 ("2-64-plus-2", str((1 << 64) + 2)))
         ] + [("no-inputs", _with(b, _both(_set(("nodes", 2, "attrs", "num_inputs"), "0"),
                                           _set(("nodes", 2, "inputs"), []))))],
+    }
+    out.update(_declared_attrs(b))
+    for key in ("dltype", "storage_id", "shape", "device_index", "storage_scope"):
+        values = b["attrs"][key][1]
+        out[f"graph_attrs.{key}.entries"] = [
+            ("one-more", _with(b, _set(("attrs", key, 1), values + values[-1:]))),
+            ("one-fewer", _with(b, _set(("attrs", key, 1), values[:-1]))),
+            ("twice", _with(b, _set(("attrs", key, 1), values * 2))),
+            ("none", _with(b, _set(("attrs", key, 1), []))),
+        ]
+    out["graph_attrs.dltype.entries"].append(("no-nodes", empty()))
+    return out
+
+
+def _declared_attrs(b: Doc) -> dict[str, list[tuple[str, Doc]]]:
+    """The variants of the integer rules of the attrs and of control_deps (:func:`_declared`)."""
+    return {
         "graph_attrs.storage_id.nonnegative": [
             (f"{v:#x}", _with(b, _set(("attrs", "storage_id", 1, 4), v))) for v in (-1, -(1 << 31), -(1 << 63), 0)
         ],
@@ -173,16 +190,6 @@ def _declared(b: Doc) -> dict[str, list[tuple[str, Doc]]]:
                 ("zero-beside-max", [0, (1 << 63) - 1]), ("2-32", [U32]))
         ],
     }
-    for key in ("dltype", "storage_id", "shape", "device_index", "storage_scope"):
-        values = b["attrs"][key][1]
-        out[f"graph_attrs.{key}.entries"] = [
-            ("one-more", _with(b, _set(("attrs", key, 1), values + values[-1:]))),
-            ("one-fewer", _with(b, _set(("attrs", key, 1), values[:-1]))),
-            ("twice", _with(b, _set(("attrs", key, 1), values * 2))),
-            ("none", _with(b, _set(("attrs", key, 1), []))),
-        ]
-    out["graph_attrs.dltype.entries"].append(("no-nodes", empty()))
-    return out
 
 
 def _text(doc: Doc) -> bytes:
