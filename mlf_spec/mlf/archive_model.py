@@ -164,7 +164,12 @@ class Module:
     @property
     def tir_texts(self) -> dict[str, str]:
         """TIR text per member path (operator modules)."""
-        return {p: self.archive.member(p).text() for p in self.files.get("tir_text", [])}  # type: ignore[union-attr]  # the names come from the archive's own placements, so member() finds them
+        out: dict[str, str] = {}
+        for p in self.files.get("tir_text", []):
+            m = self.archive.member(p)
+            assert m is not None  # the names come from the archive's own placements
+            out[p] = m.text()
+        return out
 
     @property
     def sources(self) -> list[str]:
