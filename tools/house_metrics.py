@@ -198,6 +198,8 @@ def _private(name: str) -> bool:
 def _module_name(rel: str) -> tuple[str, bool]:
     """(dotted module name, is a package ``__init__``) of a path relative to the root."""
     parts = list(Path(rel).with_suffix("").parts)
+    if parts[0] == "tools":  # tools/ is the generator's import root (specgen.*), not a package
+        parts = parts[1:]
     is_init = parts[-1] == "__init__"
     if is_init:
         parts = parts[:-1]
