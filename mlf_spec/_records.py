@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import Issue as Issue  # its home is mlf_spec.errors; the readers take it from here
 from .errors import ValidationError
@@ -206,7 +206,7 @@ def _lone_surrogate(doc: Any) -> tuple | None:
     return None
 
 
-def load_json(data: bytes | str, file: str | None, what: str) -> Any:
+def load_json(data: bytes | bytearray | memoryview | str, file: str | None, what: str) -> Any:
     """Parse JSON text (UTF-8 bytes or str); raises ValidationError with line and column,
     and for a string that is not Unicode (an unpaired surrogate escape such as ``\udcff``,
     which no UTF-8 writer can produce and no validator can read) with its JSON path."""
@@ -217,7 +217,7 @@ def load_json(data: bytes | str, file: str | None, what: str) -> Any:
         except UnicodeDecodeError as exc:
             raise ValidationError(f"{what} is not UTF-8: {exc.reason}", file=file, offset=exc.start) from None
     else:
-        text = data  # type: ignore[assignment]  # data is str in this branch (bytes-like handled above)
+        text = cast(str, data)  # not bytes-like: a str, by the signature
     if text.startswith("\ufeff"):
         raise ValidationError(f"{what} starts with a byte order mark", file=file, offset=0)
     try:

@@ -21,7 +21,7 @@ def printable(text: str) -> str:
     for ch in text:
         if ch in _NAMED:
             out.append(_NAMED[ch])
-        elif _UNSAFE.match(ch) is not None or not ch.isprintable() and ord(ch) < 0xA0:
+        elif UNSAFE.match(ch) is not None or not ch.isprintable() and ord(ch) < 0xA0:
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
@@ -31,16 +31,16 @@ def printable(text: str) -> str:
 #: What may not reach a terminal raw: C0 controls but tab and newline, DEL, the C1
 #: controls (0x9b is the 8-bit CSI), bidi overrides, line/paragraph separators, and lone
 #: surrogates (undecodable bytes kept by ``surrogateescape``).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
 
 def terminal_safe(text: str) -> str:
     """``text`` with every character that a terminal would act on (escape sequences, bell,
     carriage return, C1 controls, bidi overrides) written as ``\\uNNNN``; tab and newline
     are kept. The escape is also valid inside a JSON string, so a JSON line stays JSON."""
-    if _UNSAFE.search(text) is None:
+    if UNSAFE.search(text) is None:
         return text
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def text_and_hex(name: str | bytes) -> tuple[str, str | None]:
@@ -53,4 +53,4 @@ def text_and_hex(name: str | bytes) -> tuple[str, str | None]:
     return text, (None if text.encode("utf-8") == raw else raw.hex())
 
 
-__all__ = ["printable", "terminal_safe", "text_and_hex"]
+__all__ = ["UNSAFE", "printable", "terminal_safe", "text_and_hex"]

@@ -183,11 +183,11 @@ def broken_mlf_archives(kinds: tuple[str, ...] | None = None) -> st.SearchStrate
 
 def graph_jsons() -> st.SearchStrategy[str]:
     """GraphExecutor JSON texts as relay's codegen writes them (dmlc layout)."""
-    from mlf_spec.mlf.strategies import _graph_module
+    from mlf_spec.mlf.strategies import graph_module
 
     from .graph import codec as _graph
 
-    return _graph_module(0).map(lambda g: _graph.dumps(g[0]))
+    return graph_module(0).map(lambda g: _graph.dumps(g[0]))
 
 
 def _mlf_kinds() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -77,7 +77,7 @@ class _MemoryFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         if module.__name__ == self.package:
-            module.__path__ = []  # type: ignore[attr-defined]
+            vars(module)["__path__"] = []  # the package: its modules import each other
             return
         code = self.sources[module.__name__.split(".", 1)[1]]
         exec(compile(code, module.__name__, "exec"), module.__dict__)

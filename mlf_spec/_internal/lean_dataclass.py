@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -38,8 +39,10 @@ _FACTORY = _Factory()
 
 
 def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
+    """The class made a dataclass by the standard decorator (fields only), then given the
+    lean methods: ``__init__``, ``__repr__``, ``__eq__``, ``__hash__`` as the standard table
+    says, and for a frozen class ``__setattr__`` / ``__delattr__``."""
     import inspect
-    import reprlib
 
     own = cls.__dict__
     had_doc = bool(own.get("__doc__"))
@@ -54,7 +57,37 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
     params.frozen = frozen
 
     fields = dataclasses.fields(cls)
-    names = frozenset(f.name for f in fields)
+    qualname = cls.__qualname__
+    others, hash_method = _methods(cls, fields, frozen)
+    methods = {"__init__": _init(cls, fields, frozen), **others}
+    for name, fn in methods.items():
+        if name in ("__setattr__", "__delattr__") or name not in cls.__dict__:
+            fn.__qualname__ = f"{qualname}.{fn.__name__}"
+            setattr(cls, name, fn)
+    if not explicit_hash:  # the standard table for eq=True, unsafe_hash=False
+        if frozen:
+            hash_method.__qualname__ = f"{qualname}.__hash__"
+        # frozen: a generated method; mutable and compared by value: unhashable (None), as the
+        # standard decorator sets it
+        _set_class_attribute(cls, "__hash__", hash_method if frozen else None)
+    if not had_doc:
+        try:
+            cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            cls.__doc__ = cls.__name__
+    return cls
+
+
+def _set_class_attribute(cls: type, name: str, value: object) -> None:
+    """``cls.<name> = value`` for a slot type checkers type as a method (``__hash__``)."""
+    setattr(cls, name, value)
+
+
+def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Callable[..., None]:
+    """The ``__init__`` of ``cls``: positional then keyword-only fields, defaults and factories,
+    the standard TypeErrors for a wrong call, ``__post_init__``; with the standard signature."""
+    import inspect
+
     init = [f for f in fields if f.init]
     positional: list[tuple[str, Any, Any]] = [(f.name, f.default, f.default_factory) for f in init if not f.kw_only]
     keyword: list[tuple[str, Any, Any]] = [(f.name, f.default, f.default_factory) for f in init if f.kw_only]
@@ -121,9 +154,18 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
         for name, default, factory in group:
             shown = _FACTORY if factory is not MISSING else P.empty if default is MISSING else default
             signature.append(P(name, kind, default=shown, annotation=types[name]))
-    __init__.__signature__ = inspect.Signature(signature, return_annotation=None)  # type: ignore[attr-defined]  # read by inspect.signature
+    __init__.__dict__["__signature__"] = inspect.Signature(signature, return_annotation=None)  # inspect.signature reads it
     __init__.__annotations__ = {**{f.name: f.type for f in init}, "return": None}
+    return __init__
 
+
+def _methods(cls: type[Any], fields: tuple[dataclasses.Field[Any], ...],
+             frozen: bool) -> tuple[dict[str, Callable[..., Any]], Callable[..., int]]:
+    """(name -> method, ``__hash__``) of ``cls`` but ``__init__``: ``__repr__``, ``__eq__``,
+    ``__replace__`` (3.13+) and, frozen, ``__setattr__`` / ``__delattr__``."""
+    import reprlib
+
+    names = frozenset(f.name for f in fields)
     shown_fields = tuple(f.name for f in fields if f.repr)
     compared = tuple(f.name for f in fields if f.compare)
     hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
@@ -151,7 +193,7 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
-    methods: dict[str, Any] = {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__}
+    methods: dict[str, Callable[..., Any]] = {"__repr__": __repr__, "__eq__": __eq__}
     if frozen:
         methods["__setattr__"] = __setattr__
         methods["__delattr__"] = __delattr__
@@ -160,22 +202,7 @@ def _lean(cls: type, *, frozen: bool, kw_only: bool) -> type:
             return dataclasses.replace(self, **changes)
 
         methods["__replace__"] = __replace__
-    for name, fn in methods.items():
-        if name in ("__setattr__", "__delattr__") or name not in cls.__dict__:
-            fn.__qualname__ = f"{qualname}.{fn.__name__}"
-            setattr(cls, name, fn)
-    if not explicit_hash:  # the standard table for eq=True, unsafe_hash=False
-        if frozen:
-            __hash__.__qualname__ = f"{qualname}.__hash__"
-            cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]  # a generated method, as the standard decorator sets it
-        else:
-            cls.__hash__ = None  # type: ignore[assignment]  # mutable and compared by value: unhashable, as the standard decorator makes it
-    if not had_doc:
-        try:
-            cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
-        except (TypeError, ValueError):
-            cls.__doc__ = cls.__name__
-    return cls
+    return methods, __hash__
 
 
 def _call_error(qualname: str, positional: list, keyword: list, args: tuple, kwargs: dict) -> NoReturn:

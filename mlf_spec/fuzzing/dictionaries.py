@@ -22,7 +22,7 @@ def words(seed_set: str) -> list[bytes]:
     """Tokens for the targets fed from the seed set ``seed_set`` (see :data:`seeds.SEEDS`)."""
     from mlf_spec.generated import params_ir
 
-    from . import targets
+    from . import format_mutators
 
     out: list[bytes] = []
     magic = [_u64(v) for v in params_ir.CONSTANTS.values()]
@@ -32,7 +32,7 @@ def words(seed_set: str) -> list[bytes]:
         from mlf_spec.generated import blob_ffi_ir
 
         out += [_u64(v) for v in blob_ffi_ir.CONSTANTS.values()]
-        out += [_u64(len(k)) + k.encode() for k in targets._blob_words()]
+        out += [_u64(len(k)) + k.encode() for k in format_mutators.blob_words()]
     if seed_set == "container":
         from mlf_spec.blob.locate import BLOB_SYMBOLS
 
@@ -43,13 +43,13 @@ def words(seed_set: str) -> list[bytes]:
                 b"'descr': ", b"'fortran_order': ", b"'shape': ", b"<f4", b"|u1", b"__mlf_spec__", b'"stored"',
                 b'"order"', b'"shapes"', b'"numpy"', b'"code"', b'"bits"', b'"lanes"']
     if seed_set == "graph":
-        out += _quoted(targets._graph_words())
+        out += _quoted(format_mutators.graph_words())
     if seed_set in ("metadata", "archive", "migration"):
-        out += _quoted(targets._metadata_words())
+        out += _quoted(format_mutators.metadata_words())
     if seed_set in ("archive", "migration"):
-        out += [p.encode() for p in targets._layout_paths()] + [b"ustar\x0000", b"ustar  \x00", b"././@PaxHeader",
+        out += [p.encode() for p in format_mutators.layout_paths()] + [b"ustar\x0000", b"ustar  \x00", b"././@PaxHeader",
                                                                b"././@LongLink", b"path=", b"size=", b"mtime="]
-        out += magic + _quoted(targets._graph_words())
+        out += magic + _quoted(format_mutators.graph_words())
     if seed_set == "cache":
         from mlf_spec.cache.fuzz_target import words as cache_words
 

@@ -21,7 +21,7 @@ import tarfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mlf_spec import _compress
+from mlf_spec import compression as _compress
 from mlf_spec import sniff as _sniff
 
 from .mutators import Mutator, ParseCache

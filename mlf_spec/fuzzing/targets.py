@@ -18,7 +18,6 @@ or a decorated function for targets with more to assert (see the ones below).
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import os
@@ -30,9 +29,18 @@ from typing import Any
 
 from mlf_spec.errors import MlfError
 
-from . import seeds as _seeds
+from .format_mutators import (
+    archive_mutator,
+    blob_mutator,
+    container_mutator,
+    graph_mutator,
+    metadata_mutator,
+    params_mutator,
+    payload_header,
+    payload_mutator,
+)
 from .invariants import InvariantBreak, MemoryBudget, Sandbox, agree, attempt, guarded, same_bytes
-from .mutators import FirstOf, Mutator, Prefixed
+from .mutators import Mutator
 
 #: The limits the archive and container targets open inputs with (the readers' own
 #: defaults are for real artifacts and allow gigabytes; a fuzzer input that decompresses
@@ -70,7 +78,7 @@ class Target:
 TARGETS: dict[str, Target] = {}
 
 #: Every reader module (the CLI imports its codecs lazily, so its target imports them all).
-READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec._internal.spec_engine", "mlf_spec.params.codec",
+READERS = ("mlf_spec._io", "mlf_spec.compression", "mlf_spec._records", "mlf_spec._internal.spec_engine", "mlf_spec.params.codec",
            "mlf_spec.params.index", "mlf_spec.params.models", "mlf_spec.params.writing", "mlf_spec.blob.payload",
            "mlf_spec.blob.modules", "mlf_spec.blob.eras",
            "mlf_spec.params.dtypes", "mlf_spec.params.convert", "mlf_spec.blob.codec", "mlf_spec.blob.locate",
@@ -78,7 +86,9 @@ READERS = ("mlf_spec._io", "mlf_spec._compress", "mlf_spec._records", "mlf_spec.
            "mlf_spec.graph.codec", "mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.mlf.layout",
            "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.mlf.migrate", "mlf_spec.sniff", "mlf_spec.cli",
            "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
-           "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing")
+           "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing", "mlf_spec.mlf.archive_model",
+           "mlf_spec.mlf.archive_open", "mlf_spec.mlf.migrate_plans", "mlf_spec.mlf.migrate_metadata",
+           "mlf_spec.mlf.migrate_layout")
 
 
 def register(t: Target) -> Target:
@@ -119,167 +129,10 @@ def run(t: Target | str, data: bytes, *, sandbox: Sandbox | None = None, check_m
     guarded(t.run, data, budget=budget, sandbox=sandbox, check_memory=check_memory)
 
 
-# ----------------------------------------------------------------- mutators
-
-
-@functools.cache
-def params_mutator() -> Mutator:
-    """Spec mutator over the .params grammar."""
-    from mlf_spec.generated import params_ir
-
-    from .mutate_spec import SpecMutator
-
-    return SpecMutator(params_ir.STRUCTS, [("params_file", None)], words=("w", "b", "p0", "", "\udcff"))
-
-
-def _blob_words() -> list[str]:
-    from mlf_spec import blob
-
-    return sorted(set(blob.known_kinds("ffi")) | set(blob.known_kinds("legacy")) | {"_lib", "_import_tree", "my_npu"})
-
-
-@functools.cache
-def blob_mutator() -> Mutator:
-    """Spec mutator over both blob layouts, every era the strategies imitate."""
-    from mlf_spec import strategies as ms
-    from mlf_spec.generated import blob_ffi_ir, blob_legacy_ir
-
-    from .mutate_spec import SpecMutator
-
-    ffi = SpecMutator(blob_ffi_ir.STRUCTS, [("ffi_blob", e) for e in ms.BLOB_ERAS["ffi"]], words=_blob_words())
-    legacy = SpecMutator(blob_legacy_ir.STRUCTS, [("legacy_blob", e) for e in reversed(ms.BLOB_ERAS["legacy"])],
-                         words=_blob_words())
-    return FirstOf((None, ffi), (None, legacy))
-
-
-@functools.cache
-def _payload_mutator(fmt: str, era: tuple[int, ...], kind: str) -> Mutator | None:
-    from mlf_spec import blob
-    from mlf_spec.generated import blob_ffi_ir, blob_legacy_ir
-
-    from .mutate_spec import SpecMutator
-
-    struct = blob.known_kinds(fmt).get(kind)
-    if struct is None:
-        return None
-    structs = blob_ffi_ir.STRUCTS if fmt == "ffi" else blob_legacy_ir.STRUCTS
-    return SpecMutator(structs, [(struct, era)], words=_blob_words())
-
-
-def _payload_header(data: bytes) -> tuple[str, tuple[int, ...], str, int] | None:
-    nl = data.find(b"\n", 0, 80)
-    if nl < 0:
-        return None
-    parts = data[:nl].decode("ascii", "replace").split(" ")
-    if len(parts) != 3:
-        return None
-    fmt, era_s, kind = parts
-    try:
-        era = tuple(int(x) for x in era_s.split("."))
-    except ValueError:
-        return None
-    return fmt, era, kind, nl + 1
-
-
-@functools.cache
-def payload_mutator() -> Mutator:
-    """Mutates the payload after the ``<format> <era> <kind>`` line with the kind's grammar,
-    or the line itself (another kind, era or layout)."""
-    from mlf_spec import strategies as ms
-
-    def head(data: bytes) -> int | None:
-        h = _payload_header(data)
-        return None if h is None else h[3]
-
-    def inner(prefix: bytes) -> Mutator | None:
-        h = _payload_header(prefix)
-        return None if h is None else _payload_mutator(h[0], h[1], h[2])
-
-    def header(prefix: bytes, rng: Any) -> bytes:
-        h = _payload_header(prefix)
-        fmt = rng.choice(("ffi", "legacy")) if h is None or rng.random() < 0.3 else h[0]
-        era = rng.choice(ms.BLOB_ERAS.get(fmt, ms.BLOB_ERAS["ffi"]))
-        kind = rng.choice(_blob_words())
-        return _seeds.payload_input(fmt, era, kind, b"")
-
-    return Prefixed(head, inner, header)
-
-
-@functools.cache
-def container_mutator() -> Mutator:
-    """ELF, C source, tar and raw-blob mutators, chosen by what the input looks like."""
-    from .mutate_native import CSourceMutator, ElfMutator, c_source, elf_header
-    from .mutate_tar import TarMutator
-
-    b = blob_mutator()
-    c = CSourceMutator(b)
-    e = ElfMutator(b)
-    tar = TarMutator({"*devc.c": c, "*devc.cc": c, "*.o": e, "*.so": e}, paths=("devc.c", "devc.o", "lib0.o",
-                                                                                "sys_devc.c", "lib1.c"))
-    return FirstOf((elf_header, e), (c_source, c), (None, tar), (None, b))
-
-
-def _graph_words() -> list[str]:
-    from mlf_spec.generated import graph_json_models
-
-    from .mutate_json import model_words
-
-    return model_words(graph_json_models) + ["float32", "int8", "uint8", "float16", "bfloat16", "null", "tvm_op",
-                                             "__nop", "__copy", "list_int", "list_shape", "list_str", "int64"]
-
-
-@functools.cache
-def graph_mutator() -> Mutator:
-    """JSON mutator with the GraphExecutor JSON vocabulary."""
-    from .mutate_json import JsonMutator
-
-    return JsonMutator(_graph_words())
-
-
-def _metadata_words() -> list[str]:
-    import importlib
-
-    from mlf_spec.mlf import metadata
-
-    from .mutate_json import model_words
-
-    mods = [importlib.import_module(f"mlf_spec.generated.mlf_v{v}_models") for v in metadata.VERSIONS]
-    return model_words(*mods) + ["c -keys=cpu", "llvm", "1", "2", "12", "2022-01-01 00:00:00Z", "float32", "int8",
-                                 "tvm_standalone_crt", "mlf_path", "./runtime", "default", "tvmgen_default___tvm_main__"]
-
-
-@functools.cache
-def metadata_mutator() -> Mutator:
-    """JSON mutator with the vocabulary of every metadata version."""
-    from .mutate_json import JsonMutator
-
-    return JsonMutator(_metadata_words())
-
-
-def _layout_paths() -> list[str]:
-    from mlf_spec.mlf import layout
-
-    out = []
-    for e in layout.ENTRIES.values():
-        p = e["path"]
-        out.append(p.replace("{module}", "default").replace("{target}", "host").replace("{n}", "0")
-                   .replace("{name}", "x").replace("{ext}", "c"))
-    return sorted(set(out))
-
-
-@functools.cache
-def archive_mutator() -> Mutator:
-    """Tar mutator whose members are mutated by their own format's mutator."""
-    from .mutate_tar import TarMutator
-
-    inner = {"*metadata.json": metadata_mutator(), "*.params": params_mutator(), "*.graph": graph_mutator(),
-             "*graph.json": graph_mutator(), "*executor-config/graph/*.json": graph_mutator()}
-    return FirstOf((None, TarMutator(inner, paths=_layout_paths())), (None, metadata_mutator()))
-
 
 def decompressed_size(data: bytes) -> int:
     """The size of ``data`` after decompression (gzip/bzip2/xz), within the fuzz limits."""
-    from mlf_spec import _compress
+    from mlf_spec import compression
     from mlf_spec import sniff as _sniff
 
     kind = _sniff.compression(data[:8])
@@ -295,7 +148,7 @@ def decompressed_size(data: bytes) -> int:
 
     sink = _Count()
     with contextlib.suppress(MlfError):
-        _compress.decompress_to(io.BytesIO(data), kind, sink, FUZZ_LIMITS["max_total_size"], file=None)  # type: ignore[arg-type]  # a counting sink: only write() is used, not the rest of IO[bytes]
+        compression.decompress_to(io.BytesIO(data), kind, sink, FUZZ_LIMITS["max_total_size"], file=None)
     return max(len(data), sink.n)
 
 
@@ -409,7 +262,7 @@ def blob_payload(data: bytes) -> None:
     that reads is written back byte for byte."""
     from mlf_spec import blob
 
-    h = _payload_header(data)
+    h = payload_header(data)
     if h is None or h[0] not in ("ffi", "legacy"):
         return
     fmt, era, kind, start = h
@@ -507,12 +360,12 @@ def metadata_json(data: bytes) -> None:
 
 # ----------------------------------------------------------------- archives
 
-_ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec._compress",
+_ARCHIVE_MODULES = ("mlf_spec.mlf.archive", "mlf_spec.tar.read", "mlf_spec.tar.write", "mlf_spec.compression",
                     "mlf_spec.mlf.layout", "mlf_spec.mlf.metadata", "mlf_spec.mlf.check", "mlf_spec.graph.codec")
 
 
 def _plain(data: bytes) -> bytes | None:
-    from mlf_spec import _compress
+    from mlf_spec import compression
     from mlf_spec import sniff as _sniff
 
     kind = _sniff.compression(data[:8])
@@ -520,7 +373,7 @@ def _plain(data: bytes) -> bytes | None:
         return data
     out = io.BytesIO()
     try:
-        _compress.decompress_to(io.BytesIO(data), kind, out, FUZZ_LIMITS["max_total_size"], file=None)
+        compression.decompress_to(io.BytesIO(data), kind, out, FUZZ_LIMITS["max_total_size"], file=None)
     except MlfError:
         return None
     return out.getvalue()
@@ -699,7 +552,9 @@ def _json_output(what: str, text: str) -> None:
 
 @target("cli", "cli", seeds="archive", mutator=archive_mutator, memory=MemoryBudget(512), size_of=decompressed_size,
         modules=("mlf_spec.cli", "mlf_spec.cli.archive", "mlf_spec.cli.blob", "mlf_spec.cli.migrate", "mlf_spec.cli.params",
-                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing"),
+                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing", "mlf_spec.mlf.archive_model",
+           "mlf_spec.mlf.archive_open", "mlf_spec.mlf.migrate_plans", "mlf_spec.mlf.migrate_metadata",
+           "mlf_spec.mlf.migrate_layout"),
         imports=READERS, max_len=1 << 17)
 def cli(data: bytes) -> None:
     """Every read-only command on the input as a file: exit status 0, 1 or 2, never a
@@ -793,14 +648,16 @@ RENDER_BASE = 64 << 10
 
 @target("text_render", "cli", seeds="container", mutator=container_mutator, memory=MemoryBudget(512),
         modules=("mlf_spec.cli.blob", "mlf_spec.cli.archive", "mlf_spec.diff.blob", "mlf_spec.cli._text",
-                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing"),
+                 "mlf_spec.mlf.inspection", "mlf_spec.params.listing", "mlf_spec.blob.listing", "mlf_spec.mlf.archive_model",
+           "mlf_spec.mlf.archive_open", "mlf_spec.mlf.migrate_plans", "mlf_spec.mlf.migrate_metadata",
+           "mlf_spec.mlf.migrate_layout"),
         imports=READERS, max_len=1 << 17)
 def text_render(data: bytes) -> None:
     """The text output of ``blob dump``, ``inspect``, ``params dump`` and ``diff`` (the input
     against itself and against an empty blob): exit status 0, 1 or 2; at most
     RENDER_FACTOR bytes of text per input byte (plus RENDER_BASE); no character a terminal
     would act on (escape, bell, C1 controls); the memory budget of the target."""
-    from mlf_spec._text import _UNSAFE
+    from mlf_spec._text import UNSAFE
     from mlf_spec.cli import main
 
     with _as_file(data, "input") as path:
@@ -818,7 +675,7 @@ def text_render(data: bytes) -> None:
             text = out.getvalue() + err.getvalue()
             if len(text) > RENDER_FACTOR * len(data) + RENDER_BASE:
                 raise InvariantBreak("memory", f"{what}: {len(text)} characters of text for {len(data)} input bytes")
-            bad = _UNSAFE.search(text.replace("\r\x1b[K", ""))
+            bad = UNSAFE.search(text.replace("\r\x1b[K", ""))
             if bad is not None:
                 raise InvariantBreak("consistency", f"{what}: printed the control character {bad.group()!r}")
 

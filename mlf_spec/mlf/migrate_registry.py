@@ -185,10 +185,12 @@ def _graph_io(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]] | None:
     try:
         for name in g.model_input_names(params):
             eid = g.input_entry(name)
-            size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))  # type: ignore[arg-type]  # entries of model inputs always have a shape and dtype (validated graph)
+            if eid is None:  # (never: a model input is an input node)
+                return None
+            size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))
             if size is None or name in inputs:
                 return None
-            inputs[name] = {"dtype": g.entry_dtype(eid), "size": size}  # type: ignore[arg-type]  # entries of model inputs always have a shape and dtype (validated graph)
+            inputs[name] = {"dtype": g.entry_dtype(eid), "size": size}
         heads = g.output_entries()
         for i, eid in enumerate(heads):
             size = _graph.nbytes(g.entry_shape(eid), g.entry_dtype(eid))

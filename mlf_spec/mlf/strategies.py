@@ -182,7 +182,9 @@ def _tensor(name: str) -> st.SearchStrategy[Tensor]:
 
 
 @st.composite
-def _graph_module(draw: Any, n_params_min: int) -> tuple[dict[str, Any], list[Tensor], list[Tensor], list[Tensor]]:
+def graph_module(draw: Any, n_params_min: int) -> tuple[dict[str, Any], list[Tensor], list[Tensor], list[Tensor]]:
+    """(graph JSON document, inputs, params, outputs) of a small GraphExecutor module with at
+    least ``n_params_min`` params."""
     inputs = [draw(_tensor(n)) for n in draw(st.sampled_from([["a"], ["a", "b"], ["data"], ["x", "w0"]]))]
     params = [draw(_tensor(f"p{i}")) for i in range(draw(st.integers(n_params_min, 2)))]
     n_ops = draw(st.integers(1, 2))
@@ -270,7 +272,7 @@ def _full_module(draw: Any, name: str, executor: str, rid: str, need_crt: bool, 
                  need_header: bool) -> ModuleSpec:
     m = ModuleSpec(name, executor, draw(st.sampled_from(_TARGETS)), draw(_datetimes()))
     if executor == "graph":
-        m.graph, m.inputs, m.params, m.outputs = draw(_graph_module(min_params))
+        m.graph, m.inputs, m.params, m.outputs = draw(graph_module(min_params))
     else:
         m.inputs = [draw(_tensor(n)) for n in draw(st.sampled_from([["a"], ["data", "weight"]]))]
         m.outputs = [draw(_tensor(n)) for n in draw(st.sampled_from([["output"], ["output0", "output1"],
@@ -501,7 +503,8 @@ def broken_metadata(draw: Any, name: str = "mlf", kinds: tuple[str, ...] = ()) -
     unknown_value = draw(st.sampled_from([1, "x", None, []]))
     data = break_metadata(kind, doc, v, s, at=at, bad_version=bad_version, unknown_value=unknown_value)
     assume(data is not None)
-    return kind, v, s, data  # type: ignore[return-value]  # assume() above rules out None
+    assert data is not None  # assume() rejected the draw otherwise
+    return kind, v, s, data
 
 
 def break_metadata(kind: str, doc: dict[str, Any], version: int, style: str, *, at: int = 0,
@@ -723,7 +726,8 @@ def broken_archives(draw: Any, kinds: tuple[str, ...] = ()) -> tuple[str, bytes]
     data = break_archive(kind, spec, at=draw(st.integers(0, 2**16)), where=draw(st.integers(0, 2**16)),
                          cut=draw(st.floats(0, 1, exclude_min=True)))
     assume(data is not None)
-    return kind, data  # type: ignore[return-value]  # assume() above rules out None
+    assert data is not None  # assume() rejected the draw otherwise
+    return kind, data
 
 
 #: inputs that are no tar archive at all

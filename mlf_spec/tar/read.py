@@ -12,7 +12,7 @@ extracted here.
 Errors about one member carry the field path ``tar.members[<index>](<name>)``; errors about
 what follows the last member carry ``tar.end``; errors in a header that could not be read
 carry no field (no member name is known yet). A compressed tar is first decompressed into a
-temporary file by :func:`decompressed` with the limits of :mod:`mlf_spec._compress`.
+temporary file by :func:`decompressed` with the limits of :mod:`mlf_spec.compression`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tarfile
 from collections.abc import Generator, Iterator
 from typing import IO, cast
 
-from mlf_spec import _compress
+from mlf_spec import compression as _compress
 from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec.errors import LengthError, MalformedError, TruncatedError, UnsafeArchiveError
 from mlf_spec.sniff import compression
@@ -394,7 +394,7 @@ def _refuse_first_block(block: bytes, file: str | None) -> None:
 def decompressed(src: IO[bytes], kind: str, limit: int, *, file: str | None,
                  memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> IO[bytes]:
     """A temporary file holding ``src`` (a ``kind`` stream: gzip, bzip2 or xz) decompressed,
-    at offset 0; refuses more than ``limit`` bytes (see :func:`mlf_spec._compress.decompress_to`).
+    at offset 0; refuses more than ``limit`` bytes (see :func:`mlf_spec.compression.decompress_to`).
     Runs of zeros are left as holes (no disk for a bomb of zeros). The caller closes it."""
     import tempfile  # only for compressed input: not on every start
 
@@ -429,7 +429,7 @@ def plain_tar(src: IO[bytes], limit: int, *, file: str | None) -> Iterator[IO[by
 def decompress_to(src: IO[bytes], kind: str, dst: IO[bytes], limit: int, *, file: str | None,
                   memlimit: int = _compress.DEFAULT_XZ_MEMLIMIT) -> int:
     """Decompress ``src`` into ``dst`` streaming, refusing more than ``limit`` bytes (see
-    :func:`mlf_spec._compress.decompress_to`: gzip, bzip2 and xz with the same limits)."""
+    :func:`mlf_spec.compression.decompress_to`: gzip, bzip2 and xz with the same limits)."""
     return _compress.decompress_to(src, kind, dst, limit, file=file, memlimit=memlimit)
 
 

@@ -10,13 +10,13 @@ import pytest
 from mlf_spec.generated import mlf_migrations
 
 from mlf_spec.errors import Issue, LossRefusedError, MigrationError, MlfError, ValidationError
-from mlf_spec.mlf import migrate, migrate_ir
+from mlf_spec.mlf import migrate, migrate_ir, migrate_metadata
 
 
 def test_the_operation_table_covers_exactly_the_kinds_the_spec_declares():
-    kinds = set(migrate._DOCUMENT_OPS) | set(migrate._RECORD_OPS)
+    kinds = set(migrate_metadata.DOCUMENT_OPS) | set(migrate_metadata.RECORD_OPS)
     assert kinds == set(mlf_migrations.METADATA_OPS) == set(migrate_ir.METADATA_OPS)
-    assert not set(migrate._DOCUMENT_OPS) & set(migrate._RECORD_OPS)
+    assert not set(migrate_metadata.DOCUMENT_OPS) & set(migrate_metadata.RECORD_OPS)
     used = {it[d]["op"] for s in mlf_migrations.STEPS for it in s["metadata"] for d in ("up", "down")}
     assert used <= kinds  # every kind the steps use has its function
 
@@ -28,8 +28,8 @@ def test_the_operation_table_covers_exactly_the_kinds_the_spec_declares():
 ])
 def test_a_table_that_departs_from_the_spec_is_refused(document, record, declared, words):
     with pytest.raises(RuntimeError, match=words.replace("[", r"\[").replace("]", r"\]")):
-        migrate._check_tables(document, record, declared)
-    migrate._check_tables(document - record, record, (document - record) | record)  # the repaired one passes
+        migrate_metadata.check_tables(document, record, declared)
+    migrate_metadata.check_tables(document - record, record, (document - record) | record)  # the repaired one passes
 
 
 def test_the_runtime_steps_are_frozen_dataclasses_of_the_generated_data():

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mlf_spec import archive, metadata, migrate
 from mlf_spec import strategies as ms
 from mlf_spec.errors import MigrationError
-from mlf_spec.mlf.migrate import _diff
+from mlf_spec.mlf.migrate_metadata import diff as _diff
 from mlf_spec.mlf.strategies import ArchiveSpec, archive_specs, build_archive
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .code import header as header  # the emitters take it from here
 from .model import RField, RStruct
 
@@ -29,3 +31,10 @@ def inline_scalars(rs: RStruct, prefix: str = "", dotted: str = "") -> list[tupl
             assert f.struct is not None
             out.extend(inline_scalars(f.struct, fname, dname))
     return out
+
+
+def page_head(model: Any, docs: list, title: str, doc: str) -> list[str]:
+    """The first lines of a reference page: the generated-from header as an HTML comment, the
+    title and the spec's text."""
+    out = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, docs).splitlines()]
+    return out + ["", f"# {title}", "", doc.strip(), ""]

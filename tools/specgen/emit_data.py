@@ -140,7 +140,8 @@ def emit_table_data(model: Model, name: str) -> str:
     """Python source of ``<table>_table.py``: rows and the version ranges (dialects)."""
     spec, doc = model.tables[name]
     c = Code()
-    c.lines.append(header(model, [doc, model.eras_doc]).rstrip("\n"))  # type: ignore[list-item]
+    assert model.eras_doc is not None  # the tables' dialects are eras: spec/eras.yaml is loaded with them
+    c.lines.append(header(model, [doc, model.eras_doc]).rstrip("\n"))
     c(f'"""{spec.title}."""')
     c()
     c(f"NAME = {name!r}")

@@ -28,7 +28,6 @@ into the types' docs and the reference page ``docs/kaitai.md`` instead of being 
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
 from .common import header
@@ -43,14 +42,10 @@ from .ksy_base import (
     REMAINING,
     STREAM,
     Checks,
-    FlowList,
-    HexInt,
     KsyError,
     KsyField,
     Rule,
     Untranslatable,
-    bounds_form,
-    bytes_lit,
     check_collisions,
     clean_doc,
     file_id,
@@ -63,24 +58,19 @@ from .ksy_base import (
     stream_ksy,
     upper_camel,
 )
+from .ksy_checks import KsyChecks
 from .ksy_expr import (
-    FirstElement,
-    Nondecreasing,
     Scope,
     Translator,
-    conjuncts,
     field_of,
     int_value,
-    len_bounds,
-    names_in,
-    only_len_of,
-    replace_first,
 )
-from .model import Binary, Model, RField, RStruct, table_dialects
+from .ksy_tables import KsyTables
+from .model import Binary, Model, RField, RStruct
 from .versions import era_condition, vkey
 
 
-class KsyEmitter:
+class KsyEmitter(KsyChecks, KsyTables):
     """Builds every .ksy object of a model (``files``) and the list of what they cannot check (``gaps``)."""
 
     def __init__(self, model: Model) -> None:
@@ -105,9 +95,6 @@ class KsyEmitter:
     def gaps(self) -> list[Rule]:
         """The rules the .ksy does not state, or states in part."""
         return [r for r in self.rules if r.status != "yes"]
-
-    def note(self, rs: RStruct, where: str, rule: str, status: str, how: str) -> None:
-        self.rules.append(Rule(rs.owner, rs.name, where, rule, status, how))
 
     # analysis -----------------------------------------------------------------------------
     def _refs(self, rs: RStruct) -> list[RStruct]:
@@ -301,8 +288,8 @@ class KsyEmitter:
             for e in f.exprs.values():
                 for node in ast.walk(e.tree):
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least"
-                            and _dotted(node.args[0])):
-                        scope.versions.add(_dotted(node.args[0]))  # type: ignore[arg-type]
+                            and (version := _dotted(node.args[0]))):
+                        scope.versions.add(version)
         # strings that select a layout (switch-on, if) are read inline and decoded while parsing
         for f in rs.fields:
             sources = ([f.switch_on] if f.switch_on is not None else []) + ([f.exprs["when"]] if "when" in f.exprs else [])
@@ -454,121 +441,6 @@ class KsyEmitter:
                       ".ksy (or use Kaitai's opaque types)")
         return {"switch-on": on_src, "cases": cases}
 
-    def _sub_scope(self, kf: KsyField, **kw: Any) -> Scope:
-        scope = kf.scope
-        return Scope(kf.rs, scope.consts, bytes_fields=scope.bytes_fields, versions=scope.versions,
-                     helpers=scope.helpers, selectors=scope.selectors, **kw)
-
-    def const_check(self, kf: KsyField) -> None:
-        """``const``: ``contents`` for a 64-bit value read as bytes, else ``valid`` on the value."""
-        f, s = kf.f, kf.f.spec
-        if s.const is None:
-            return
-        if isinstance(s.const, int) and kf.read_as_bytes:
-            kf.contents = FlowList(HexInt(x) for x in s.const.to_bytes(8, "little", signed=s.const < 0))
-        elif isinstance(s.const, int):
-            kf.value_checks.add(f"_ == {s.const}", {"eq": s.const}, "ConstMismatchError")
-        elif s.encoding and kf.inline_str:
-            kf.value_checks.add(f"_ == {lit_str(s.const)}", {"eq": lit_str(s.const)}, "ConstMismatchError")
-        elif s.encoding:
-            kf.value_checks.add(f"_.value == {lit_str(s.const)}", None, "ConstMismatchError")
-        else:  # compared as bytes
-            raw = s.const.encode("utf-8")
-            kf.value_checks.add(f"_.value == [{', '.join(f'0x{x:02x}' for x in raw)}]", None, "ConstMismatchError")
-        self.note(kf.rs, f.name, f"const {s.const:#x}" if isinstance(s.const, int) else f"const {s.const!r}", "yes",
-                  "`contents` (compared as bytes: JavaScript reads u8 as a double)" if kf.contents is not None
-                  else "`valid`")
-
-    def expr_checks(self, kf: KsyField) -> None:
-        """``equals`` / ``derive``: ``valid: {eq}`` on the value (on the count of a vec or map)."""
-        f = kf.f
-        for key in ("equals", "derive"):
-            if key not in f.exprs:
-                continue
-            rule = f"{key}: {f.exprs[key].source}"
-            try:
-                rhs = Translator(self._sub_scope(kf))(f.exprs[key])
-            except Untranslatable as exc:
-                self.note(kf.rs, f.name, rule, "no", str(exc))
-                continue
-            on_count = key == "equals" and f.kind in ("vec", "map")
-            (kf.count_checks if on_count else kf.value_checks).add(
-                f"_ == {rhs}", {"eq": rhs}, "CountMismatchError" if key == "equals" else "ConstraintError")
-            self.note(kf.rs, f.name, rule, "yes", "`valid: {eq: " + rhs + "}` on "
-                      + (f"`num_{kf.fid}`" if on_count else "the value"))
-
-    def constraint_checks(self, kf: KsyField) -> None:
-        """``constraint``, conjunct by conjunct: on each element, on the count, on the value, or a gap."""
-        if "constraint" not in kf.f.exprs:
-            return
-        for c in conjuncts(kf.f.exprs["constraint"]):
-            src = ast.unparse(c)
-            try:
-                self._conjunct_check(kf, c, src)
-            except Untranslatable as exc:
-                self.note(kf.rs, kf.f.name, src, "no", str(exc))
-                kf.doc += f" Not checked here: {src} ({exc})."
-
-    def _conjunct_check(self, kf: KsyField, c: ast.AST, src: str) -> None:
-        f, rs, fid, scope = kf.f, kf.rs, kf.fid, kf.scope
-        sub = Expr(src)
-        if "each" in names_in(c):
-            t = Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
-            kf.elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
-            self.note(rs, f.name, src, "yes", "`valid` on each element")
-            return
-        if (kf.list_like or kf.inline_str) and only_len_of(c, f.name):
-            t = Translator(self._sub_scope(kf, subject=f.name, count_level=True))(sub)
-            bounds = len_bounds(c, f.name)
-            kf.count_checks.add(t, bounds_form(bounds) if bounds else None)
-            self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if kf.inline_str else 'num'}_{fid}`")
-            return
-        if kf.list_like:
-            try:
-                Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
-                raise Untranslatable(f"a rule over the whole list {f.name}")
-            except FirstElement:
-                inner = replace_first(c, f.name)
-                t = Translator(self._sub_scope(kf, subject=f.name, element=True))(Expr(ast.unparse(inner)))
-                kf.elem_checks.add(f"(_index != 0 or {t})")
-                self.note(rs, f.name, src, "yes", "`valid` on each element, for `_index == 0`")
-            except Nondecreasing:
-                kf.elem_checks.add(f"(_index == 0 or _ >= {fid}[_index - 1])")
-                self.note(rs, f.name, src, "yes", "`valid` on each element against the one before "
-                          f"(`{fid}[_index - 1]`)")
-            return
-        if kf.read_as_bytes:
-            ch = sub.choices(f.name)
-            if ch is None:
-                raise Untranslatable("a rule on a 64-bit value read as bytes")
-            vals = [v if isinstance(v, int) else scope.consts[v] for v in ch]
-            lits = [bytes_lit(int(v)) for v in vals]
-            kf.value_checks.add("(" + " or ".join(f"_ == {x}" for x in lits) + ")", {"any-of": lits})
-            self.note(rs, f.name, src, "yes", "`valid: any-of` over 8-byte literals (read as bytes: "
-                      "JavaScript reads u8 as a double)")
-            return
-        t = Translator(self._sub_scope(kf, subject=f.name))(sub)
-        form = None
-        if f.kind == "scalar" and sub.is_pure_bounds(f.name):
-            form = bounds_form(sub.int_bounds(f.name))
-        ch = sub.choices(f.name) if f.kind == "scalar" else None
-        if ch is not None:
-            form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
-        kf.value_checks.add(t, form)
-        self.note(rs, f.name, src, "yes", "`valid` on the value")
-
-    def helper_notes(self, kf: KsyField) -> None:
-        """decimal() and at_least() translate with a difference: noted once per rule."""
-        f, rs = kf.f, kf.rs
-        for e_ in f.exprs.values():
-            for h, why in (("decimal", "to_i raises ValueError (Python) or gives NaN (JavaScript) where mlf-spec's "
-                                       "decimal() gives -1 for a string that is not a plain decimal number"),
-                           ("at_least", "the version is split at dots and read with to_i: a string that is not "
-                                        "<major>.<minor>[.<rest>] with decimal numbers is an error (Python) or NaN "
-                                        "(JavaScript), where mlf-spec counts it as the oldest version")):
-                if h in e_.helpers and not any(g.struct == rs.name and g.where == f.name and g.rule == e_.source
-                                               and g.status == "partly" for g in self.rules):
-                    self.note(rs, f.name, e_.source, "partly", why)
 
     # entries -------------------------------------------------------------------------------
     def sized_entries(self, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
@@ -694,100 +566,6 @@ class KsyEmitter:
                         return True
         return False
 
-    # tables -------------------------------------------------------------------------------
-    def table_instances(self, rs: RStruct, f: RField, instances: dict[str, Any], enums: dict[str, Any]) -> None:
-        """Per dialect of the table: an enum and a value instance of the code; TVM's spelling."""
-        table = f.spec.table
-        assert table is not None
-        tspec, _ = self.model.tables[table]
-        cols = {c.name for c in tspec.columns}
-        if not {"code", "spelling"} <= cols:
-            return
-        fid = ksy_id(f.name)
-        for since, until, rows in table_dialects(self.model, table):
-            label = "v" + since.replace(".", "_")
-            enum_name = f"{table}_{label}"
-            values: dict[int, Any] = {}
-            by_code: dict[int, list[dict]] = {}
-            for i in rows:
-                row = tspec.rows[i]
-                if row.get("code_max") is not None:
-                    continue
-                by_code.setdefault(row["code"], []).append(row)
-            for code in sorted(by_code):
-                group = by_code[code]
-                anyw = [r for r in group if r.get("bits") is None]
-                row = anyw[0] if anyw else group[0]
-                name = row["kind"] if (anyw or len(group) > 1) else row["spelling"]
-                values[code] = {"id": ksy_id(name), "doc": clean_doc(row["doc"])}
-            enums[enum_name] = values
-            check_collisions([v["id"] for v in values.values()], f"enum {enum_name}", str.upper)
-            lo, hi = vkey(since)[1], (vkey(until)[1] if until else None)
-            cond = f"{ERA} >= {lo}" + (f" and {ERA} < {hi}" if hi is not None else "")
-            instances[f"{fid}_{label}"] = {
-                "value": fid, "enum": enum_name, "if": cond,
-                "doc": clean_doc(f"{f.name} as TVM {since}" + (f" to {until} (excluded)" if until else " and later")
-                                 + " names it (null for other versions)."),
-            }
-        instances["base_spelling"] = {"value": self.spelling_expr(rs, f, tspec),
-                                      "doc": clean_doc(f"TVM's name of (code, bits) in the dialect of tvm_minor, from "
-                                                       f"the table {table}.")}
-        instances["spells_lanes"] = {"value": self.spelling_expr(rs, f, tspec, column="spells_lanes"),
-                                     "doc": clean_doc("Whether TVM appends the lanes to this spelling (not for a "
-                                                      f"handle), from the table {table}.")}
-        instances["spelling"] = {"value": self.spelling_suffix(),
-                                 "doc": clean_doc("TVM's spelling of this dtype in the dialect of tvm_minor (x<lanes> "
-                                                  "appended for vectors), as mlf_spec.params.dtypes spells it; "
-                                                  "unknown(code=..,bits=..,lanes=..) for a code the table lacks.")}
-
-    def spelling_expr(self, rs: RStruct, f: RField, tspec: Any, column: str = "spelling") -> str:
-        """The spelling rule of the table (or its boolean ``column`` for the same rows) as one
-        conditional expression."""
-        code = ksy_id(f.name)
-        bits = "bits" if field_of(rs, "bits") else None
-        lanes = "lanes" if field_of(rs, "lanes") else None
-        if bits is None or lanes is None:
-            raise KsyError(f"{rs.name}: a {tspec.name} code needs sibling fields bits and lanes for the spelling")
-
-        def template(t: str) -> str:
-            parts = re.split(r"(\{bits\}|\{code\})", t)
-            out = []
-            for p in parts:
-                if p == "{bits}":
-                    out.append(f"{bits}.to_s")
-                elif p == "{code}":
-                    out.append(f"{code}.to_s")
-                elif p:
-                    out.append(lit_str(p))
-            return " + ".join(out) if out else '""'
-
-        ordered = [r for r in tspec.rows if r.get("bits") is not None] + [r for r in tspec.rows if r.get("bits") is None]
-        branches = []
-        for row in ordered:
-            c = [f"{code} == {row['code']}"] if row.get("code_max") is None else [
-                f"{code} >= {row['code']}", f"{code} <= {row['code_max']}"]
-            if row.get("bits") is not None:
-                c.append(f"{bits} == {row['bits']}")
-            since, until = (str(row[k]) if row.get(k) else None for k in ("since", "until"))
-            c += era_condition(since, until, ERA, minor=True)
-            branches.append((" and ".join(c), template(row["spelling"]) if column == "spelling" else
-                             ("true" if row[column] else "false")))
-        if column != "spelling":
-            base = "true"
-            for when, t in reversed(branches):
-                if t != base:
-                    base = f"{when} ? {t} : {base}"
-            return base
-        base = f'"unknown(code=" + {code}.to_s + ",bits=" + {bits}.to_s + ",lanes=" + {lanes}.to_s + ")"'
-        for when, t in reversed(branches):
-            base = f"{when} ? {t} : {base}"
-        return base
-
-    @staticmethod
-    def spelling_suffix(lanes: str = "lanes") -> str:
-        """The lanes suffix: x<lanes> for vectors, xvscalex<n> for scalable ones (negative as int16)."""
-        return (f'base_spelling.substring(0, 8) == "unknown(" or not spells_lanes ? base_spelling : base_spelling + '
-                f'({lanes} >= 32768 ? "xvscalex" + (65536 - {lanes}).to_s : {lanes} != 1 ? "x" + {lanes}.to_s : "")')
 
 
 def emit_kaitai(model: Model) -> tuple[dict[str, str], dict[str, dict[str, Any]], list[Rule]]:

@@ -18,19 +18,26 @@ from pprint import pformat
 from typing import Any
 
 from . import runtime
-from .common import camel, header
+from .common import camel, header, page_head
 from .emit_fast import Code
+from .emit_layout import emit_layout as emit_layout  # (moved; tools/generate.py takes it from here)
+from .emit_layout import layout_section
 from .emit_plain import PLAINLIB, emit_plain
+from .emit_versioned_strategies import (  # (moved; tools/generate.py takes them from here)
+    broken_metadata_kinds as broken_metadata_kinds,
+)
+from .emit_versioned_strategies import (
+    emit_versioned_strategies as emit_versioned_strategies,
+)
 from .ir import RecordField
 from .model import Model
 from .versioned import (
     PField,
     Projection,
     TypeNode,
-    layout_versions,
     parse_type,
-    path_regex,
     project,
+    records_timeline,
     timeline,
 )
 
@@ -46,14 +53,15 @@ def load_modules(sources: dict[str, str]) -> dict[str, types.ModuleType]:
     """Execute generated sources as modules of a throw-away package (relative imports work)."""
     pkg = "_specgen_exec"
     package = types.ModuleType(pkg)
-    package.__path__ = []  # type: ignore[attr-defined]
+    vars(package)["__path__"] = []  # a package: its modules import each other
     saved = {k: v for k, v in sys.modules.items() if k == pkg or k.startswith(pkg + ".")}
     sys.modules[pkg] = package
     out: dict[str, types.ModuleType] = {}
     try:
         for name, src in sources.items():
             spec = importlib.util.spec_from_loader(f"{pkg}.{name}", loader=None)
-            mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            assert spec is not None  # (spec_from_loader without a loader always gives one)
+            mod = importlib.util.module_from_spec(spec)
             mod.__package__ = pkg
             sys.modules[f"{pkg}.{name}"] = mod
             exec(compile(src, f"{pkg}.{name}", "exec"), mod.__dict__)
@@ -288,7 +296,8 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
         _class(c, r.name, r.doc, _plain_fields(r), r.extra, r.extra_type)
     _rebuild(c, [r.name for r in spec.records])
     c()
-    roots = [p.strip() for p in spec.root.split("|")]  # type: ignore[union-attr]
+    assert spec.root is not None  # a records spec without a timeline has a root (checked on load)
+    roots = [p.strip() for p in spec.root.split("|")]
     if len(roots) == 1:
         c(f"ROOT = {camel(roots[0])}")
     else:
@@ -311,7 +320,7 @@ def emit_lenient_records(model: Model, name: str) -> dict[str, str]:
     sources[f"{name}_models"] = src
     mods = load_modules(sources)
     schema = _schema_of(mods[f"{name}_models"], roots, spec.title, spec.doc)
-    page = _page_head(model, [doc, *used_docs], spec.title, spec.doc)
+    page = page_head(model, [doc, *used_docs], spec.title, spec.doc)
     if spec.uses:
         page += ["Uses the records of " + ", ".join(f"[{u}]({u}.md)" for u in spec.uses) + ".", ""]
     if spec.aliases:
@@ -475,16 +484,11 @@ def _record_table(name: str, doc: str, rows: list[tuple], extra: str, extra_type
     return out
 
 
-def _page_head(model: Model, docs: list, title: str, doc: str) -> list[str]:
-    out = ["<!-- " + line.lstrip("# ") + " -->" for line in header(model, docs).splitlines()]
-    return out + ["", f"# {title}", "", doc.strip(), ""]
-
-
 def emit_versioned_records(model: Model, name: str) -> dict[str, str]:
     """Files of a records spec with a timeline: the spec as data, and per version the
     models, the JSON Schema and the reference page (metadata keys, examples, layout)."""
     spec, doc = model.records[name]
-    tl = timeline(model, spec.timeline)  # type: ignore[arg-type]
+    tl = records_timeline(model, spec)
     tl_doc = model.timelines[tl.name][1]
     projections = project(model, name)
     files: dict[str, str] = {}
@@ -520,7 +524,7 @@ def emit_versioned_records(model: Model, name: str) -> dict[str, str]:
 
 def _emit_ir(model: Model, name: str, projections: list[Projection]) -> str:
     spec, doc = model.records[name]
-    tl_doc = model.timelines[spec.timeline][1]  # type: ignore[index]
+    tl_doc = records_timeline(model, spec).doc
     c = Code()
     c.lines.append(header(model, [doc, tl_doc]).rstrip("\n"))
     c(f'"""{spec.title}: the spec as data, as written and projected onto each version."""')
@@ -607,9 +611,9 @@ def _revnote(f: PField, p: Projection) -> str:
 
 def _version_page(model: Model, name: str, p: Projection, mod: Any, lib: Any, layouts: list[str]) -> str:
     spec, doc = model.records[name]
-    tl = timeline(model, spec.timeline)  # type: ignore[arg-type]
+    tl = records_timeline(model, spec)
     docs = [doc, tl.doc] + [model.layouts[n][1] for n in layouts]
-    out = _page_head(model, docs, f"{spec.title}, version {p.version}", "")[:-2]
+    out = page_head(model, docs, f"{spec.title}, version {p.version}", "")[:-2]
     revs = [r for r in tl.spec.revisions if r.id in p.revisions]
     out += ["## Writer revisions", "",
             f"Version {p.version} was written by these revisions of TVM's writer "
@@ -639,14 +643,14 @@ def _version_page(model: Model, name: str, p: Projection, mod: Any, lib: Any, la
         text = lib.dump_json(value, **root.json_dump)
         out += [f"## Example: {ex.name} ({ex.style})", "", " ".join(ex.doc.split()), "", "```json", text, "```", ""]
     for lname in layouts:
-        out += _layout_section(model, lname, p.version)
+        out += layout_section(model, lname, p.version)
     return "\n".join(out).rstrip() + "\n"
 
 
 def _overview_page(model: Model, name: str, projections: list[Projection]) -> str:
     spec, doc = model.records[name]
-    tl = timeline(model, spec.timeline)  # type: ignore[arg-type]
-    out = _page_head(model, [doc, tl.doc], spec.title, spec.doc)
+    tl = records_timeline(model, spec)
+    out = page_head(model, [doc, tl.doc], spec.title, spec.doc)
     out += ["## Versions", ""]
     for p in projections:
         out.append(f"- [version {p.version}]({name}_v{p.version}.md): "
@@ -697,117 +701,11 @@ def emit_timeline(model: Model, name: str) -> dict[str, str]:
     c(f"INDEX = {({r.id: i for i, r in enumerate(spec.revisions)})!r}")
     c("#: format version -> its revision ids, oldest first")
     c(f"VERSIONS = {({v: [tl.ids[i] for i in tl.revs_of(v)] for v in tl.versions()})!r}")
-    page = _page_head(model, [doc], spec.title, spec.doc)
+    page = page_head(model, [doc], spec.title, spec.doc)
     page += ["| Revision | Version | Commit | Date | Release | Change |", "|---|---|---|---|---|---|"]
     for r in spec.revisions:
         page.append(f"| `{r.id}` | {r.version} | {r.commit} | {r.date} | {r.release or ''} | {' '.join(r.doc.split())} |")
     return {f"{name}_timeline.py": c.text(), f"docs/{name}.md": "\n".join(page) + "\n"}
-
-
-# --------------------------------------------------------------------------- layout
-
-
-def emit_layout(model: Model, name: str) -> dict[str, str]:
-    spec, doc = model.layouts[name]
-    tl = timeline(model, spec.timeline)
-    places = {p.name: p.regex for p in spec.placeholders}
-    c = Code()
-    c.lines.append(header(model, [doc, tl.doc]).rstrip("\n"))
-    c(f'"""{spec.title}: the spec as data (path patterns as regular expressions)."""')
-    c()
-    c(f"NAME = {name!r}")
-    c(f"TITLE = {spec.title!r}")
-    c(f"TIMELINE = {spec.timeline!r}")
-    c(f"METADATA = {spec.metadata!r}")
-    c(f"TAR = {pformat(_squash(spec.tar.model_dump()), width=110, sort_dicts=False)}")
-    c(f"KINDS = {pformat({k.name: ' '.join(k.doc.split()) for k in spec.kinds}, width=110, sort_dicts=False)}")
-    c(f"PLACEHOLDERS = {pformat([_squash(p.model_dump()) for p in spec.placeholders], width=110, sort_dicts=False)}")
-    c(f"CONDITIONS = {pformat([_squash(x.model_dump()) for x in spec.conditions], width=110, sort_dicts=False)}")
-    c(f"GROUPS = {pformat([_squash(g.model_dump()) for g in spec.groups], width=110, sort_dicts=False)}")
-    entries = []
-    for e in spec.entries:
-        d = _squash(e.model_dump())
-        d["regex"] = path_regex(e.path, places)
-        d["placeholders"] = [m for m in places if "{" + m + "}" in e.path]
-        d["present_in"] = [tl.ids[i] for i in sorted(tl.span(e.since, e.until))]
-        entries.append(d)
-    c(f"ENTRIES = {pformat(entries, width=110, sort_dicts=False)}")
-    c("#: version -> style -> ids of the entries some revision of the version has")
-    c(f"VERSIONS = {pformat(layout_versions(model, name), width=110, sort_dicts=False)}")
-    page = _page_head(model, [doc, tl.doc], spec.title, spec.doc)
-    page += ["## Container", "", " ".join(spec.tar.doc.split()), "",
-             f"- root member `{spec.tar.root_member}`, every name prefixed `{spec.tar.prefix}`",
-             f"- mlf-spec writes tar format {spec.tar.format}, padded to {spec.tar.record_size} bytes, compression "
-             f"{spec.tar.compression}",
-             "- modes mlf-spec writes: " + ", ".join(f"{k} `{v:#o}`" for k, v in spec.tar.modes.items())]
-    if spec.tar.umasks:
-        page.append("- modes of TVM's main tree: files `0o666 & ~umask`, directories `0o777 & ~umask`, for one umask of "
-                    + ", ".join(f"`{u:#05o}`" for u in spec.tar.umasks)
-                    + ("; the root also " + ", ".join(f"`{m:#o}`" for m in spec.tar.root_modes) if spec.tar.root_modes
-                       else ""))
-    if spec.tar.member_types:
-        page.append("- member type flags: " + ", ".join(f"{k} `{v}`" for k, v in spec.tar.member_types.items()))
-    page.append("")
-    if spec.tar.formats:
-        page += ["| Format | Python | Sibling order | Extended records | Meaning |", "|---|---|---|---|---|"]
-        for f in spec.tar.formats:
-            order = f.siblings + (f" ({f.unsorted})" if f.unsorted else "")
-            page.append(f"| {f.name} | {f.python} | {order} | {', '.join(f.extended) or '—'} | "
-                        f"{' '.join(f.doc.split())} |")
-        page.append("")
-    if spec.tar.refused:
-        page += ["A reader refuses (mlf-spec raises `UnsafeArchiveError`):", ""]
-        page += [f"- `{k.name}`: {' '.join(k.doc.split())}" for k in spec.tar.refused]
-        page.append("")
-    page += ["## Member groups (in archive order)", ""]
-    page += [f"- `{g.name}` ({g.order}, owner {g.owner}, directories {'yes' if g.directories else 'no'}): "
-             f"{' '.join(g.doc.split())}" for g in spec.groups]
-    page += ["", "## Content kinds", ""] + [f"- `{k.name}`: {' '.join(k.doc.split())}" for k in spec.kinds]
-    page += ["", "## Placeholders", ""] + [f"- `{{{p.name}}}` (`{p.regex}`): {' '.join(p.doc.split())}"
-                                            for p in spec.placeholders]
-    page += ["", "## Conditions", ""] + [f"- `{x.name}` ({x.scope}): {' '.join(x.doc.split())}" for x in spec.conditions]
-    page += ["", "## Entries", ""]
-    for version in tl.versions():
-        page += _layout_section(model, name, version, heading="###")
-    return {f"{name}_ir.py": c.text(), f"docs/{name}.md": "\n".join(page).rstrip() + "\n"}
-
-
-def _squash(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _squash(v) for k, v in d.items() if v is not None and v != []}
-    if isinstance(d, list):
-        return [_squash(v) for v in d]
-    if isinstance(d, str):
-        return " ".join(d.split()) if "\n" in d or "  " in d else d
-    return d
-
-
-def _layout_section(model: Model, name: str, version: int, heading: str = "##") -> list[str]:
-    spec, _ = model.layouts[name]
-    tl = timeline(model, spec.timeline)
-    revs = tl.revs_of(version)
-    out = [f"{heading} Layout of version {version}", ""]
-    by_style = layout_versions(model, name)[version]
-    entries = {e.id: e for e in spec.entries}
-    for style, ids in by_style.items():
-        out += [f"{heading}# {style}", "", "| Path | Kind | Presence | Group | Revisions | Meaning |",
-                "|---|---|---|---|---|---|"]
-        for eid in ids:
-            e = entries[eid]
-            presence = "required" if e.required else "optional"
-            if e.when:
-                presence += f" when `{e.when}`" if e.required else f", only when `{e.when}`"
-            present = [i for i in revs if i in tl.span(e.since, e.until)]
-            note = []
-            if present[0] != revs[0]:
-                note.append(f"from `{tl.ids[present[0]]}`")
-            if present[-1] != revs[-1]:
-                note.append(f"until `{tl.ids[present[-1] + 1]}`")
-            path = "./" + e.path if e.path != "." else "."
-            out.append(f"| `{path}` | {e.kind} | {presence} | {e.group} | {', '.join(note)} | "
-                       f"{' '.join(e.doc.split())} |")
-        out.append("")
-    return out
 
 
 # --------------------------------------------------------------------------- findings
@@ -836,7 +734,7 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
             d["error_class"] = f.error_class
         data[f.code] = d
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
-    page = _page_head(model, [doc], spec.title, spec.doc)
+    page = page_head(model, [doc], spec.title, spec.doc)
     classes = any(f.error_class for f in spec.findings)
     if classes:
         page += ["The error class is the conformance class (conformance_errors) under which a reader refuses an "
@@ -860,69 +758,3 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
                 page += ["", f"Earlier rule: {' '.join(f.was.split())}"]
             page.append("")
     return {f"{name}_findings.py": c.text(), f"docs/{name}.md": "\n".join(page).rstrip() + "\n"}
-
-
-# --------------------------------------------------------------------------- strategies
-
-
-def broken_metadata_kinds(model: Model, name: str) -> list[str]:
-    """Every nameable way to break a document of the versioned records spec ``name``."""
-    kinds: list[str] = ["not_json", "not_object", "bad_version"]
-    for p in project(model, name):
-        for rname, rec in p.records.items():
-            for k in [f"unknown_key:{rname}"]:
-                if k not in kinds:
-                    kinds.append(k)
-            for f in rec.fields:
-                c = f.constraints()
-                cand = [f"wrong_type:{rname}.{f.name}"]
-                if f.required:
-                    cand.append(f"missing_key:{rname}.{f.name}")
-                if f.const is not None or c.get("enum") or c.get("item_enum") or c.get("pattern") or \
-                        c.get("key_pattern") or c.get("minimum") is not None or c.get("keyed_by"):
-                    cand.append(f"bad_value:{rname}.{f.name}")
-                for k in cand:
-                    if k not in kinds:
-                        kinds.append(k)
-    return kinds
-
-
-def emit_versioned_strategies(model: Model, name: str, layout: str, findings: str | None) -> str:
-    """Entry points of the hypothesis strategies for documents and archives of ``name``."""
-    spec, doc = model.records[name]
-    lspec, ldoc = model.layouts[layout]
-    docs = [doc, ldoc] + ([model.findings[findings][1]] if findings else [])
-    c = Code()
-    c.lines.append(header(model, docs).rstrip("\n"))
-    c(f'"""Hypothesis strategies: {spec.title} and archives, valid and broken by named kind."""')
-    c()
-    c("from __future__ import annotations")
-    c()
-    c("from typing import Any")
-    c()
-    c(f"METADATA_BROKEN_KINDS = {tuple(broken_metadata_kinds(model, name))!r}")
-    kinds = ["not_a_tar", "truncated"] + [f"unsafe:{k.name}" for k in lspec.tar.refused]
-    kinds += [f"missing_member:{e.id}" for e in lspec.entries if e.required and e.path != "."]
-    if findings:
-        kinds += [f"finding:{f.code}" for f in model.findings[findings][0].findings if f.broken]
-    c(f"ARCHIVE_BROKEN_KINDS = {tuple(kinds)!r}")
-    for fn, what, args, call in (
-        ("valid_metadata", "(version, style, document) of valid metadata documents",
-         "version: int | None = None, style: str | None = None", f"metadata_documents({name!r}, version, style)"),
-        ("broken_metadata", "(kind, version, style, text) of metadata broken in one named way",
-         "kinds: tuple[str, ...] | None = None", f"broken_metadata({name!r}, kinds or METADATA_BROKEN_KINDS)"),
-        ("valid_archive", "(version, style, tar bytes) of archives as TVM wrote them",
-         "version: int | None = None, style: str | None = None", "archives(version, style)"),
-        ("broken_archive", "(kind, tar bytes) of archives broken in one named way",
-         "kinds: tuple[str, ...] | None = None", "broken_archives(kinds or ARCHIVE_BROKEN_KINDS)"),
-    ):
-        c()
-        c()
-        c(f"def {fn}({args}) -> Any:")
-        c.indent()
-        c(f'"""Strategy for {what}."""')
-        c(f"from mlf_spec.mlf.strategies import {call.split('(')[0]}")
-        c()
-        c(f"return {call}")
-        c.dedent()
-    return c.text()

@@ -273,8 +273,9 @@ def int_value(node: ast.AST, consts: dict[str, int | str]) -> int | None:
         v = int_value(node.operand, consts)
         return -v if v is not None else None
     d = _dotted(node)
-    if d is not None and isinstance(consts.get(d), int):
-        return consts[d]  # type: ignore[return-value]
+    value = consts.get(d) if d is not None else None
+    if isinstance(value, int):
+        return value
     return None
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .code import Code, header
 from .ir import MIGRATION_LAYOUT_OPS, MIGRATION_METADATA_OPS, MigrationItem, MigrationOp, MigrationSpec
-from .versioned import Projection, TypeNode, layout_versions, project, timeline
+from .versioned import Projection, TypeNode, layout_versions, project, records_timeline
 from .yamlload import SpecDocument
 
 DIRECTIONS = ("up", "down")
@@ -95,6 +95,22 @@ def _field(proj: Projection, record: str, name: str) -> Any:
     return next((f for f in rec.fields if f.name == name), None) if rec else None
 
 
+def _resolved(proj: Projection, record: str, path: list[str]) -> tuple[list[tuple[str, str]], TypeNode]:
+    """:func:`resolve` of a key path the step's checks found in ``proj`` (ValueError otherwise)."""
+    got = resolve(proj, record, path)
+    if isinstance(got, str):
+        raise ValueError(got)
+    return got
+
+
+def _named(value: str | None) -> str:
+    """A name the operation's kind requires (an entry, a target, a root's style), which the
+    step's checks have found by the time it is read (ValueError otherwise)."""
+    if value is None:
+        raise ValueError("an operation lacks a name its kind requires")
+    return value
+
+
 def _roots(proj: Projection) -> dict[str, str]:
     return {r.style: r.record for r in proj.roots}
 
@@ -110,7 +126,7 @@ def check_migrations(model: Any) -> None:
             raise doc.error(("records",), f"{spec.records!r} is not a records spec with a timeline")
         if spec.layout not in model.layouts or model.layouts[spec.layout][0].metadata != spec.records:
             raise doc.error(("layout",), f"{spec.layout!r} is not a layout spec of {spec.records!r}")
-        tl = timeline(model, model.records[spec.records][0].timeline)  # type: ignore[arg-type]
+        tl = records_timeline(model, model.records[spec.records][0])
         versions = tl.versions()
         if spec.source not in versions or spec.target not in versions:
             raise doc.error(("from",), f"versions {spec.source} and {spec.target} must both be in {versions}")
@@ -123,7 +139,7 @@ def check_migrations(model: Any) -> None:
         by_records.setdefault(spec.records, []).append((spec, doc))
         _check_step(_Step(model, spec, doc))
     for records, steps in by_records.items():
-        versions = timeline(model, model.records[records][0].timeline).versions()  # type: ignore[arg-type]
+        versions = records_timeline(model, model.records[records][0]).versions()
         have = {s.source for s, _ in steps}
         missing = [f"v{a}_v{b}" for a, b in zip(versions, versions[1:]) if a not in have]
         if missing:
@@ -162,7 +178,7 @@ def _check_step(step: _Step) -> None:
                 if op.entry in seen_entries:
                     raise step.error(("files", i, d, "entry"), f"entry {op.entry!r} is already handled by "
                                      f"{spec.layout_ops[seen_entries[op.entry]].id} in this direction")
-                seen_entries[op.entry] = i  # type: ignore[index]
+                seen_entries[_named(op.entry)] = i
     _check_styles(step, used_refusals)
     for i, loss in enumerate(spec.losses):
         for d in DIRECTIONS:
@@ -393,7 +409,7 @@ def _check_layout_item(step: _Step, i: int, item: MigrationItem, used_losses: se
 def _check_layout_move(step: _Step, loc: tuple, op: MigrationOp, in_dst: set, v_dst: int) -> None:
     if op.to not in step.entries or op.to not in in_dst:
         raise step.error(loc + ("to",), f"entry {op.to!r} is not in the layout of version {v_dst}")
-    a, b = step.entries[op.entry], step.entries[op.to]  # type: ignore[index]
+    a, b = step.entries[_named(op.entry)], step.entries[_named(op.to)]
     if a.kind != b.kind:
         raise step.error(loc + ("to",), f"{a.id} holds {a.kind}, {b.id} holds {b.kind}")
     layout = step.model.layouts[step.spec.layout][0]
@@ -448,10 +464,10 @@ def _touched(step: _Step, d: str) -> tuple[set[tuple[str, str]], set[tuple[str, 
         for record in item.records:
             chains = []
             if op.op == "wrap":
-                touched.add((_roots(dst)[_style_of(src, record)], op.into))  # type: ignore[index,arg-type]
+                touched.add((_roots(dst)[_named(_style_of(src, record))], _named(op.into)))
                 continue
             if op.op == "unwrap":
-                touched.add((_roots(src)[_style_of(dst, record)], op.source))  # type: ignore[index,arg-type]
+                touched.add((_roots(src)[_named(_style_of(dst, record))], _named(op.source)))
                 continue
             for proj, path in ((src, op.path), (dst, op.path), (dst, op.to)):
                 if path:
@@ -524,14 +540,14 @@ def _check_layout_complete(step: _Step) -> None:
         for item in step.spec.layout_ops:
             op: MigrationOp = getattr(item, d)
             if op.op in ("move", "drop", "keep"):
-                mentioned_src.add(op.entry)  # type: ignore[arg-type]
+                mentioned_src.add(_named(op.entry))
             if op.op == "move":
-                mentioned_dst.add(op.to)  # type: ignore[arg-type]
+                mentioned_dst.add(_named(op.to))
             if op.op in ("add", "leave_out", "keep"):
-                mentioned_dst.add(op.entry)  # type: ignore[arg-type]
+                mentioned_dst.add(_named(op.entry))
             other: MigrationOp = getattr(item, "down" if d == "up" else "up")
             if op.op == "keep" and other.op == "move":
-                mentioned_dst.add(other.entry)  # type: ignore[arg-type]  # kept under the newer name, never produced
+                mentioned_dst.add(_named(other.entry))  # kept under the newer name, never produced
         for style in set(src) & set(dst):
             a, b = set(src[style]), set(dst[style])
             v_src = step.spec.source if d == "up" else step.spec.target
@@ -569,7 +585,7 @@ def _with_const(model: Any, spec: MigrationSpec, item: MigrationItem, d: str) ->
     if op.op == "add" and op.value is None:
         target = spec.target if d == "up" else spec.source
         proj = next(p for p in project(model, spec.records) if p.version == target)
-        chain, _ = resolve(proj, item.records[0], parts(op.path))  # type: ignore[misc]
+        chain, _ = _resolved(proj, item.records[0], parts(op.path))
         out["value"] = _field(proj, *chain[-1]).const
         out["constant"] = True
     return out

@@ -166,6 +166,13 @@ def timeline(model: Any, name: str) -> Timeline:
     return Timeline(spec, doc, [r.id for r in spec.revisions])
 
 
+def records_timeline(model: Any, spec: RecordsSpec) -> Timeline:
+    """The timeline of a timed records spec (ValueError for one without)."""
+    if spec.timeline is None:
+        raise ValueError(f"records spec {spec.name!r} has no timeline")
+    return timeline(model, spec.timeline)
+
+
 # --------------------------------------------------------------------------- projection
 
 
@@ -422,30 +429,7 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         raise doc.error(("root",), "required key 'root' is missing")
     names = {r.name for r in spec.records}
     alias_names = {a.name for a in spec.aliases}
-    known = names | alias_names
-    for i, used in enumerate(spec.uses):
-        other = model.records.get(used)
-        if other is None or used == spec.name:
-            raise doc.error(("uses", i), f"unknown records spec {used!r}")
-        if spec.lenient and spec.timeline is None:  # lenient specs import lenient ones (which may use others)
-            if not other[0].lenient or other[0].timeline is not None:
-                raise doc.error(("uses", i), f"a lenient spec uses lenient specs without a timeline; {used!r} is not one")
-        elif other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
-            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of "
-                            "their own)")
-        clash = names & {r.name for r in other[0].records}
-        if clash:
-            raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
-        known |= {r.name for r in other[0].records} | {a.name for a in other[0].aliases}
-    seen: set[str] = set()
-    todo = list(spec.uses)
-    while todo:
-        used = todo.pop()
-        if used == spec.name:
-            raise doc.error(("uses",), f"{spec.name} uses itself through {sorted(seen)}")
-        if used not in seen and used in model.records:
-            seen.add(used)
-            todo.extend(model.records[used][0].uses)
+    known = _check_uses(model, spec, doc, names, names | alias_names)
     if spec.root is not None:
         for part in spec.root.split("|"):
             if part.strip() not in names:
@@ -469,61 +453,102 @@ def _check_records(model: Any, spec: RecordsSpec, doc: SpecDocument) -> None:
         if r.extra_type is not None and r.extra != "allow":
             raise doc.error(("records", i, "extra_type"), "extra_type needs extra: allow")
         for j, f in enumerate(r.fields):
-            loc = ("records", i, "fields", j)
-            try:
-                t = parse_type(f.type)
-            except TypeError_ as exc:
-                raise doc.error(loc + ("type",), str(exc)) from None
-            for ref in t.refs():
-                if ref not in known:
-                    raise doc.error(loc + ("type",), f"unknown type {ref!r}")
-            _check_range(tl, doc, loc, f.since, f.until)
-            if f.compare and (tl is not None or not spec.lenient):
-                raise doc.error(loc + ("compare",), "compare rules need a lenient records spec without a timeline")
-            if "may_omit" in f.compare and f.required:
-                raise doc.error(loc + ("compare",), "a key a testee may omit is not required (required: false)")
-            if "unordered" in f.compare and "writer_order" in f.compare:
-                raise doc.error(loc + ("compare",), "unordered and writer_order exclude each other")
-            if ({"unordered", "writer_order"} & set(f.compare)) and t.kind != "list":
-                raise doc.error(loc + ("compare",), "unordered and writer_order apply to lists")
-            if tl is None and (f.role is not None):
-                raise doc.error(loc + ("role",), "role: version needs a timeline")
-            for key in ("pattern", "key_pattern"):
-                v = getattr(f, key)
-                if v is not None:
-                    try:
-                        re.compile(v)
-                    except re.error as exc:
-                        raise doc.error(loc + (key,), f"bad regular expression: {exc}") from None
-            if f.keyed_by is not None:
-                if t.kind != "map" or t.args[0].kind != "ref" or t.args[0].name not in names:
-                    raise doc.error(loc + ("keyed_by",), "keyed_by needs a map of records")
-                target = next(x for x in spec.records if x.name == t.args[0].name)
-                if f.keyed_by not in {x.name for x in target.fields}:
-                    raise doc.error(loc + ("keyed_by",), f"{t.args[0].name} has no field {f.keyed_by!r}")
-            if tl is not None:
-                same = [g for g in r.fields if g.name == f.name]
-                if len(same) > 1:
-                    spans = [tl.span(g.since, g.until) for g in same]
-                    for j in range(len(spans)):
-                        for k in range(j + 1, len(spans)):
-                            if spans[j] & spans[k]:
-                                raise doc.error(loc + ("name",), f"entries of field {f.name!r} overlap in revisions")
-            elif sum(1 for g in r.fields if g.name == f.name) > 1:
-                raise doc.error(loc + ("name",), f"field {f.name!r} appears twice in {r.name}")
+            _check_field(spec, doc, tl, r, f, ("records", i, "fields", j), names, known)
     if tl is not None:
-        styles = {r.style for r in spec.roots}
-        for p in project(model, spec.name):
-            for rname, rec in p.records.items():
-                for pf in rec.fields:
-                    for ref in pf.type.refs():
-                        if ref in names and ref not in p.records:
-                            raise doc.error(("records",), f"v{p.version}: {rname}.{pf.name} uses {ref}, absent in v{p.version}")
-        for i, ex in enumerate(spec.examples):
-            if ex.version is None or ex.style not in styles:
-                raise doc.error(("examples", i), "an example needs `version` and a `style` of the roots")
-            if ex.version not in tl.versions():
-                raise doc.error(("examples", i, "version"), f"no version {ex.version} in the timeline")
+        _check_projections(model, spec, doc, tl, names)
+
+
+def _check_uses(model: Any, spec: RecordsSpec, doc: SpecDocument, names: set[str], known: set[str]) -> set[str]:
+    """Check the specs ``spec`` uses (kinds that join, no clashes, no cycle); returns ``known``
+    with the record and alias names they bring."""
+    for i, used in enumerate(spec.uses):
+        other = model.records.get(used)
+        if other is None or used == spec.name:
+            raise doc.error(("uses", i), f"unknown records spec {used!r}")
+        if spec.lenient and spec.timeline is None:  # lenient specs import lenient ones (which may use others)
+            if not other[0].lenient or other[0].timeline is not None:
+                raise doc.error(("uses", i), f"a lenient spec uses lenient specs without a timeline; {used!r} is not one")
+        elif other[0].timeline is not None or other[0].lenient or other[0].uses or spec.timeline is not None:
+            raise doc.error(("uses", i), "`uses` joins plain records specs (no timeline, not lenient, no uses of "
+                            "their own)")
+        clash = names & {r.name for r in other[0].records}
+        if clash:
+            raise doc.error(("uses", i), f"record(s) {sorted(clash)} are also defined in {used!r}")
+        known = known | {r.name for r in other[0].records} | {a.name for a in other[0].aliases}
+    seen: set[str] = set()
+    todo = list(spec.uses)
+    while todo:
+        used = todo.pop()
+        if used == spec.name:
+            raise doc.error(("uses",), f"{spec.name} uses itself through {sorted(seen)}")
+        if used not in seen and used in model.records:
+            seen.add(used)
+            todo.extend(model.records[used][0].uses)
+    return known
+
+
+def _check_field(spec: RecordsSpec, doc: SpecDocument, tl: Any, r: Any, f: Any, loc: tuple[Any, ...],
+                 names: set[str], known: set[str]) -> None:
+    """Check one field of record ``r`` (at ``loc``): its type, range, compare rules, role,
+    patterns, ``keyed_by`` and that no other entry of the same name overlaps it."""
+    try:
+        t = parse_type(f.type)
+    except TypeError_ as exc:
+        raise doc.error(loc + ("type",), str(exc)) from None
+    for ref in t.refs():
+        if ref not in known:
+            raise doc.error(loc + ("type",), f"unknown type {ref!r}")
+    _check_range(tl, doc, loc, f.since, f.until)
+    if f.compare and (tl is not None or not spec.lenient):
+        raise doc.error(loc + ("compare",), "compare rules need a lenient records spec without a timeline")
+    if "may_omit" in f.compare and f.required:
+        raise doc.error(loc + ("compare",), "a key a testee may omit is not required (required: false)")
+    if "unordered" in f.compare and "writer_order" in f.compare:
+        raise doc.error(loc + ("compare",), "unordered and writer_order exclude each other")
+    if ({"unordered", "writer_order"} & set(f.compare)) and t.kind != "list":
+        raise doc.error(loc + ("compare",), "unordered and writer_order apply to lists")
+    if tl is None and (f.role is not None):
+        raise doc.error(loc + ("role",), "role: version needs a timeline")
+    for key in ("pattern", "key_pattern"):
+        v = getattr(f, key)
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise doc.error(loc + (key,), f"bad regular expression: {exc}") from None
+    if f.keyed_by is not None:
+        if t.kind != "map" or t.args[0].kind != "ref" or t.args[0].name not in names:
+            raise doc.error(loc + ("keyed_by",), "keyed_by needs a map of records")
+        target = next(x for x in spec.records if x.name == t.args[0].name)
+        if f.keyed_by not in {x.name for x in target.fields}:
+            raise doc.error(loc + ("keyed_by",), f"{t.args[0].name} has no field {f.keyed_by!r}")
+    if tl is not None:
+        same = [g for g in r.fields if g.name == f.name]
+        if len(same) > 1:
+            spans = [tl.span(g.since, g.until) for g in same]
+            for j in range(len(spans)):
+                for k in range(j + 1, len(spans)):
+                    if spans[j] & spans[k]:
+                        raise doc.error(loc + ("name",), f"entries of field {f.name!r} overlap in revisions")
+    elif sum(1 for g in r.fields if g.name == f.name) > 1:
+        raise doc.error(loc + ("name",), f"field {f.name!r} appears twice in {r.name}")
+
+
+def _check_projections(model: Any, spec: RecordsSpec, doc: SpecDocument, tl: Any, names: set[str]) -> None:
+    """Every projection of a timed spec refers only to records present in its version, and
+    every example names a version of the timeline and a style of the roots."""
+    styles = {r.style for r in spec.roots}
+    for p in project(model, spec.name):
+        for rname, rec in p.records.items():
+            for pf in rec.fields:
+                for ref in pf.type.refs():
+                    if ref in names and ref not in p.records:
+                        raise doc.error(("records",), f"v{p.version}: {rname}.{pf.name} uses {ref}, absent in v{p.version}")
+    for i, ex in enumerate(spec.examples):
+        if ex.version is None or ex.style not in styles:
+            raise doc.error(("examples", i), "an example needs `version` and a `style` of the roots")
+        if ex.version not in tl.versions():
+            raise doc.error(("examples", i, "version"), f"no version {ex.version} in the timeline")
 
 
 def _check_layout(model: Any, spec: LayoutSpec, doc: SpecDocument) -> None:

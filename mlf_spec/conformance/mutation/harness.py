@@ -259,7 +259,6 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
     without any vector); a disagreement the unmutated reader also has kills nothing. Each mutant
     stops at its first killing case; ``maxfail`` N > 0 stops the check of the unmutated reader
     after N failing cases too (a reader that hangs on every case costs N timeouts, not the suite's)."""
-    from ..generated_cases import explore
 
     started = time.perf_counter()
     src = Path(source)
@@ -273,25 +272,7 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                 and listed.match(c.id) is None]
         if not mine:
             raise MlfError("no case of the suite applies to the reader (check its handshake)", file=str(src))
-        base = testee_for(command, None, timeout)
-        bad = []
-        tried = 0
-        try:
-            known = KnownFailures()
-            for c in mine:
-                rec = run_case(base, c, info, known)
-                tried += 1
-                if rec["outcome"] in _KILLING:
-                    bad.append(f"{c.id}: {rec.get('message', rec['outcome'])}")
-                    if 0 < maxfail <= len(bad):
-                        break
-        finally:
-            base.close()
-        if bad:
-            of = f"{len(mine)}" if tried == len(mine) else \
-                f"the first {tried} of {len(mine)} (stopped after {len(bad)}: -x / --maxfail {maxfail})"
-            raise MlfError(f"the unmutated reader fails {len(bad)} of {of} cases (first: {bad[0][:300]}); "
-                           "a mutation score means nothing until it passes", file=str(src))
+        _check_unmutated(command, mine, info, timeout, maxfail, src)
         report = MutationReport(src.name, mutants, baseline_cases=len(mine))
         report.equivalent = equivalent
         report.uncompilable = _UNCOMPILABLE.pop(tmp, [])
@@ -309,28 +290,62 @@ def mutate(source: str | Path, cases: list[Case], *, build_cmd: str = DEFAULT_BU
                                                        Path(tmp), jobs, timeout)
         if generate:
             report.generated_cases = generate
-
-            def disagreements(mutant: int | None) -> list[str]:
-                t = testee_for(command, mutant, timeout)
-                try:
-                    found = explore(t, generate, seed_value=seed, formats=formats, info=info, budget=generate_budget)
-                finally:
-                    t.close()
-                return [r["id"] for r in found.results if r["outcome"] in _KILLING]
-
-            # what the unmutated reader already disagrees on (a grammar it leaves out) kills no mutant
-            usual = set(disagreements(None))
-
-            def generated(m: Mutant) -> tuple[int, str | None]:
-                return m.id, next((sig for sig in disagreements(m.id) if sig not in usual), None)
-
-            found_by: dict[int, str] = {}
-            for mid, sig in map(generated, report.survivors):  # one at a time: hypothesis runs are not thread-safe
-                if sig is not None:
-                    found_by[mid] = sig
-            report.killed_by_generate = {i: sig for i, sig in found_by.items() if i not in report.killed}
+            _kill_by_generated(report, command, info, generate, seed, formats, generate_budget, timeout)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_unmutated(command: list[str], mine: list[Case], info: dict[str, Any], timeout: float, maxfail: int,
+                     src: Path) -> None:
+    """Refuse (MlfError) a reader that fails cases unmutated: its mutation score would mean
+    nothing. ``maxfail`` N > 0 stops after N failing cases."""
+    base = testee_for(command, None, timeout)
+    bad = []
+    tried = 0
+    try:
+        known = KnownFailures()
+        for c in mine:
+            rec = run_case(base, c, info, known)
+            tried += 1
+            if rec["outcome"] in _KILLING:
+                bad.append(f"{c.id}: {rec.get('message', rec['outcome'])}")
+                if 0 < maxfail <= len(bad):
+                    break
+    finally:
+        base.close()
+    if bad:
+        of = f"{len(mine)}" if tried == len(mine) else \
+            f"the first {tried} of {len(mine)} (stopped after {len(bad)}: -x / --maxfail {maxfail})"
+        raise MlfError(f"the unmutated reader fails {len(bad)} of {of} cases (first: {bad[0][:300]}); "
+                       "a mutation score means nothing until it passes", file=str(src))
+
+
+def _kill_by_generated(report: MutationReport, command: list[str], info: dict[str, Any], generate: int, seed: int,
+                       formats: list[str] | None, budget: float, timeout: float) -> None:
+    """``generate`` generated cases against each survivor of the vectors; the first case on
+    which a survivor disagrees and the unmutated reader does not kills it
+    (``report.killed_by_generate``)."""
+    from ..generated_cases import explore
+
+    def disagreements(mutant: int | None) -> list[str]:
+        t = testee_for(command, mutant, timeout)
+        try:
+            found = explore(t, generate, seed_value=seed, formats=formats, info=info, budget=budget)
+        finally:
+            t.close()
+        return [r["id"] for r in found.results if r["outcome"] in _KILLING]
+
+    # what the unmutated reader already disagrees on (a grammar it leaves out) kills no mutant
+    usual = set(disagreements(None))
+
+    def generated(m: Mutant) -> tuple[int, str | None]:
+        return m.id, next((sig for sig in disagreements(m.id) if sig not in usual), None)
+
+    found_by: dict[int, str] = {}
+    for mid, sig in map(generated, report.survivors):  # one at a time: hypothesis runs are not thread-safe
+        if sig is not None:
+            found_by[mid] = sig
+    report.killed_by_generate = {i: sig for i, sig in found_by.items() if i not in report.killed}
 
 
 def _prepare(src: Path, build_cmd: str, testee_cmd: str, equivalents: str | Path | None, work: Path,

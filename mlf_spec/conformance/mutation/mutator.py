@@ -310,6 +310,10 @@ def _code_start(m: str) -> int:
     return m.rfind("\n", 0, first) + 1
 
 
+#: A mutable leaf expression: (priority, start, end, operator, [(shown, code) per variant], original).
+_Leaf = tuple[int, int, int, str, list[tuple[str, str]], str]
+
+
 def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str, list[Mutant]]:
     """The mutant schema of C source ``src``: (instrumented source, mutants), none on the lines
     ``skip_lines``. The prelude goes before the first line of code, with a ``#line`` that keeps
@@ -318,8 +322,6 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
     bodies = _bodies(m)
     fixed = _constant_spans(m, bodies)
     messages = _message_spans(m)
-    enums = _enums(m)
-    enum_why: dict[tuple[int, str], str] = {}  # (start, shown) -> why that rel mutant is equivalent
     begin, end = src.find("/* MUTATE BEGIN */"), src.find("/* MUTATE END */")
     lo = 0 if begin < 0 else src.find("\n", begin) + 1
     hi = len(src) if end < 0 else src.rfind("\n", 0, end)
@@ -330,79 +332,10 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
         ln += c == "\n"
     line_of[len(src)] = ln
 
-    leaves: list[tuple[int, int, int, str, list[tuple[str, str]], str]] = []  # (prio, s, e, op, variants, tmpl)
-    wrappers: list[tuple[int, int]] = []  # condition spans (inside the parentheses) of checks
-
-    # groups: every parenthesised expression and every return / assignment expression
-    depth_at = [0] * (len(m) + 1)
-    d = 0
-    for i, c in enumerate(m):
-        d += (c == "{") - (c == "}")
-        depth_at[i] = d
-    groups: list[tuple[int, int]] = []
-    for i in range(lo, hi):
-        if m[i] == "(" and depth_at[i] > 0:  # inside a function body: not a parameter list
-            j = _close(m, i)
-            if j < hi:
-                groups.append((i + 1, j))
-    for mt in re.finditer(r"\breturn\b([^;]*);", m[lo:hi]):
-        groups.append((lo + mt.start(1), lo + mt.end(1)))
-    for mt in re.finditer(r"(?<![=!<>+\-*/&|^%])=(?!=)([^;]*);", m[lo:hi]):
-        groups.append((lo + mt.start(1), lo + mt.end(1)))
-    for mt in re.finditer(r"\bif\s*\(", m[lo:hi]):
-        open_at = lo + mt.end() - 1
-        cl = _close(m, open_at)
-        after = m[cl + 1:cl + 200].lstrip()
-        stmt = after[:after.find(";") + 1] if ";" in after else after
-        if after.startswith("return") or "fail(" in stmt or after.startswith("{"):
-            wrappers.append((open_at + 1, cl))
-
-    for gs, ge in groups:
-        for ps, pe in _pieces(m, gs, ge):
-            rel = _rel_op(m, ps, pe)
-            if rel:
-                j, op = rel
-                lhs, rhs = src[ps:j].strip(), src[j + len(op):pe].strip()
-                variants = [(f"{lhs} {o} {rhs}", f"({lhs} {o} {rhs})") for o in _REL_SWAPS[op]]
-                for o in _REL_SWAPS[op]:
-                    why = _enum_equivalent(lhs, op, o, rhs, enums)
-                    if why:
-                        enum_why[(ps, " ".join(f"{lhs} {o} {rhs}".split()))] = why
-                lit = _INT.fullmatch(rhs)
-                if lit:
-                    v = int(lit.group(1), 0)
-                    for w in (v + 1, v - 1):
-                        if w >= 0:
-                            variants.append((f"{lhs} {op} {w}", f"({lhs} {op} {w}{lit.group(2)})"))
-                leaves.append((0, ps, pe, "rel", variants, f"{lhs} {op} {rhs}"))
-                continue
-            ar = _arith_op(m, ps, pe)
-            if ar and not re.search(r"[<>]=?|==|!=", m[ps:pe]):
-                j, op = ar
-                lhs, rhs = src[ps:j].strip(), src[j + 1:pe].strip()
-                alt = _ARITH_SWAPS[op]
-                leaves.append((2, ps, pe, "arith", [(f"{lhs} {alt} {rhs}", f"({lhs} {alt} {rhs})")],
-                               f"{lhs} {op} {rhs}"))
-    for mt in READ_CALL.finditer(m, lo, hi):
-        s = mt.start()
-        e = _close(m, mt.end() - 1) + 1
-        wide, narrow = _NARROW[mt.group(1)]
-        call = src[s:e]
-        leaves.append((1, s, e, "read", [(f"({narrow}){call}", f"(({wide})({narrow}){call})")], call))
-    for mt in _INT.finditer(m, lo, hi):
-        s, e = mt.start(), mt.end()
-        before = m[:s].rstrip()
-        if before.endswith("[") or re.search(r"\bcase\s*$", before) or \
-                (re.search(r"=\s*\{$", before) and m[e:].lstrip().startswith("}")):  # `= {0}`: zero-initialize all
-            continue
-        v = int(mt.group(1), 0)
-        variants = [(str(w), f"({w}{mt.group(2)})") for w in (v + 1, v - 1, 0) if w >= 0 and w != v]
-        if v == 1:
-            variants = [x for x in variants if x[0] != "0"] + [("0", f"(0{mt.group(2)})")]
-        variants = list(dict(variants).items())
-        leaves.append((3, s, e, "const", variants, src[s:e]))
-
-    chosen: list[tuple[int, int, int, str, list[tuple[str, str]], str]] = []
+    groups, wrappers = _groups(m, lo, hi)
+    leaves, enum_why = _operator_leaves(src, m, groups, _enums(m))
+    leaves += _read_and_const_leaves(src, m, lo, hi)
+    chosen: list[_Leaf] = []
     taken: list[tuple[int, int]] = []
     for leaf in sorted(leaves, key=lambda x: (x[0], x[2] - x[1], x[1])):
         s, e = leaf[1], leaf[2]
@@ -436,17 +369,119 @@ def instrument(src: str, skip_lines: frozenset[int] = frozenset()) -> tuple[str,
         mutants.append(Mutant(len(mutants), "check", line_of[s], f"if ({cond})", "if (0)"))
         events.append((s, 0, s, f"MLF_M({mutants[-1].id}) ? 0 : ("))
         events.append((e, 2, e, ")"))
+    return _apply(src, m, line_of, _numbered(mutants), events)
+
+
+def _numbered(mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants with the occurrence number of each signature (the second ``a < b`` -> ``a <= b``
+    of a file is told from the first)."""
     seen: dict[str, int] = {}
     for i, mu in enumerate(mutants):
         seen[mu.signature] = seen.get(mu.signature, 0) + 1
         if seen[mu.signature] > 1:
             mutants[i] = Mutant(mu.id, mu.operator, mu.line, mu.original, mu.replacement, seen[mu.signature],
                                 mu.equivalent)
+    return mutants
+
+
+def _apply(src: str, m: str, line_of: list[int], mutants: list[Mutant],
+           events: list[tuple[int, int, int, str]]) -> tuple[str, list[Mutant]]:
+    """(the source with every event applied and the prelude before its code, mutants)."""
     out = src
     for pos, _, end, text in sorted(events, key=lambda x: (x[0], x[1]), reverse=True):
         out = out[:pos] + text + out[end:]
     at = _code_start(m)  # before every event: events are in code
     return out[:at] + PRELUDE + f"#line {line_of[at]}\n" + out[at:], mutants
+
+
+def _groups(m: str, lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(groups, wrappers) of the masked source between ``lo`` and ``hi``: every parenthesised
+    expression in a function body and every return / assignment expression; the condition
+    spans (inside the parentheses) of checks."""
+    wrappers: list[tuple[int, int]] = []
+    depth_at = [0] * (len(m) + 1)
+    d = 0
+    for i, c in enumerate(m):
+        d += (c == "{") - (c == "}")
+        depth_at[i] = d
+    groups: list[tuple[int, int]] = []
+    for i in range(lo, hi):
+        if m[i] == "(" and depth_at[i] > 0:  # inside a function body: not a parameter list
+            j = _close(m, i)
+            if j < hi:
+                groups.append((i + 1, j))
+    for mt in re.finditer(r"\breturn\b([^;]*);", m[lo:hi]):
+        groups.append((lo + mt.start(1), lo + mt.end(1)))
+    for mt in re.finditer(r"(?<![=!<>+\-*/&|^%])=(?!=)([^;]*);", m[lo:hi]):
+        groups.append((lo + mt.start(1), lo + mt.end(1)))
+    for mt in re.finditer(r"\bif\s*\(", m[lo:hi]):
+        open_at = lo + mt.end() - 1
+        cl = _close(m, open_at)
+        after = m[cl + 1:cl + 200].lstrip()
+        stmt = after[:after.find(";") + 1] if ";" in after else after
+        if after.startswith("return") or "fail(" in stmt or after.startswith("{"):
+            wrappers.append((open_at + 1, cl))
+    return groups, wrappers
+
+
+def _operator_leaves(src: str, m: str, groups: list[tuple[int, int]],
+                     enums: dict[str, tuple[str, int, tuple[int, ...]]]) -> tuple[list[_Leaf], dict[tuple[int, str], str]]:
+    """(relational and arithmetic leaves of the groups, (start, shown) -> why that relational
+    mutant is equivalent by the enums)."""
+    leaves: list[_Leaf] = []
+    enum_why: dict[tuple[int, str], str] = {}
+    for gs, ge in groups:
+        for ps, pe in _pieces(m, gs, ge):
+            rel = _rel_op(m, ps, pe)
+            if rel:
+                j, op = rel
+                lhs, rhs = src[ps:j].strip(), src[j + len(op):pe].strip()
+                variants = [(f"{lhs} {o} {rhs}", f"({lhs} {o} {rhs})") for o in _REL_SWAPS[op]]
+                for o in _REL_SWAPS[op]:
+                    why = _enum_equivalent(lhs, op, o, rhs, enums)
+                    if why:
+                        enum_why[(ps, " ".join(f"{lhs} {o} {rhs}".split()))] = why
+                lit = _INT.fullmatch(rhs)
+                if lit:
+                    v = int(lit.group(1), 0)
+                    for w in (v + 1, v - 1):
+                        if w >= 0:
+                            variants.append((f"{lhs} {op} {w}", f"({lhs} {op} {w}{lit.group(2)})"))
+                leaves.append((0, ps, pe, "rel", variants, f"{lhs} {op} {rhs}"))
+                continue
+            ar = _arith_op(m, ps, pe)
+            if ar and not re.search(r"[<>]=?|==|!=", m[ps:pe]):
+                j, op = ar
+                lhs, rhs = src[ps:j].strip(), src[j + 1:pe].strip()
+                alt = _ARITH_SWAPS[op]
+                leaves.append((2, ps, pe, "arith", [(f"{lhs} {alt} {rhs}", f"({lhs} {alt} {rhs})")],
+                               f"{lhs} {op} {rhs}"))
+    return leaves, enum_why
+
+
+def _read_and_const_leaves(src: str, m: str, lo: int, hi: int) -> list[_Leaf]:
+    """The narrowed-read leaves (each read call) and constant leaves (each integer literal but
+    array sizes, case labels and ``= {0}``) between ``lo`` and ``hi``."""
+    leaves: list[_Leaf] = []
+    for mt in READ_CALL.finditer(m, lo, hi):
+        s = mt.start()
+        e = _close(m, mt.end() - 1) + 1
+        wide, narrow = _NARROW[mt.group(1)]
+        call = src[s:e]
+        leaves.append((1, s, e, "read", [(f"({narrow}){call}", f"(({wide})({narrow}){call})")], call))
+    for mt in _INT.finditer(m, lo, hi):
+        s, e = mt.start(), mt.end()
+        before = m[:s].rstrip()
+        if before.endswith("[") or re.search(r"\bcase\s*$", before) or \
+                (re.search(r"=\s*\{$", before) and m[e:].lstrip().startswith("}")):  # `= {0}`: zero-initialize all
+            continue
+        v = int(mt.group(1), 0)
+        variants = [(str(w), f"({w}{mt.group(2)})") for w in (v + 1, v - 1, 0) if w >= 0 and w != v]
+        if v == 1:
+            variants = [x for x in variants if x[0] != "0"] + [("0", f"(0{mt.group(2)})")]
+        variants = list(dict(variants).items())
+        leaves.append((3, s, e, "const", variants, src[s:e]))
+    return leaves
 
 
 __all__ = ["Mutant", "PRELUDE", "READ_CALL", "instrument"]
