@@ -34,6 +34,7 @@ from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
 from mlf_spec.verdict import lazy_engine as _engine
+from mlf_spec.verdict.facts import Facts
 
 if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
     from mlf_spec.verdict import engine as _verdict
@@ -331,21 +332,6 @@ def _top(buf: Any, at: int, n: int) -> int:
 # ------------------------------------------------------------------------------ findings
 
 
-class _Facts(dict[str, Any]):
-    """The facts of one part for the rows (generated/params_check_rows.py): the values every
-    row may test are stored, the texts and offsets a message needs are made on first read."""
-
-    __slots__ = ("_make",)
-
-    def __init__(self, values: dict[str, Any], make: dict[str, Any]) -> None:
-        super().__init__(values)
-        self._make = make
-
-    def __missing__(self, key: str) -> Any:
-        value = self[key] = self._make[key]()
-        return value
-
-
 def _add(c: Collector, rows: list[tuple[str, str, str, int | None, str | None]]) -> None:
     for code, path, message, offset, _file in rows:
         c.add(code, path, message, offset=offset)
@@ -361,7 +347,7 @@ def _file_findings(pf: _File, c: Collector) -> None:
     later: Counter[str] = Counter(pf.names)  # occurrences at or after index i
     for i, n in enumerate(pf.names):
         later[n] -= 1
-        _add(c, _rows.name(_Facts({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n))},
+        _add(c, _rows.name(Facts({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n))},
                                   {"shown": lambda n=n: _show(n), "hex": lambda n=n: _codec.name_bytes(n).hex()})))
 
 
@@ -409,7 +395,7 @@ def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> No
         else "one element per ceil(bits/8) bytes",
         "dtype_name": lambda: dt.name, "data_fits": lambda: int(_dt.data_fits(d, r.code, r.bits, max_byte)),
     }
-    _add(c, _rows.tensor(_Facts(values, make)))
+    _add(c, _rows.tensor(Facts(values, make)))
 
 
 def _int_text(n: int) -> str:

@@ -112,30 +112,52 @@ def check(model: Any, spec: FindingsSpec, doc: SpecDocument) -> None:
             for key in ("when", "each", "path", "message", "offset", "file"):
                 if getattr(f, key) is not None:
                     raise doc.error(loc + (key,), f"`{key}` belongs to a row with a `subject`")
+        for rloc, row in _rows_of(f, loc):
+            _check_row(row, rloc, subjects, consts, doc)
+    for i, s in enumerate(spec.subjects):
+        if s.order is None:
             continue
-        if f.subject not in subjects:
-            raise doc.error(loc + ("subject",), f"unknown subject {f.subject!r}; declared: {sorted(subjects)}")
-        facts = subjects[f.subject]
-        names = set(facts) | set(consts)
-        if f.each is not None:
-            if facts.get(f.each) is None or facts[f.each].type != "list":
-                raise doc.error(loc + ("each",), f"{f.each!r} is not a list fact of {f.subject!r}")
-            names.add("each")
-        if f.when is None and f.each is None:
-            raise doc.error(loc, "a row has a `when`, or an `each` (then it holds for every element)")
-        if f.path is None or f.message is None:
-            raise doc.error(loc, "a row has a `path` and a `message` template")
-        for key in ("when", "offset", "file"):
-            text = getattr(f, key)
-            if text is not None:
-                check_expr(text, names, "findings", loc + (key,), doc)
-        for key in ("path", "message"):
-            for _, field, _, conv in _template_fields(getattr(f, key), loc + (key,), doc):
-                if field is None:
-                    continue
-                if conv not in (None, "r"):
-                    raise doc.error(loc + (key,), f"conversion !{conv}: only !r")
-                check_expr(field, names, "templates", loc + (key,), doc)
+        have = [code for code, row in all_rows(spec) if row.subject == s.name]
+        if sorted(set(have)) != sorted(s.order) or len(set(s.order)) != len(s.order):
+            raise doc.error(("subjects", i, "order"), f"order must name each code with a row of {s.name!r} once: "
+                            f"{sorted(set(have))}")
+
+
+def _rows_of(f: FindingSpec, loc: tuple) -> list[tuple[tuple, Any]]:
+    rows: list[tuple[tuple, Any]] = [(loc, f)] if f.subject is not None else []
+    return rows + [(loc + ("rows", k), r) for k, r in enumerate(f.rows)]
+
+
+def all_rows(spec: FindingsSpec) -> list[tuple[str, Any]]:
+    """(code, row) of every row, in the findings' order."""
+    return [(f.code, row) for f in spec.findings for _, row in _rows_of(f, ())]
+
+
+def _check_row(f: Any, loc: tuple, subjects: dict[str, dict[str, FactSpec]], consts: dict[str, int],
+               doc: SpecDocument) -> None:
+    if f.subject not in subjects:
+        raise doc.error(loc + ("subject",), f"unknown subject {f.subject!r}; declared: {sorted(subjects)}")
+    facts = subjects[f.subject]
+    names = set(facts) | set(consts)
+    if f.each is not None:
+        if facts.get(f.each) is None or facts[f.each].type != "list":
+            raise doc.error(loc + ("each",), f"{f.each!r} is not a list fact of {f.subject!r}")
+        names.add("each")
+    if f.when is None and f.each is None:
+        raise doc.error(loc, "a row has a `when`, or an `each` (then it holds for every element)")
+    if f.path is None or f.message is None:
+        raise doc.error(loc, "a row has a `path` and a `message` template")
+    for key in ("when", "offset", "file"):
+        text = getattr(f, key)
+        if text is not None:
+            check_expr(text, names, "findings", loc + (key,), doc)
+    for key in ("path", "message"):
+        for _, field, _, conv in _template_fields(getattr(f, key), loc + (key,), doc):
+            if field is None:
+                continue
+            if conv not in (None, "r"):
+                raise doc.error(loc + (key,), f"conversion !{conv}: only !r")
+            check_expr(field, names, "templates", loc + (key,), doc)
 
 
 def _template(text: str, facts: dict[str, FactSpec], consts: dict[str, int], each: bool) -> str:
@@ -152,14 +174,14 @@ def _template(text: str, facts: dict[str, FactSpec], consts: dict[str, int], eac
     return " + ".join(parts) if parts else "''"
 
 
-def _row_code(f: FindingSpec, facts: dict[str, FactSpec], consts: dict[str, int]) -> list[str]:
+def _row_code(code: str, f: Any, facts: dict[str, FactSpec], consts: dict[str, int]) -> list[str]:
     each = f.each is not None
     cond = _translate(Expr(f.when), facts, consts, each=each) if f.when is not None else None
     path = _template(f.path or "", facts, consts, each)
     message = _template(f.message or "", facts, consts, each)
     offset = _translate(Expr(f.offset), facts, consts, each=each) if f.offset is not None else "None"
     file = _translate(Expr(f.file), facts, consts, each=each) if f.file is not None else "None"
-    add = f"out.append(({f.code!r}, {path}, {message}, {offset}, {file}))"
+    add = f"out.append(({code!r}, {path}, {message}, {offset}, {file}))"
     body: list[str] = []
     indent = ""
     if each:
@@ -190,25 +212,31 @@ def emit(model: Any, name: str) -> dict[str, str]:
     c("from typing import Any")
     c()
     c("Row = tuple[str, str, str, 'int | None', 'str | None']")
+    rows = all_rows(spec)
     order: list[str] = []
-    for f in spec.findings:
-        if f.subject is not None and f.subject not in order:
-            order.append(f.subject)
+    for _, row in rows:
+        if row.subject not in order:
+            order.append(row.subject)
+    declared = {s.name: s.order for s in spec.subjects if s.order is not None}
     used: dict[str, list[str]] = {}
     for subject in order:
         facts = subjects[subject]
-        rows = [f for f in spec.findings if f.subject == subject]
+        mine = [(code, row) for code, row in rows if row.subject == subject]
+        if subject in declared:
+            rank = {code: k for k, code in enumerate(declared[subject])}
+            mine.sort(key=lambda x: rank[x[0]])  # stable: a code's rows keep their order
+        codes = list(dict.fromkeys(code for code, _ in mine))
         c()
         c()
         c(f"def {subject}(f: Mapping[str, Any]) -> list[Row]:")
-        c(f'    """The findings of one {subject}: rows {", ".join(r.code for r in rows)}."""')
+        c(f'    """The findings of one {subject}: rows {", ".join(codes)}."""')
         c("    out: list[Row] = []")
-        for r in rows:
-            for line in _row_code(r, facts, consts):
+        for code, r in mine:
+            for line in _row_code(code, r, facts, consts):
                 c("    " + line)
         c("    return out")
         names: set[str] = set()
-        for r in rows:
+        for _, r in mine:
             for text in (r.when, r.offset, r.file):
                 if text is not None:
                     names |= _fact_names(Expr(text), facts)
@@ -243,8 +271,9 @@ def _fact_names(e: Expr, facts: dict[str, FactSpec]) -> set[str]:
 
 def when_cell(f: FindingSpec) -> str:
     """The condition of a row for the findings page (`-` for a finding the check module writes)."""
-    if f.subject is None:
-        return "-"
-    cond = " ".join((f.when or "").split())
-    head = f"{f.subject}" + (f", each {f.each}" if f.each else "")
-    return f"{head}: `{cond}`" if cond else head
+    cells = []
+    for _, row in _rows_of(f, ()):
+        cond = " ".join((row.when or "").split())
+        head = f"{row.subject}" + (f", each {row.each}" if row.each else "")
+        cells.append(f"{head}: `{cond}`" if cond else head)
+    return "; ".join(cells) or "-"

@@ -437,6 +437,23 @@ class FindingBasis(Strict):
     doc: str
 
 
+class FindingRow(Strict):
+    """One row of a finding: when it is reported for a part of a subject, and how."""
+
+    subject: str = Field(description="The part the row is about: a subject of the findings spec's `facts_from` "
+                         "verdicts spec, or one the findings spec declares.")
+    when: str | None = Field(None, description="The condition over the subject's facts (the spec's expression "
+                             "language) under which the finding is reported.")
+    each: str | None = Field(None, description="A list fact: the row is evaluated once per element, named `each`.")
+    path: str | None = Field(None, description="The field path, a template: `{expression}` over the facts.")
+    message: str | None = Field(None, description="The message, a template: `{expression[!r][:spec]}` over the facts.")
+    offset: str | None = Field(None, description="The byte offset, an expression over the facts; null: none.")
+    file: str | None = Field(None, description="The file the offset is in, an expression over the facts; null: "
+                             "the input's.")
+    stop: bool = Field(False, description="When the row holds, the later rows of the subject are not evaluated "
+                       "for this part (the reader stops there).")
+
+
 class FindingSpec(Strict):
     code: str = Field(pattern=r"^[a-z]+(\.[a-z0-9-]+)+$")
     severity: Literal["error", "warning", "info"]
@@ -459,16 +476,16 @@ class FindingSpec(Strict):
     subject: str | None = Field(None, description="The part the row is about: a subject of the findings spec's "
                                 "`facts_from` verdicts spec (or one the findings spec declares); null: the finding "
                                 "is written by the check module.")
-    when: str | None = Field(None, description="The condition over the subject's facts (the spec's expression "
-                             "language) under which the finding is reported.")
-    each: str | None = Field(None, description="A list fact: the row is evaluated once per element, named `each`.")
-    path: str | None = Field(None, description="The field path, a template: `{expression}` over the facts.")
-    message: str | None = Field(None, description="The message, a template: `{expression[!r][:spec]}` over the facts.")
-    offset: str | None = Field(None, description="The byte offset, an expression over the facts; null: none.")
-    file: str | None = Field(None, description="The file the offset is in, an expression over the facts; null: "
-                             "the input's.")
-    stop: bool = Field(False, description="When the row holds, the later rows of the subject are not evaluated "
-                       "for this part (the reader stops there).")
+    # the finding's row, when it has one (the fields of FindingRow)
+    when: str | None = None
+    each: str | None = None
+    path: str | None = None
+    message: str | None = None
+    offset: str | None = None
+    file: str | None = None
+    stop: bool = False
+    rows: list[FindingRow] = Field(default_factory=list, description="More rows of the finding (another subject, "
+                                   "another message): each as the finding's own row fields.")
 
 
 class FindingsSubject(Strict):
@@ -477,7 +494,9 @@ class FindingsSubject(Strict):
 
     name: str = Field(pattern=IDENT)
     doc: str | None = None
-    facts: list[FactSpec]
+    facts: list[FactSpec] = Field(default_factory=list)
+    order: list[str] | None = Field(None, description="The codes of the subject's rows in the order they are "
+                                    "evaluated (the order of a part's findings); none: the findings' order.")
 
 
 class FindingsSpec(Strict):
