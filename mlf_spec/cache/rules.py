@@ -9,6 +9,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import MlfError
@@ -99,8 +100,8 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
             "has_md5": int(shard.has_md5), "md5_syntax_ok": int(shard.md5_syntax_ok), "records": len(shard.tensors),
             "exists": int(size is not None), "size_ok": int(size == shard.nbytes), "size": size, "nbytes": shard.nbytes,
             "file": shard_file}, {
-            "md5_compare": lambda s=shard: "; compared case-insensitively" if s.md5_comparable else "; not compared",
-            "size_word": lambda s=shard, n=size: "shorter" if n < s.nbytes else "longer"})))
+            "md5_compare": partial(_md5_compare, shard.md5_comparable),
+            "size_word": partial(_size_word, size or 0, shard.nbytes)})))
         limit = shard.nbytes if size is None else min(size, shard.nbytes)
         covered_plain = None if repeated else _plain(shard.tensors, limit, idx.version)
         if covered_plain is not None:  # the writer's layout: nothing to report but a gap at the end
@@ -129,6 +130,14 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
                     and t.offset + t.nbytes <= limit:  # its bytes lie in the shard: they count for gaps and overlaps
                 spans.append((t.offset, t.offset + t.nbytes, t))
         yield from _layout(shard.path, spans, size if size == shard.nbytes else None, shard_file)
+
+
+def _md5_compare(comparable: bool) -> str:
+    return "; compared case-insensitively" if comparable else "; not compared"
+
+
+def _size_word(size: int, nbytes: int) -> str:
+    return "shorter" if size < nbytes else "longer"
 
 
 def _tensor_facts(t: TensorEntry, dt: dtypes.CacheDType | None, n: int, dup_of: str, version: int | None, limit: int,

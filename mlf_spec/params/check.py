@@ -21,6 +21,7 @@ import os
 import struct
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -348,7 +349,7 @@ def _file_findings(pf: _File, c: Collector) -> None:
     for i, n in enumerate(pf.names):
         later[n] -= 1
         _add(c, _rows.name(Facts({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n))},
-                                  {"shown": lambda n=n: _show(n), "hex": lambda n=n: _codec.name_bytes(n).hex()})))
+                                  {"shown": partial(_show, n), "hex": partial(_hex, n)})))
 
 
 def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, keys: list[tuple[int, int, int]],
@@ -429,6 +430,10 @@ def _utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _hex(name: str) -> str:
+    return _codec.name_bytes(name).hex()
 
 
 def _show(name: str) -> str:

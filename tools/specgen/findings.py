@@ -100,12 +100,13 @@ def check(model: Any, spec: FindingsSpec, doc: SpecDocument) -> None:
     subjects = subject_facts(model, spec, doc)
     consts = constants(model)
     for facts in subjects.values():
-        for f in facts.values():
-            if f.derive is not None:
-                check_expr(f.derive, set(facts) | set(consts), "facts", ("subjects",), doc)
+        for fact in facts.values():
+            if fact.derive is not None:
+                check_expr(fact.derive, set(facts) | set(consts), "facts", ("subjects",), doc)
     classes = any(f.error_class for f in spec.findings)
-    for i, f in enumerate(spec.findings):
+    for i, finding in enumerate(spec.findings):
         loc = ("findings", i)
+        f = finding
         if classes and bool(f.error_class) != f.strict_refuses:
             raise doc.error(loc, "a finding the strict reader refuses has an error class, and only such a finding")
         if f.subject is None:
@@ -277,3 +278,17 @@ def when_cell(f: FindingSpec) -> str:
         head = f"{row.subject}" + (f", each {row.each}" if row.each else "")
         cells.append(f"{head}: `{cond}`" if cond else head)
     return "; ".join(cells) or "-"
+
+
+def finding_rows_intro(spec: FindingsSpec) -> list[str]:
+    """The lines before the findings table that say what its `When` and `Strict reader` columns mean."""
+    facts = f" (the facts of the subjects of {spec.facts_from}.md, and those below)" if spec.facts_from else ""
+    page = [f"`When` is the condition over the facts of the part{facts} under which the finding is reported "
+            "(a finding with `-` is written by the check module); `Strict reader`: mlf-spec's strict reader "
+            "refuses an input with the finding, the check reads further and reports it.", ""]
+    for s in spec.subjects:
+        if not s.facts:
+            continue
+        page += [f"Facts of `{s.name}` that only the findings read: "
+                 + "; ".join(f"`{f.name}` ({' '.join(f.doc.split()).rstrip('.')})" for f in s.facts) + ".", ""]
+    return page

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import string
+from functools import partial
 from pprint import pformat
 from typing import Any
 
@@ -140,7 +141,7 @@ def emit(model: Any, name: str) -> dict[str, str]:
     for i, r in enumerate(spec.rules):
         if r.when is None:
             continue
-        src = Expr(r.when).translate(lambda n, r=r: derived_source(facts_of[r.subject], consts, n), inline=True)
+        src = Expr(r.when).translate(partial(_source, facts_of[r.subject], consts), inline=True)
         c()
         c()
         c(f"def _when_{i}(f: Mapping[str, Any]) -> bool:  # {r.id}")
@@ -161,6 +162,10 @@ def emit(model: Any, name: str) -> dict[str, str]:
     c.lines.extend(rows)
     c("]")
     return {f"{name}_rules.py": c.text(), f"docs/{name}.md": _page(model, spec, doc)}
+
+
+def _source(facts: dict[str, Any], consts: dict[str, int], name: str) -> str:
+    return derived_source(facts, consts, name)
 
 
 def _v(v: str | None) -> tuple[int, ...] | None:
