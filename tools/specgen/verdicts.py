@@ -36,10 +36,7 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
     verdicts = {v.name for v in spec.verdicts}
     subjects = {s.name: {f.name: f.type for f in s.facts} for s in spec.subjects}
     consts = constants(model)
-    for i, s in enumerate(spec.subjects):
-        for k, fact in enumerate(s.facts):
-            if fact.derive is not None:
-                check_expr(fact.derive, set(subjects[s.name]) | set(consts), "facts", ("subjects", i, "facts", k), doc)
+    _check_derived(spec, subjects, consts, doc)
     tests = {s.name: {t.name: t for t in s.tests} for s in spec.subjects}
     readers = {r.name for r in spec.readers}
     for i, s in enumerate(spec.subjects):
@@ -111,6 +108,15 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
         for lo, hi, what in ((r.since, r.until, "since/until"), (r.writer_since, r.writer_until, "writer_since/writer_until")):
             if lo is not None and hi is not None and vkey(lo) >= vkey(hi):
                 raise doc.error(loc, f"{what}: {lo} is not before {hi}")
+
+
+def _check_derived(spec: VerdictsSpec, subjects: dict[str, dict[str, str]], consts: dict[str, int],
+                   doc: SpecDocument) -> None:
+    """A derived fact names only the subject's facts and the binary specs' constants."""
+    for i, s in enumerate(spec.subjects):
+        for k, fact in enumerate(s.facts):
+            if fact.derive is not None:
+                check_expr(fact.derive, set(subjects[s.name]) | set(consts), "facts", ("subjects", i, "facts", k), doc)
 
 
 def emit(model: Any, name: str) -> dict[str, str]:
