@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlf_spec.errors import MlfError
 from mlf_spec.generated import params_check_rows as rows
 from mlf_spec.generated import tensor_fast
+
+from mlf_spec.errors import MlfError
 from mlf_spec.params import check, codec
 
 ROOT = Path(__file__).resolve().parents[2]
