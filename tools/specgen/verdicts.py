@@ -110,7 +110,7 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
                 raise doc.error(loc, f"{what}: {lo} is not before {hi}")
 
 
-def _check_derived(spec: VerdictsSpec, subjects: dict[str, dict[str, str]], consts: dict[str, int],
+def _check_derived(spec: VerdictsSpec, subjects: dict[str, dict[str, Any]], consts: dict[str, int],
                    doc: SpecDocument) -> None:
     """A derived fact names only the subject's facts and the binary specs' constants."""
     for i, s in enumerate(spec.subjects):
