@@ -9,13 +9,12 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import MlfError
 from mlf_spec.generated import cache_check_findings as _findings
 from mlf_spec.generated import cache_check_rows as _rows
-from mlf_spec.verdict.facts import Facts
+from mlf_spec.verdict.facts import Facts, lazy
 
 from . import dtypes, encodings
 from .index import INDEX_NAMES, INT64_MAX
@@ -93,15 +92,13 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
         size = lazy.shard_size(i)
         shard_file = str(lazy.folder / shard.data_path)
         m = _SHARD_NAME.fullmatch(shard.data_path)
-        yield from _problems(_rows.shard(Facts({
+        yield from _problems(_rows.shard(_SHARD_TEXTS({
             "path": shard.path, "index": i, "extra_keys": shard.extra or (), "format": shard.format,
             "format_ok": int(shard.format == "raw-shard"), "data_path": shard.data_path,
             "data_path_ok": int(m is not None and int(m.group(1)) == i and m.group(1) == str(i)),
             "has_md5": int(shard.has_md5), "md5_syntax_ok": int(shard.md5_syntax_ok), "records": len(shard.tensors),
             "exists": int(size is not None), "size_ok": int(size == shard.nbytes), "size": size, "nbytes": shard.nbytes,
-            "file": shard_file}, {
-            "md5_compare": partial(_md5_compare, shard.md5_comparable),
-            "size_word": partial(_size_word, size or 0, shard.nbytes)})))
+            "file": shard_file, "part": shard})))
         limit = shard.nbytes if size is None else min(size, shard.nbytes)
         covered_plain = None if repeated else _plain(shard.tensors, limit, idx.version)
         if covered_plain is not None:  # the writer's layout: nothing to report but a gap at the end
@@ -132,32 +129,42 @@ def structural(lazy: LazyCache) -> Iterator[Problem]:
         yield from _layout(shard.path, spans, size if size == shard.nbytes else None, shard_file)
 
 
-def _md5_compare(comparable: bool) -> str:
-    return "; compared case-insensitively" if comparable else "; not compared"
-
-
-def _size_word(size: int, nbytes: int) -> str:
-    return "shorter" if size < nbytes else "longer"
+#: The facts of a shard record, its texts made when a row reads them (``part``: the record).
+_SHARD_TEXTS = lazy("ShardFacts", {
+    "md5_compare": lambda f: "; compared case-insensitively" if f["part"].md5_comparable else "; not compared",
+    "size_word": lambda f: "shorter" if f["size"] < f["nbytes"] else "longer",
+})
 
 
 def _tensor_facts(t: TensorEntry, dt: dtypes.CacheDType | None, n: int, dup_of: str, version: int | None, limit: int,
                   shard_file: str) -> Facts:
     """The facts of a tensor record the writer's layout does not cover."""
     applies = encodings.applies(t.format, t.dtype)
-    return Facts({
+    return _TENSOR_TEXTS({
         "path": t.path, "name": t.name, "extra_keys": t.extra or (), "dup_of": dup_of, "dtype": t.dtype,
         "dtype_ok": int(dt is not None), "format": t.format, "format_known": int(t.format in encodings.ENCODINGS),
         "applies": int(applies), "negative": int(any(d < 0 for d in t.shape)), "numel": n, "nbytes": t.nbytes,
         "offset": t.offset, "limit": limit, "file": shard_file, "int64_max": INT64_MAX, "max_dims": NUMPY_MAX_DIMS,
-    }, {
-        "dtype_short": lambda: _short(t.dtype),
-        "loaders": lambda: version and INDEX_NAMES_OF.get(version) or "any index",
-        "python_reads": lambda: int(fast_python(t.dtype)), "canonical": lambda: dt.canonical if dt else "",
-        "stored_format": lambda: t.format if applies else "raw", "shape_text": lambda: _shape_text(t.shape),
-        "numpy_bad": lambda: int(numpy_shape_bad(t.shape, dt)),
-        "want": lambda: expected_nbytes(dt, t.format, t.shape) if dt is not None else 0,
-        "want_text": lambda: _size_text(expected_nbytes(dt, t.format, t.shape)) if dt is not None else "",
+        "part": (t, dt, version),
     })
+
+
+def _want(f: Facts) -> int:
+    t, dt, _ = f["part"]
+    return expected_nbytes(dt, t.format, t.shape) if dt is not None else 0
+
+
+#: The facts of a tensor record, its texts and sizes made when a row reads them (``part``: the
+#: record, its dtype, the index's version).
+_TENSOR_TEXTS = lazy("TensorFacts", {
+    "dtype_short": lambda f: _short(f["dtype"]),
+    "loaders": lambda f: f["part"][2] and INDEX_NAMES_OF.get(f["part"][2]) or "any index",
+    "python_reads": lambda f: int(fast_python(f["dtype"])), "canonical": lambda f: f["part"][1].canonical,
+    "stored_format": lambda f: f["format"] if f["applies"] else "raw",
+    "shape_text": lambda f: _shape_text(f["part"][0].shape),
+    "numpy_bad": lambda f: int(numpy_shape_bad(f["part"][0].shape, f["part"][1])),
+    "want": _want, "want_text": lambda f: _size_text(_want(f)),
+})
 
 
 def _layout(sp: str, spans: list, size: int | None, shard_file: str) -> Iterator[Problem]:

@@ -21,7 +21,6 @@ import os
 import struct
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
 from mlf_spec.verdict import lazy_engine as _engine
-from mlf_spec.verdict.facts import Facts
+from mlf_spec.verdict.facts import Facts, lazy
 
 if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
     from mlf_spec.verdict import engine as _verdict
@@ -346,10 +345,16 @@ def _file_findings(pf: _File, c: Collector) -> None:
         "last_index": last and last.index, "last_name": last and last.name, "last_present": last and last.present,
         "last_nbytes": last and last.nbytes, "last_data_offset": last and last.data_offset}))
     later: Counter[str] = Counter(pf.names)  # occurrences at or after index i
+    rows, make = _rows.name, _NAME_TEXTS
     for i, n in enumerate(pf.names):
         later[n] -= 1
-        _add(c, _rows.name(Facts({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n))},
-                                  {"shown": partial(_show, n), "hex": partial(_hex, n)})))
+        found = rows(make({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n)), "name": n}))
+        if found:
+            _add(c, found)
+
+
+#: The facts of a name, its texts made when a row reads them.
+_NAME_TEXTS = lazy("NameFacts", {"shown": lambda f: _show(f["name"]), "hex": lambda f: _codec.name_bytes(f["name"]).hex()})
 
 
 def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, keys: list[tuple[int, int, int]],
@@ -374,29 +379,53 @@ def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, ke
 
 def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> None:
     shape = r.shape
-    numel = _numel(shape)
-    dt = _dt.lookup(d, r.code, r.bits, r.lanes)
-    zero_at = shape.index(0, 1) if shape and shape[0] != 0 and 0 in shape[1:] else 0
-    values = {
+    bits = r.bits
+    key = (d.id, r.code, bits, r.lanes)
+    kind = _kinds.get(key)
+    if kind is None:
+        if len(_kinds) > 4096:  # dtypes are few in a file; a hostile one cannot grow this
+            _kinds.clear()
+        dt = _dt.lookup(d, r.code, bits, r.lanes)
+        kind = _kinds[key] = (dt, int(dt.known), _handle(d, r.code, bits))
+    dt = kind[0]
+    found = _rows.tensor(_TENSOR_TEXTS({
         "index": r.index, "reserved": r.reserved, "device_type": r.device_type, "device_id": r.device_id,
-        "ndim": r.ndim, "code": r.code, "bits": r.bits, "lanes": r.lanes, "nbytes": r.nbytes, "numel": numel,
-        "elem_bytes": -(-r.bits // 8), "first_extent": shape[0] if shape else 1, "max_byte": max_byte,
-        "negative_at": [(k, e) for k, e in enumerate(shape) if e < 0] if min(shape, default=0) < 0 else (),
-        "zero_extent_at": zero_at, "known": int(dt.known),
-        "handle": int((_dt.row_of(d, r.code, r.bits) or {}).get("kind") == "handle"),  # the dtype table's row
-        "dialect": d.id, "data_offset": r.data_offset,
-    }
-    make = {
-        "at_reserved": lambda: r.offset("reserved"), "at_device": lambda: r.offset("device"),
-        "at_ndim": lambda: r.offset("ndim"), "at_dtype": lambda: r.offset("dtype"),
-        "at_shape": lambda: r.offset("shape"), "at_data_byte_size": lambda: r.offset("data_byte_size"),
-        "shape_text": lambda: _shape_text(shape), "numel_text": lambda: _int_text(numel),
-        "expected_text": lambda: _int_text(numel * -(-r.bits // 8)), "dialect_label": lambda: d.label,
-        "layout_text": lambda: "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed"
-        else "one element per ceil(bits/8) bytes",
-        "dtype_name": lambda: dt.name, "data_fits": lambda: int(_dt.data_fits(d, r.code, r.bits, max_byte)),
-    }
-    _add(c, _rows.tensor(Facts(values, make)))
+        "ndim": r.ndim, "code": r.code, "bits": bits, "lanes": r.lanes, "nbytes": r.nbytes, "numel": _numel(shape),
+        "elem_bytes": -(-bits // 8), "first_extent": shape[0] if shape else 1, "max_byte": max_byte,
+        "negative_at": [(k, e) for k, e in enumerate(shape) if e < 0] if shape and min(shape) < 0 else (),
+        "zero_extent_at": shape.index(0, 1) if len(shape) > 1 and shape[0] != 0 and 0 in shape[1:] else 0,
+        "known": kind[1], "handle": kind[2], "dialect": d.id, "data_offset": r.data_offset, "part": (r, d, dt),
+    }))
+    if found:
+        _add(c, found)
+
+
+#: (dialect, code, bits, lanes) -> (the dtype, whether the dialect defines it, whether it is a handle)
+_kinds: dict[tuple[str, int, int, int], tuple[Any, int, int]] = {}
+
+
+def _handle(d: _dt.Dialect, code: int, bits: int) -> int:
+    """1 when the dialect's dtype table names (code, bits) an opaque handle (its row, not a code)."""
+    return int((_dt.row_of(d, code, bits) or {}).get("kind") == "handle")
+
+
+def _layout_text(f: Facts) -> str:
+    r, d, _ = f["part"]
+    return "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
+
+
+#: The facts of a record, its offsets and texts made when a row reads them (``part``: the
+#: record, the dialect, the dtype).
+_TENSOR_TEXTS = lazy("TensorFacts", {
+    "at_reserved": lambda f: f["part"][0].offset("reserved"), "at_device": lambda f: f["part"][0].offset("device"),
+    "at_ndim": lambda f: f["part"][0].offset("ndim"), "at_dtype": lambda f: f["part"][0].offset("dtype"),
+    "at_shape": lambda f: f["part"][0].offset("shape"),
+    "at_data_byte_size": lambda f: f["part"][0].offset("data_byte_size"),
+    "shape_text": lambda f: _shape_text(f["part"][0].shape), "numel_text": lambda f: _int_text(f["numel"]),
+    "expected_text": lambda f: _int_text(f["numel"] * f["elem_bytes"]), "dialect_label": lambda f: f["part"][1].label,
+    "layout_text": _layout_text, "dtype_name": lambda f: f["part"][2].name,
+    "data_fits": lambda f: int(_dt.data_fits(f["part"][1], f["code"], f["bits"], f["max_byte"])),
+})
 
 
 def _int_text(n: int) -> str:
@@ -430,10 +459,6 @@ def _utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _hex(name: str) -> str:
-    return _codec.name_bytes(name).hex()
 
 
 def _show(name: str) -> str:
