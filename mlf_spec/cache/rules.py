@@ -280,17 +280,17 @@ INDEX_NAMES_OF = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.j
 
 
 def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
-    """md5sum against the shard bytes (reads every shard)."""
+    """md5sum against the shard bytes (reads every shard): the shard_bytes rows."""
     for i, shard in enumerate(lazy.index.shards):
         if not shard.md5_comparable or lazy.shard_size(i) is None:
             continue
         h = hashlib.md5(usedforsecurity=False)
         for block in lazy.shard_blocks(i):
             h.update(block)
-        if shard.md5sum is not None and h.hexdigest() != shard.md5sum.lower():
-            yield Problem("shard.md5", f"{shard.path}.md5sum",
-                          f"the shard's MD5 is {h.hexdigest()}, its record says {shard.md5sum}",
-                          str(lazy.folder / shard.data_path), 0)
+        if shard.md5sum is not None:
+            yield from _problems(_rows.shard_bytes({
+                "path": shard.path, "md5": h.hexdigest(), "md5sum": shard.md5sum, "recorded": shard.md5sum.lower(),
+                "file": str(lazy.folder / shard.data_path)}))
 
 
 #: Problems that stop the codec from reading (strict open): the findings whose
