@@ -276,7 +276,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-INDEX_NAMES_OF = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.json (TVM 0.22 on)"}
+INDEX_NAMES_OF: dict[int, str] = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.json (TVM 0.22 on)"}
 
 
 def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
