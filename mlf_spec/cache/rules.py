@@ -143,15 +143,13 @@ def _tensor_facts(t: TensorEntry, dt: dtypes.CacheDType | None, n: int, dup_of: 
     return _TENSOR_TEXTS({
         "path": t.path, "name": t.name, "extra_keys": t.extra or (), "dup_of": dup_of, "dtype": t.dtype,
         "dtype_ok": int(dt is not None), "format": t.format, "format_known": int(t.format in encodings.ENCODINGS),
-        "applies": int(applies), "negative": int(any(d < 0 for d in t.shape)), "numel": n, "nbytes": t.nbytes,
+        "applies": int(applies), "negative": int(min(t.shape, default=0) < 0), "numel": n, "nbytes": t.nbytes,
+        # read by nearly every record's rows: made now rather than on first read
+        "python_reads": int(fast_python(t.dtype)), "numpy_bad": int(numpy_shape_bad(t.shape, dt)),
+        "want": expected_nbytes(dt, t.format, t.shape) if dt is not None else 0,
         "offset": t.offset, "limit": limit, "file": shard_file, "int64_max": INT64_MAX, "max_dims": NUMPY_MAX_DIMS,
         "part": (t, dt, version),
     })
-
-
-def _want(f: Facts) -> int:
-    t, dt, _ = f["part"]
-    return expected_nbytes(dt, t.format, t.shape) if dt is not None else 0
 
 
 #: The facts of a tensor record, its texts and sizes made when a row reads them (``part``: the
@@ -159,11 +157,8 @@ def _want(f: Facts) -> int:
 _TENSOR_TEXTS = lazy("TensorFacts", {
     "dtype_short": lambda f: _short(f["dtype"]),
     "loaders": lambda f: f["part"][2] and INDEX_NAMES_OF.get(f["part"][2]) or "any index",
-    "python_reads": lambda f: int(fast_python(f["dtype"])), "canonical": lambda f: f["part"][1].canonical,
-    "stored_format": lambda f: f["format"] if f["applies"] else "raw",
-    "shape_text": lambda f: _shape_text(f["part"][0].shape),
-    "numpy_bad": lambda f: int(numpy_shape_bad(f["part"][0].shape, f["part"][1])),
-    "want": _want, "want_text": lambda f: _size_text(_want(f)),
+    "canonical": lambda f: f["part"][1].canonical, "stored_format": lambda f: f["format"] if f["applies"] else "raw",
+    "shape_text": lambda f: _shape_text(f["part"][0].shape), "want_text": lambda f: _size_text(f["want"]),
 })
 
 
