@@ -12,7 +12,7 @@ NAME = 'cache_read_rules'
 TITLE = "What each TVM version's tensor cache loaders do with a cache folder"
 #: Verdicts, best first.
 VERDICTS = ['loads', 'misreads', 'rejects', 'crashes']
-#: subject -> {fact: type}
+#: subject -> {fact: type} (the facts a part carries; derived ones are written into the conditions)
 SUBJECTS = {'index': {'named': 'int', 'has_metadata': 'int', 'nonfinite': 'int', 'lone_surrogate': 'int'},
  'shard': {'exists': 'int', 'format_ok': 'int', 'size_ok': 'int', 'md5_bad': 'int'},
  'tensor': {'parsed': 'int',

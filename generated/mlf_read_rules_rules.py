@@ -12,7 +12,7 @@ NAME = 'mlf_read_rules'
 TITLE = "What TVM's readers of MLF archives need, by TVM version"
 #: Verdicts, best first.
 VERDICTS = ['loads', 'misreads', 'rejects']
-#: subject -> {fact: type}
+#: subject -> {fact: type} (the facts a part carries; derived ones are written into the conditions)
 SUBJECTS = {'archive': {}}
 #: subject -> {test: what its argument is, or None}
 TESTS = {'archive': {'uncompressed': None,

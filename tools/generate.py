@@ -39,6 +39,7 @@ from specgen.emit_versioned import (  # noqa: E402
     emit_timeline,
     emit_versioned_strategies,
 )
+from specgen.findings import emit as emit_finding_rows  # noqa: E402
 from specgen.kaitai_node import NodeToolsError, render_diagrams  # noqa: E402
 from specgen.load import load  # noqa: E402
 from specgen.migrations import emit_data as emit_migration_data  # noqa: E402
@@ -115,6 +116,8 @@ def render(model: Model) -> dict[str, str]:
                                                                              layout.findings)
     for name in model.findings:
         files.update(emit_findings(model, name))
+        if any(f.subject for f in model.findings[name][0].findings):
+            files.update(emit_finding_rows(model, name))
     for name in model.verdicts:
         files.update(emit_verdicts(model, name))
     for records in sorted({s.records for s, _ in model.migrations.values()}):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from mlf_spec.errors import MlfError
 from mlf_spec.generated import cache_check_findings as _findings
+from mlf_spec.generated import cache_check_rows as _rows
+from mlf_spec.verdict.facts import Facts, lazy
 
 from . import dtypes, encodings
 from .index import INDEX_NAMES, INT64_MAX
@@ -67,133 +69,113 @@ def expected_nbytes(dtype: dtypes.CacheDType, fmt: str, shape: tuple[int, ...]) 
     return (numel(shape) * bits * dtype.lanes + 7) // 8
 
 
+def _problems(rows: list[tuple[str, str, str, int | None, str | None]]) -> Iterator[Problem]:
+    for code, path, message, offset, file in rows:
+        yield Problem(code, path, message, file, offset)
+
+
 def structural(lazy: LazyCache) -> Iterator[Problem]:
     """The rules that decide whether the loaders can read the tensors at all, plus the
-    observations that need no data (no shard byte is read)."""
+    observations that need no data (no shard byte is read): the rows of
+    spec/findings/cache_check.yaml over the index, each shard and each tensor the writer's
+    layout does not cover, then the shard bytes no tensor or two tensors cover."""
     idx = lazy.index
-    if not idx.has_metadata:
-        yield Problem("cache.metadata-missing", "", "no 'metadata' key: TVM's Python loader raises KeyError (the C++ "
-                      "loader and the web runtime do not read it)")
-    if idx.nonfinite:
-        yield Problem("cache.json-nonfinite", "", f"{idx.nonfinite} NaN / Infinity literal(s): not RFC 8259 JSON; the "
-                      "web runtime's JSON.parse refuses the index (Python's json and tvm-ffi's parser read them); "
-                      "mlf-spec reads each as null")
-    if idx.surrogates:
-        yield Problem("cache.lone-surrogate", "", "a string holds a lone surrogate escape (\\ud800 alone): the C++ "
-                      "loader (tvm-ffi's JSON parser) refuses the index, Python's json and the web runtime read it")
-    if idx.version is None:
-        yield Problem("cache.index-name", "", f"the index is named {lazy.index_name!r}; TVM's C++ loader opens only "
-                      "tensor-cache.json (0.22 on) or ndarray-cache.json (0.16 to 0.21) in a folder")
-    if idx.version is not None:
-        other = INDEX_NAMES[3 - idx.version] if 3 - idx.version in INDEX_NAMES else None
-        if other is not None and os.path.lexists(lazy.folder / other):
-            yield Problem("cache.two-indexes", "", f"the folder also holds {other}: TVM 0.16 to 0.21 read "
-                          f"ndarray-cache.json, 0.22 on tensor-cache.json; mlf-spec reads {lazy.index_name}")
-    for key in idx.extra:
-        yield Problem("cache.unknown-key", key, f"key {key!r} is not written by dump_tensor_cache; loaders ignore it")
+    other = INDEX_NAMES.get(3 - idx.version) if idx.version is not None else None
+    yield from _problems(_rows.index({
+        "has_metadata": int(idx.has_metadata), "nonfinite": int(bool(idx.nonfinite)), "nonfinite_count": idx.nonfinite,
+        "lone_surrogate": int(bool(idx.surrogates)), "named": idx.version or 0, "index_name": lazy.index_name,
+        "other_index": other if other is not None and os.path.lexists(lazy.folder / other) else "",
+        "extra_keys": list(idx.extra)}))
     seen: dict[str, Any] = {}
     repeated = len(lazy.by_name) != len(lazy.tensors)  # some name is stored twice
     for i, shard in enumerate(idx.shards):
-        sp = shard.path
-        for key in shard.extra:
-            yield Problem("cache.unknown-key", f"{sp}.{key}", f"key {key!r} is not written by dump_tensor_cache")
-        if shard.format != "raw-shard":
-            yield Problem("shard.format", f"{sp}.format", f"shard format {shard.format!r}: only raw-shard is loaded")
-        m = _SHARD_NAME.fullmatch(shard.data_path)
-        if m is None or int(m.group(1)) != i or m.group(1) != str(i):
-            yield Problem("shard.data-path", f"{sp}.dataPath",
-                          f"dataPath {shard.data_path!r} is not the writer's params_shard_{i}.bin")
-        if not shard.has_md5:
-            yield Problem("shard.md5-missing", sp, "no md5sum (written before v0.16, or by another tool)")
-        elif not shard.md5_syntax_ok:
-            yield Problem("shard.md5-syntax", f"{sp}.md5sum", "md5sum is not 32 lower-case hex digits as the writer "
-                          "writes it (no loader reads it)" + ("; compared case-insensitively" if shard.md5_comparable
-                                                             else "; not compared"))
-        if not shard.tensors:
-            yield Problem("shard.empty", f"{sp}.records", "a shard without tensor records")
         size = lazy.shard_size(i)
         shard_file = str(lazy.folder / shard.data_path)
-        if size is None:
-            yield Problem("shard.missing", f"{sp}.dataPath", f"shard file {shard.data_path!r} does not exist")
-        elif size != shard.nbytes:
-            yield Problem("shard.size", f"{sp}.nbytes", f"the shard holds {size} bytes, its record says {shard.nbytes} "
-                          f"({'shorter' if size < shard.nbytes else 'longer'}): the loaders refuse it", shard_file, min(size, shard.nbytes))
+        m = _SHARD_NAME.fullmatch(shard.data_path)
+        yield from _problems(_rows.shard(_SHARD_TEXTS({
+            "path": shard.path, "index": i, "extra_keys": shard.extra or (), "format": shard.format,
+            "format_ok": int(shard.format == "raw-shard"), "data_path": shard.data_path,
+            "data_path_ok": int(m is not None and int(m.group(1)) == i and m.group(1) == str(i)),
+            "has_md5": int(shard.has_md5), "md5_syntax_ok": int(shard.md5_syntax_ok), "records": len(shard.tensors),
+            "exists": int(size is not None), "size_ok": int(size == shard.nbytes), "size": size, "nbytes": shard.nbytes,
+            "file": shard_file, "part": shard})))
         limit = shard.nbytes if size is None else min(size, shard.nbytes)
         covered_plain = None if repeated else _plain(shard.tensors, limit, idx.version)
         if covered_plain is not None:  # the writer's layout: nothing to report but a gap at the end
             if size is not None and size == shard.nbytes and covered_plain < size and shard.tensors:
-                yield Problem("shard.gap", sp, f"bytes {covered_plain}..{size} belong to no tensor", shard_file,
+                yield Problem("shard.gap", shard.path, f"bytes {covered_plain}..{size} belong to no tensor", shard_file,
                               covered_plain)
             continue
         spans = []
         for t in shard.tensors:
-            if t.extra:
-                for key in t.extra:
-                    yield Problem("cache.unknown-key", f"{t.path}.{key}", f"key {key!r} is not written by dump_tensor_cache")
-            if repeated and t.name in seen:
-                yield Problem("tensor.duplicate-name", f"{t.path}.name",
-                              f"name {t.name!r} also at {seen[t.name].path}: the loaders keep the last one")
+            dup_of = seen[t.name].path if repeated and t.name in seen else ""
             seen[t.name] = t
             kind = _kinds.get((t.dtype, t.format, idx.version))
             if kind is None:
                 kind = _kinds[(t.dtype, t.format, idx.version)] = _kind(t.dtype, t.format, idx.version)
             dt, bits, fast = kind
             n = math.prod(t.shape)
-            if fast and t.nbytes == (n * bits + 7) // 8 and 0 <= t.offset and t.offset + t.nbytes <= limit \
-                    and min(t.shape, default=0) >= 0 and len(t.shape) <= NUMPY_MAX_DIMS \
+            if fast and not dup_of and not t.extra and t.nbytes == (n * bits + 7) // 8 and 0 <= t.offset \
+                    and t.offset + t.nbytes <= limit and min(t.shape, default=0) >= 0 \
+                    and len(t.shape) <= NUMPY_MAX_DIMS \
                     and (n or (t.format == "raw" and dt is not None and not _numpy_too_big(t.shape, dt))):
+                spans.append((t.offset, t.offset + t.nbytes, t))  # no row can hold: the writer's record
+                continue
+            f = _tensor_facts(t, dt, n, dup_of, idx.version, limit, shard_file)
+            yield from _problems(_rows.tensor(f))
+            if dt is not None and not f["negative"] and f["want"] <= INT64_MAX and 0 <= t.offset \
+                    and t.offset + t.nbytes <= limit:  # its bytes lie in the shard: they count for gaps and overlaps
                 spans.append((t.offset, t.offset + t.nbytes, t))
-                continue
-            tp = t.path
-            if dt is None:
-                yield Problem("tensor.dtype", f"{tp}.dtype", f"dtype {_short(t.dtype)!r} is not a TVM dtype of the "
-                              f"loaders of {idx.version and INDEX_NAMES_OF.get(idx.version) or 'any index'}")
-            elif not fast_python(t.dtype):
-                yield Problem("tensor.dtype-numpy", f"{tp}.dtype", f"dtype {t.dtype!r}: TVM's Python loader fails in "
-                              "np.frombuffer (no NumPy type of that spelling); the C++ loader reads it as "
-                              f"{dt.canonical}")
-            if t.format not in encodings.ENCODINGS:
-                yield Problem("tensor.format-unknown", f"{tp}.format", f"format {t.format!r} is known to no loader: "
-                              "the bytes are read raw")
-            elif dt is not None and t.format != "raw" and not encodings.applies(t.format, t.dtype):
-                yield Problem("tensor.format-ignored", f"{tp}.format",
-                              f"format {t.format!r} does not apply to {t.dtype}: the bytes are read raw")
-            if any(d < 0 for d in t.shape):
-                yield Problem("tensor.negative-extent", f"{tp}.shape", f"negative extent in {_shape_text(t.shape)}")
-                continue
-            if numpy_shape_bad(t.shape, dt):
-                yield Problem("tensor.shape-numpy", f"{tp}.shape", f"shape {_shape_text(t.shape)}: NumPy holds at most "
-                              f"{NUMPY_MAX_DIMS} dimensions and {INT64_MAX} bytes of shape, so TVM's Python loader fails "
-                              "(np.empty / reshape); the C++ loader reads it")
-            if dt is None:
-                continue
-            want = expected_nbytes(dt, t.format, t.shape)
-            if want > INT64_MAX:
-                yield Problem("tensor.nbytes", f"{tp}.shape", f"the shape's byte size {_size_text(want)} overflows int64")
-                continue
-            if want != t.nbytes:
-                yield Problem("tensor.nbytes", f"{tp}.nbytes", f"nbytes {t.nbytes} but shape {_shape_text(t.shape)} of {t.dtype} "
-                              f"under {t.format if encodings.applies(t.format, t.dtype) else 'raw'} stores {want}")
-            if t.format != "raw" and encodings.applies(t.format, t.dtype) and numel(t.shape) == 0:
-                yield Problem("tensor.empty-encoded", tp, "an empty tensor under an encoding")
-            if t.offset < 0 or t.offset + t.nbytes > limit:
-                yield Problem("tensor.out-of-shard", f"{tp}.byteOffset",
-                              f"bytes {t.offset}..{t.offset + t.nbytes} are not inside the shard's {limit} bytes",
-                              shard_file, max(t.offset, 0))
-                continue
-            spans.append((t.offset, t.offset + t.nbytes, t))
-        spans.sort(key=lambda x: (x[0], x[1]))
-        covered = 0
-        for start, end, te in spans:
-            if start < covered and end > start:
-                tp = te.path
-                yield Problem("tensor.overlap", f"{tp}.byteOffset", f"bytes {start}..{end} overlap another tensor",
-                              shard_file, start)
-            elif start > covered:
-                yield Problem("shard.gap", sp, f"bytes {covered}..{start} belong to no tensor", shard_file, covered)
-            covered = max(covered, end)
-        if size is not None and size == shard.nbytes and covered < size and spans:
-            yield Problem("shard.gap", sp, f"bytes {covered}..{size} belong to no tensor", shard_file, covered)
+        yield from _layout(shard.path, spans, size if size == shard.nbytes else None, shard_file)
+
+
+#: The facts of a shard record, its texts made when a row reads them (``part``: the record).
+_SHARD_TEXTS = lazy("ShardFacts", {
+    "md5_compare": lambda f: "; compared case-insensitively" if f["part"].md5_comparable else "; not compared",
+    "size_word": lambda f: "shorter" if f["size"] < f["nbytes"] else "longer",
+})
+
+
+def _tensor_facts(t: TensorEntry, dt: dtypes.CacheDType | None, n: int, dup_of: str, version: int | None, limit: int,
+                  shard_file: str) -> Facts:
+    """The facts of a tensor record the writer's layout does not cover."""
+    applies = encodings.applies(t.format, t.dtype)
+    return _TENSOR_TEXTS({
+        "path": t.path, "name": t.name, "extra_keys": t.extra or (), "dup_of": dup_of, "dtype": t.dtype,
+        "dtype_ok": int(dt is not None), "format": t.format, "format_known": int(t.format in encodings.ENCODINGS),
+        "applies": int(applies), "negative": int(min(t.shape, default=0) < 0), "numel": n, "nbytes": t.nbytes,
+        # read by nearly every record's rows: made now rather than on first read
+        "python_reads": int(fast_python(t.dtype)), "numpy_bad": int(numpy_shape_bad(t.shape, dt)),
+        "want": expected_nbytes(dt, t.format, t.shape) if dt is not None else 0,
+        "offset": t.offset, "limit": limit, "file": shard_file, "int64_max": INT64_MAX, "max_dims": NUMPY_MAX_DIMS,
+        "part": (t, dt, version),
+    })
+
+
+#: The facts of a tensor record, its texts and sizes made when a row reads them (``part``: the
+#: record, its dtype, the index's version).
+_TENSOR_TEXTS = lazy("TensorFacts", {
+    "dtype_short": lambda f: _short(f["dtype"]),
+    "loaders": lambda f: f["part"][2] and INDEX_NAMES_OF.get(f["part"][2]) or "any index",
+    "canonical": lambda f: f["part"][1].canonical, "stored_format": lambda f: f["format"] if f["applies"] else "raw",
+    "shape_text": lambda f: _shape_text(f["part"][0].shape), "want_text": lambda f: _size_text(f["want"]),
+})
+
+
+def _layout(sp: str, spans: list, size: int | None, shard_file: str) -> Iterator[Problem]:
+    """Overlaps and gaps of the tensors whose bytes lie in a shard (``size``: the file's, when
+    it is the record's nbytes; a gap at the end is reported only then)."""
+    spans.sort(key=lambda x: (x[0], x[1]))
+    covered = 0
+    for start, end, te in spans:
+        if start < covered and end > start:
+            yield Problem("tensor.overlap", f"{te.path}.byteOffset", f"bytes {start}..{end} overlap another tensor",
+                          shard_file, start)
+        elif start > covered:
+            yield Problem("shard.gap", sp, f"bytes {covered}..{start} belong to no tensor", shard_file, covered)
+        covered = max(covered, end)
+    if size is not None and covered < size and spans:
+        yield Problem("shard.gap", sp, f"bytes {covered}..{size} belong to no tensor", shard_file, covered)
 
 
 #: (dtype, format) -> (parsed dtype, stored bits per element, whether a record of it may take
@@ -289,26 +271,26 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-INDEX_NAMES_OF = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.json (TVM 0.22 on)"}
+INDEX_NAMES_OF: dict[int, str] = {1: "ndarray-cache.json (TVM 0.16 to 0.21)", 2: "tensor-cache.json (TVM 0.22 on)"}
 
 
 def md5_problems(lazy: LazyCache) -> Iterator[Problem]:
-    """md5sum against the shard bytes (reads every shard)."""
+    """md5sum against the shard bytes (reads every shard): the shard_bytes rows."""
     for i, shard in enumerate(lazy.index.shards):
         if not shard.md5_comparable or lazy.shard_size(i) is None:
             continue
         h = hashlib.md5(usedforsecurity=False)
         for block in lazy.shard_blocks(i):
             h.update(block)
-        if shard.md5sum is not None and h.hexdigest() != shard.md5sum.lower():
-            yield Problem("shard.md5", f"{shard.path}.md5sum",
-                          f"the shard's MD5 is {h.hexdigest()}, its record says {shard.md5sum}",
-                          str(lazy.folder / shard.data_path), 0)
+        if shard.md5sum is not None:
+            yield from _problems(_rows.shard_bytes({
+                "path": shard.path, "md5": h.hexdigest(), "md5sum": shard.md5sum, "recorded": shard.md5sum.lower(),
+                "file": str(lazy.folder / shard.data_path)}))
 
 
-#: Problems that stop the codec from reading (strict open): the rules that have an error
-#: class in spec/findings/cache_check.yaml (the loaders refuse or misread).
-FATAL = frozenset(code for code, f in FINDINGS.items() if f.get("error_class"))
+#: Problems that stop the codec from reading (strict open): the findings whose
+#: strict_refuses is true in spec/findings/cache_check.yaml (the loaders refuse or misread).
+FATAL = _rows.STRICT_REFUSES
 
 
 def error_type(code: str) -> type[MlfError]:

@@ -29,10 +29,12 @@ from mlf_spec._internal.spec_engine import Tracer
 from mlf_spec._io import PreadWindow, describe, open_regular_fd, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
 from mlf_spec.findings import ArtifactReport, Collector
+from mlf_spec.generated import params_check_rows as _rows
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated.params_check_findings import FINDINGS
 from mlf_spec.generated.tensor_fast import TENSOR_RECORD_OFFSETS
 from mlf_spec.verdict import lazy_engine as _engine
+from mlf_spec.verdict.facts import Facts, lazy
 
 if TYPE_CHECKING:  # the verdict engine is imported for --tvm only
     from mlf_spec.verdict import engine as _verdict
@@ -41,7 +43,6 @@ from . import codec as _codec
 from . import dtypes as _dt
 
 _I64 = 1 << 64
-_MAX_NDIM = 64  # mlf-spec's own bound (spec/binary/tensor.yaml), not TVM's
 
 
 @dataclass
@@ -331,24 +332,29 @@ def _top(buf: Any, at: int, n: int) -> int:
 # ------------------------------------------------------------------------------ findings
 
 
+def _add(c: Collector, rows: list[tuple[str, str, str, int | None, str | None]]) -> None:
+    for code, path, message, offset, _file in rows:
+        c.add(code, path, message, offset=offset)
+
+
 def _file_findings(pf: _File, c: Collector) -> None:
-    if pf.reserved:
-        c.add("params.reserved", "reserved", f"the list's reserved word is {pf.reserved:#x}", offset=8)
-    if pf.count != len(pf.names):
-        c.add("params.count", "count", f"count is {pf.count} for {len(pf.names)} names")
-    if pf.truncated and pf.records:
-        r = pf.records[-1]
-        c.add("params.truncated", f"arrays[{r.index}].data", f"the file ends after {r.present} of the {r.nbytes} "
-              f"data bytes of {r.name!r}", offset=r.data_offset + r.present)
-    if pf.trailing:
-        c.add("params.trailing-bytes", "", f"{pf.trailing} bytes after the last record; TVM's loader ignores them")
+    last = pf.records[-1] if pf.records else None
+    _add(c, _rows.params_file({
+        "reserved": pf.reserved, "count": pf.count, "names": len(pf.names), "trailing_bytes": pf.trailing,
+        "truncated": int(pf.truncated), "records": len(pf.records),
+        "last_index": last and last.index, "last_name": last and last.name, "last_present": last and last.present,
+        "last_nbytes": last and last.nbytes, "last_data_offset": last and last.data_offset}))
     later: Counter[str] = Counter(pf.names)  # occurrences at or after index i
+    rows, make = _rows.name, _NAME_TEXTS
     for i, n in enumerate(pf.names):
         later[n] -= 1
-        if later[n] > 0:
-            c.add("params.duplicate-name", f"names[{i}]", f"{_show(n)} appears again later; TVM keeps the later tensor")
-        if not _utf8(n):
-            c.add("params.name-not-utf8", f"names[{i}]", f"name bytes {_codec.name_bytes(n).hex()} are not UTF-8")
+        found = rows(make({"index": i, "repeated": int(later[n] > 0), "utf8": int(_utf8(n)), "name": n}))
+        if found:
+            _add(c, found)
+
+
+#: The facts of a name, its texts made when a row reads them.
+_NAME_TEXTS = lazy("NameFacts", {"shown": lambda f: _show(f["name"]), "hex": lambda f: _codec.name_bytes(f["name"]).hex()})
 
 
 def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, keys: list[tuple[int, int, int]],
@@ -372,53 +378,54 @@ def _dialect_findings(choice: _dt.DialectChoice, detected: _dt.DialectChoice, ke
 
 
 def _tensor_findings(r: _Rec, d: _dt.Dialect, max_byte: int, c: Collector) -> None:
-    at = f"arrays[{r.index}]"
-    if r.reserved:
-        c.add("tensor.reserved", f"{at}.reserved", f"reserved word is {r.reserved:#x}", offset=r.offset("reserved"))
-    if r.device_type != 1:
-        c.add("tensor.device-type", f"{at}.device", f"device type {r.device_type} (kDLCPU is 1)", offset=r.offset("device"))
-    if r.device_id:
-        c.add("tensor.device-id", f"{at}.device", f"device id {r.device_id}", offset=r.offset("device") + 4)
-    if r.ndim > _MAX_NDIM:
-        c.add("tensor.ndim", f"{at}.ndim", f"{r.ndim} dimensions", offset=r.offset("ndim"))
-    for k, e in enumerate(r.shape):
-        if e < 0:
-            c.add("tensor.negative-extent", f"{at}.shape[{k}]", f"extent {e}", offset=r.offset("shape") + 8 * k)
-    if r.shape and r.shape[0] != 0 and 0 in r.shape[1:]:
-        k = r.shape.index(0, 1)
-        c.add("tensor.zero-extent", f"{at}.shape[{k}]", f"shape {_shape_text(r.shape)}: no data bytes while shape[0] is "
-              f"{r.shape[0]}; TVM's loader cannot read it back", offset=r.offset("shape") + 8 * k)
-    numel = _numel(r.shape)
-    if not -(1 << 63) <= numel < (1 << 63):
-        c.add("tensor.numel-overflow", f"{at}.shape", f"the extents multiply to {_int_text(numel)}", offset=r.offset("shape"))
-    expected = numel * -(-r.bits // 8)
-    if r.nbytes != expected:
-        c.add("tensor.size", f"{at}.data_byte_size", f"data_byte_size is {r.nbytes}, numel x ceil(bits/8) is {_int_text(expected)}",
-              offset=r.offset("data_byte_size"))
-    dtype_at = r.offset("dtype")
-    if r.bits == 0:
-        c.add("tensor.bits-zero", f"{at}.dtype", f"dtype {r.key} has 0 bits", offset=dtype_at)
-    if r.lanes == 0:
-        c.add("tensor.lanes-zero", f"{at}.dtype", f"dtype {r.key} has 0 lanes", offset=dtype_at)
-    elif r.lanes >= 0x8000:
-        c.add("tensor.scalable", f"{at}.dtype", f"lanes {r.lanes:#x}", offset=dtype_at)
-    elif r.lanes > 1:
-        c.add("tensor.vector", f"{at}.dtype", f"{r.lanes} lanes: {r.nbytes} bytes stored, the first 1/{r.lanes} of the "
-              "vector tensor", offset=dtype_at)
-    if _align_bad(r.bits, r.lanes):
-        c.add("tensor.alignment", f"{at}.dtype", f"(bits/8) x lanes = {(r.bits // 8) * r.lanes}", offset=dtype_at)
-    if r.bits % 8:
-        lay = "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
-        c.add("tensor.sub-byte", f"{at}.dtype", f"{r.bits}-bit dtype {r.key}: stored {lay} by {d.id} writers",
-              offset=dtype_at)
-    if (_dt.row_of(d, r.code, r.bits) or {}).get("kind") == "handle":  # the dtype table's row, not a code
-        c.add("tensor.handle", f"{at}.dtype", "opaque handle values", offset=dtype_at)
-    dt = _dt.lookup(d, r.code, r.bits, r.lanes)
-    if not dt.known:
-        c.add("tensor.unknown-dtype", f"{at}.dtype", f"{r.key} is not defined in {d.id} ({d.label})", offset=dtype_at)
-    elif max_byte >= 0 and not _dt.data_fits(d, r.code, r.bits, max_byte):
-        c.add("tensor.data-range", f"{at}.data", f"{dt.name} data holds byte {max_byte:#04x}, which {d.id} writers "
-              "never store for it", offset=r.data_offset)
+    shape = r.shape
+    bits = r.bits
+    key = (d.id, r.code, bits, r.lanes)
+    kind = _kinds.get(key)
+    if kind is None:
+        if len(_kinds) > 4096:  # dtypes are few in a file; a hostile one cannot grow this
+            _kinds.clear()
+        dt = _dt.lookup(d, r.code, bits, r.lanes)
+        kind = _kinds[key] = (dt, int(dt.known), _handle(d, r.code, bits))
+    dt = kind[0]
+    found = _rows.tensor(_TENSOR_TEXTS({
+        "index": r.index, "reserved": r.reserved, "device_type": r.device_type, "device_id": r.device_id,
+        "ndim": r.ndim, "code": r.code, "bits": bits, "lanes": r.lanes, "nbytes": r.nbytes, "numel": _numel(shape),
+        "elem_bytes": -(-bits // 8), "first_extent": shape[0] if shape else 1, "max_byte": max_byte,
+        "negative_at": [(k, e) for k, e in enumerate(shape) if e < 0] if shape and min(shape) < 0 else (),
+        "zero_extent_at": shape.index(0, 1) if len(shape) > 1 and shape[0] != 0 and 0 in shape[1:] else 0,
+        "known": kind[1], "handle": kind[2], "dialect": d.id, "data_offset": r.data_offset, "part": (r, d, dt),
+    }))
+    if found:
+        _add(c, found)
+
+
+#: (dialect, code, bits, lanes) -> (the dtype, whether the dialect defines it, whether it is a handle)
+_kinds: dict[tuple[str, int, int, int], tuple[Any, int, int]] = {}
+
+
+def _handle(d: _dt.Dialect, code: int, bits: int) -> int:
+    """1 when the dialect's dtype table names (code, bits) an opaque handle (its row, not a code)."""
+    return int((_dt.row_of(d, code, bits) or {}).get("kind") == "handle")
+
+
+def _layout_text(f: Facts) -> str:
+    r, d, _ = f["part"]
+    return "bit-packed" if _dt.layout(d, r.code, r.bits) == "packed" else "one element per ceil(bits/8) bytes"
+
+
+#: The facts of a record, its offsets and texts made when a row reads them (``part``: the
+#: record, the dialect, the dtype).
+_TENSOR_TEXTS = lazy("TensorFacts", {
+    "at_reserved": lambda f: f["part"][0].offset("reserved"), "at_device": lambda f: f["part"][0].offset("device"),
+    "at_ndim": lambda f: f["part"][0].offset("ndim"), "at_dtype": lambda f: f["part"][0].offset("dtype"),
+    "at_shape": lambda f: f["part"][0].offset("shape"),
+    "at_data_byte_size": lambda f: f["part"][0].offset("data_byte_size"),
+    "shape_text": lambda f: _shape_text(f["part"][0].shape), "numel_text": lambda f: _int_text(f["numel"]),
+    "expected_text": lambda f: _int_text(f["numel"] * f["elem_bytes"]), "dialect_label": lambda f: f["part"][1].label,
+    "layout_text": _layout_text, "dtype_name": lambda f: f["part"][2].name,
+    "data_fits": lambda f: int(_dt.data_fits(f["part"][1], f["code"], f["bits"], f["max_byte"])),
+})
 
 
 def _int_text(n: int) -> str:
@@ -444,11 +451,6 @@ def _numel(shape: tuple[int, ...]) -> int:
 def _wrap(n: int) -> int:
     n %= _I64
     return n - _I64 if n >= 1 << 63 else n
-
-
-def _align_bad(bits: int, lanes: int) -> bool:
-    a = (bits // 8) * lanes
-    return a > 64 and a & (a - 1) != 0
 
 
 def _utf8(name: str) -> bool:
@@ -482,9 +484,10 @@ def tensor_facts(r: _Rec, writer: _dt.Dialect, max_byte: int, dropped: bool) -> 
         "lanes_signed": r.lanes - 0x10000 if r.lanes >= 0x8000 else r.lanes, "ndim": r.ndim,
         "first_extent": r.shape[0] if r.shape else 1, "negative_extents": sum(1 for e in r.shape if e < 0),
         "numel": numel, "numel_i64": numel_i64, "elem_bytes": -(-r.bits // 8), "nbytes": r.nbytes,
-        "present": r.present, "device_type": r.device_type, "max_byte": max_byte,
+        "present": r.present, "device_type": r.device_type, "device_id": r.device_id, "reserved": r.reserved,
+        "max_byte": max_byte,
         "packed": int(_dt.layout(writer, r.code, r.bits) == "packed"),
-        "alloc_packed": alloc, "usable_packed": _usable(alloc), "align_bad": int(_align_bad(r.bits, r.lanes)),
+        "alloc_packed": alloc, "usable_packed": _usable(alloc),
         "writer_known": int(_dt.row_of(writer, r.code, r.bits) is not None),
         "name_utf8": int(_utf8(r.name)), "dropped": int(dropped),
     }
@@ -504,6 +507,7 @@ def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str
     ev = _engine().Evaluator(reader, wrange)
     label = writer or _engine().range_label(wrange) or ""
     reasons = ev.apply("params_file", {"names": len(pf.names), "count": pf.count, "trailing_bytes": pf.trailing,
+                                       "reserved": pf.reserved, "truncated": int(pf.truncated),
                                        "ambiguous": int(ambiguous and source == "detected"),
                                        "candidates": ", ".join(candidates), "writer": label}, "file")
     last = {n: i for i, n in enumerate(pf.names)}

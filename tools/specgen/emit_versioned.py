@@ -712,6 +712,8 @@ def emit_timeline(model: Model, name: str) -> dict[str, str]:
 
 
 def emit_findings(model: Model, name: str) -> dict[str, str]:
+    from .findings import finding_rows_intro, when_cell
+
     spec, doc = model.findings[name]
     c = Code()
     c.lines.append(header(model, [doc]).rstrip("\n"))
@@ -736,15 +738,18 @@ def emit_findings(model: Model, name: str) -> dict[str, str]:
     c(f"FINDINGS = {pformat(data, width=110, sort_dicts=False)}")
     page = page_head(model, [doc], spec.title, spec.doc)
     classes = any(f.error_class for f in spec.findings)
+    rows = any(f.subject or f.rows for f in spec.findings)
     if classes:
         page += ["The error class is the conformance class (conformance_errors) under which a reader refuses an "
                  "input with that finding; a finding without one does not stop a reader.", ""]
-        page += ["| Code | Severity | Error class | Meaning |", "|---|---|---|---|"]
-    else:
-        page += ["| Code | Severity | Meaning |", "|---|---|---|"]
+    if rows:
+        page += finding_rows_intro(spec)
+    head = ["Code", "Severity"] + (["Error class"] if classes else []) + (["Strict reader", "When"] if rows else [])
+    page += ["| " + " | ".join(head + ["Meaning"]) + " |", "|" + "---|" * (len(head) + 1)]
     for f in spec.findings:
         cls = f"| {'`' + f.error_class + '`' if f.error_class else '-'} " if classes else ""
-        page.append(f"| `{f.code}` | {f.severity} {cls}| {' '.join(f.doc.split())} |")
+        when = f"| {'refuses' if f.strict_refuses else '-'} | {when_cell(f)} " if rows else ""
+        page.append(f"| `{f.code}` | {f.severity} {cls}{when}| {' '.join(f.doc.split())} |")
     rules = [f for f in spec.findings if f.rule is not None]
     if rules:
         page += ["", "## Cross-check rules", "",

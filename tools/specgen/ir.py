@@ -452,6 +452,23 @@ class FindingBasis(Strict):
     doc: str
 
 
+class FindingRow(Strict):
+    """One row of a finding: when it is reported for a part of a subject, and how."""
+
+    subject: str = Field(description="The part the row is about: a subject of the findings spec's `facts_from` "
+                         "verdicts spec, or one the findings spec declares.")
+    when: str | None = Field(None, description="The condition over the subject's facts (the spec's expression "
+                             "language) under which the finding is reported.")
+    each: str | None = Field(None, description="A list fact: the row is evaluated once per element, named `each`.")
+    path: str | None = Field(None, description="The field path, a template: `{expression}` over the facts.")
+    message: str | None = Field(None, description="The message, a template: `{expression[!r][:spec]}` over the facts.")
+    offset: str | None = Field(None, description="The byte offset, an expression over the facts; null: none.")
+    file: str | None = Field(None, description="The file the offset is in, an expression over the facts; null: "
+                             "the input's.")
+    stop: bool = Field(False, description="When the row holds, the later rows of the subject are not evaluated "
+                       "for this part (the reader stops there).")
+
+
 class FindingSpec(Strict):
     code: str = Field(pattern=r"^[a-z]+(\.[a-z0-9-]+)+$")
     severity: Literal["error", "warning", "info"]
@@ -468,6 +485,33 @@ class FindingSpec(Strict):
     error_class: str | None = Field(
         None, description="The conformance error class (table conformance_errors) of the rejection when a reader "
         "refuses an input for this finding; null: the finding does not stop a reader.")
+    strict_refuses: bool = Field(
+        False, description="Whether mlf-spec's strict reader refuses an input that has this finding (the checker "
+        "reads further and reports it).")
+    subject: str | None = Field(None, description="The part the row is about: a subject of the findings spec's "
+                                "`facts_from` verdicts spec (or one the findings spec declares); null: the finding "
+                                "is written by the check module.")
+    # the finding's row, when it has one (the fields of FindingRow)
+    when: str | None = None
+    each: str | None = None
+    path: str | None = None
+    message: str | None = None
+    offset: str | None = None
+    file: str | None = None
+    stop: bool = False
+    rows: list[FindingRow] = Field(default_factory=list, description="More rows of the finding (another subject, "
+                                   "another message): each as the finding's own row fields.")
+
+
+class FindingsSubject(Strict):
+    """Facts of a subject that only the findings use (offsets, texts of messages), beside those
+    of the verdicts spec's subject of the same name."""
+
+    name: str = Field(pattern=IDENT)
+    doc: str | None = None
+    facts: list[FactSpec] = Field(default_factory=list)
+    order: list[str] | None = Field(None, description="The codes of the subject's rows in the order they are "
+                                    "evaluated (the order of a part's findings); none: the findings' order.")
 
 
 class FindingsSpec(Strict):
@@ -477,6 +521,8 @@ class FindingsSpec(Strict):
     name: str = Field(pattern=IDENT)
     title: str
     doc: str
+    facts_from: str | None = Field(None, description="The verdicts spec whose subjects and facts the rows name.")
+    subjects: list[FindingsSubject] = Field(default_factory=list)
     findings: list[FindingSpec]
 
 
@@ -570,8 +616,11 @@ class VerdictName(Strict):
 
 class FactSpec(Strict):
     name: str = Field(pattern=IDENT)
-    type: Literal["int", "str"]
+    type: Literal["int", "str", "list"]
     doc: str
+    derive: str | None = Field(None, description="A fact defined over other facts (the expression language): "
+                               "the generator writes the expression where a condition names the fact, so the part's "
+                               "facts do not carry it.")
 
 
 class TestSpec(Strict):

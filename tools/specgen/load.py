@@ -22,6 +22,7 @@ from .checks import (
     check_tables,
 )
 from .expr import Expr, ExprError
+from .findings import check as check_finding_rows
 from .ir import (
     BUILTINS,
     SCALARS,
@@ -104,6 +105,8 @@ def load(root: Path) -> Model:
     check_migrations(model)
     for vspec, vdoc in model.verdicts.values():
         check_verdicts(model, vspec, vdoc)
+    for fspec, fdoc in model.findings.values():
+        check_finding_rows(model, fspec, fdoc)
     return model
 
 

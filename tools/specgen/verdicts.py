@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import ast
 import string
+from functools import partial
 from pprint import pformat
 from typing import Any
 
 from .code import Code, header
 from .expr import Expr, ExprError
+from .findings import check_expr, constants, derived_source
 from .ir import VerdictsSpec
 from .versions import check_version_known, vkey
 from .yamlload import SpecDocument
@@ -33,6 +35,8 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
     verdicts, versions and placeholders."""
     verdicts = {v.name for v in spec.verdicts}
     subjects = {s.name: {f.name: f.type for f in s.facts} for s in spec.subjects}
+    consts = constants(model)
+    _check_derived(spec, subjects, consts, doc)
     tests = {s.name: {t.name: t for t in s.tests} for s in spec.subjects}
     readers = {r.name for r in spec.readers}
     for i, s in enumerate(spec.subjects):
@@ -93,16 +97,26 @@ def check(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> None:
                     raise doc.error(loc + ("when",), f"{node.func.id}() is not available in rules; use "
                                     f"{sorted(ALLOWED_FUNCTIONS)}")
             for n in e.names:
-                if n not in facts:
+                if n not in facts and n not in consts:
                     raise doc.error(loc + ("when",), f"{n!r} is not a fact of subject {r.subject!r}; facts: {sorted(facts)}")
+        derived = {f.name for s in spec.subjects if s.name == r.subject for f in s.facts if f.derive is not None}
         for _, name, _, _ in string.Formatter().parse(r.reason):
-            if name is not None and name not in facts:
-                raise doc.error(loc + ("reason",), f"placeholder {{{name}}} is not a fact of subject {r.subject!r}")
+            if name is not None and (name not in facts or name in derived):
+                raise doc.error(loc + ("reason",), f"placeholder {{{name}}} is not a stored fact of subject {r.subject!r}")
         for key in ("since", "until", "writer_since", "writer_until"):
             check_version_known(model, doc, loc + (key,), getattr(r, key))
         for lo, hi, what in ((r.since, r.until, "since/until"), (r.writer_since, r.writer_until, "writer_since/writer_until")):
             if lo is not None and hi is not None and vkey(lo) >= vkey(hi):
                 raise doc.error(loc, f"{what}: {lo} is not before {hi}")
+
+
+def _check_derived(spec: VerdictsSpec, subjects: dict[str, dict[str, Any]], consts: dict[str, int],
+                   doc: SpecDocument) -> None:
+    """A derived fact names only the subject's facts and the binary specs' constants."""
+    for i, s in enumerate(spec.subjects):
+        for k, fact in enumerate(s.facts):
+            if fact.derive is not None:
+                check_expr(fact.derive, set(subjects[s.name]) | set(consts), "facts", ("subjects", i, "facts", k), doc)
 
 
 def emit(model: Any, name: str) -> dict[str, str]:
@@ -120,18 +134,20 @@ def emit(model: Any, name: str) -> dict[str, str]:
     c(f"TITLE = {spec.title!r}")
     c("#: Verdicts, best first.")
     c(f"VERDICTS = {[v.name for v in spec.verdicts]!r}")
-    c("#: subject -> {fact: type}")
-    c(f"SUBJECTS = {pformat({s.name: {f.name: f.type for f in s.facts} for s in spec.subjects}, width=110, sort_dicts=False)}")
+    c("#: subject -> {fact: type} (the facts a part carries; derived ones are written into the conditions)")
+    c(f"SUBJECTS = {pformat({s.name: {f.name: f.type for f in s.facts if f.derive is None} for s in spec.subjects}, width=110, sort_dicts=False)}")
     c("#: subject -> {test: what its argument is, or None}")
     c(f"TESTS = {pformat({s.name: {t.name: t.argument for t in s.tests} for s in spec.subjects}, width=110, sort_dicts=False)}")
     c("#: The readers of a version, each with its own verdict (none: the artifact has one reader).")
     c(f"READERS = {pformat([_reader_row(r) for r in spec.readers], width=110, sort_dicts=False)}")
     c("#: What a version in which no declared reader exists gets.")
     c(f"WITHOUT_READER = {pformat([_without_row(w) for w in spec.without_reader], width=110, sort_dicts=False)}")
+    consts = constants(model)
+    facts_of = {s.name: {f.name: f for f in s.facts} for s in spec.subjects}
     for i, r in enumerate(spec.rules):
         if r.when is None:
             continue
-        src = Expr(r.when).translate(lambda n: f"f[{n!r}]", inline=True)
+        src = Expr(r.when).translate(partial(_source, facts_of[r.subject], consts), inline=True)
         c()
         c()
         c(f"def _when_{i}(f: Mapping[str, Any]) -> bool:  # {r.id}")
@@ -152,6 +168,10 @@ def emit(model: Any, name: str) -> dict[str, str]:
     c.lines.extend(rows)
     c("]")
     return {f"{name}_rules.py": c.text(), f"docs/{name}.md": _page(model, spec, doc)}
+
+
+def _source(facts: dict[str, Any], consts: dict[str, int], name: str) -> str:
+    return derived_source(facts, consts, name)
 
 
 def _v(v: str | None) -> tuple[int, ...] | None:
@@ -192,7 +212,8 @@ def _page(model: Any, spec: VerdictsSpec, doc: SpecDocument) -> str:
         page += ["", f"## Subject `{s.name}`", "", " ".join(s.doc.split())]
         if s.facts:
             page += ["", "| Fact | Type | Meaning |", "|---|---|---|"]
-            page += [f"| `{f.name}` | {f.type} | {' '.join(f.doc.split())} |" for f in s.facts]
+            page += [f"| `{f.name}` | {f.type} | {' '.join(f.doc.split())}"
+                     + (f" Derived: `{' '.join(f.derive.split())}`." if f.derive else "") + " |" for f in s.facts]
         if s.tests:
             page += ["", "| Test | Argument | What it checks |", "|---|---|---|"]
             page += [f"| `{t.name}` | {t.argument or '-'} | {' '.join(t.doc.split())} |" for t in s.tests]
