@@ -115,8 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run (imports and argument parsing too) give one line and exit status 128 + the signal's
     number, temporary files removed on the way out."""
     program = argv is None  # the process is this command: its handlers stay until it exits
-    saved = _signals.catch()
-    try:
+    saved: dict[int, object] = {}
+    try:  # from the first handler on: a signal while the others are installed is a stop too
+        _signals.catch(saved)
         status = _main(list(sys.argv[1:] if argv is None else argv))
         signum = _signals.received()  # a signal some library swallowed on its way up: still the stop
     except BaseException as exc:

@@ -53,20 +53,19 @@ def quiet() -> None:
     _state["quiet"] = 1
 
 
-def catch() -> dict[int, object]:
+def catch(saved: dict[int, object]) -> None:
     """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`Signalled` from here on
-    (where they were not ignored, and in the main thread only); returns the old handlers."""
+    (where they were not ignored, and in the main thread only); the old handlers go into
+    ``saved`` as each is replaced."""
     import signal
 
     _state["quiet"], _state["signal"] = 0, None
-    saved: dict[int, object] = {}
     for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
             try:
                 saved[sig] = signal.signal(sig, _raise)
             except ValueError:  # not the main thread: signals are not ours to catch
                 break
-    return saved
 
 
 def restore(saved: dict[int, object]) -> None:
