@@ -11,7 +11,7 @@ import hashlib
 import mmap
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,9 @@ from .planning import _b16_records, _shard_chunks, index_text, plan, write_index
 #: soft limit of 1,024 open files, whatever the number of shards.
 MAX_OPEN = 64
 
-_MAX_INDEX = 256 << 20  # an index larger than this is refused before it is read (it costs about twice its size)
+#: An index larger than this (bytes) is refused before it is read: opening one costs about
+#: twice its size (docs/tensor-cache.md, "Memory").
+MAX_INDEX = 256 << 20
 
 
 class LazyCache:
@@ -42,8 +44,8 @@ class LazyCache:
         self._absent: set[int] = set()  # shards whose file does not exist
         self._seen: dict[int, tuple[int, int, int]] = {}  # (device, inode, size) when first opened
         self._maps: dict[int, mmap.mmap | None] = {}
-        self.tensors: list[TensorEntry] = index.tensors
-        self.by_name: dict[str, TensorEntry] = {t.name: t for t in self.tensors}
+        self.tensors: Sequence[TensorEntry] = index.tensors
+        self.by_name: Mapping[str, TensorEntry] = index.tensors.by_name()
 
     # -- shards -------------------------------------------------------------------------
     def _fd(self, i: int) -> int | None:
@@ -283,11 +285,12 @@ def _pread_into(fd: int, buf: memoryview, offset: int) -> None:
         done += n
 
 
-def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # noqa: A001
+def open(path: str | os.PathLike[str], *, strict: bool = True, max_index: int = MAX_INDEX) -> LazyCache:  # noqa: A001
     """Open a cache folder or its index file. ``strict``: raise the first problem that stops
     TVM's loaders (a shard missing, shorter or longer; a record out of its shard; nbytes
     that disagree with shape and dtype; ...) as an :class:`MlfError` with file, JSON path
-    and byte offset. Nothing is read from the shards and nothing outside the folder is opened."""
+    and byte offset. Nothing is read from the shards and nothing outside the folder is opened.
+    An index of more than ``max_index`` bytes is refused before it is read."""
     folder, name = locate(path)
     handle = Folder(folder)
     try:
@@ -296,8 +299,8 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
             raise MlfError("no such file", file=str(folder / name))
         try:
             size = os.fstat(fd).st_size
-            if size > _MAX_INDEX:
-                raise MlfError(f"the index is {size} bytes, more than the {_MAX_INDEX} mlf-spec reads",
+            if size > max_index:
+                raise MlfError(f"the index is {size} bytes, more than the {max_index} mlf-spec reads",
                                file=str(folder / name))
             with builtins.open(fd, "rb", closefd=False) as f:
                 raw = f.read()
