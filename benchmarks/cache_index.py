@@ -4,13 +4,14 @@ of 10^6 records and on one whose index is 250 MiB (under the 256 MiB cap), each 
 fresh child process under a 6 GiB address-space limit (RLIMIT_AS, as the issue measured).
 
     python benchmarks/cache_index.py [--records 1000000] [--index-mib 250] [--src TREE]
-                                     [--only open,dump,...] [--json OUT] [--record]
+                                     [--only open,dump,...] [--json OUT] [--record [--add]]
 
 The index has the layout of the first released loaders (``ndarray-cache.json``, so that
 ``cache upgrade`` has work to do), compact JSON, 1,000 records of 4 bytes per shard. Peak
 memory is the child's ``ru_maxrss`` (``wait4``; the parent stays small, the cache is made by
 another child). Printed per command: seconds, peak RSS and its ratio to the index's size; the
-floor is ``python -c 'import mlf_spec.cache'``. ``--src TREE`` runs the commands against
+floor is ``python -c 'import mlf_spec.cache'``, the competitor ``json.load`` of the index (how
+TVM's Python loader reads it: a tree of dicts). ``--src TREE`` runs the commands against
 another checkout (on PYTHONPATH: e.g. the commit before a change, for a before/after table).
 ``--record`` writes benchmarks/results/cache_index.json and the figures block of
 docs/tensor-cache.md (checked by tests/docs/test_benchmark_figures.py).
@@ -32,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 6 << 30  # the issue's address-space limit
 PER_SHARD = 1000
-COMMANDS = ("floor", "open", "dump", "dump-json", "upgrade", "check")
+COMMANDS = ("floor", "json-load", "open", "dump", "dump-json", "upgrade", "check")
 
 _MAKE = r"""
 import hashlib, json, sys
@@ -55,12 +56,14 @@ for s in range((n + per - 1) // per):
 
 _OPEN = "import sys\nfrom mlf_spec import cache\nwith cache.open(sys.argv[1]) as lazy:\n    print(len(lazy.tensors))\n"
 _FLOOR = "import mlf_spec.cache\n"
+# the competitor: how TVM's Python loader reads the index (tvm.contrib.tvmjs.load_tensor_cache)
+_JSON = "import json, sys\nwith open(sys.argv[1] + '/ndarray-cache.json') as f:\n    json.load(f)\n"
 _CLI = "import sys\nfrom mlf_spec.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def _argv(command: str, folder: Path, out: Path) -> list[str]:
     py = [sys.executable, "-c"]
-    return {"floor": py + [_FLOOR], "open": py + [_OPEN, str(folder)],
+    return {"floor": py + [_FLOOR], "json-load": py + [_JSON, str(folder)], "open": py + [_OPEN, str(folder)],
             "dump": py + [_CLI, "cache", "dump", str(folder)],
             "dump-json": py + [_CLI, "cache", "dump", "--json", str(folder)],
             "upgrade": py + [_CLI, "cache", "upgrade", str(folder), "-o", str(out), "--force"],
@@ -131,7 +134,8 @@ def run(records: list[int], only: list[str], src: str | None) -> list[dict]:
 DOCS = ROOT / "docs" / "tensor-cache.md"
 BEGIN = "<!-- figures from benchmarks/results/cache_index.json (python benchmarks/cache_index.py --record) -->"
 END = "<!-- end of cache index figures -->"
-_NAMES = {"floor": "`python -c 'import mlf_spec.cache'` (the floor)", "open": "`cache.open` (strict)",
+_NAMES = {"floor": "`python -c 'import mlf_spec.cache'` (the floor)",
+          "json-load": "`json.load` of the index (as TVM's Python loader reads it)", "open": "`cache.open` (strict)",
           "dump": "`mlf-spec cache dump`", "dump-json": "`mlf-spec cache dump --json`",
           "upgrade": "`mlf-spec cache upgrade` (1 to 2)", "check": "`mlf-spec check`"}
 
@@ -175,6 +179,7 @@ def main() -> int:
     ap.add_argument("--only", default=",".join(COMMANDS), help="comma-separated commands: " + ",".join(COMMANDS))
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--record", action="store_true", help="write benchmarks/results/cache_index.json and the docs")
+    ap.add_argument("--add", action="store_true", help="with --record: add these rows to the recorded ones")
     args = ap.parse_args()
     sizes = [n for n in (args.records, _records_for(args.index_mib) if args.index_mib else 0) if n]
     rows = run(sizes, [c for c in args.only.split(",") if c], args.src)
@@ -185,6 +190,11 @@ def main() -> int:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from _bench import record
 
+        if args.add:
+            old = json.loads((ROOT / "benchmarks" / "results" / "cache_index.json").read_text())
+            ran = {(r["records"], r["command"]) for r in rows}
+            result["rows"] = [r for r in old["rows"] if (r["records"], r["command"]) not in ran] + rows
+        result["rows"].sort(key=lambda r: (r["records"], COMMANDS.index(r["command"])))
         record("cache_index", result)
         print(f"recorded; docs/tensor-cache.md {'updated' if update_docs(result) else 'unchanged'}")
     return 0
