@@ -150,14 +150,15 @@ def docs_block(result: dict) -> str:
         for n, _ in sizes:
             r = next((r for r in result["rows"] if r["records"] == n and r["command"] == command), None)
             if r is None:
+                cells.append("not measured")
                 continue
             peak = r["peak_rss"] / (1 << 20)
             cells.append(f"{r['seconds']:.1f} s, {peak:,.0f} MiB ({r['ratio']:.2f}x)" if r["status"] == 0
                          else f"exit {r['status']}")
-        if cells:
+        if any(c != "not measured" for c in cells):
             lines.append(f"| {_NAMES[command]} | " + " | ".join(cells) + " |")
     lines += ["", f"Peak resident memory of each command in a fresh process (in brackets: over the index's size), "
-              f"one run; Python {result['python']}.", "", END]
+              f"one run; Python {result['python']}." + (f" {result['note']}" if result.get("note") else ""), "", END]
     return "\n".join(lines)
 
 
@@ -180,10 +181,11 @@ def main() -> int:
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--record", action="store_true", help="write benchmarks/results/cache_index.json and the docs")
     ap.add_argument("--add", action="store_true", help="with --record: add these rows to the recorded ones")
+    ap.add_argument("--note", help="a sentence for the docs (e.g. the machine's load)")
     args = ap.parse_args()
     sizes = [n for n in (args.records, _records_for(args.index_mib) if args.index_mib else 0) if n]
     rows = run(sizes, [c for c in args.only.split(",") if c], args.src)
-    result = {"rows": rows, "python": sys.version.split()[0], "limit": LIMIT}
+    result = {"rows": rows, "python": sys.version.split()[0], "limit": LIMIT, **({"note": args.note} if args.note else {})}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     if args.record:

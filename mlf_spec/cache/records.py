@@ -144,7 +144,8 @@ class Records(Sequence[TensorEntry]):
 
     def __getitem__(self, i: int | slice) -> TensorEntry | list[TensorEntry]:
         if isinstance(i, slice):
-            return list(self.range(*i.indices(len(self))[:2]))
+            lo, hi, step = i.indices(len(self))
+            return list(self.range(lo, max(lo, hi))) if step == 1 else [self[k] for k in range(lo, hi, step)]
         n = len(self)
         if i < 0:
             i += n
@@ -214,7 +215,9 @@ class ShardRecords(Sequence[TensorEntry]):
 
     def __getitem__(self, i: int | slice) -> TensorEntry | list[TensorEntry]:
         if isinstance(i, slice):
-            lo, hi, _ = i.indices(len(self))
+            lo, hi, step = i.indices(len(self))
+            if step != 1:
+                return [self[k] for k in range(lo, hi, step)]
             return list(self._records.range(self._lo + lo, self._lo + max(lo, hi)))
         n = len(self)
         if i < 0:

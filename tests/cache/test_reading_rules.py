@@ -445,3 +445,27 @@ def test_dump_and_upgrade_of_a_big_index_stay_near_the_open(tmp_path):
     assert written == json.dumps(json.loads((tmp_path / "big" / "ndarray-cache.json").read_text()), indent=4)
     # the result is opened and checked: its index, longer by its indentation, sets the peak
     assert code == 0 and grown < 2 * bound * len(written), grown / len(written)
+
+
+def test_records_as_columns_read_as_the_lists_and_dict_they_replace():
+    """The columns (cache/records.py) give what the record list and ``{t.name: t for t in
+    records}`` gave: slices with steps, negative indexes, a repeated name in its first place
+    with its last record, per-shard windows (issue 32 item 11)."""
+    names = ["a", "b", "a", "c", "b", "\u00e9", "a"]
+    recs = [{"name": n, "shape": [1], "dtype": "float32", "format": "raw", "nbytes": 4, "byteOffset": 4 * j}
+            for j, n in enumerate(names)]
+    raw = json.dumps({"metadata": {}, "records": [
+        {"dataPath": "params_shard_0.bin", "format": "raw-shard", "nbytes": 12, "records": recs[:3], "md5sum": "0" * 32},
+        {"dataPath": "params_shard_1.bin", "format": "raw-shard", "nbytes": 16, "records": recs[3:], "md5sum": "0" * 32},
+    ]}).encode()
+    idx = index.parse(raw, "x", name="tensor-cache.json")
+    listed = list(idx.tensors)
+    assert [t.name for t in listed] == names and [t.path for t in listed][3] == "records[1].records[0]"
+    assert idx.tensors[::3] == listed[::3] and idx.tensors[-2:] == listed[-2:] and idx.tensors[-1] == listed[-1]
+    assert list(idx.shards[1].tensors[::-1]) == listed[3:][::-1] and len(idx.shards[0].tensors) == 3
+    want = {t.name: t for t in listed}
+    got = idx.tensors.by_name()
+    assert list(got) == list(want) and list(got.values()) == list(want.values()) and len(got) == len(want) == 4
+    assert dict(got.items()) == want and got["a"].path == "records[1].records[3]" and "z" not in got
+    with pytest.raises(KeyError):
+        got["z"]
