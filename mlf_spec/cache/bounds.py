@@ -238,22 +238,26 @@ PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0"
 
 def bound_caches() -> Iterator[Bound]:
     """Every probe of every rule of :data:`RULES`, in a fixed order."""
-    # the loops below give these values of every JSON type
-    v: Any
-    w: Any
-    md5: Any
-    shape: Any
-    raw: Any
-    lanes: Any
-    n: Any
     b = base()
-    shard0 = b["params_shard_0.bin"]
+    yield from _index_probes(b)
+    yield from _shard_probes(b)
+    yield from _data_path_probes(b)
+    yield from _tensor_probes(b)
+    yield from _size_probes(b)
+    yield from _index_file_probes(b)
+    yield from _text_probes(b)
+
+
+def probe(rule: str, label: str, files: dict[str, bytes], doc: str) -> Bound:
+    """A probe of rule ``rule`` (one of :data:`RULES`)."""
+    assert rule in RULES, rule
+    return Bound(rule, label, files, doc)
+
+
+def _index_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """Keys of the index and their JSON types; the layouts."""
+    v: Any
     d0 = _doc(b)
-
-    def probe(rule: str, label: str, files: dict[str, bytes], doc: str) -> Bound:
-        assert rule in RULES, rule
-        return Bound(rule, label, files, doc)
-
     # -- keys every record must have, and their JSON types -------------------------------
     yield probe("cache_index.records.required", "present", b, "the index has records")
     yield probe("cache_index.records.required", "missing", edit(b, lambda d: d.pop("records")), "no records key")
@@ -279,6 +283,14 @@ def bound_caches() -> Iterator[Bound]:
     for label, text in (("string", b'"records"'), ("number", b"1"), ("null", b"null"), ("array", b"[]")):
         yield probe("cache_index.layout", f"top-{label}", _text(b, text), f"the index is a JSON {label}")
 
+
+
+def _shard_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """The shard records' keys and their JSON types."""
+    v: Any
+    md5: Any
+    shard0 = b["params_shard_0.bin"]
+    d0 = _doc(b)
     shard_keys = {"dataPath": (7, "str"), "format": (1, "str"), "nbytes": ("24", "int"), "records": ({}, "list")}
     for key, (wrong, _) in shard_keys.items():
         yield probe(f"shard_record.{key}.required", "present", b, f"every shard record has {key}")
@@ -315,6 +327,12 @@ def bound_caches() -> Iterator[Bound]:
     yield probe("shard_record.keys", "unknown", edit(b, lambda d: d["records"][1].update(note="x")), "an unknown key")
     yield probe("shard_record.keys", "datapath-missing", edit(b, _pop("dataPath", None, 1)), "shard 1 without dataPath")
 
+
+
+def _data_path_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """dataPath, and the shard files against their records."""
+    n: Any
+    shard0 = b["params_shard_0.bin"]
     # -- dataPath -----------------------------------------------------------------------
     moved = {k: v for k, v in b.items() if k != "params_shard_0.bin"}
     # where a reader that skips a check would find the shard: inside the folder, or in the folder
@@ -352,6 +370,15 @@ def bound_caches() -> Iterator[Bound]:
     for label, n in (("nbytes-plus-1", 9), ("nbytes-minus-1", 7)):
         yield probe("shard.size", label, edit(b, _shard(1, nbytes=n)), f"shard 1's nbytes {n}")
 
+
+
+def _tensor_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """The tensor records' keys, types and shapes."""
+    v: Any
+    w: Any
+    shape: Any
+    raw: Any
+    n: Any
     # -- tensor records -----------------------------------------------------------------
     wrong = {"name": 7, "shape": "2", "dtype": 32, "format": None, "nbytes": "12", "byteOffset": [0]}
     for key, w in wrong.items():
@@ -417,6 +444,14 @@ def bound_caches() -> Iterator[Bound]:
                         else "tensor_record.byteOffset.within",
                         f"{key}-{label}", edit(b, _set(1, **{key: v})), f"the int32's {key} {v}")
     yield probe("tensor_record.nbytes.int64", "fits", b, "nbytes fit")
+
+
+def _size_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """nbytes against the shape and encoding, byteOffset against the shard, dtype spellings."""
+    shape: Any
+    lanes: Any
+    n: Any
+    shard0 = b["params_shard_0.bin"]
     # nbytes under each encoding: at numel x stored bits / 8 and one away
     for label, dtype, shape, fmt in (("float32-raw", "float32", [5], "raw"), ("float32-bf16", "float32", [5], "f32-to-bf16"),
                                      ("int32-bf16", "int32", [5], "f32-to-bf16"), ("float16-bf16", "float16", [5], "f32-to-bf16"),
@@ -469,6 +504,10 @@ def bound_caches() -> Iterator[Bound]:
         yield probe("tensor_record.dtype.table", f"leading-zero.{spelling}", _one(spelling, [0], "raw", 0),
                     f"dtype {spelling!r} [0] (a leading zero)")
 
+
+
+def _index_file_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """The index's file name."""
     # -- the index file and its text ----------------------------------------------------
     v1 = {("ndarray-cache.json" if k == "tensor-cache.json" else k): v for k, v in b.items()}
     broken = edit(b, _set(1, nbytes=13))
@@ -489,6 +528,13 @@ def bound_caches() -> Iterator[Bound]:
     yield probe("cache.index-name", "b16-only", {**{k: v for k, v in b.items() if k != "tensor-cache.json"},
                                                   "tensor-cache-b16.json": b["tensor-cache.json"]},
                 "only the bf16 copy of the index")
+
+
+def _text_probes(b: dict[str, bytes]) -> Iterator[Bound]:
+    """The index's text: UTF-8, JSON syntax, constants, duplicate keys, depth, digits, surrogates."""
+    raw: Any
+    shard0 = b["params_shard_0.bin"]
+    moved = {k: v for k, v in b.items() if k != "params_shard_0.bin"}
     text = b["tensor-cache.json"]
     meta = b'"metadata":{"model":"bound"}'
     assert meta in text

@@ -12,10 +12,11 @@ from . import codec
 
 
 def check(path: str | os.PathLike[str], *, tvm: str | None = None, name: str | None = None,
-          md5: bool = True) -> ArtifactReport:
+          md5: bool = True, max_index: int = codec.MAX_INDEX) -> ArtifactReport:
     """Check the cache at ``path`` (a folder or its index). Unreadable input (an index that
-    is not JSON or not a cache, a dataPath that leaves the folder) raises MlfError."""
-    with codec.open(path, strict=False) as lazy:
+    is not JSON or not a cache, a dataPath that leaves the folder) raises MlfError; so does
+    an index of more than ``max_index`` bytes."""
+    with codec.open(path, strict=False, max_index=max_index) as lazy:
         col = Collector(_findings.FINDINGS)
         for p in lazy.problems(md5=md5):
             col.add(p.code, p.path, p.message, offset=p.offset, member=_member(lazy, p.file))

@@ -11,7 +11,7 @@ import hashlib
 import mmap
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,17 @@ from mlf_spec.errors import ConstraintError, MalformedError, MlfError, UnknownDt
 from . import dtypes, encodings, rules
 from .folder import Folder, UnsafePathError, locate
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, TensorEntry, is_unicode, parse, shown
-from .planning import _b16_records, _shard_chunks, index_text, plan, write_indexes, write_shard
+from .planning import b16_records as _b16_records
+from .planning import index_text, plan, write_indexes, write_shard
+from .planning import shard_chunks as _shard_chunks
 
 #: Shards open at once in one opened cache (a least-recently-used set): well under the usual
 #: soft limit of 1,024 open files, whatever the number of shards.
 MAX_OPEN = 64
 
-_MAX_INDEX = 256 << 20  # an index larger than this is refused before it is read (it costs about twice its size)
+#: An index larger than this (bytes) is refused before it is read: opening one costs about
+#: twice its size (docs/tensor-cache.md, "Memory").
+MAX_INDEX = 256 << 20
 
 
 class LazyCache:
@@ -43,8 +47,8 @@ class LazyCache:
         self._absent: set[int] = set()  # shards whose file does not exist
         self._seen: dict[int, tuple[int, int, int]] = {}  # (device, inode, size) when first opened
         self._maps: dict[int, mmap.mmap | None] = {}
-        self.tensors: list[TensorEntry] = index.tensors
-        self.by_name: dict[str, TensorEntry] = {t.name: t for t in self.tensors}
+        self.tensors: Sequence[TensorEntry] = index.tensors
+        self.by_name: Mapping[str, TensorEntry] = index.tensors.by_name()
 
     # -- shards -------------------------------------------------------------------------
     def _fd(self, i: int) -> int | None:
@@ -256,30 +260,32 @@ def _plain_pages() -> Iterator[None]:
     (measured: 0.9 to 6.5 s for 512 MiB with the advice, 1.5 to 1.9 s without, on a loaded
     machine). Loading a whole cache touches every page once: without the advice its time is
     steady. Private NumPy API; skipped where it does not exist."""
-    try:
+    import importlib
+
+    advise: Callable[[bool], bool] | None = None
+    for where in ("numpy._core.multiarray", "numpy.core.multiarray"):  # NumPy 2, then 1 (private, untyped)
         try:
-            from numpy._core.multiarray import (  # type: ignore[attr-defined]  # private, untyped
-                _set_madvise_hugepage,
-            )
-        except ImportError:  # NumPy < 2
-            from numpy.core.multiarray import (  # type: ignore[no-redef]  # the same function before NumPy 2
-                _set_madvise_hugepage,
-            )
-    except ImportError:
+            advise = vars(importlib.import_module(where)).get("_set_madvise_hugepage")
+        except ImportError:
+            continue
+        if advise is not None:
+            break
+    if advise is None:
         yield
         return
-    was = _set_madvise_hugepage(False)
+    was = advise(False)
     try:
         yield
     finally:
-        _set_madvise_hugepage(was)
+        advise(was)
 
 
-def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # noqa: A001
+def open(path: str | os.PathLike[str], *, strict: bool = True, max_index: int = MAX_INDEX) -> LazyCache:  # noqa: A001
     """Open a cache folder or its index file. ``strict``: raise the first problem that stops
     TVM's loaders (a shard missing, shorter or longer; a record out of its shard; nbytes
     that disagree with shape and dtype; ...) as an :class:`MlfError` with file, JSON path
-    and byte offset. Nothing is read from the shards and nothing outside the folder is opened."""
+    and byte offset. Nothing is read from the shards and nothing outside the folder is opened.
+    An index of more than ``max_index`` bytes is refused before it is read."""
     folder, name = locate(path)
     handle = Folder(folder)
     try:
@@ -288,8 +294,8 @@ def open(path: str | os.PathLike[str], *, strict: bool = True) -> LazyCache:  # 
             raise MlfError("no such file", file=str(folder / name))
         try:
             size = os.fstat(fd).st_size
-            if size > _MAX_INDEX:
-                raise MlfError(f"the index is {size} bytes, more than the {_MAX_INDEX} mlf-spec reads",
+            if size > max_index:
+                raise MlfError(f"the index is {size} bytes, more than the {max_index} mlf-spec reads",
                                file=str(folder / name))
             with builtins.open(fd, "rb", closefd=False) as f:
                 raw = f.read()

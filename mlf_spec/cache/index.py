@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
@@ -15,13 +16,13 @@ from mlf_spec.errors import MalformedError, MlfError, ValidationError
 from mlf_spec.generated import cache_layouts_table as _layouts
 
 from . import jsonpos
+from .records import INT64_MAX, INTERNAL, Builder, Int64, Records, TensorEntry
 
 #: Index file names by cache version (spec/tables/cache_layouts.yaml).
 INDEX_NAMES: dict[int, str] = {r["version"]: r["index_file"] for r in _layouts.ROWS if r["version"]}
 B16_NAMES: dict[int, str] = {r["version"]: r["b16_file"] for r in _layouts.ROWS if r["version"]}
 VERSION_OF_NAME: dict[str, int] = {name: v for v, name in INDEX_NAMES.items()}
 LATEST = max(INDEX_NAMES)
-INT64_MAX = (1 << 63) - 1
 #: The deepest nesting of JSON arrays and objects an index may have (the top-level object is
 #: level 1, a record's shape level 6); deeper is refused (malformed). The loaders' parsers have
 #: no stated limit: Python's json stops near 1,000 levels (RecursionError), tvm-ffi's parser
@@ -49,50 +50,37 @@ def _keys() -> dict[str, list[str]]:
 KEYS = _keys()
 
 
-#: the prefix of the TensorEntry fields that are no key of the index (an index holding it is read
-#: by the general path, so that no JSON key is taken for them)
-_INTERNAL = "mlf-spec internal:"
-_Int64 = Annotated[int, msgspec.Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
-
-
-class TensorEntry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """One tensor record: where its bytes are and how they are encoded (``shard`` and
-    ``position`` index the index's lists; ``extra`` holds the keys the writer never writes,
-    None when there are none). A compact record (about 100 bytes beside its strings): an
-    index of the writer's layout is decoded straight into these (:func:`parse`)."""
-
-    name: str
-    shape: tuple[_Int64, ...]
-    dtype: str
-    format: str
-    nbytes: _Int64
-    offset: _Int64 = msgspec.field(name="byteOffset")
-    # not keys of the index: names no JSON key of a record is taken for (a record holding one
-    # of them is read by the general path, see _fast_index)
-    shard: int = msgspec.field(default=-1, name=_INTERNAL + "shard")
-    position: int = msgspec.field(default=-1, name=_INTERNAL + "position")
-    extra: dict[str, Any] | None = msgspec.field(default=None, name=_INTERNAL + "extra")
-
-    @property
-    def path(self) -> str:
-        """The record's JSON path in the index."""
-        return f"records[{self.shard}].records[{self.position}]"
-
-
 class _FastShard(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     dataPath: str  # noqa: N815 - the JSON key
     format: str
-    nbytes: _Int64
+    nbytes: Int64
     records: list[TensorEntry]
     md5sum: Any = msgspec.UNSET
 
 
+class _BigShard(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A shard of many records: each record's JSON text first, decoded a batch at a time."""
+
+    dataPath: str  # noqa: N815 - the JSON key
+    format: str
+    nbytes: Int64
+    records: list[msgspec.Raw]
+    md5sum: Any = msgspec.UNSET
+
+
 class _FastIndex(msgspec.Struct, forbid_unknown_fields=True):
-    records: list[_FastShard]
+    records: list[msgspec.Raw]
     metadata: Any = msgspec.UNSET
 
 
 _FAST = msgspec.json.Decoder(_FastIndex)
+_FAST_SHARD = msgspec.json.Decoder(_FastShard)
+_BIG_SHARD = msgspec.json.Decoder(_BigShard)
+_ENTRIES = msgspec.json.Decoder(list[TensorEntry])
+#: a shard's JSON text longer than this is decoded a batch of records at a time (so that the
+#: record objects alive at once stay few: they cost about four times their text)
+_BIG = 1 << 22
+_BATCH = 4096
 
 
 @dataclass(slots=True)
@@ -103,7 +91,7 @@ class ShardEntry:
     format: str
     nbytes: int
     md5sum: str | None
-    tensors: list[TensorEntry]
+    tensors: Sequence[TensorEntry]
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
     #: whether the record has an md5sum key (``md5sum`` is its value when that is a string)
@@ -138,11 +126,13 @@ class CacheIndex:
     nonfinite: int = 0
     #: whether some string of the index holds a lone surrogate escape (\\ud800 alone)
     surrogates: bool = False
+    #: every tensor record, as columns (:mod:`.records`)
+    records: Records = field(default_factory=lambda: Builder().build())
 
     @property
-    def tensors(self) -> list[TensorEntry]:
-        """Every tensor record, shard by shard, in stored order."""
-        return [t for s in self.shards for t in s.tensors]
+    def tensors(self) -> Records:
+        """Every tensor record, shard by shard, in stored order (made on demand)."""
+        return self.records
 
     def error(self, message: str, path: str, cls: type[MlfError] = ValidationError) -> MlfError:
         """An error at JSON ``path`` of this index, with its byte offset."""
@@ -179,33 +169,50 @@ class _Reader:
 
 
 def _fast_index(raw: bytes, file: str, version: int | None) -> CacheIndex | None:
-    """The index decoded straight into compact records when it has the writer's layout (the
+    """The index decoded straight into columns of records when it has the writer's layout (the
     keys of spec/records/tensor_cache.yaml and no other, JSON types right, integers in int64,
     RFC 8259 JSON, no lone surrogate); None to take the general path, which reports what is
-    wrong or keeps what is unusual. About 3x the index's size in memory, the index included
-    (docs/tensor-cache.md), against about 10x for a tree of dicts."""
-    if _INTERNAL.encode() in raw:
+    wrong or keeps what is unusual. Shard by shard (a long shard a batch of records at a
+    time), so that the record objects alive at once stay few: the open costs about twice the
+    index's size (docs/tensor-cache.md)."""
+    if INTERNAL.encode() in raw:
         return None
     try:
         doc = _FAST.decode(raw)
+        heads: list[_FastShard | _BigShard] = []
+        records = Builder()
+        for i, piece in enumerate(doc.records):
+            if len(piece) <= _BIG:
+                small = _FAST_SHARD.decode(piece)
+                records.add(small.records, i)
+                small.records = []
+                heads.append(small)
+            else:
+                big = _BIG_SHARD.decode(piece)
+                for k in range(0, len(big.records), _BATCH):
+                    records.add(_ENTRIES.decode(b"[" + b",".join(big.records[k:k + _BATCH]) + b"]"), i)
+                big.records = []
+                heads.append(big)
+            records.end_shard()
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
         return None
-    shards = []
+    metadata = doc.metadata
+    del doc  # the shards' texts can go
+    cols = records.build()
     layout = "tensor-shards" if version == 2 else "ndarray-shards"
-    for i, s in enumerate(doc.records):
-        for j, t in enumerate(s.records):
-            t.shard, t.position = i, j
+    shards = []
+    for i, s in enumerate(heads):
         md5 = s.md5sum
         has_md5 = md5 is not msgspec.UNSET
         if not has_md5 and version != 2:
             layout = "ndarray-shards-nomd5"
-        shards.append(ShardEntry(s.dataPath, s.format, s.nbytes, md5 if isinstance(md5, str) else None, s.records,
-                                 f"records[{i}]", {}, has_md5))
-    has_metadata = doc.metadata is not msgspec.UNSET
-    metadata = doc.metadata if has_metadata else None
+        shards.append(ShardEntry(s.dataPath, s.format, s.nbytes, md5 if isinstance(md5, str) else None,
+                                 cols.shard_records(i), f"records[{i}]", {}, has_md5))
+    has_metadata = metadata is not msgspec.UNSET
+    metadata = metadata if has_metadata else None
     if _too_deep(metadata, 2):
         raise _depth_error(file)
-    return CacheIndex(metadata, has_metadata, shards, file, raw, version, layout, {})
+    return CacheIndex(metadata, has_metadata, shards, file, raw, version, layout, {}, records=cols)
 
 
 def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
@@ -217,6 +224,30 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
         fast = _fast_index(raw, file, version)
         if fast is not None:
             return fast
+    doc, nonfinite = _load_json(raw, file)
+    r = _Reader(raw, file)
+    if isinstance(doc, list):
+        raise r.fail("a JSON list of per-tensor records: the pre-release layout of c1f304497e (one file per "
+                     "tensor), which no released loader reads", "")
+    if not isinstance(doc, dict) or "records" not in doc:
+        raise r.fail("not a tensor cache index (a JSON object with 'records' is expected)", "")
+    shards, cols, layout = _shards(r, r.get(doc, "records", "", "list"), version)
+    extra = r.extra(doc, "cache_index")
+    # the records' own keys nest 6 levels at most: only metadata and unknown keys can go deeper
+    # (each extra dict stands at the level of the record object it was taken from)
+    deep = _too_deep(doc.get("metadata"), 2) or _too_deep(extra, 1)
+    deep = deep or any(_too_deep(sh.extra, 3) for sh in shards) or any(_too_deep(e, 5) for e in cols.extras())
+    if deep:
+        raise _depth_error(file)
+    out = CacheIndex(doc.get("metadata"), "metadata" in doc, shards, file, raw, version, layout, extra,
+                     nonfinite, records=cols)
+    if _SURROGATE_ESCAPE.search(raw) is not None:
+        out.surrogates = _has_surrogate(doc)
+    return out
+
+
+def _load_json(raw: bytes, file: str) -> tuple[Any, int]:
+    """The index as Python's json reads it, and how many non-finite literals it holds."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -236,19 +267,14 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
     except ValueError:  # Python's limit on integer digits (sys.get_int_max_str_digits)
         raise MalformedError("the index holds an integer of more than 4,300 digits, which no cache loader reads",
                              file=file) from None
-    version = VERSION_OF_NAME.get(name) if name is not None else None
-    if not raw.startswith(b"\xef\xbb\xbf"):  # a BOM: refused below, with json's message
-        fast = _fast_index(raw, file, version)
-        if fast is not None:
-            return fast
-    r = _Reader(raw, file)
-    if isinstance(doc, list):
-        raise r.fail("a JSON list of per-tensor records: the pre-release layout of c1f304497e (one file per "
-                     "tensor), which no released loader reads", "")
-    if not isinstance(doc, dict) or "records" not in doc:
-        raise r.fail("not a tensor cache index (a JSON object with 'records' is expected)", "")
-    records = r.get(doc, "records", "", "list")
-    shards: list[ShardEntry] = []
+    return doc, nonfinite[0]
+
+
+def _shards(r: _Reader, records: list, version: int | None) -> tuple[list[ShardEntry], Records, str]:
+    """The shard records of a parsed index, checked key by key; the tensor records as columns;
+    the layout id."""
+    heads = []
+    cols = Builder()
     layout = "tensor-shards" if version == 2 else "ndarray-shards"
     for i, s in enumerate(records):
         sp = f"records[{i}]"
@@ -263,36 +289,29 @@ def parse(raw: bytes, file: str, *, name: str | None = None) -> CacheIndex:
         md5 = s.get("md5sum")  # no loader reads it: any JSON value is kept (cache check: shard.md5-syntax)
         if not isinstance(md5, str):
             md5 = None
-        tensors = []
-        for j, t in enumerate(r.get(s, "records", sp, "list")):
-            tp = f"{sp}.records[{j}]"
-            if not isinstance(t, dict):
-                raise r.fail("a tensor record must be a JSON object", tp)
-            shape = r.get(t, "shape", tp, "list")
-            for k, d in enumerate(shape):
-                if not _is_int(d):
-                    raise r.fail("an extent must be a JSON integer", f"{tp}.shape[{k}]")
-                if not -INT64_MAX - 1 <= d <= INT64_MAX:
-                    raise r.fail("an extent does not fit in a signed 64-bit integer", f"{tp}.shape[{k}]")
-            tensors.append(TensorEntry(
-                r.get(t, "name", tp, "str"), tuple(shape), r.get(t, "dtype", tp, "str"), r.get(t, "format", tp, "str"),
-                r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"), i, j, r.extra(t, "tensor_record") or None))
+        cols.add([_tensor(r, t, f"{sp}.records[{j}]") for j, t in enumerate(r.get(s, "records", sp, "list"))], i)
+        cols.end_shard()
         if "md5sum" not in s:
             layout = "ndarray-shards-nomd5" if version != 2 else layout
-        shards.append(ShardEntry(data_path, fmt, nbytes, md5, tensors, sp, r.extra(s, "shard_record"), "md5sum" in s))
-    extra = r.extra(doc, "cache_index")
-    # the records' own keys nest 6 levels at most: only metadata and unknown keys can go deeper
-    # (each extra dict stands at the level of the record object it was taken from)
-    deep = _too_deep(doc.get("metadata"), 2) or _too_deep(extra, 1)
-    for sh in shards:
-        deep = deep or _too_deep(sh.extra, 3) or any(_too_deep(t.extra, 5) for t in sh.tensors if t.extra)
-    if deep:
-        raise _depth_error(file)
-    out = CacheIndex(doc.get("metadata"), "metadata" in doc, shards, file, raw, version, layout, extra,
-                     nonfinite[0])
-    if _SURROGATE_ESCAPE.search(raw) is not None:
-        out.surrogates = _has_surrogate(doc)
-    return out
+        heads.append((data_path, fmt, nbytes, md5, sp, r.extra(s, "shard_record"), "md5sum" in s))
+    built = cols.build()
+    shards = [ShardEntry(d, f, n, m, built.shard_records(i), sp, e, h) for i, (d, f, n, m, sp, e, h) in enumerate(heads)]
+    return shards, built, layout
+
+
+def _tensor(r: _Reader, t: Any, tp: str) -> TensorEntry:
+    """One tensor record of a parsed index, checked key by key."""
+    if not isinstance(t, dict):
+        raise r.fail("a tensor record must be a JSON object", tp)
+    shape = r.get(t, "shape", tp, "list")
+    for k, d in enumerate(shape):
+        if not _is_int(d):
+            raise r.fail("an extent must be a JSON integer", f"{tp}.shape[{k}]")
+        if not -INT64_MAX - 1 <= d <= INT64_MAX:
+            raise r.fail("an extent does not fit in a signed 64-bit integer", f"{tp}.shape[{k}]")
+    return TensorEntry(r.get(t, "name", tp, "str"), tuple(shape), r.get(t, "dtype", tp, "str"),
+                       r.get(t, "format", tp, "str"), r.get(t, "nbytes", tp, "int"), r.get(t, "byteOffset", tp, "int"),
+                       -1, -1, r.extra(t, "tensor_record") or None)
 
 
 def _finite(text: str, nonfinite: Any) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -14,6 +15,8 @@ def _skip(text: str, i: int) -> int:
     m = _WS.match(text, i)
     return m.end() if m is not None else i
 _DECODER = json.JSONDecoder()
+#: json.decoder.scanstring: public in CPython, not in typeshed (hence looked up by name)
+_SCANSTRING: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
 _PART = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -42,7 +45,7 @@ def _child(text: str, pos: int, part: str | int) -> int | None:
     if opening == "{" and isinstance(part, str):
         i = _skip(text, pos + 1)
         while text[i] != "}":
-            key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]  # public in CPython, not in typeshed
+            key, i = _SCANSTRING(text, i + 1)
             i = _skip(text, i) + 1  # the colon
             i = _skip(text, i)
             if key == part:

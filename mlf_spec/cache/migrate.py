@@ -11,8 +11,11 @@ import json
 import os
 import posixpath
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from mlf_spec.errors import MigrationError
 
@@ -43,7 +46,8 @@ class Plan:
 def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: int, *, replace: bool = False,
             old_float8: bool = False) -> Plan:
     """Write the cache at ``src`` as version ``target`` into the new folder ``out``.
-    ``old_float8`` (downgrades) spells float8 dtypes as TVM before 0.20 does."""
+    ``old_float8`` (downgrades) spells float8 dtypes as TVM before 0.20 does. The new index
+    is written a record at a time (:func:`index_pieces`), never held as a tree of dicts."""
     from mlf_spec._io import atomic_directory, check_output
 
     if target not in INDEX_NAMES:
@@ -52,39 +56,134 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
     with codec.open(src) as lazy:
         source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
         plan = Plan(source, target)
-        doc = json.loads(lazy.index.raw)
         if lazy.index_name != INDEX_NAMES[target]:
             plan.changes.append(f"index {lazy.index_name} -> {INDEX_NAMES[target]}")
         rename = _NEW_FLOAT8 if old_float8 else _OLD_FLOAT8
-        for s, shard in zip(doc["records"], lazy.index.shards):
-            for rec in s["records"]:
-                if rec["dtype"] in rename:
-                    plan.changes.append(f"{rec['name']}: dtype {rec['dtype']} -> {rename[rec['dtype']]}")
-                    rec["dtype"] = rename[rec["dtype"]]
-            if "md5sum" not in s:
-                import hashlib
-
-                h = hashlib.md5(usedforsecurity=False)
-                for block in lazy.shard_blocks(lazy.index.shards.index(shard)):
-                    h.update(block)
-                s["md5sum"] = h.hexdigest()
-                plan.changes.append(f"{shard.data_path}: md5sum added")
-        if target == 1:
-            if any((dtypes.parse(t["dtype"]) or _none).since == (0, 20) for s in doc["records"] for t in s["records"]):
-                plan.notes.append("float8 dtypes spelled for TVM 0.20 and 0.21; TVM 0.16 to 0.19 need "
-                                  "--old-float8 (e4m3_float8 / e5m2_float8)")
+        md5s = _changes(lazy, rename, plan)
         b16_src = lazy.folder / B16_NAMES[source] if source in B16_NAMES else None
         _refuse_collisions(lazy, target)
         with atomic_directory(Path(out), replace=replace) as tmp:
             for i, shard in enumerate(lazy.index.shards):
                 _copy_shard(lazy, i, tmp / shard.data_path)
-            (tmp / INDEX_NAMES[target]).write_text(json.dumps(doc, indent=4), encoding="utf-8")
+            written = 0
+            with open(tmp / INDEX_NAMES[target], "w", encoding="utf-8") as f:
+                for piece in index_pieces(lazy.index.raw, rename, md5s):
+                    f.write(piece)
+                    written += len(piece)
             if b16_src is not None and b16_src.is_file() and not b16_src.is_symlink():
                 shutil.copyfile(b16_src, tmp / B16_NAMES[target])
                 if B16_NAMES[source] != B16_NAMES[target]:
                     plan.changes.append(f"bf16 index {B16_NAMES[source]} -> {B16_NAMES[target]}")
-            codec.open(tmp / INDEX_NAMES[target]).close()  # all or nothing: the loaders' checks hold on the result
+            # all or nothing: the loaders' checks hold on the result (whose index may be longer
+            # than the input's, by its indentation, and so than the cap on what is read)
+            codec.open(tmp / INDEX_NAMES[target], max_index=max(codec.MAX_INDEX, written)).close()
     return plan
+
+
+def _changes(lazy: codec.LazyCache, rename: dict[str, str], plan: Plan) -> dict[int, str]:
+    """Note each dtype spelled anew and each md5sum added (shard by shard) in ``plan``, and
+    its notes on the target; the md5sum of each shard that has none, by shard."""
+    import hashlib
+
+    md5s: dict[int, str] = {}
+    since_020 = False
+    for i, shard in enumerate(lazy.index.shards):
+        for t in shard.tensors:
+            dtype = t.dtype
+            if dtype in rename:
+                plan.changes.append(f"{t.name}: dtype {dtype} -> {rename[dtype]}")
+                dtype = rename[dtype]
+            since_020 = since_020 or (dtypes.parse(dtype) or _none).since == (0, 20)
+        if not shard.has_md5:
+            h = hashlib.md5(usedforsecurity=False)
+            for block in lazy.shard_blocks(i):
+                h.update(block)
+            md5s[i] = h.hexdigest()
+            plan.changes.append(f"{shard.data_path}: md5sum added")
+    if plan.target == 1 and since_020:
+        plan.notes.append("float8 dtypes spelled for TVM 0.20 and 0.21; TVM 0.16 to 0.19 need "
+                          "--old-float8 (e4m3_float8 / e5m2_float8)")
+    return md5s
+
+
+def index_pieces(raw: bytes, rename: dict[str, str], md5s: dict[int, str]) -> Iterator[str]:
+    """The index ``raw`` with each dtype in ``rename`` spelled anew and the md5sums of
+    ``md5s`` added (after the shard's other keys), as ``json.dumps(doc, indent=4)`` writes
+    it, in pieces: each record is parsed and written alone. A document msgspec does not
+    split (NaN literals, which Python's json reads) is parsed whole instead."""
+    try:
+        top = _TOP.decode(raw)
+        shards = _LIST.decode(top["records"])
+        heads = [_TOP.decode(s) for s in shards]
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, RecursionError):
+        yield _whole(raw, rename, md5s)
+        return
+    del shards
+    yield "{"
+    for k, (key, value) in enumerate(top.items()):
+        yield ("," if k else "") + "\n" + _IND + json.dumps(key) + ": "
+        if key != "records":
+            yield _indented(json.loads(bytes(value)), 1)
+            continue
+        if not heads:
+            yield "[]"
+            continue
+        yield "["
+        for i, head in enumerate(heads):
+            yield ("," if i else "") + "\n" + _IND * 2
+            yield from _shard_pieces(head, rename, md5s.get(i))
+        yield "\n" + _IND + "]"
+    yield "\n}"
+
+
+_IND = " " * 4
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _indented(value: object, level: int) -> str:
+    """``value`` as json.dumps(..., indent=4) writes it at nesting ``level``."""
+    return json.dumps(value, indent=4).replace("\n", "\n" + _IND * level)
+
+
+def _shard_pieces(head: dict, rename: dict[str, str], md5: str | None) -> Iterator[str]:
+    """One shard record at nesting level 2, its tensor records one at a time."""
+    yield "{"
+    items = list(head.items())
+    for k, (key, value) in enumerate(items):
+        yield ("," if k else "") + "\n" + _IND * 3 + json.dumps(key) + ": "
+        if key != "records":
+            yield _indented(json.loads(bytes(value)), 3)
+            continue
+        records = _LIST.decode(value)
+        if not records:
+            yield "[]"
+            continue
+        out = ["["]
+        for j, piece in enumerate(records):
+            rec = json.loads(bytes(piece))
+            if rec["dtype"] in rename:
+                rec["dtype"] = rename[rec["dtype"]]
+            out.append(("," if j else "") + "\n" + _IND * 4 + _indented(rec, 4))
+            if len(out) >= 4096:
+                yield "".join(out)
+                out = []
+        out.append("\n" + _IND * 3 + "]")
+        yield "".join(out)
+    if md5 is not None:
+        yield ("," if items else "") + "\n" + _IND * 3 + '"md5sum": ' + json.dumps(md5)
+    yield "\n" + _IND * 2 + "}"
+
+
+def _whole(raw: bytes, rename: dict[str, str], md5s: dict[int, str]) -> str:
+    doc = json.loads(raw)
+    for i, s in enumerate(doc["records"]):
+        for rec in s["records"]:
+            if rec["dtype"] in rename:
+                rec["dtype"] = rename[rec["dtype"]]
+        if i in md5s:
+            s["md5sum"] = md5s[i]
+    return json.dumps(doc, indent=4)
 
 
 def _refuse_collisions(lazy: codec.LazyCache, target: int) -> None:

@@ -20,7 +20,7 @@ from . import dtypes, encodings
 from .index import INDEX_NAMES, INT64_MAX
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Protocol
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
         index: CacheIndex
         folder: Path
         index_name: str
-        tensors: list[TensorEntry]
-        by_name: dict[str, TensorEntry]
+        tensors: Sequence[TensorEntry]
+        by_name: Mapping[str, TensorEntry]
 
         def shard_size(self, i: int) -> int | None: ...
 
@@ -197,7 +197,7 @@ _plain_bits: dict[tuple[str, str, int | None], int] = {}
 _plain_numel: dict[tuple[int, ...], int] = {}
 
 
-def _plain(tensors: list, limit: int, version: int | None) -> int | None:
+def _plain(tensors: Sequence[Any], limit: int, version: int | None) -> int | None:
     """The end of the bytes the shard's records cover when they are laid out as the writer lays
     them out (no unknown key, each dtype and format read as-is by both loaders, nbytes right,
     a nonempty shape NumPy holds, each record starting where the previous one ended, inside

@@ -141,7 +141,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     #: for ``--json``: the object's JSON text in pieces, written as they come (instead of
     #: ``doc``: a document too large to hold whole); an MlfError while they are made ends
-    #: the line and makes the input unreadable (status 2)
+    #: the line and makes the input unreadable (status 2). Without ``--json``: the text in
+    #: pieces (instead of ``text``), each ending its lines
     pieces: Iterable[str] | None = None
     #: not counted as an input: a file a directory walk found that is no TVM artifact (nothing
     #: shown), or an input passed over with the reason in ``notes`` (e.g. already past a migration's target)
@@ -454,7 +455,7 @@ def _emit(outcome: Outcome, as_json: bool) -> MlfError | None:
     written so far is ended)."""
     for note in outcome.notes:
         print(note, file=sys.stderr)
-    if as_json and outcome.pieces is not None:
+    if outcome.pieces is not None:  # text pieces end their own lines; a JSON line is ended here
         try:
             for piece in outcome.pieces:
                 for start in range(0, len(piece), _SLICE):
@@ -462,7 +463,8 @@ def _emit(outcome: Outcome, as_json: bool) -> MlfError | None:
         except MlfError as exc:
             return exc
         finally:
-            sys.stdout.write("\n")
+            if as_json:
+                sys.stdout.write("\n")
             sys.stdout.flush()
     elif as_json:
         if outcome.doc is not None:

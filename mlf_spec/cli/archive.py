@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import io
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mlf_spec.generated import mlf_revisions_timeline as _revisions
@@ -97,8 +98,17 @@ def _inspect_other(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcom
         opts = argparse.Namespace(json=args.json, dialect=None, stats=False, values=False, era=None)
         out = importlib.import_module(f"mlf_spec.cli.{module}")._dump_one(inp, opts)
     if not args.json:
-        out.text = f"{inp.name}: {inp.kind.label}\n" + out.text
+        label = f"{inp.name}: {inp.kind.label}\n"
+        if out.pieces is not None:  # a text made in pieces (cache dump)
+            out.pieces = [label, *out.pieces] if isinstance(out.pieces, list) else _after(label, out.pieces)
+        else:
+            out.text = label + out.text
     return out
+
+
+def _after(first: str, pieces: Iterable[str]) -> Iterator[str]:
+    yield first
+    yield from pieces
 
 
 def inspect_text(doc: dict[str, Any]) -> str:

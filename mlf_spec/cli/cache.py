@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from typing import Any
 
@@ -93,7 +94,8 @@ def register(sub: Any) -> None:
 
 
 def dump_document(lazy: Any, *, stats: bool = False) -> dict[str, Any]:
-    """The JSON document of ``cache dump --json`` (schema: generated/schemas/cache_dump)."""
+    """The JSON document of ``cache dump --json`` (schema: generated/schemas/cache_dump), whole
+    (the command itself streams it: :func:`mlf_spec.cache.reading.json_pieces`)."""
     from mlf_spec.cache.reading import document
 
     return document(lazy, stats=_value_stats() if stats else None)
@@ -108,46 +110,99 @@ def _dump_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
 
     _batch.guard(inp, ACCEPT, WHAT)
     path = _require_path(inp)
-    remote = md5 = None
     if "://" in path and _is_remote(path):
-        from ._remote import dump_document as remote_dump
+        return _dump_remote(inp, path, args)
+    from mlf_spec.cache import reading
 
-        doc = {"path": inp.name, **remote_dump(path, args)}
-        remote = doc.pop("remote")
-        md5 = doc.pop("md5", None)
-        if args.json:
-            return _batch.Outcome(0, doc={**doc, "remote": remote, **({"md5": md5} if md5 is not None else {})})
-    else:
-        with cache.open(path) as lazy:
-            doc = {"path": inp.name, **dump_document(lazy, stats=args.stats)}
+    # every tensor read once here (an unreadable one fails before any output); the output is
+    # made from the index and 32 bytes a tensor, a batch at a time, never a tree of dicts
+    with cache.open(path) as lazy:
+        found = reading.scan(lazy, stats=_value_stats() if args.stats else None)
     if args.json:
-        return _batch.Outcome(0, doc=doc)
+        return _batch.Outcome(0, pieces=reading.json_pieces(lazy, found, {"path": inp.name}))
+    return _batch.Outcome(0, pieces=_text_pieces(inp.name, lazy, found, args.stats))
+
+
+def _dump_remote(inp: _batch.Input, path: str, args: argparse.Namespace) -> _batch.Outcome:
+    from ._remote import dump_document as remote_dump
+
+    doc = {"path": inp.name, **remote_dump(path, args)}
+    remote = doc.pop("remote")
+    md5 = doc.pop("md5", None)
+    if args.json:
+        return _batch.Outcome(0, doc={**doc, "remote": remote, **({"md5": md5} if md5 is not None else {})})
     out = io.StringIO()
-    total = sum(t["nbytes"] for t in doc["tensors"])
-    out.write(f"{inp.name}: {doc['index']} ({_version_text(doc)}), {len(doc['tensors'])} tensors in "
-              f"{doc['shards']} shards, {total} stored bytes\n")
-    head: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
-    if args.stats:
-        head += ("min", "max", "mean", "std", "nan", "inf")
-    rows: list[tuple[str, ...]] = [head]
-    for t in doc["tensors"]:
-        row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
-               printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]),
-               (t["sha256"] or "-")[:16])
-        if args.stats:
-            s = t.get("stats") or {}
-            row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
-            row += tuple(str(s.get(k, 0)) for k in ("nan", "inf"))
-        rows.append(row)
-    for line in table(rows, right=5):
+    _write_head(out, inp.name, doc["index"], _version_text(doc), len(doc["tensors"]), doc["shards"],
+                sum(t["nbytes"] for t in doc["tensors"]))
+    for line in table([_HEAD + (_STATS_HEAD if args.stats else ()), *(_row(t, args.stats) for t in doc["tensors"])],
+                      right=5):
         out.write(line + "\n")
-    if remote is not None:
-        read = sum(1 for t in doc["tensors"] if t["sha256"] is not None)
-        out.write(f"read {remote['bytes_read']:,} bytes in {remote['requests']:,} requests; sha256 of {read} of "
-                  f"{len(doc['tensors'])} tensors ({'every shard read: --verify' if args.verify else 'the records read: pass --verify for all'})\n")
-        for line in md5 or []:
-            out.write(f"md5sum differs: {line}\n")
+    read = sum(1 for t in doc["tensors"] if t["sha256"] is not None)
+    out.write(f"read {remote['bytes_read']:,} bytes in {remote['requests']:,} requests; sha256 of {read} of "
+              f"{len(doc['tensors'])} tensors ({'every shard read: --verify' if args.verify else 'the records read: pass --verify for all'})\n")
+    for line in md5 or []:
+        out.write(f"md5sum differs: {line}\n")
     return _batch.Outcome(0, text=out.getvalue())
+
+
+_HEAD: tuple[str, ...] = ("name", "dtype", "shape", "format", "shard", "offset", "nbytes", "sha256")
+_STATS_HEAD: tuple[str, ...] = ("min", "max", "mean", "std", "nan", "inf")
+
+
+def _write_head(out: Any, name: str, index: str, version: str, tensors: int, shards: int, total: int) -> None:
+    out.write(f"{name}: {index} ({version}), {tensors} tensors in {shards} shards, {total} stored bytes\n")
+
+
+def _row(t: dict[str, Any], stats: bool) -> tuple[str, ...]:
+    """A tensor's row of the table, from its entry of the JSON document."""
+    row: tuple[str, ...] = (printable(t["name"]), printable(t["dtype"]), "x".join(map(str, t["shape"])) or "scalar",
+                            printable(t["format"]), printable(t["shard"]), str(t["offset"]), str(t["nbytes"]),
+                            (t["sha256"] or "-")[:16])
+    if stats:
+        s = t.get("stats") or {}
+        row += tuple("-" if s.get(k) is None else f"{s[k]:.6g}" for k in ("min", "max", "mean", "std"))
+        row += tuple(str(s.get(k, 0)) for k in ("nan", "inf"))
+    return row
+
+
+def _text_pieces(name: str, lazy: Any, found: Any, stats: bool) -> Any:
+    """The text of ``cache dump`` as :func:`table` lays it out, in pieces: the rows are made
+    twice (once for the column widths, once to write them), never all held."""
+    from mlf_spec.cache import reading
+
+    def rows() -> Any:
+        yield _HEAD + (_STATS_HEAD if stats else ())
+        for t in reading.entries(lazy, found):
+            yield _row(t, stats)
+
+    out = io.StringIO()
+    doc = reading.head(lazy)
+    _write_head(out, name, doc["index"], _version_text(doc), len(lazy.tensors), doc["shards"],
+                lazy.index.records.nbytes_total())
+    yield out.getvalue()
+    yield from _table_pieces(rows, right=5)
+
+
+def _table_pieces(rows: Any, right: int, batch: int = 4096) -> Any:
+    """The lines of ``table(list(rows()), right)``, a batch at a time (``rows`` is called twice)."""
+    from ._text import CELL, elide, width
+
+    def cells(row: tuple[str, ...]) -> list[tuple[str, int]]:
+        return [(c, len(c)) if c.isascii() and len(c) <= CELL else (e, width(e)) for c in row for e in (elide(c),)]
+
+    widths: list[int] = []
+    for row in rows():
+        got = [w for _, w in cells(row)]
+        widths = got if not widths else [max(a, b) for a, b in zip(widths, got)]
+    lines: list[str] = []
+    for row in rows():
+        lines.append("  ".join(c + " " * (w - n) if i < right else " " * (w - n) + c
+                               for i, ((c, n), w) in enumerate(zip(cells(row), widths))).rstrip() + "\n")
+        if len(lines) >= batch:
+            yield "".join(lines)
+            lines = []
+    if lines:
+        yield "".join(lines)
 
 
 def _version_text(doc: dict[str, Any]) -> str:
@@ -235,10 +290,14 @@ def _refused_by(path: str, version: int) -> list[tuple[str, str, str]]:
     """(TVM version, rule, message) for each reader of cache ``version`` that rejects the
     cache at ``path``: a migration whose result its target's loaders refuse says so."""
     from mlf_spec.cache import check as _ccheck
+    from mlf_spec.cache import codec
+    from mlf_spec.cache.folder import locate
 
+    folder, name = locate(path)
+    cap = max(codec.MAX_INDEX, os.path.getsize(folder / name))  # the migration wrote it (see migrate)
     out = []
     for tvm in _READERS_OF.get(version, ()):
-        verdict = _ccheck.check(path, tvm=tvm).tvm
+        verdict = _ccheck.check(path, tvm=tvm, max_index=cap).tvm
         if verdict is not None and verdict.verdict in ("rejects", "crashes"):
             first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
             out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))

@@ -201,10 +201,10 @@ class RemoteCache(LazyCache):
     def arrays(self) -> dict[str, np.ndarray]:
         """Every tensor by name (the last of a repeated name), each shard streamed once into its
         stand-in, decoded, then dropped."""
-        keep = {id(t) for t in self.by_name.values()}
+        keep = {(t.shard, t.position) for t in self.by_name.values()}  # records are made on demand: no id()
         out: dict[str, np.ndarray] = {}
         for i, shard in enumerate(self.index.shards):
-            wanted = [t for t in shard.tensors if id(t) in keep]
+            wanted = [t for t in shard.tensors if (t.shard, t.position) in keep]
             size = self.shard_size(i)
             if wanted and size is not None and size <= _WHOLE_SHARD and not self._covered(i, 0, size):
                 fd = self._fd(i)
