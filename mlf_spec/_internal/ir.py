@@ -39,6 +39,11 @@ class Expr(NamedTuple):
         return "remaining" in self.text
 
 
+def _absent(v: Any) -> bool:
+    """An unset attribute or a flag not set (0 and other falsy values are present)."""
+    return v is None or v is False
+
+
 class _Node(Mapping[str, Any]):
     """A frozen record with ``__slots__`` that also reads as a mapping of its set attributes."""
 
@@ -64,12 +69,12 @@ class _Node(Mapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         v = getattr(self, key, None) if key in self._KEYS else None
-        if v is None or v is False:
+        if _absent(v):
             raise KeyError(key)
         return v
 
     def __iter__(self) -> Iterator[str]:
-        return (k for k in self._KEYS if getattr(self, k, None) not in (None, False))
+        return (k for k in self._KEYS if not _absent(getattr(self, k, None)))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -78,10 +83,9 @@ class _Node(Mapping[str, Any]):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self if k != "kind")
         return f"{type(self).__name__}({inner})"
 
-    __hash__ = object.__hash__
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    # Mapping's __eq__ and no __hash__: equal as the dicts they stand for and unhashable like
+    # them (hypothesis labels a sampled_from over spans by the hashes of hashable elements, so
+    # a hashable field would change which examples it mutates: tests/blob/test_edges.py)
 
 
 # ------------------------------------------------------------------ what the kinds drive
