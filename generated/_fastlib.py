@@ -46,9 +46,9 @@ def array_struct(code: str, n: int) -> struct.Struct:
 def array_run_struct(code: str, n: int, tail: str) -> struct.Struct:
     """A cached Struct for ``n`` scalars of format ``code`` followed by the fixed ``tail``."""
     key = (code, n, tail)
-    s = _ARRAYS.get(key)  # type: ignore[call-overload]
+    s = _ARRAYS.get(key)
     if s is None:
-        s = _ARRAYS[key] = struct.Struct(f"<{n}{code}{tail}")  # type: ignore[index]
+        s = _ARRAYS[key] = struct.Struct(f"<{n}{code}{tail}")
     return s
 
 

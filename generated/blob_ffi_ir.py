@@ -6,6 +6,8 @@
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """The tvm-ffi library blob (__tvm_ffi__library_bin, 0.22 on): the spec as data (structs, fields, compiled expressions)."""
 
+from mlf_spec._internal.ir import Bytes, Expr, Map, Nested, Scalar, Str, Struct, Switch, Vec  # noqa: F401
+
 from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401
 from ._fastlib import acyclic as _acyclic, count_where as _count_where, nondecreasing as _nondecreasing  # noqa: F401
 from .tensor_ir import STRUCTS as _TENSOR_STRUCTS
@@ -17,134 +19,102 @@ TITLE = 'The tvm-ffi library blob (__tvm_ffi__library_bin, 0.22 on)'
 DOC = 'What `export_library` embeds in a library whose root module has imports, from 0.22 (b8eb80b968; symbol `__tvm_ffi__library_bin` from e1700e1a22, development builds in between used `__tvm_ffi_library_bin`). Writer: ModuleSerializer in src/target/codegen.cc; reader: ProcessLibraryBin in tvm-ffi src/ffi/extra/library_module.cc. The import tree comes first, in CSR form; then one entry per module, in index order: its kind, and unless the kind is `_lib` (the library the blob lives in) its payload as a length-prefixed string. There is no count, magic or version: the module count is len(row_ptr) - 1. Module 0 is the root. Because every payload has a length, a reader can keep a kind it does not know as opaque bytes. The same bytes, with the 8-byte prefix, come out of runtime.ModulePackImportsToTensor.'
 CONSTANTS = {'TENSOR_MAGIC': 15951258332257624383, 'KDLCPU': 1, 'MAX_NDIM': 64, 'RELAY_VM_MAGIC': 15142753616656602397, 'RELAX_VM_MAGIC': 15142753616656602397, 'RELAX_VM_MAGIC_V2': 15142753616656602398}
 ROOTS = ['ffi_blob']
-STRUCTS: dict = {}
+STRUCTS: dict[str, Struct] = {}
 STRUCTS.update(_TENSOR_STRUCTS)
 STRUCTS.update(_VM_STRUCTS)
 STRUCTS.update(_PAYLOADS_STRUCTS)
-STRUCTS['ffi_module'] = {
-    'name': 'ffi_module', 'record': 'FfiModule', 'inline': False, 'root': False,
-    'doc': 'One module entry.',
-    'fields': [
-        {'name': 'kind',
-         'kind': 'str',
-         'type': 'str',
-         'doc': "Module kind (ffi::ModuleObj::kind()), or _lib. tvm-ffi's reader rejects an empty string.",
-         'encoding': 'utf-8',
-         'strategy': {'max_size': 12, 'alphabet': 'text'},
-          'constraint': ('len(kind) >= 1', lambda ns, each=None: len(ns['kind']) >= 1),
-          'bounds': (None, None),},
-        {'name': 'payload',
-         'kind': 'switch',
-         'type': 'switch',
-         'doc': "The module's SaveToBytes bytes, loaded by ffi.Module.load_from_bytes.<kind>. A payload "
-                'grammar registered through mlf_spec.blob.register_payload takes precedence; a kind with '
-                "no grammar is kept as opaque bytes. tvm-ffi's stream treats a 0-byte read as a failure, "
-                'so an empty payload makes the load fail (observed 0.25-0.27; finding '
-                'module.empty-payload).',
-         'sized': True,
-         'keep_span': True,
-         'switch': {'on': 'kind',
-                    'cases': {'cuda': 'device_binary',
-                              'hip': 'device_binary',
-                              'hsaco': 'device_binary',
-                              'opencl': 'device_binary',
-                              'aocl': 'device_binary',
-                              'sdaccel': 'device_binary',
-                              'hexagon': 'device_binary',
-                              'vulkan': 'vulkan_payload',
-                              'metal': 'metal_payload',
-                              'webgpu': 'webgpu_payload',
-                              'const_loader': 'const_loader_payload',
-                              'static_library': 'static_library_payload',
-                              'c': 'c_source_payload',
-                              'relax.VMExecutable': 'relax_vm_body',
-                              'dnnl_json': 'json_runtime_payload',
-                              'tensorrt': 'json_runtime_payload',
-                              'msc_tensorrt': 'json_runtime_payload',
-                              'arm_compute_lib': 'json_runtime_payload',
-                              'bnns_json': 'json_runtime_payload',
-                              'clml': 'json_runtime_payload',
-                              'cublas_json': 'json_runtime_payload',
-                              'cudnn_json': 'json_runtime_payload',
-                              'hipblas_json': 'json_runtime_payload',
-                              'nnapi': 'json_runtime_payload',
-                              'example_npu_json': 'json_runtime_payload',
-                              'coreml': 'coreml_payload'},
-                    'default': 'opaque_payload',
-                    'extensible': 'module_payloads'},
-          'when': ("kind != '_lib'", lambda ns, each=None: ns['kind'] != '_lib'),
-          'switch_on': lambda ns, each=None: ns['kind'],},
-    ],
-}
-STRUCTS['ffi_body'] = {
-    'name': 'ffi_body', 'record': 'FfiBody', 'inline': False, 'root': False,
-    'doc': 'The body that the size prefix counts.',
-    'fields': [
-        {'name': 'row_ptr',
-         'kind': 'vec',
-         'type': 'vec',
-         'doc': 'CSR row pointers (import_tree_row_ptr_): module i imports child_indices[row_ptr[i] .. '
-                'row_ptr[i+1]). Its length is the module count + 1, and there is at least one module: '
-                'module 0, the root, which the reader returns without checking that it exists (an empty '
-                'list fails with a vector::reserve error, a list of one (no module) makes the reader '
-                'return modules[0] of an empty vector: a segmentation fault, observed 0.25-0.27). The '
-                'writer starts it at 0 and never decreases it; the reader checks neither (see csr_order).',
-         'elem': 'u64',
-         'strategy': {'max_size': 4},
-          'constraint': ('len(row_ptr) >= 2', lambda ns, each=None: len(ns['row_ptr']) >= 2),
-          'bounds': (None, None),},
-        {'name': 'child_indices',
-         'kind': 'vec',
-         'type': 'vec',
-         'doc': "CSR column indices: the imported modules. Every index names a module (the reader's only "
-                'check, child_index < modules.size()). The writer sorts and de-duplicates each row and '
-                'numbers children after their parents.',
-         'elem': 'u64',
-         'strategy': {'max_size': 4},
-          'constraint': ('each < len(row_ptr) - 1', lambda ns, each=None: each < len(ns['row_ptr']) - 1),
-          'bounds': (None, None),},
-        {'name': 'modules',
-         'kind': 'struct',
-         'type': 'ffi_module',
-         'doc': 'The modules in index order; module 0 is the root.',
-         'struct': 'ffi_module',
-          'count': ('len(row_ptr) - 1', lambda ns, each=None: len(ns['row_ptr']) - 1),},
-        {'name': 'trailing',
-         'kind': 'bytes',
-         'type': 'bytes',
-         'doc': 'Bytes after the last entry: never written, ignored by the reader, kept on round trip.',
-          'size': ('remaining()', lambda ns, each=None, remaining=None: remaining),},
-    ],
-    'invariants': [
+STRUCTS['ffi_module'] = Struct(
+    name='ffi_module', record='FfiModule', inline=False, root=False,
+    doc='One module entry.',
+    fields=(
+        Str(
+            name='kind',
+            type='str',
+            doc="Module kind (ffi::ModuleObj::kind()), or _lib. tvm-ffi's reader rejects an empty string.",
+            encoding='utf-8',
+            strategy={'max_size': 12, 'alphabet': 'text'},
+            constraint=Expr('len(kind) >= 1', lambda ns, each=None: len(ns['kind']) >= 1),
+            bounds=(None, None),
+        ),
+        Switch(
+            name='payload',
+            type='switch',
+            doc="The module's SaveToBytes bytes, loaded by ffi.Module.load_from_bytes.<kind>. A payload grammar registered through mlf_spec.blob.register_payload takes precedence; a kind with no grammar is kept as opaque bytes. tvm-ffi's stream treats a 0-byte read as a failure, so an empty payload makes the load fail (observed 0.25-0.27; finding module.empty-payload).",
+            switch={'on': 'kind', 'cases': {'cuda': 'device_binary', 'hip': 'device_binary', 'hsaco': 'device_binary', 'opencl': 'device_binary', 'aocl': 'device_binary', 'sdaccel': 'device_binary', 'hexagon': 'device_binary', 'vulkan': 'vulkan_payload', 'metal': 'metal_payload', 'webgpu': 'webgpu_payload', 'const_loader': 'const_loader_payload', 'static_library': 'static_library_payload', 'c': 'c_source_payload', 'relax.VMExecutable': 'relax_vm_body', 'dnnl_json': 'json_runtime_payload', 'tensorrt': 'json_runtime_payload', 'msc_tensorrt': 'json_runtime_payload', 'arm_compute_lib': 'json_runtime_payload', 'bnns_json': 'json_runtime_payload', 'clml': 'json_runtime_payload', 'cublas_json': 'json_runtime_payload', 'cudnn_json': 'json_runtime_payload', 'hipblas_json': 'json_runtime_payload', 'nnapi': 'json_runtime_payload', 'example_npu_json': 'json_runtime_payload', 'coreml': 'coreml_payload'}, 'default': 'opaque_payload', 'extensible': 'module_payloads'},
+            sized=True,
+            keep_span=True,
+            when=Expr("kind != '_lib'", lambda ns, each=None: ns['kind'] != '_lib'),
+            switch_on=lambda ns, each=None: ns['kind'],
+        ),
+    ),
+)
+STRUCTS['ffi_body'] = Struct(
+    name='ffi_body', record='FfiBody', inline=False, root=False,
+    doc='The body that the size prefix counts.',
+    fields=(
+        Vec(
+            name='row_ptr',
+            type='vec',
+            doc='CSR row pointers (import_tree_row_ptr_): module i imports child_indices[row_ptr[i] .. row_ptr[i+1]). Its length is the module count + 1, and there is at least one module: module 0, the root, which the reader returns without checking that it exists (an empty list fails with a vector::reserve error, a list of one (no module) makes the reader return modules[0] of an empty vector: a segmentation fault, observed 0.25-0.27). The writer starts it at 0 and never decreases it; the reader checks neither (see csr_order).',
+            elem='u64',
+            strategy={'max_size': 4},
+            constraint=Expr('len(row_ptr) >= 2', lambda ns, each=None: len(ns['row_ptr']) >= 2),
+            bounds=(None, None),
+        ),
+        Vec(
+            name='child_indices',
+            type='vec',
+            doc="CSR column indices: the imported modules. Every index names a module (the reader's only check, child_index < modules.size()). The writer sorts and de-duplicates each row and numbers children after their parents.",
+            elem='u64',
+            strategy={'max_size': 4},
+            constraint=Expr('each < len(row_ptr) - 1', lambda ns, each=None: each < len(ns['row_ptr']) - 1),
+            bounds=(None, None),
+        ),
+        Nested(
+            name='modules',
+            type='ffi_module',
+            doc='The modules in index order; module 0 is the root.',
+            struct='ffi_module',
+            count=Expr('len(row_ptr) - 1', lambda ns, each=None: len(ns['row_ptr']) - 1),
+        ),
+        Bytes(
+            name='trailing',
+            type='bytes',
+            doc='Bytes after the last entry: never written, ignored by the reader, kept on round trip.',
+            size=Expr('remaining()', lambda ns, each=None, remaining=None: remaining),
+        ),
+    ),
+    invariants=(
         {'name': 'rows_within', 'severity': 'error', 'since': None, 'until': None,
          'doc': 'No row pointer lies past the end of child_indices: the reader reads child_indices[row_ptr[i] .. row_ptr[i+1]) unchecked, past the end of the list otherwise.',
-         'rule': ('max(row_ptr) <= len(child_indices)', lambda ns, each=None: max(ns['row_ptr']) <= len(ns['child_indices']))},
+         'rule': Expr('max(row_ptr) <= len(child_indices)', lambda ns, each=None: max(ns['row_ptr']) <= len(ns['child_indices']))},
         {'name': 'csr_order', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "The row pointers start at 0 and never decrease, as TVM's writer makes them. The reader checks neither: a decreasing pair gives that module no imports (tvm-ffi loads such a blob, verified), a non-zero start leaves the first child indices unread.",
-         'rule': ('row_ptr[0] == 0 and nondecreasing(row_ptr)', lambda ns, each=None: ns['row_ptr'][0] == 0 and _nondecreasing(ns['row_ptr']))},
+         'rule': Expr('row_ptr[0] == 0 and nondecreasing(row_ptr)', lambda ns, each=None: ns['row_ptr'][0] == 0 and _nondecreasing(ns['row_ptr']))},
         {'name': 'children_covered', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "The last row pointer is the number of child indices, as TVM's writer makes it; child indices after it are never read.",
-         'rule': ('row_ptr[-1] == len(child_indices)', lambda ns, each=None: ns['row_ptr'][-1] == len(ns['child_indices']))},
+         'rule': Expr('row_ptr[-1] == len(child_indices)', lambda ns, each=None: ns['row_ptr'][-1] == len(ns['child_indices']))},
         {'name': 'acyclic', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "No module imports itself through its imports. TVM's writer cannot produce a cycle; its reader accepts one (verified) and builds a module graph that never ends.",
-         'rule': ('acyclic(row_ptr, child_indices)', lambda ns, each=None: _acyclic(ns['row_ptr'], ns['child_indices']))},
+         'rule': Expr('acyclic(row_ptr, child_indices)', lambda ns, each=None: _acyclic(ns['row_ptr'], ns['child_indices']))},
         {'name': 'single_lib', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "At most one _lib entry. TVM's writer merges every DSO-exportable module into one; tvm-ffi's reader accepts several silently (verified), each becoming its own library module.",
-         'rule': ("count_where(modules, 'kind', '_lib') <= 1", lambda ns, each=None: _count_where(ns['modules'], 'kind', '_lib') <= 1)},
-    ],
-}
-STRUCTS['ffi_blob'] = {
-    'name': 'ffi_blob', 'record': 'FfiBlob', 'inline': False, 'root': True,
-    'doc': 'The whole symbol content: an 8-byte size prefix (composed byte by byte, little-endian on every host), then the body. Bytes after the body are not part of the blob.',
-    'fields': [
-        {'name': 'body',
-         'kind': 'struct',
-         'type': 'ffi_body',
-         'doc': 'The body; its length is the u64 size prefix.',
-         'sized': True,
-         'struct': 'ffi_body',},
-    ],
-}
+         'rule': Expr("count_where(modules, 'kind', '_lib') <= 1", lambda ns, each=None: _count_where(ns['modules'], 'kind', '_lib') <= 1)},
+    ),
+)
+STRUCTS['ffi_blob'] = Struct(
+    name='ffi_blob', record='FfiBlob', inline=False, root=True,
+    doc='The whole symbol content: an 8-byte size prefix (composed byte by byte, little-endian on every host), then the body. Bytes after the body are not part of the blob.',
+    fields=(
+        Nested(
+            name='body',
+            type='ffi_body',
+            doc='The body; its length is the u64 size prefix.',
+            struct='ffi_body',
+            sized=True,
+        ),
+    ),
+)
 EXAMPLES = [{'name': 'opencl_kernel',
   'doc': 'A _lib root importing one opencl kernel, as TVM 0.27 packs it (shape of '
          'binary-formats.md 5.2, shortened source).',

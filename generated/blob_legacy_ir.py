@@ -6,6 +6,8 @@
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """The legacy module blob (__tvm_dev_mblob up to 0.20, __tvm_ffi_library_bin in 0.21): the spec as data (structs, fields, compiled expressions)."""
 
+from mlf_spec._internal.ir import Bytes, Expr, Map, Nested, Scalar, Str, Struct, Switch, Vec  # noqa: F401
+
 from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401
 from ._fastlib import acyclic as _acyclic, count_where as _count_where, find_last_where as _find_last_where, nondecreasing as _nondecreasing  # noqa: F401
 from .tensor_ir import STRUCTS as _TENSOR_STRUCTS
@@ -17,157 +19,121 @@ TITLE = 'The legacy module blob (__tvm_dev_mblob up to 0.20, __tvm_ffi_library_b
 DOC = "What `export_library` embedded up to 0.21 (symbol `__tvm_dev_mblob`, renamed `__tvm_ffi_library_bin` in 0.21 by b40b6fa52d with the same layout). Writer: ModuleSerializer in src/target/codegen.cc (src/codegen/codegen.cc up to 0.6); reader: ImportModuleBlob (up to 0.6), ProcessModuleBlob (0.7-0.20), ProcessLibraryBin (0.21) in src/runtime/library_module.cc. A count, then that many entries: a kind followed by that kind's payload with no length, `_lib` with nothing, or `_import_tree` with the CSR import tree (0.7 on, f076c839ef). Module indices count the entries other than `_import_tree`; module 0 is the root. Up to 0.6 (variant A) there is no `_lib` and no import tree: the entries are the direct imports of the library, and a 0.7+ reader that finds no import tree makes a new library module the root and imports every entry. The import tree is omitted when the root is DSO-exportable and has no imports (0.7-0.13; count 0) or, from 0.14 (8f60213cb5), whenever the root has no imports: then the count is 0 but a non-DSO root's kind and payload still follow, unread. Since payloads carry no length, an unknown kind cannot be skipped: mlf-spec stops with an error naming it unless a grammar was registered through mlf_spec.blob.register_payload."
 CONSTANTS = {'LIB_KIND': '_lib', 'IMPORT_TREE_KIND': '_import_tree', 'TENSOR_MAGIC': 15951258332257624383, 'KDLCPU': 1, 'MAX_NDIM': 64, 'RELAY_VM_MAGIC': 15142753616656602397, 'RELAX_VM_MAGIC': 15142753616656602397, 'RELAX_VM_MAGIC_V2': 15142753616656602398}
 ROOTS = ['legacy_blob']
-STRUCTS: dict = {}
+STRUCTS: dict[str, Struct] = {}
 STRUCTS.update(_TENSOR_STRUCTS)
 STRUCTS.update(_VM_STRUCTS)
 STRUCTS.update(_PAYLOADS_STRUCTS)
-STRUCTS['import_tree'] = {
-    'name': 'import_tree', 'record': 'ImportTree', 'inline': False, 'root': False,
-    'doc': 'The `_import_tree` entry (0.7 on): the CSR import tree.',
-    'fields': [
-        {'name': 'row_ptr',
-         'kind': 'vec',
-         'type': 'vec',
-         'doc': 'CSR row pointers: module i imports child_indices[row_ptr[i] .. row_ptr[i+1]). Written '
-                "with length module count + 1 (at least one module: the reader fails with 'modules cannot "
-                "be empty when import tree is present'), starting at 0, never decreasing (the reader "
-                'checks none of that).',
-         'elem': 'u64',
-         'strategy': {'max_size': 4},
-          'constraint': ('len(row_ptr) >= 2', lambda ns, each=None: len(ns['row_ptr']) >= 2),
-          'bounds': (None, None),},
-        {'name': 'child_indices',
-         'kind': 'vec',
-         'type': 'vec',
-         'doc': 'CSR column indices. The reader checks child_index < number of modules. From 0.8 the '
-                'writer sorts and de-duplicates each row and numbers children after parents; 0.7 kept '
-                'import order.',
-         'elem': 'u64',
-         'strategy': {'max_size': 4},
-          'constraint': ('each < len(row_ptr) - 1', lambda ns, each=None: each < len(ns['row_ptr']) - 1),
-          'bounds': (None, None),},
-    ],
-    'invariants': [
+STRUCTS['import_tree'] = Struct(
+    name='import_tree', record='ImportTree', inline=False, root=False,
+    doc='The `_import_tree` entry (0.7 on): the CSR import tree.',
+    fields=(
+        Vec(
+            name='row_ptr',
+            type='vec',
+            doc="CSR row pointers: module i imports child_indices[row_ptr[i] .. row_ptr[i+1]). Written with length module count + 1 (at least one module: the reader fails with 'modules cannot be empty when import tree is present'), starting at 0, never decreasing (the reader checks none of that).",
+            elem='u64',
+            strategy={'max_size': 4},
+            constraint=Expr('len(row_ptr) >= 2', lambda ns, each=None: len(ns['row_ptr']) >= 2),
+            bounds=(None, None),
+        ),
+        Vec(
+            name='child_indices',
+            type='vec',
+            doc='CSR column indices. The reader checks child_index < number of modules. From 0.8 the writer sorts and de-duplicates each row and numbers children after parents; 0.7 kept import order.',
+            elem='u64',
+            strategy={'max_size': 4},
+            constraint=Expr('each < len(row_ptr) - 1', lambda ns, each=None: each < len(ns['row_ptr']) - 1),
+            bounds=(None, None),
+        ),
+    ),
+    invariants=(
         {'name': 'rows_within', 'severity': 'error', 'since': None, 'until': None,
          'doc': 'No row pointer lies past the end of child_indices: the reader reads child_indices[row_ptr[i] .. row_ptr[i+1]) unchecked, past the end of the list otherwise.',
-         'rule': ('max(row_ptr) <= len(child_indices)', lambda ns, each=None: max(ns['row_ptr']) <= len(ns['child_indices']))},
+         'rule': Expr('max(row_ptr) <= len(child_indices)', lambda ns, each=None: max(ns['row_ptr']) <= len(ns['child_indices']))},
         {'name': 'csr_order', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "The row pointers start at 0 and never decrease, as TVM's writer makes them. The reader checks neither: a decreasing pair gives that module no imports (tvm-ffi loads such a blob, verified), a non-zero start leaves the first child indices unread.",
-         'rule': ('row_ptr[0] == 0 and nondecreasing(row_ptr)', lambda ns, each=None: ns['row_ptr'][0] == 0 and _nondecreasing(ns['row_ptr']))},
+         'rule': Expr('row_ptr[0] == 0 and nondecreasing(row_ptr)', lambda ns, each=None: ns['row_ptr'][0] == 0 and _nondecreasing(ns['row_ptr']))},
         {'name': 'children_covered', 'severity': 'warning', 'since': None, 'until': None,
          'doc': "The last row pointer is the number of child indices, as TVM's writer makes it; child indices after it are never read.",
-         'rule': ('row_ptr[-1] == len(child_indices)', lambda ns, each=None: ns['row_ptr'][-1] == len(ns['child_indices']))},
+         'rule': Expr('row_ptr[-1] == len(child_indices)', lambda ns, each=None: ns['row_ptr'][-1] == len(ns['child_indices']))},
         {'name': 'acyclic', 'severity': 'warning', 'since': None, 'until': None,
          'doc': 'No module imports itself through its imports (the writer cannot produce a cycle; the reader accepts one).',
-         'rule': ('acyclic(row_ptr, child_indices)', lambda ns, each=None: _acyclic(ns['row_ptr'], ns['child_indices']))},
-    ],
-}
-STRUCTS['legacy_entry'] = {
-    'name': 'legacy_entry', 'record': 'LegacyEntry', 'inline': False, 'root': False,
-    'doc': 'One entry of the body.',
-    'fields': [
-        {'name': 'kind',
-         'kind': 'str',
-         'type': 'str',
-         'doc': 'Module kind (type_key), _lib, or _import_tree. Up to 0.6 the loader was '
-                'module.loadbinary_<kind>, then runtime.module.loadbinary_<kind>.',
-         'encoding': 'utf-8',
-         'strategy': {'max_size': 12, 'alphabet': 'text'},},
-        {'name': 'payload',
-         'kind': 'switch',
-         'type': 'switch',
-         'doc': 'The payload, inline and with no length. A grammar registered through '
-                'mlf_spec.blob.register_payload takes precedence; a kind with no grammar is an error '
-                "(UnsupportedError naming the kind and its offset), as it is for TVM's loader.",
-         'keep_span': True,
-         'switch': {'on': 'kind',
-                    'cases': {'_import_tree': 'import_tree',
-                              'cuda': 'device_binary',
-                              'hip': 'device_binary',
-                              'hsaco': 'device_binary',
-                              'opencl': 'device_binary',
-                              'aocl': 'device_binary',
-                              'sdaccel': 'device_binary',
-                              'hexagon': 'device_binary',
-                              'vulkan': 'vulkan_payload',
-                              'metal': 'metal_payload',
-                              'webgpu': 'webgpu_payload',
-                              'GraphExecutorFactory': 'graph_executor_factory',
-                              'GraphRuntimeFactory': 'graph_executor_factory',
-                              'AotExecutorFactory': 'aot_executor_factory',
-                              'metadata_module': 'empty_payload',
-                              'metadata': 'const_loader_payload',
-                              'const_loader': 'const_loader_payload',
-                              'static_library': 'static_library_payload',
-                              'c': 'c_source_payload',
-                              'VMExecutable': 'relay_vm_wrapped',
-                              'relax.Executable': 'relax_vm_wrapped',
-                              'relax.VMExecutable': 'relax_vm_wrapped',
-                              'dnnl_json': 'json_runtime_payload',
-                              'tensorrt': 'json_runtime_payload',
-                              'msc_tensorrt': 'json_runtime_payload',
-                              'arm_compute_lib': 'json_runtime_payload',
-                              'bnns_json': 'json_runtime_payload',
-                              'clml': 'json_runtime_payload',
-                              'cublas_json': 'json_runtime_payload',
-                              'cudnn_json': 'json_runtime_payload',
-                              'hipblas_json': 'json_runtime_payload',
-                              'nnapi': 'json_runtime_payload',
-                              'coreml': 'coreml_payload'},
-                    'default': None,
-                    'extensible': 'module_payloads'},
-          'when': ("kind != '_lib'", lambda ns, each=None: ns['kind'] != '_lib'),
-          'switch_on': lambda ns, each=None: ns['kind'],},
-    ],
-}
-STRUCTS['legacy_body'] = {
-    'name': 'legacy_body', 'record': 'LegacyBody', 'inline': False, 'root': False,
-    'doc': 'The body that the size prefix counts.',
-    'fields': [
-        {'name': 'count',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'Number of entries, _lib and _import_tree included (0.6: the number of imports).',
-         'fmt': 'Q',
-         'size': 8,
-         'strategy': {'max': 4},},
-        {'name': 'entries',
-         'kind': 'struct',
-         'type': 'legacy_entry',
-         'doc': 'The entries; the writer puts _import_tree last, the reader accepts it anywhere.',
-         'struct': 'legacy_entry',
-          'count': ('count', lambda ns, each=None: ns['count']),},
-        {'name': 'trailing',
-         'kind': 'bytes',
-         'type': 'bytes',
-         'doc': 'Bytes after the last counted entry: ignored by the reader, kept on round trip. From 0.14 '
-                'a root without imports packs count 0 followed by its own kind and payload.',
-          'size': ('remaining()', lambda ns, each=None, remaining=None: remaining),},
-    ],
-    'invariants': [
+         'rule': Expr('acyclic(row_ptr, child_indices)', lambda ns, each=None: _acyclic(ns['row_ptr'], ns['child_indices']))},
+    ),
+)
+STRUCTS['legacy_entry'] = Struct(
+    name='legacy_entry', record='LegacyEntry', inline=False, root=False,
+    doc='One entry of the body.',
+    fields=(
+        Str(
+            name='kind',
+            type='str',
+            doc='Module kind (type_key), _lib, or _import_tree. Up to 0.6 the loader was module.loadbinary_<kind>, then runtime.module.loadbinary_<kind>.',
+            encoding='utf-8',
+            strategy={'max_size': 12, 'alphabet': 'text'},
+        ),
+        Switch(
+            name='payload',
+            type='switch',
+            doc="The payload, inline and with no length. A grammar registered through mlf_spec.blob.register_payload takes precedence; a kind with no grammar is an error (UnsupportedError naming the kind and its offset), as it is for TVM's loader.",
+            switch={'on': 'kind', 'cases': {'_import_tree': 'import_tree', 'cuda': 'device_binary', 'hip': 'device_binary', 'hsaco': 'device_binary', 'opencl': 'device_binary', 'aocl': 'device_binary', 'sdaccel': 'device_binary', 'hexagon': 'device_binary', 'vulkan': 'vulkan_payload', 'metal': 'metal_payload', 'webgpu': 'webgpu_payload', 'GraphExecutorFactory': 'graph_executor_factory', 'GraphRuntimeFactory': 'graph_executor_factory', 'AotExecutorFactory': 'aot_executor_factory', 'metadata_module': 'empty_payload', 'metadata': 'const_loader_payload', 'const_loader': 'const_loader_payload', 'static_library': 'static_library_payload', 'c': 'c_source_payload', 'VMExecutable': 'relay_vm_wrapped', 'relax.Executable': 'relax_vm_wrapped', 'relax.VMExecutable': 'relax_vm_wrapped', 'dnnl_json': 'json_runtime_payload', 'tensorrt': 'json_runtime_payload', 'msc_tensorrt': 'json_runtime_payload', 'arm_compute_lib': 'json_runtime_payload', 'bnns_json': 'json_runtime_payload', 'clml': 'json_runtime_payload', 'cublas_json': 'json_runtime_payload', 'cudnn_json': 'json_runtime_payload', 'hipblas_json': 'json_runtime_payload', 'nnapi': 'json_runtime_payload', 'coreml': 'coreml_payload'}, 'default': None, 'extensible': 'module_payloads'},
+            keep_span=True,
+            when=Expr("kind != '_lib'", lambda ns, each=None: ns['kind'] != '_lib'),
+            switch_on=lambda ns, each=None: ns['kind'],
+        ),
+    ),
+)
+STRUCTS['legacy_body'] = Struct(
+    name='legacy_body', record='LegacyBody', inline=False, root=False,
+    doc='The body that the size prefix counts.',
+    fields=(
+        Scalar(
+            name='count',
+            type='u64',
+            doc='Number of entries, _lib and _import_tree included (0.6: the number of imports).',
+            fmt='Q',
+            size=8,
+            strategy={'max': 4},
+        ),
+        Nested(
+            name='entries',
+            type='legacy_entry',
+            doc='The entries; the writer puts _import_tree last, the reader accepts it anywhere.',
+            struct='legacy_entry',
+            count=Expr('count', lambda ns, each=None: ns['count']),
+        ),
+        Bytes(
+            name='trailing',
+            type='bytes',
+            doc='Bytes after the last counted entry: ignored by the reader, kept on round trip. From 0.14 a root without imports packs count 0 followed by its own kind and payload.',
+            size=Expr('remaining()', lambda ns, each=None, remaining=None: remaining),
+        ),
+    ),
+    invariants=(
         {'name': 'single_lib', 'severity': 'error', 'since': (0, 8), 'until': None,
          'doc': "At most one _lib entry from 0.8 (aa2b09698d): the reader aborts with 'Multiple dso module detected'. 0.7 wrote one _lib per DSO module.",
-         'rule': ("count_where(entries, 'kind', '_lib') <= 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_lib') <= 1)},
+         'rule': Expr("count_where(entries, 'kind', '_lib') <= 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_lib') <= 1)},
         {'name': 'single_import_tree', 'severity': 'warning', 'since': None, 'until': None,
          'doc': 'At most one _import_tree entry (writers write one, last; a later one replaces an earlier one in the reader).',
-         'rule': ("count_where(entries, 'kind', '_import_tree') <= 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_import_tree') <= 1)},
+         'rule': Expr("count_where(entries, 'kind', '_import_tree') <= 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_import_tree') <= 1)},
         {'name': 'tree_fits_modules', 'severity': 'error', 'since': None, 'until': None,
          'doc': 'The import tree the reader uses (the last one) has one row per module: its row_ptr has one entry per entry that is not an _import_tree, plus one (count entries when there is one tree). The reader walks row_ptr[i + 1] for every module, past the end of a shorter list.',
-         'rule': ("count_where(entries, 'kind', '_import_tree') == 0 or len(find_last_where(entries, 'kind', '_import_tree').payload.row_ptr) == count - count_where(entries, 'kind', '_import_tree') + 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_import_tree') == 0 or len(_find_last_where(ns['entries'], 'kind', '_import_tree')['payload']['row_ptr']) == ns['count'] - _count_where(ns['entries'], 'kind', '_import_tree') + 1)},
-    ],
-}
-STRUCTS['legacy_blob'] = {
-    'name': 'legacy_blob', 'record': 'LegacyBlob', 'inline': False, 'root': True,
-    'doc': 'The whole symbol content: an 8-byte size prefix (byte-wise little-endian), then the body, read through a stream bounded by the prefix. Bytes after the body are not part of the blob.',
-    'fields': [
-        {'name': 'body',
-         'kind': 'struct',
-         'type': 'legacy_body',
-         'doc': 'The body; its length is the u64 size prefix.',
-         'sized': True,
-         'struct': 'legacy_body',},
-    ],
-}
+         'rule': Expr("count_where(entries, 'kind', '_import_tree') == 0 or len(find_last_where(entries, 'kind', '_import_tree').payload.row_ptr) == count - count_where(entries, 'kind', '_import_tree') + 1", lambda ns, each=None: _count_where(ns['entries'], 'kind', '_import_tree') == 0 or len(_find_last_where(ns['entries'], 'kind', '_import_tree')['payload']['row_ptr']) == ns['count'] - _count_where(ns['entries'], 'kind', '_import_tree') + 1)},
+    ),
+)
+STRUCTS['legacy_blob'] = Struct(
+    name='legacy_blob', record='LegacyBlob', inline=False, root=True,
+    doc='The whole symbol content: an 8-byte size prefix (byte-wise little-endian), then the body, read through a stream bounded by the prefix. Bytes after the body are not part of the blob.',
+    fields=(
+        Nested(
+            name='body',
+            type='legacy_body',
+            doc='The body; its length is the u64 size prefix.',
+            struct='legacy_body',
+            sized=True,
+        ),
+    ),
+)
 EXAMPLES = [{'name': 'graph_executor_factory',
   'doc': 'A relay graph-executor export (0.8-0.19): the factory at index 0 importing the library; '
          'one float32[2] parameter.',

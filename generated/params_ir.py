@@ -4,6 +4,8 @@
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """The .params tensor-list file: the spec as data (structs, fields, compiled expressions)."""
 
+from mlf_spec._internal.ir import Bytes, Expr, Map, Nested, Scalar, Str, Struct, Switch, Vec  # noqa: F401
+
 from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401
 from .tensor_ir import STRUCTS as _TENSOR_STRUCTS
 
@@ -12,50 +14,54 @@ TITLE = 'The .params tensor-list file'
 DOC = "What `tvm.runtime.save_param_dict` writes and `load_param_dict` reads (runtime.SaveParams / LoadParams, src/runtime/file_utils.cc from 0.8; src/relay/backend/param_dict.cc in 0.6-0.7). A list magic, a reserved word, the names, then as many tensor records. An empty dict is exactly 32 bytes. Name order is the writer's map iteration order; duplicate names load (the later one wins) and bytes after the last record are ignored by TVM; mlf-spec keeps both on round trip."
 CONSTANTS = {'PARAMS_MAGIC': 17862838867561061559, 'TENSOR_MAGIC': 15951258332257624383, 'KDLCPU': 1, 'MAX_NDIM': 64}
 ROOTS = ['params_file']
-STRUCTS: dict = {}
+STRUCTS: dict[str, Struct] = {}
 STRUCTS.update(_TENSOR_STRUCTS)
-STRUCTS['params_file'] = {
-    'name': 'params_file', 'record': 'ParamsFile', 'inline': False, 'root': True,
-    'doc': 'A whole .params file.',
-    'fields': [
-        {'name': 'magic',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'List magic (PARAMS_MAGIC); must match.',
-         'fmt': 'Q',
-         'size': 8,
-         'const': 17862838867561061559,},
-        {'name': 'reserved',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'Written 0; read but never checked; kept on round trip.',
-         'fmt': 'Q',
-         'size': 8,
-         'canonical': 0,},
-        {'name': 'names',
-         'kind': 'vec',
-         'type': 'vec',
-         'doc': 'Parameter names; UTF-8 in practice but never validated, so undecodable bytes are kept '
-                '(surrogateescape).',
-         'encoding': 'utf-8',
-         'role': 'name',
-         'elem': 'str',
-         'strategy': {'max_size': 4, 'alphabet': 'text'},},
-        {'name': 'count',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'Number of tensor records; must equal the number of names.',
-         'fmt': 'Q',
-         'size': 8,
-          'equals': ('len(names)', lambda ns, each=None: len(ns['names'])),},
-        {'name': 'arrays',
-         'kind': 'struct',
-         'type': 'tensor_record',
-         'doc': 'arrays[i] belongs to names[i].',
-         'struct': 'tensor_record',
-          'count': ('count', lambda ns, each=None: ns['count']),},
-    ],
-}
+STRUCTS['params_file'] = Struct(
+    name='params_file', record='ParamsFile', inline=False, root=True,
+    doc='A whole .params file.',
+    fields=(
+        Scalar(
+            name='magic',
+            type='u64',
+            doc='List magic (PARAMS_MAGIC); must match.',
+            fmt='Q',
+            size=8,
+            const=17862838867561061559,
+        ),
+        Scalar(
+            name='reserved',
+            type='u64',
+            doc='Written 0; read but never checked; kept on round trip.',
+            fmt='Q',
+            size=8,
+            canonical=0,
+        ),
+        Vec(
+            name='names',
+            type='vec',
+            doc='Parameter names; UTF-8 in practice but never validated, so undecodable bytes are kept (surrogateescape).',
+            elem='str',
+            encoding='utf-8',
+            role='name',
+            strategy={'max_size': 4, 'alphabet': 'text'},
+        ),
+        Scalar(
+            name='count',
+            type='u64',
+            doc='Number of tensor records; must equal the number of names.',
+            fmt='Q',
+            size=8,
+            equals=Expr('len(names)', lambda ns, each=None: len(ns['names'])),
+        ),
+        Nested(
+            name='arrays',
+            type='tensor_record',
+            doc='arrays[i] belongs to names[i].',
+            struct='tensor_record',
+            count=Expr('count', lambda ns, each=None: ns['count']),
+        ),
+    ),
+)
 EXAMPLES = [{'name': 'w_and_b',
   'doc': "TVM 0.27, {'w': float32[2,3] = 0..5, 'b': int64[3] = 1,2,3} (binary-formats.md 2.2).",
   'struct': 'params_file',

@@ -3,6 +3,8 @@
 # Do not edit: change the spec or the generator and run `python tools/generate.py`.
 """The DLPack-typed tensor record: the spec as data (structs, fields, compiled expressions)."""
 
+from mlf_spec._internal.ir import Bytes, Expr, Map, Nested, Scalar, Str, Struct, Switch, Vec  # noqa: F401
+
 from ._fastlib import ceil_div as _ceil_div, numel as _numel  # noqa: F401
 
 NAME = 'tensor'
@@ -10,137 +12,132 @@ TITLE = 'The DLPack-typed tensor record'
 DOC = "One tensor as TVM's `SaveDLTensor` writes it and `NDArray::Load` / `Tensor::Load` reads it (include/tvm/runtime/ndarray.h up to 0.21, tensor.h from 0.22). The same record, with no extra length prefix, is embedded in `.params` files, executor factory and const_loader payloads, and VM constant sections. All integers are little-endian; nothing is aligned or padded."
 CONSTANTS = {'TENSOR_MAGIC': 15951258332257624383, 'KDLCPU': 1, 'MAX_NDIM': 64}
 ROOTS = []
-STRUCTS: dict = {}
-STRUCTS['dl_datatype'] = {
-    'name': 'dl_datatype', 'record': 'DlDatatype', 'inline': True, 'root': False,
-    'doc': 'DLPack DLDataType as TVM serialises it.',
-    'fields': [
-        {'name': 'code',
-         'kind': 'scalar',
-         'type': 'u8',
-         'doc': 'Type code; its meaning depends on the TVM version (see the dtype table).',
-         'fmt': 'B',
-         'size': 1,
-         'table': 'dtype_codes',
-         'strategy': {'min': 0, 'max': 17},},
-        {'name': 'bits',
-         'kind': 'scalar',
-         'type': 'u8',
-         'doc': 'Bits per lane.',
-         'fmt': 'B',
-         'size': 1,
-         'strategy': {'min': 1, 'max': 64},},
-        {'name': 'lanes',
-         'kind': 'scalar',
-         'type': 'u16',
-         'doc': 'Vector lanes; read as int16 from 0.16, where negative means a scalable vector.',
-         'fmt': 'H',
-         'size': 2,
-         'strategy': {'min': 1, 'max': 4},},
-    ],
-}
-STRUCTS['dl_device'] = {
-    'name': 'dl_device', 'record': 'DlDevice', 'inline': True, 'root': False,
-    'doc': 'DLPack DLDevice.',
-    'fields': [
-        {'name': 'device_type',
-         'kind': 'scalar',
-         'type': 'i32',
-         'doc': 'DLDeviceType; 1 = kDLCPU, the only value TVM writes.',
-         'fmt': 'i',
-         'size': 4,
-         'canonical': 1,},
-        {'name': 'device_id',
-         'kind': 'scalar',
-         'type': 'i32',
-         'doc': 'Device ordinal; written 0, never checked, kept on round trip.',
-         'fmt': 'i',
-         'size': 4,
-         'canonical': 0,},
-    ],
-}
-STRUCTS['tensor_record'] = {
-    'name': 'tensor_record', 'record': 'TensorRecord', 'inline': False, 'root': False,
-    'doc': 'One tensor (magic, device, shape, dtype and the contiguous row-major data).',
-    'fields': [
-        {'name': 'magic',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'Tensor magic (TENSOR_MAGIC).',
-         'fmt': 'Q',
-         'size': 8,
-         'const': 15951258332257624383,},
-        {'name': 'reserved',
-         'kind': 'scalar',
-         'type': 'u64',
-         'doc': 'Written 0; never checked by any loader; kept on round trip.',
-         'fmt': 'Q',
-         'size': 8,
-         'canonical': 0,},
-        {'name': 'device',
-         'kind': 'struct',
-         'type': 'dl_device',
-         'doc': 'The writer always records kDLCPU; every loader rejects another device type.',
-         'struct': 'dl_device',
-          'constraint': ('device.device_type == 1', lambda ns, each=None: ns['device']['device_type'] == 1),
-          'bounds': (None, None),
-          'member_bounds': {'device_type': (1, 1)},},
-        {'name': 'ndim',
-         'kind': 'scalar',
-         'type': 'i32',
-         'doc': "Number of dimensions. TVM's loader refuses a negative count (std::vector length_error: "
-                "'cannot create std::vector larger than max_size()') and has no upper limit (100000 "
-                'dimensions of extent 1 load; a huge count allocates ndim x 8 bytes before the short read '
-                "is noticed). 64 is mlf-spec's bound for its strict reader (params check reads further and "
-                'reports it).',
-         'fmt': 'i',
-         'size': 4,
-         'strategy': {'min': 0, 'max': 4},
-          'constraint': ('0 <= ndim <= 64', lambda ns, each=None: 0 <= ns['ndim'] <= 64),
-          'bounds': (0, 64),},
-        {'name': 'dtype',
-         'kind': 'struct',
-         'type': 'dl_datatype',
-         'doc': 'Element type; code meaning by TVM version, see the dtype table.',
-         'struct': 'dl_datatype',},
-        {'name': 'shape',
-         'kind': 'scalar',
-         'type': 'i64',
-         'doc': "Row-major extents; no strides are stored. TVM's loader does not check them: extents whose "
-                'product is positive ([-2, -3]) or whose first extent is 0 ([0, -5]) load with that shape, '
-                'a negative product fails to allocate (std::bad_alloc), and the product is taken in 64 '
-                "bits, so [2^62 + 1, 4] loads as a tensor of 4 bytes (observed 0.25-0.27). mlf-spec's "
-                'strict reader rejects negative extents; params check reports them.',
-         'fmt': 'q',
-         'size': 8,
-         'strategy': {'min': 0, 'max': 5},
-          'count': ('ndim', lambda ns, each=None: ns['ndim']),
-          'constraint': ('each >= 0', lambda ns, each=None: each >= 0),
-          'bounds': (0, None),},
-        {'name': 'data_byte_size',
-         'kind': 'scalar',
-         'type': 'i64',
-         'doc': 'Byte size of `data`: numel x ceil(bits / 8) since 0.7 (b8d385c2ab; floor(bits / 8) '
-                'before, so a 0.6 bool stored no data); lanes are ignored, so a vector tensor stores only '
-                "its first numel x ceil(bits/8) bytes. Every loader rejects another value ('data_byte_size "
-                "== num_elems * elem_bytes').",
-         'fmt': 'q',
-         'size': 8,
-          'derive': ('numel(shape) * ceil_div(dtype.bits, 8)', lambda ns, each=None: _numel(ns['shape']) * _ceil_div(ns['dtype']['bits'], 8)),},
-        {'name': 'data',
-         'kind': 'bytes',
-         'type': 'bytes',
-         'doc': 'Element bytes, little-endian, contiguous. Sub-byte types from 0.21 hold packed bits '
-                'followed by bytes the writer read past its allocation (heap contents, not zeros); readers '
-                'from 0.21 copy all numel x ceil(bits/8) bytes into a ceil(numel x bits/8)-byte '
-                'allocation, which corrupts the heap beyond 24 bytes (aborts, segmentation faults, hangs, '
-                'observed 0.25-0.27). The loader accepts a partial read (data cut short) and leaves the '
-                'rest of the tensor as stale heap bytes, not zeros; only a read of 0 bytes fails, and only '
-                'when ndim > 0 and shape[0] != 0 (from 0.7; every empty read failed before). Kept as '
-                'stored.',
-         'role': 'tensor_payload',
-         'lazy': True,
-          'size': ('data_byte_size', lambda ns, each=None: ns['data_byte_size']),},
-    ],
-}
+STRUCTS: dict[str, Struct] = {}
+STRUCTS['dl_datatype'] = Struct(
+    name='dl_datatype', record='DlDatatype', inline=True, root=False,
+    doc='DLPack DLDataType as TVM serialises it.',
+    fields=(
+        Scalar(
+            name='code',
+            type='u8',
+            doc='Type code; its meaning depends on the TVM version (see the dtype table).',
+            fmt='B',
+            size=1,
+            table='dtype_codes',
+            strategy={'min': 0, 'max': 17},
+        ),
+        Scalar(
+            name='bits',
+            type='u8',
+            doc='Bits per lane.',
+            fmt='B',
+            size=1,
+            strategy={'min': 1, 'max': 64},
+        ),
+        Scalar(
+            name='lanes',
+            type='u16',
+            doc='Vector lanes; read as int16 from 0.16, where negative means a scalable vector.',
+            fmt='H',
+            size=2,
+            strategy={'min': 1, 'max': 4},
+        ),
+    ),
+)
+STRUCTS['dl_device'] = Struct(
+    name='dl_device', record='DlDevice', inline=True, root=False,
+    doc='DLPack DLDevice.',
+    fields=(
+        Scalar(
+            name='device_type',
+            type='i32',
+            doc='DLDeviceType; 1 = kDLCPU, the only value TVM writes.',
+            fmt='i',
+            size=4,
+            canonical=1,
+        ),
+        Scalar(
+            name='device_id',
+            type='i32',
+            doc='Device ordinal; written 0, never checked, kept on round trip.',
+            fmt='i',
+            size=4,
+            canonical=0,
+        ),
+    ),
+)
+STRUCTS['tensor_record'] = Struct(
+    name='tensor_record', record='TensorRecord', inline=False, root=False,
+    doc='One tensor (magic, device, shape, dtype and the contiguous row-major data).',
+    fields=(
+        Scalar(
+            name='magic',
+            type='u64',
+            doc='Tensor magic (TENSOR_MAGIC).',
+            fmt='Q',
+            size=8,
+            const=15951258332257624383,
+        ),
+        Scalar(
+            name='reserved',
+            type='u64',
+            doc='Written 0; never checked by any loader; kept on round trip.',
+            fmt='Q',
+            size=8,
+            canonical=0,
+        ),
+        Nested(
+            name='device',
+            type='dl_device',
+            doc='The writer always records kDLCPU; every loader rejects another device type.',
+            struct='dl_device',
+            constraint=Expr('device.device_type == 1', lambda ns, each=None: ns['device']['device_type'] == 1),
+            bounds=(None, None),
+            member_bounds={'device_type': (1, 1)},
+        ),
+        Scalar(
+            name='ndim',
+            type='i32',
+            doc="Number of dimensions. TVM's loader refuses a negative count (std::vector length_error: 'cannot create std::vector larger than max_size()') and has no upper limit (100000 dimensions of extent 1 load; a huge count allocates ndim x 8 bytes before the short read is noticed). 64 is mlf-spec's bound for its strict reader (params check reads further and reports it).",
+            fmt='i',
+            size=4,
+            strategy={'min': 0, 'max': 4},
+            constraint=Expr('0 <= ndim <= 64', lambda ns, each=None: 0 <= ns['ndim'] <= 64),
+            bounds=(0, 64),
+        ),
+        Nested(
+            name='dtype',
+            type='dl_datatype',
+            doc='Element type; code meaning by TVM version, see the dtype table.',
+            struct='dl_datatype',
+        ),
+        Scalar(
+            name='shape',
+            type='i64',
+            doc="Row-major extents; no strides are stored. TVM's loader does not check them: extents whose product is positive ([-2, -3]) or whose first extent is 0 ([0, -5]) load with that shape, a negative product fails to allocate (std::bad_alloc), and the product is taken in 64 bits, so [2^62 + 1, 4] loads as a tensor of 4 bytes (observed 0.25-0.27). mlf-spec's strict reader rejects negative extents; params check reports them.",
+            fmt='q',
+            size=8,
+            strategy={'min': 0, 'max': 5},
+            count=Expr('ndim', lambda ns, each=None: ns['ndim']),
+            constraint=Expr('each >= 0', lambda ns, each=None: each >= 0),
+            bounds=(0, None),
+        ),
+        Scalar(
+            name='data_byte_size',
+            type='i64',
+            doc="Byte size of `data`: numel x ceil(bits / 8) since 0.7 (b8d385c2ab; floor(bits / 8) before, so a 0.6 bool stored no data); lanes are ignored, so a vector tensor stores only its first numel x ceil(bits/8) bytes. Every loader rejects another value ('data_byte_size == num_elems * elem_bytes').",
+            fmt='q',
+            size=8,
+            derive=Expr('numel(shape) * ceil_div(dtype.bits, 8)', lambda ns, each=None: _numel(ns['shape']) * _ceil_div(ns['dtype']['bits'], 8)),
+        ),
+        Bytes(
+            name='data',
+            type='bytes',
+            doc='Element bytes, little-endian, contiguous. Sub-byte types from 0.21 hold packed bits followed by bytes the writer read past its allocation (heap contents, not zeros); readers from 0.21 copy all numel x ceil(bits/8) bytes into a ceil(numel x bits/8)-byte allocation, which corrupts the heap beyond 24 bytes (aborts, segmentation faults, hangs, observed 0.25-0.27). The loader accepts a partial read (data cut short) and leaves the rest of the tensor as stale heap bytes, not zeros; only a read of 0 bytes fails, and only when ndim > 0 and shape[0] != 0 (from 0.7; every empty read failed before). Kept as stored.',
+            role='tensor_payload',
+            lazy=True,
+            size=Expr('data_byte_size', lambda ns, each=None: ns['data_byte_size']),
+        ),
+    ),
+)
 EXAMPLES = []

@@ -16,6 +16,8 @@ from typing import Any
 
 from mlf_spec.errors import ConstMismatchError, LengthError, TruncatedError, UnsupportedError
 
+from .ir import Field, Struct
+
 LATEST = (999, 0)
 Path = tuple[Any, ...]
 
@@ -27,7 +29,7 @@ class Span:
     path: Path
     offset: int
     size: int
-    field: dict
+    field: Field
     role: str  # "value" | "count" | "length" | "payload"
 
 
@@ -40,16 +42,6 @@ def path_str(path: Path) -> str:
         else:
             out += ("." if out else "") + str(p)
     return out
-
-
-def _present(f: dict, ns: dict, era: tuple[int, ...]) -> bool:
-    if "since" in f and era < tuple(f["since"]):
-        return False
-    if "until" in f and era >= tuple(f["until"]):
-        return False
-    if "when" in f and not f["when"][1](ns):
-        return False
-    return True
 
 
 #: the struct code of each scalar type of the binary spec
@@ -67,19 +59,16 @@ SCALAR_FORMATS = {
 }
 
 
-def _count_sources(fields: list[dict]) -> dict[str, str]:
-    out = {}
-    for f in fields:
-        if "count" in f and f["count"][0].isidentifier():
-            out[f["count"][0]] = f["name"]
-    return out
+def count_sources(fields: tuple[Field, ...]) -> dict[str, str]:
+    """Count field name -> the counted array it sizes (a count that is a plain field)."""
+    return {f.count.text: f.name for f in fields if f.count is not None and f.count.text.isidentifier()}
 
 
 class Builder:
     """Serialise value trees; ``overrides`` maps a path (or path + ('#count',)) to the
     value to write there instead of the right one."""
 
-    def __init__(self, structs: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None) -> None:
+    def __init__(self, structs: dict[str, Struct], era: tuple[int, ...] = LATEST, overrides: dict | None = None) -> None:
         self.structs = structs
         self.era = era
         self.overrides = overrides or {}
@@ -90,7 +79,12 @@ class Builder:
         self.struct(name, tree, ())
         return bytes(self.out)
 
-    def _scalar(self, type_name: str, value: Any, path: Path) -> None:
+    def emit(self, raw: bytes) -> None:
+        """Append raw bytes."""
+        self.out += raw
+
+    def scalar(self, type_name: str, value: Any, path: Path) -> None:
+        """Write a scalar (an override may be raw bytes)."""
         value = self.overrides.get(path, value)
         code = SCALAR_FORMATS[type_name]
         if isinstance(value, (bytes, bytearray)):
@@ -98,97 +92,70 @@ class Builder:
         else:
             self.out += struct.pack("<" + code, value)
 
-    def _len(self, n: int, path: Path) -> None:
+    def length(self, n: int, path: Path) -> None:
+        """Write a u64 count or length (``path + ('#count',)`` overrides it)."""
         self.out += struct.pack("<Q", self.overrides.get(path + ("#count",), n))
 
-    def _value(self, type_name: str, value: Any, path: Path, f: dict) -> None:
+    def value(self, type_name: str, value: Any, path: Path, f: Field) -> None:
+        """Write one value of ``type_name`` (a scalar, ``str`` or a struct)."""
         if type_name in SCALAR_FORMATS:
-            self._scalar(type_name, value, path)
+            self.scalar(type_name, value, path)
         elif type_name == "str":
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
             raw = self.overrides.get(path, raw)
-            self._len(len(raw), path)
+            self.length(len(raw), path)
             self.out += raw
         else:
             self.struct(type_name, value, path)
 
+    def no_layout(self, f: Field, key: Any, path: Path) -> Exception:
+        """The error of a switch with no case for ``key``."""
+        return UnsupportedError(f"no layout for {f.name} = {key!r}", field=path_str(path))
+
     def struct(self, name: str, tree: dict, path: Path) -> dict:
-        spec = self.structs[name]
+        """Write struct ``name``, filling values the tree leaves out; its namespace."""
+        fields = self.structs[name].fields
         self.occurrences.append((name, path))
-        fields = spec["fields"]
-        sources = _count_sources(fields)
+        sources = count_sources(fields)
         ns: dict[str, Any] = dict(tree)
         for f in fields:  # fill values the caller left out
-            n = f["name"]
+            n = f.name
             if ns.get(n) is not None:
                 continue
-            if "const" in f:
-                ns[n] = f["const"]
-            elif "canonical" in f:
-                ns[n] = f["canonical"]
+            if f.const is not None:
+                ns[n] = f.const
+            elif f.canonical is not None:
+                ns[n] = f.canonical
             elif n in sources:
                 ns[n] = len(ns[sources[n]])
-            elif "equals" in f and f["kind"] not in ("vec", "map"):
-                ns[n] = f["equals"][1](ns)
-            elif "derive" in f:
-                ns[n] = f["derive"][1](ns)
+            elif f.equals is not None and not f.len_equals:
+                ns[n] = f.equals(ns)
+            elif f.derive is not None:
+                ns[n] = f.derive(ns)
         for f in fields:
-            n = f["name"]
-            fpath = path + (n,)
-            if not _present(f, ns, self.era):
+            fpath = path + (f.name,)
+            if not f.present(ns, self.era):
                 continue
-            if f.get("sized"):
+            if f.sized:
                 self._sized(f, ns, fpath)
                 continue
-            self._field(f, ns, fpath)
+            f.build(self, ns, fpath)
         return ns
 
-    def _sized(self, f: dict, ns: dict, fpath: Path) -> None:
+    def _sized(self, f: Field, ns: dict, fpath: Path) -> None:
         """A sized field: its content, then the u64 length in front of it."""
         outer = self.out
         self.out = bytearray()
         try:
-            self._field(f, ns, fpath)
+            f.build(self, ns, fpath)
             content = self.out
         finally:
             self.out = outer
-        self._len(len(content), fpath)
+        self.length(len(content), fpath)
         self.out += content
 
-    def _field(self, f: dict, ns: dict, fpath: Path) -> None:
-        n = f["name"]
-        value = ns.get(n)
-        kind = f["kind"]
-        if kind == "switch":
-            key = f["switch_on"](ns)
-            type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
-            if type_name is None:
-                raise UnsupportedError(f"no layout for {n} = {key!r}", field=path_str(fpath))
-            self._value(type_name, value, fpath, f)
-        elif "count" in f:
-            for i, v in enumerate(value):
-                self._value(f["type"], v, fpath + (i,), f)
-        elif kind == "scalar":
-            self._scalar(f["type"], value, fpath)
-        elif kind == "str":
-            self._value("str", value, fpath, f)
-        elif kind == "bytes":
-            raw = bytes.fromhex(value) if isinstance(value, str) else bytes(value)
-            self.out += self.overrides.get(fpath, raw)
-        elif kind == "vec":
-            self._len(len(value), fpath)
-            for i, v in enumerate(value):
-                self._value(f["elem"], v, fpath + (i,), f)
-        elif kind == "map":
-            self._len(len(value), fpath)
-            for i, (k, v) in enumerate(value):
-                self._value(f["key"], k, fpath + (i, "key"), f)
-                self._value(f["value"], v, fpath + (i, "value"), f)
-        elif kind == "struct":
-            ns[n] = self.struct(f["struct"], value, fpath)
-
 def build(
-    structs: dict, name: str, tree: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None
+    structs: dict[str, Struct], name: str, tree: dict, era: tuple[int, ...] = LATEST, overrides: dict | None = None
 ) -> bytes:
     """Bytes of ``tree`` laid out as struct ``name``."""
     return Builder(structs, era, overrides).build(name, tree)
@@ -198,13 +165,14 @@ class Tracer:
     """Parse bytes into a value tree and the span of every field (valid input only needs
     to be fast enough for docs and dumps; malformed input raises MlfError)."""
 
-    def __init__(self, structs: dict, buf: bytes, era: tuple[int, ...] = LATEST) -> None:
+    def __init__(self, structs: dict[str, Struct], buf: bytes, era: tuple[int, ...] = LATEST) -> None:
         self.structs, self.buf, self.era = structs, buf, era
         self.pos = 0
         self.end = len(buf)  # end of the region being read (a sized field narrows it)
         self.spans: list[Span] = []
 
-    def _take(self, n: int, path: Path) -> bytes:
+    def take(self, n: int, path: Path) -> bytes:
+        """The next ``n`` bytes of the region."""
         if n < 0 or n > self.end - self.pos:
             raise TruncatedError(
                 f"needs {n} bytes, {self.end - self.pos} remain", field=path_str(path), offset=self.pos
@@ -213,41 +181,58 @@ class Tracer:
         self.pos += n
         return b
 
-    def _scalar(self, type_name: str, path: Path, f: dict, role: str = "value") -> Any:
+    def span(self, path: Path, start: int, size: int, f: Field, role: str) -> None:
+        """Record where a field's bytes sit."""
+        self.spans.append(Span(path, start, size, f, role))
+
+    def scalar(self, type_name: str, path: Path, f: Field, role: str = "value") -> Any:
+        """Read a scalar."""
         code = SCALAR_FORMATS[type_name]
         size = struct.calcsize(code)
         start = self.pos
-        (v,) = struct.unpack("<" + code, self._take(size, path))
+        (v,) = struct.unpack("<" + code, self.take(size, path))
         self.spans.append(Span(path, start, size, f, role))
         return v
 
-    def _value(self, type_name: str, path: Path, f: dict) -> Any:
+    def elements(self, f: Field, path: Path) -> int:
+        """Read a vec's or map's u64 element count, checked against what remains."""
+        count = self.scalar("u64", path + ("#count",), f, "count")
+        if count > self.end - self.pos:
+            raise LengthError(f"{f.name} claims {count} elements", field=path_str(path), offset=self.pos - 8)
+        return int(count)
+
+    def no_layout(self, f: Field, key: Any, path: Path) -> Exception:
+        """The error of a switch with no case for ``key``."""
+        return UnsupportedError(f"no layout for {f.name} = {key!r}", field=path_str(path), offset=self.pos)
+
+    def value(self, type_name: str, path: Path, f: Field) -> Any:
+        """Read one value of ``type_name`` (a scalar, ``str`` or a struct)."""
         if type_name in SCALAR_FORMATS:
-            return self._scalar(type_name, path, f)
+            return self.scalar(type_name, path, f)
         if type_name == "str":
-            n = self._scalar("u64", path + ("#count",), f, "length")
+            n = self.scalar("u64", path + ("#count",), f, "length")
             if n > self.end - self.pos:
                 raise LengthError(f"string claims {n} bytes but {self.end - self.pos} remain", field=path_str(path),
                                   offset=self.pos - 8)
             start = self.pos
-            raw = self._take(n, path)
+            raw = self.take(n, path)
             self.spans.append(Span(path, start, n, f, "payload"))
-            return raw.decode("utf-8", "surrogateescape") if f.get("encoding") else raw
+            return raw.decode("utf-8", "surrogateescape") if f.encoding else raw
         return self.struct(type_name, path)
 
     def struct(self, name: str, path: Path = ()) -> dict:
-        spec = self.structs[name]
+        """Read struct ``name``; its namespace (absent fields: None)."""
         ns: dict[str, Any] = {}
-        for f in spec["fields"]:
-            n = f["name"]
+        for f in self.structs[name].fields:
+            n = f.name
             fpath = path + (n,)
-            if not _present(f, ns, self.era):
+            if not f.present(ns, self.era):
                 ns[n] = None
                 continue
-            if not f.get("sized"):
+            if not f.sized:
                 self._field(f, ns, fpath)
                 continue
-            size = self._scalar("u64", fpath + ("#count",), f, "length")
+            size = self.scalar("u64", fpath + ("#count",), f, "length")
             if size > self.end - self.pos:
                 raise LengthError(f"{n} claims {size} bytes", field=path_str(fpath), offset=self.pos - 8)
             outer, self.end = self.end, self.pos + size
@@ -257,51 +242,18 @@ class Tracer:
             self.end = outer
         return ns
 
-    def _field(self, f: dict, ns: dict, fpath: Path) -> None:
-        n = f["name"]
-        kind = f["kind"]
+    def _field(self, f: Field, ns: dict, fpath: Path) -> None:
+        n = f.name
         start = self.pos
-        if kind == "switch":
-            key = f["switch_on"](ns)
-            type_name = f["switch"]["cases"].get(key, f["switch"]["default"])
-            if type_name is None:
-                raise UnsupportedError(f"no layout for {n} = {key!r}", field=path_str(fpath), offset=self.pos)
-            ns[n] = self._value(type_name, fpath, f)
-        elif "count" in f:
-            count = f["count"][1](ns)
-            ns[n] = [self._value(f["type"], fpath + (i,), f) for i in range(count)]
-        elif kind == "scalar":
-            ns[n] = self._scalar(f["type"], fpath, f)
-        elif kind == "str":
-            ns[n] = self._value("str", fpath, f)
-        elif kind == "bytes":
-            size = f["size"][1](ns, remaining=self.end - self.pos) if "remaining" in f["size"][0] else f["size"][1](ns)
-            ns[n] = self._take(size, fpath)
-            self.spans.append(Span(fpath, start, size, f, "payload"))
-        elif kind in ("vec", "map"):
-            count = self._scalar("u64", fpath + ("#count",), f, "count")
-            if count > self.end - self.pos:
-                raise LengthError(f"{n} claims {count} elements", field=path_str(fpath), offset=self.pos - 8)
-            if kind == "vec":
-                ns[n] = [self._value(f["elem"], fpath + (i,), f) for i in range(count)]
-            else:
-                ns[n] = [
-                    (
-                        self._value(f["key"], fpath + (i, "key"), f),
-                        self._value(f["value"], fpath + (i, "value"), f),
-                    )
-                    for i in range(count)
-                ]
-        elif kind == "struct":
-            ns[n] = self.struct(f["struct"], fpath)
-        if "const" in f:
-            const = f["const"].encode() if isinstance(f["const"], str) and not f.get("encoding") else f["const"]
+        ns[n] = f.trace(self, ns, fpath)
+        if f.const is not None:
+            const = f.const.encode() if isinstance(f.const, str) and not f.encoding else f.const
             if ns[n] != const:
                 raise ConstMismatchError(f"{n} is {_const_text(ns[n])}, expected {_const_text(const)}",
                                          field=path_str(fpath), offset=start)
 
 
-def trace(structs: dict, name: str, buf: bytes, era: tuple[int, ...] = LATEST) -> tuple[dict, list[Span]]:
+def trace(structs: dict[str, Struct], name: str, buf: bytes, era: tuple[int, ...] = LATEST) -> tuple[dict, list[Span]]:
     """Parse ``buf`` as struct ``name``; return the value tree and the field spans."""
     t = Tracer(structs, buf, era)
     tree = t.struct(name)

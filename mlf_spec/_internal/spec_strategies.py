@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from mlf_spec.generated import dtype_codes_table as _dtype_table
 
+from .ir import Field, Struct
 from .spec_engine import Builder, build
 
 TABLES = {"dtype_codes": _dtype_table}
@@ -26,13 +27,14 @@ _INT_RANGE = {"u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1),
 ERAS = tuple(tuple(d["since"]) for d in _dtype_table.DIALECTS)
 
 
-def _bounds(f: dict) -> tuple[int, int]:
-    lo, hi = _INT_RANGE.get(f["type"], (0, 2**8 - 1))
-    if "bounds" in f:
-        blo, bhi = f["bounds"]
+def _bounds(f: Field, pin: tuple[int | None, int | None] | None = None) -> tuple[int, int]:
+    lo, hi = _INT_RANGE.get(f.type, (0, 2**8 - 1))
+    given = pin if pin is not None else f.bounds
+    if given is not None:
+        blo, bhi = given
         lo = max(lo, blo) if blo is not None else lo
         hi = min(hi, bhi) if bhi is not None else hi
-    hint = f.get("strategy", {})
+    hint = f.hint()
     lo = max(lo, hint.get("min", lo))
     hi = min(hi, hint.get("max", hi))
     return lo, max(lo, hi)
@@ -42,10 +44,10 @@ def _row_active(row: dict, era: tuple[int, ...]) -> bool:
     return (row["since"] is None or tuple(row["since"]) <= era) and (row["until"] is None or era < tuple(row["until"]))
 
 
-def bounds(f: dict, pin: tuple[int | None, int | None] | None = None) -> tuple[int, int]:
+def bounds(f: Field, pin: tuple[int | None, int | None] | None = None) -> tuple[int, int]:
     """The integers a scalar field may hold: its type's range, its constraint's bounds, a
     bound the enclosing struct puts on it (``pin``) and its strategy hint."""
-    return _bounds({**f, "bounds": pin} if pin is not None else f)
+    return _bounds(f, pin)
 
 
 class Choices:
@@ -62,7 +64,7 @@ class Choices:
         """One of a field's ``choices``."""
         raise NotImplementedError
 
-    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+    def integer(self, f: Field, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
         """An integer of field ``f`` (within :func:`bounds`); ``each`` for an array element."""
         raise NotImplementedError
 
@@ -70,11 +72,11 @@ class Choices:
         """A table code in [lo, hi]."""
         raise NotImplementedError
 
-    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+    def bits(self, f: Field, numpy_bits: list[int]) -> int:
         """The bits of a table row with NumPy widths."""
         raise NotImplementedError
 
-    def canonical(self, f: dict) -> int:
+    def canonical(self, f: Field) -> int:
         """A field with a canonical value and no bounds."""
         raise NotImplementedError
 
@@ -82,11 +84,11 @@ class Choices:
         """A float of ``type_name`` (f32 or f64)."""
         raise NotImplementedError
 
-    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+    def text(self, f: Field, era: tuple[int, ...]) -> str | bytes:
         """A string of field ``f`` (text, or bytes without an encoding)."""
         raise NotImplementedError
 
-    def rest(self, f: dict, ns: dict) -> bytes:
+    def rest(self, f: Field, ns: dict) -> bytes:
         """A bytes field that runs to the end of its region."""
         raise NotImplementedError
 
@@ -94,7 +96,7 @@ class Choices:
         """A bytes field of a known size."""
         raise NotImplementedError
 
-    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+    def elements(self, f: Field, make: Any, ns: dict, limit: int) -> list:
         """The elements of a vec or map of free length (``make()`` gives one), meeting the
         field's constraint where it can."""
         raise NotImplementedError
@@ -116,154 +118,129 @@ class Drawn(Choices):
     def pick(self, options: list[Any]) -> Any:
         return self.draw(st.sampled_from(options))
 
-    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+    def integer(self, f: Field, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
         return self.draw(st.integers(*bounds(f, pin)))
 
     def code(self, lo: int, hi: int) -> int:
         return self.draw(st.integers(lo, hi))
 
-    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+    def bits(self, f: Field, numpy_bits: list[int]) -> int:
         return self.draw(st.sampled_from(numpy_bits) | st.integers(*_bounds(f)))
 
-    def canonical(self, f: dict) -> int:
-        return self.draw(st.just(f["canonical"]) | st.integers(*_bounds(f)))
+    def canonical(self, f: Field) -> int:
+        return self.draw(st.just(f.canonical) | st.integers(*_bounds(f)))
 
     def number(self, type_name: str) -> float:
         return self.draw(st.floats(allow_nan=False, width=32 if type_name == "f32" else 64))
 
-    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
-        hint = f.get("strategy", {})
+    def text(self, f: Field, era: tuple[int, ...]) -> str | bytes:
+        hint = f.hint()
         if hint.get("alphabet") == "decimal":
             return self.draw(st.integers(0, 3).map(str))
         if hint.get("alphabet") == "tvm_version":
             return self.draw(st.sampled_from(["0.8.0", "0.9.0", "0.13.0", "0.14.dev0", "0.16.0", "0.19.0"]))
-        size = hint.get("max_size", 12) if f["kind"] == "str" else 12  # a vec's max_size counts elements
-        if f.get("encoding") or hint.get("alphabet") == "text":
+        size = f.text_size()
+        if f.encoding or hint.get("alphabet") == "text":
             return self.draw(st.text(max_size=size))
         return self.draw(st.binary(max_size=size))
 
-    def rest(self, f: dict, ns: dict) -> bytes:
-        return self.draw(st.binary(max_size=f.get("strategy", {}).get("max_size", 16)))
+    def rest(self, f: Field, ns: dict) -> bytes:
+        return self.draw(st.binary(max_size=f.hint().get("max_size", 16)))
 
     def sized(self, size: int) -> bytes:
         return self.draw(st.binary(min_size=size, max_size=size))
 
-    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
-        out = [make() for _ in range(self.draw(st.integers(0, f.get("strategy", {}).get("max_size", limit))))]
-        if f.get("constraint", ("",))[0] == f"unique({f['name']})":  # keep the first of equal elements
-            seen: set[str] = set()
-            out = [x for x in out if not (repr(x) in seen or seen.add(repr(x)))]  # type: ignore[func-returns-value]  # set.add in a filter: the usual order-keeping dedupe
+    def elements(self, f: Field, make: Any, ns: dict, limit: int) -> list:
+        out = [make() for _ in range(self.draw(st.integers(0, f.hint().get("max_size", limit))))]
+        if f.constraint is not None and f.constraint.text == f"unique({f.name})":  # keep the first of equal elements
+            kept: dict[str, Any] = {}
+            for x in out:
+                kept.setdefault(repr(x), x)
+            out = list(kept.values())
         return out
 
     def require(self, ok: bool) -> None:
         assume(ok)
 
 
-def value_tree(c: Choices, structs: dict, name: str, era: tuple[int, ...], max_elems: int = 4,
-               pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict:
-    """A value tree of struct ``name`` that the spec accepts in ``era``, its free values
-    chosen by ``c``; ``pins`` bounds members that a constraint of the enclosing struct
-    restricts."""
-    spec = structs[name]
-    pins = pins or {}
-    ns: dict[str, Any] = {}
-    fields = spec["fields"]
-    table_fields = [f for f in fields if "table" in f]
-    row = c.row([r for r in TABLES[table_fields[0]["table"]].ROWS if _row_active(r, era)]) if table_fields else None
-    counted = {f["count"][0] for f in fields if "count" in f}
+class TreeDraw:
+    """One struct being drawn: what its field kinds ask for (:meth:`ir.Field.draw`)."""
 
-    def element(f: dict, type_name: str | None, each: bool = False) -> Any:
+    def __init__(self, c: Choices, structs: dict[str, Struct], era: tuple[int, ...], max_elems: int,
+                 pins: dict[str, tuple[int | None, int | None]], row: dict | None, counted: set[str]) -> None:
+        self.c, self.structs, self.era, self.max_elems = c, structs, era, max_elems
+        self.pins, self.row, self.counted = pins, row, counted
+        self.ns: dict[str, Any] = {}
+
+    def element(self, f: Field, type_name: str | None, each: bool = False) -> Any:
+        """One value of ``type_name`` (a scalar, ``str`` or a struct) for field ``f``."""
+        c = self.c
         if type_name in _INT_RANGE:
             return c.integer(f, each=each)
         if type_name in ("f32", "f64"):
             return c.number(type_name)
         if type_name == "str":
-            return c.text(f, era)
+            return c.text(f, self.era)
         c.require(type_name is not None)
-        return value_tree(c, structs, type_name, era, max_elems)  # type: ignore[arg-type]  # c.require above rules out None; mypy does not see through it
+        assert type_name is not None  # Choices.require raised where it is None
+        return self.subtree(type_name, None)
 
+    def subtree(self, name: str, pins: dict | None) -> dict:
+        """A value tree of the struct ``name``."""
+        return value_tree(self.c, self.structs, name, self.era, self.max_elems, pins)
+
+    def elements(self, f: Field, make: Any) -> list:
+        """The elements of a vec or map of free length."""
+        return self.c.elements(f, make, self.ns, self.max_elems)
+
+
+def value_tree(c: Choices, structs: dict[str, Struct], name: str, era: tuple[int, ...], max_elems: int = 4,
+               pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict:
+    """A value tree of struct ``name`` that the spec accepts in ``era``, its free values
+    chosen by ``c``; ``pins`` bounds members that a constraint of the enclosing struct
+    restricts."""
+    fields = structs[name].fields
+    table_fields = [f for f in fields if f.table is not None]
+    row = c.row([r for r in TABLES[str(table_fields[0].table)].ROWS if _row_active(r, era)]) if table_fields else None
+    counted = {f.count.text for f in fields if f.count is not None}
+    d = TreeDraw(c, structs, era, max_elems, pins or {}, row, counted)
+    ns = d.ns
     for f in fields:
-        n = f["name"]
-        if ("since" in f and era < tuple(f["since"])) or ("until" in f and era >= tuple(f["until"])) or (
-                "when" in f and not f["when"][1](ns)):
+        n = f.name
+        if not f.present(ns, era):
             ns[n] = None
             continue
-        kind = f["kind"]
-        if "const" in f:
-            ns[n] = f["const"]
-        elif "choices" in f and kind == "scalar":
-            ns[n] = c.pick(f["choices"])
-        elif n in pins and kind == "scalar":
-            ns[n] = c.integer(f, pins[n])
-        elif "equals" in f and kind in ("vec", "map"):  # exactly that many elements
-            size = f["equals"][1](ns)
-            ns[n] = [(element(f, f["key"]), element(f, f["value"])) if kind == "map" else element(f, f["elem"])
-                     for _ in range(size)]
-        elif "equals" in f:
-            ns[n] = f["equals"][1](ns)
-        elif "derive" in f:
-            ns[n] = f["derive"][1](ns)
-        elif row is not None and "table" in f:
-            ns[n] = c.code(row["code"], row["code_max"] if row["code_max"] is not None else row["code"])
-        elif row is not None and n in row and row[n] is not None and kind == "scalar":
-            ns[n] = row[n]
-        elif row is not None and n == "bits" and row.get("numpy_bits") and kind == "scalar":
-            ns[n] = c.bits(f, row["numpy_bits"])
-        elif "count" in f:
-            count = f["count"][1](ns)
-            c.require(0 <= count <= 64)
-            ns[n] = [element(f, f["type"], each=True) for _ in range(count)]
-        elif kind == "scalar":
-            if "canonical" in f and "bounds" not in f:
-                ns[n] = c.canonical(f)
-            elif n in counted:
-                ns[n] = c.integer(f)
-            else:
-                ns[n] = element(f, f["type"])
-        elif kind == "str":
-            ns[n] = element(f, "str")
-        elif kind == "bytes" and "remaining" in f["size"][0]:  # the rest of its region: any bytes
-            ns[n] = c.rest(f, ns)
-        elif kind == "bytes":
-            ns[n] = c.sized(f["size"][1](ns))
-        elif kind == "vec":
-            ns[n] = c.elements(f, lambda f=f: element(f, f["elem"]), ns, max_elems)
-        elif kind == "map":
-            ns[n] = c.elements(f, lambda f=f: (element(f, f["key"]), element(f, f["value"])), ns, max_elems)
-        elif kind == "struct":
-            ns[n] = value_tree(c, structs, f["struct"], era, max_elems, f.get("member_bounds"))
-        elif kind == "switch":
-            ns[n] = element(f, f["switch"]["cases"].get(f["switch_on"](ns), f["switch"]["default"]))
-        if "constraint" in f and kind in ("vec", "map", "str") and "each" not in f["constraint"][0]:
-            c.require(f["constraint"][1](ns))  # rules the choices above do not meet by construction
+        ns[n] = f.const if f.const is not None else f.draw(d)
+        if f.constraint is not None and f.checks_drawn and "each" not in f.constraint.text:
+            c.require(f.constraint(ns))  # rules the choices above do not meet by construction
     return ns
 
 
 @st.composite
-def valid_tree(draw: Any, structs: dict, name: str, era: tuple[int, ...], max_elems: int = 4,
+def valid_tree(draw: Any, structs: dict[str, Struct], name: str, era: tuple[int, ...], max_elems: int = 4,
                pins: dict[str, tuple[int | None, int | None]] | None = None) -> dict:
     """A value tree of struct ``name`` that the spec accepts in ``era`` (see :func:`value_tree`)."""
     return value_tree(Drawn(draw), structs, name, era, max_elems, pins)
 
 
 @st.composite
-def valid_bytes(draw: Any, structs: dict, name: str, era: tuple[int, ...] | None = None, **hints: Any) -> bytes:
+def valid_bytes(draw: Any, structs: dict[str, Struct], name: str, era: tuple[int, ...] | None = None, **hints: Any) -> bytes:
     """Bytes of a valid ``name`` (era drawn from the dtype dialects when None)."""
     era = era if era is not None else draw(st.sampled_from(ERAS))
     tree = draw(valid_tree(structs, name, era, **hints))
     return build(structs, name, tree, era)
 
 
-def _find_field(structs: dict, where: str) -> tuple[str, dict]:
+def _find_field(structs: dict[str, Struct], where: str) -> tuple[str, Field]:
     struct_name, field_name = where.split(".", 1)
-    for f in structs[struct_name]["fields"]:
-        if f["name"] == field_name:
+    for f in structs[struct_name].fields:
+        if f.name == field_name:
             return struct_name, f
     raise KeyError(where)
 
 
 @st.composite
-def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], era: tuple[int, ...] | None = None) -> tuple[str, bytes]:
+def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[str, ...], era: tuple[int, ...] | None = None) -> tuple[str, bytes]:
     """(kind, bytes) of a ``name`` value broken in one of the named ``kinds``."""
     era = era if era is not None else draw(st.sampled_from(ERAS))
     kind = draw(st.sampled_from(kinds))
@@ -278,12 +255,12 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
     probe.build(name, tree)
     places = [path for s, path in probe.occurrences if s == struct_name]
     assume(bool(places))  # that struct does not occur in this tree
-    path = draw(st.sampled_from(places)) + (f["name"],)
+    path = draw(st.sampled_from(places)) + (f.name,)
     overrides: dict[tuple, Any] = {}
     if what == "bad_const":
-        lo, hi = _INT_RANGE.get(f["type"], (0, 255))
-        overrides[path] = draw(edge_integers(lo, hi, f["const"]).filter(lambda v: v != f["const"]))
-    elif what == "bad_derived" and "derive" in f and draw(st.booleans()):
+        lo, hi = _INT_RANGE.get(f.type, (0, 255))
+        overrides[path] = draw(edge_integers(lo, hi, f.const).filter(lambda v: v != f.const))
+    elif what == "bad_derived" and f.derive is not None and draw(st.booleans()):
         # the fields the size is derived from, changed so that the true size wraps around 2^64 to the
         # stored one (a [2^32, 2^32] shape with 0 bytes): only a reader that checks overflow refuses
         wrapped = _wrapping_overrides(structs, name, tree, era, path, f)
@@ -291,7 +268,7 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
         overrides.update(draw(st.sampled_from(wrapped)))
     elif what in ("count_mismatch", "bad_derived"):
         current = _value_at(structs, name, tree, era, path)
-        lo, hi = _INT_RANGE[f["type"]]
+        lo, hi = _INT_RANGE[f.type]
         near = st.integers(max(lo, current - 3), min(hi, current + 3))
         far = st.sampled_from(sorted({v for v in (current + 2**32, current + 2**16, current * 2 + 1, 2**63 - 1, hi, lo, 0)
                                       if lo <= v <= hi}))
@@ -299,13 +276,7 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
     elif what == "lying_length":
         overrides[path + ("#count",)] = draw(st.sampled_from([2**64 - 1, 2**62, 2**40]) | st.integers(10**6, 2**63))
     elif what == "constraint":
-        if f["kind"] == "struct":
-            member, bounds = next(iter(f["member_bounds"].items()))
-            member_type = next(m for m in structs[f["struct"]]["fields"] if m["name"] == member)["type"]
-            target, type_name = path + (member,), member_type
-        else:
-            bounds, target, type_name = f.get("bounds", (None, None)), path, f["type"]
-        lo, hi = bounds
+        target, (lo, hi), type_name = f.constraint_target(structs, path)
         type_lo, type_hi = _INT_RANGE[type_name]
         outside = []
         if lo is not None and lo > type_lo:
@@ -317,17 +288,17 @@ def broken_bytes(draw: Any, structs: dict, name: str, kinds: tuple[str, ...], er
                              -(2**31), 2**31, 2**32, 2**63, 0x101, 1 + 2**24)
                  if v is not None and type_lo <= v <= type_hi and ((lo is not None and v < lo) or (hi is not None and v > hi))]
         bad = draw(st.sampled_from(edges) | st.one_of(outside)) if edges else draw(st.one_of(outside))
-        if "count" in f:  # an element constraint: break one element
+        if f.count is not None:  # an element constraint: break one element
             n = len(_value_at(structs, name, tree, era, path))
             assume(n > 0)
             target = path + (draw(st.integers(0, n - 1)),)
         overrides[target] = bad
     elif what == "unknown_code":
-        table = TABLES[f["table"]]
+        table = TABLES[str(f.table)]
         known: set[Any] = set()
         for r in table.ROWS:
             known.update(range(r["code"], (r["code_max"] if r["code_max"] is not None else r["code"]) + 1))
-        lo, hi = _INT_RANGE[f["type"]]
+        lo, hi = _INT_RANGE[f.type]
         overrides[path] = draw(st.integers(lo, min(hi, 255)).filter(lambda v: v not in known))
     return kind, build(structs, name, tree, era, overrides)
 
@@ -343,8 +314,8 @@ def edge_integers(lo: int, hi: int, near: int = 0) -> st.SearchStrategy[int]:
     return st.sampled_from(edges) | st.integers(lo, hi)
 
 
-def _wrapping_overrides(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: tuple,
-                        f: dict) -> list[dict[tuple, int]]:
+def _wrapping_overrides(structs: dict[str, Struct], name: str, tree: dict, era: tuple[int, ...], path: tuple,
+                        f: Field) -> list[dict[tuple, int]]:
     """Overrides of one integer element of a list beside the derived field ``path`` (the
     extents a size is derived from) that leave the derived value unchanged modulo 2^64 but
     not in truth: the size a 64-bit reader computes wraps around to the stored one."""
@@ -353,10 +324,10 @@ def _wrapping_overrides(structs: dict, name: str, tree: dict, era: tuple[int, ..
     node: Any = trace(structs, name, build(structs, name, tree, era), era)[0]
     for p in path[:-1]:
         node = node[p]
-    current = node[f["name"]]
+    current = node[f.name]
     out = []
     for key, values in node.items():
-        if key == f["name"] or not isinstance(values, list) or not all(isinstance(v, int) for v in values):
+        if key == f.name or not isinstance(values, list) or not all(isinstance(v, int) for v in values):
             continue
         for i, v in enumerate(values):
             for j in range(62, 31, -1):
@@ -366,7 +337,8 @@ def _wrapping_overrides(structs: dict, name: str, tree: dict, era: tuple[int, ..
                 ns = dict(node)
                 ns[key] = values[:i] + [nv] + values[i + 1:]
                 try:
-                    new = f["derive"][1](ns)
+                    assert f.derive is not None
+                    new = f.derive(ns)
                 except Exception:  # noqa: BLE001 - a formula that cannot take this value: not a candidate
                     continue
                 if new != current and new % 2**64 == current % 2**64:
@@ -375,7 +347,7 @@ def _wrapping_overrides(structs: dict, name: str, tree: dict, era: tuple[int, ..
     return out
 
 
-def _value_at(structs: dict, name: str, tree: dict, era: tuple[int, ...], path: tuple) -> Any:
+def _value_at(structs: dict[str, Struct], name: str, tree: dict, era: tuple[int, ...], path: tuple) -> Any:
     from .spec_engine import trace
 
     node: Any = trace(structs, name, build(structs, name, tree, era), era)[0]

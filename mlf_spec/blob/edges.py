@@ -21,6 +21,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from mlf_spec._internal.drawn import Data, Edge
+from mlf_spec._internal.ir import Field
 from mlf_spec._internal.spec_engine import Builder, build, trace
 from mlf_spec._internal.spec_strategies import Drawn, bounds, value_tree
 from mlf_spec.edge_values import WIDTH, edge_values, length_lies, raw, rooms, unpack
@@ -102,13 +103,13 @@ class _Least(Drawn):
         self.depth = 0
         self.shape = draw(st.sampled_from(("many-inside", "mixed") if inside else ("many-outside", "many-inside", "mixed")))
 
-    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+    def text(self, f: Field, era: tuple[int, ...]) -> str | bytes:
         return "" if f.get("encoding") or f.get("strategy", {}).get("alphabet") == "text" else b""
 
-    def rest(self, f: dict, ns: dict) -> bytes:
+    def rest(self, f: Field, ns: dict) -> bytes:
         return b""
 
-    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+    def elements(self, f: Field, make: Any, ns: dict, limit: int) -> list:
         sizes = {"many-outside": ((9, 17), (0,)), "many-inside": ((1,), (25, 40)),
                  "mixed": ((1, 2, 9, 17), (0, 0, 1, 25))}[self.shape]
         k = self.draw(st.sampled_from(sizes[min(self.depth, 1)]))
@@ -208,7 +209,7 @@ def edge_blob_bytes(draw: Any, format: str | None = None, kinds: tuple[str, ...]
     return _edge("value", _set(data, span.offset, raw(type_name, value)), fmt, e, place(span.path, body))
 
 
-def _typed(f: dict) -> str:
+def _typed(f: Field) -> str:
     return str(f.get("elem") if f["kind"] == "vec" else f.get("type"))
 
 
@@ -422,10 +423,10 @@ class _OneLong(_Least):
         self.target, self.k = target, k
         self.fixed: list[bool] = []  # per list met: whether its elements have a fixed size
 
-    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+    def integer(self, f: Field, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
         return bounds(f, pin)[0]  # no draw: the values of the least-size elements do not matter, their number does
 
-    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+    def elements(self, f: Field, make: Any, ns: dict, limit: int) -> list:
         i = len(self.fixed)
         held = f.get("elem") or f.get("value")
         self.fixed.append(f["kind"] == "vec" and _fixed(str(held)))

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlf_spec._internal.spec_engine import LATEST, Builder, Span, trace
+from mlf_spec._internal.ir import Field, Struct
+from mlf_spec._internal.spec_engine import LATEST, Builder, Span, count_sources, trace
 
 from .mutators import ParseCache, edit_list, pick_int
 
@@ -45,7 +46,7 @@ class _Loc:
     type: str  # scalar type, "str", "bytes", "list", or a struct name
     struct: str  # the struct whose field this is
     ns: dict  # that struct's node (dependent fields are recomputed there)
-    field: dict
+    field: Field
 
 
 @dataclass
@@ -61,7 +62,7 @@ class SpecMutator:
     latest) of the spec IR ``structs``; ``words`` are strings worth trying in string fields
     (module kinds, names), besides those found in the input itself."""
 
-    def __init__(self, structs: dict, roots: Sequence[tuple[str, tuple[int, ...] | None]],
+    def __init__(self, structs: dict[str, Struct], roots: Sequence[tuple[str, tuple[int, ...] | None]],
                  words: Iterable[str] = ()) -> None:
         self.structs = structs
         self.roots = [(r, e if e is not None else LATEST) for r, e in roots]
@@ -97,22 +98,21 @@ class SpecMutator:
         op = rng.random()
         if op < 0.6:
             ints = [s for s in spans if s.size in (1, 2, 4, 8) and s.role in ("value", "count", "length")
-                    and (s.role != "value" or s.field.get("type") in _INT_BITS)]
+                    and (s.role != "value" or s.field.type in _INT_BITS)]
             if not ints:
                 return None
             s = rng.choice(ints)
-            bits, signed = (64, False) if s.role != "value" else _INT_BITS[s.field["type"]]
+            bits, signed = (64, False) if s.role != "value" else _INT_BITS[s.field.type]
             bits = min(bits, 8 * s.size)
             old = int.from_bytes(data[s.offset:s.offset + s.size], "little", signed=signed)
             context = [len(data), len(data) - s.offset - s.size, (len(data) - s.offset - s.size) // 8]
             context += self._table_codes(s.field)
-            if "const" in s.field and isinstance(s.field["const"], int):
-                context.append(s.field["const"] ^ 1)
+            if isinstance(s.field.const, int):
+                context.append(s.field.const ^ 1)
             new = pick_int(rng, old, bits, signed, context)
             return data[:s.offset] + new.to_bytes(s.size, "little", signed=signed) + data[s.offset + s.size:]
         if op < 0.8:
-            strings = [s for s in spans if s.role == "payload" and s.offset >= 8 and s.field.get("kind") in ("str", "vec",
-                                                                                                             "map", "switch")]
+            strings = [s for s in spans if s.role == "payload" and s.offset >= 8 and s.field.length_prefixed]
             strings = [s for s in strings if s.path and s.path[-1] != "#count"]
             if not strings:
                 return None
@@ -126,11 +126,11 @@ class SpecMutator:
             return data[:s.offset] + data[s.offset + s.size:]
         return data[:s.offset] + chunk + chunk + data[s.offset + s.size:]
 
-    def _table_codes(self, field: dict) -> list[int]:
-        if "table" not in field:
+    def _table_codes(self, field: Field) -> list[int]:
+        if field.table is None:
             return []
         try:
-            table = importlib.import_module(f"mlf_spec.generated.{field['table']}_table")
+            table = importlib.import_module(f"mlf_spec.generated.{field.table}_table")
             return [r["code"] for r in table.ROWS]
         except (ImportError, KeyError, AttributeError):
             return []
@@ -188,34 +188,29 @@ class SpecMutator:
     def _refit(self, loc: _Loc, rng: random.Random) -> None:
         """Recompute the fields of the edited struct that depend on others (counts,
         ``equals``, derived sizes), and resize the bytes fields they size."""
-        fields = self.structs[loc.struct]["fields"]
+        fields = self.structs[loc.struct].fields
         ns = loc.ns
-        sources = {f["count"][0]: f["name"] for f in fields if "count" in f and f["count"][0].isidentifier()}
+        sources = count_sources(fields)
         for f in fields:
-            n = f["name"]
+            n = f.name
             if n == loc.key and ns is loc.owner:
                 continue
-            if n in sources or ("equals" in f and f["kind"] not in ("vec", "map")) or "derive" in f:
+            if n in sources or (f.equals is not None and not f.len_equals) or f.derive is not None:
                 ns[n] = None
         filled = dict(ns)
         try:
             for f in fields:
-                n = f["name"]
+                n = f.name
                 if filled.get(n) is not None:
                     continue
                 if n in sources and filled.get(sources[n]) is not None:
                     filled[n] = len(filled[sources[n]])
-                elif "equals" in f and f["kind"] not in ("vec", "map"):
-                    filled[n] = f["equals"][1](filled)
-                elif "derive" in f:
-                    filled[n] = f["derive"][1](filled)
+                elif f.equals is not None and not f.len_equals:
+                    filled[n] = f.equals(filled)
+                elif f.derive is not None:
+                    filled[n] = f.derive(filled)
             for f in fields:
-                if f["kind"] != "bytes" or "remaining" in f["size"][0] or ns.get(f["name"]) is None:
-                    continue
-                size = f["size"][1](filled)
-                old = bytes(ns[f["name"]])
-                if isinstance(size, int) and 0 <= size <= _CAP and size != len(old):
-                    ns[f["name"]] = old[:size] + bytes(rng.randrange(256) for _ in range(size - len(old)))
+                f.refit(ns, filled, _CAP, lambda k: bytes(rng.randrange(256) for _ in range(k)))
         except Exception:
             return
 
@@ -223,43 +218,38 @@ class SpecMutator:
         spec = self.structs.get(sname)
         if spec is None or not isinstance(node, dict):
             return
-        for f in spec["fields"]:
-            n = f["name"]
-            v = node.get(n)
-            if v is None:
-                continue
-            kind = f["kind"]
-            if kind == "switch":
-                key = f["switch_on"](node) if "switch_on" in f else None
-                tname = f["switch"]["cases"].get(key, f["switch"]["default"])
-                if tname in self.structs and isinstance(v, dict):
-                    yield from self._locations(tname, v, era)
-                elif tname is not None:
-                    yield _Loc(node, n, "str" if tname == "str" else tname, sname, node, f)
-            elif "count" in f:
-                yield _Loc(node, n, "list", sname, node, f)
-                yield from self._elements(v, f["type"], sname, node, f, era)
-            elif kind == "vec":
-                yield _Loc(node, n, "list", sname, node, f)
-                yield from self._elements(v, f["elem"], sname, node, f, era)
-            elif kind == "map":
-                node[n] = v = [list(kv) for kv in v]
-                yield _Loc(node, n, "list", sname, node, f)
-                for kv in v:
-                    yield from self._elements(kv[:1], f["key"], sname, node, f, era, kv)
-                    yield from self._elements(kv[1:], f["value"], sname, node, f, era, kv, 1)
-            elif kind == "struct":
-                yield from self._locations(f["struct"], v, era)
-            else:
-                yield _Loc(node, n, f["type"] if kind == "scalar" else kind, sname, node, f)
+        places = _Places(self, sname, node, era)
+        for f in spec.fields:
+            if node.get(f.name) is not None:
+                yield from f.locations(places, node)
 
-    def _elements(self, items: list, tname: str, sname: str, ns: dict, f: dict, era: tuple[int, ...],
+    def _elements(self, items: list, tname: str, sname: str, ns: dict, f: Field, era: tuple[int, ...],
                   owner: list | None = None, base: int = 0) -> Iterable[_Loc]:
         for i, item in enumerate(items):
             if tname in self.structs and isinstance(item, dict):
                 yield from self._locations(tname, item, era)
             else:
                 yield _Loc(owner if owner is not None else items, base + i, tname, sname, ns, f)
+
+
+class _Places:
+    """The editable places of one struct's node, as the field kinds list them (:meth:`ir.Field.locations`)."""
+
+    def __init__(self, m: SpecMutator, sname: str, node: dict, era: tuple[int, ...]) -> None:
+        self.m, self.sname, self.node, self.era = m, sname, node, era
+
+    def place(self, owner: Any, key: Any, type_name: str, f: Field) -> _Loc:
+        return _Loc(owner, key, type_name, self.sname, self.node, f)
+
+    def struct_places(self, name: str, node: dict) -> Iterable[_Loc]:
+        return self.m._locations(name, node, self.era)
+
+    def element_places(self, items: list, type_name: str, f: Field, owner: list | None = None,
+                       base: int = 0) -> Iterable[_Loc]:
+        return self.m._elements(items, type_name, self.sname, self.node, f, self.era, owner, base)
+
+    def is_struct(self, type_name: str) -> bool:
+        return type_name in self.m.structs
 
 
 __all__ = ["SpecMutator"]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mlf_spec._internal.ir import Field
 from mlf_spec._internal.spec_engine import Tracer
 from mlf_spec._io import PreadWindow, describe, open_regular_fd, read_source
 from mlf_spec.errors import ConstraintError, MlfError, TruncatedError
@@ -207,14 +208,14 @@ class _LoaderTracer(Tracer):
         self.end = size
         self.cut: tuple[tuple, int, int] | None = None  # (path, start, bytes present)
 
-    def _take(self, n: int, path: tuple) -> Any:
+    def take(self, n: int, path: tuple) -> Any:
         if n < 0 or n > self.end - self.pos:
             raise TruncatedError(f"needs {n} bytes, {self.end - self.pos} remain", field=_path(path), offset=self.pos)
         b = bytes(self.buf[self.pos:self.pos + n])
         self.pos += n
         return b
 
-    def _field(self, f: dict, ns: dict, fpath: tuple) -> None:
+    def _field(self, f: Field, ns: dict, fpath: tuple) -> None:
         if f["kind"] == "bytes" and f.get("role") == "tensor_payload":
             size = f["size"][1](ns)
             if size < 0:

@@ -8,6 +8,7 @@ from . import runtime
 from .common import header
 from .emit_fast import Code
 from .expr import Expr
+from .fields import kind_of
 from .model import Binary, Model, RField
 from .versions import era_condition
 
@@ -39,21 +40,8 @@ def _type(t: str, encoding: str | None) -> str:
 def _field(f: RField, consts: dict[str, int | str]) -> list[str]:
     s = f.spec
     out: list[str] = []
-    if f.kind == "switch":
-        assert s.switch is not None and f.switch_on is not None
-        cases = ", ".join(f"{k!r}: {_type(v, None)}" for k, v in s.switch.cases.items())
-        default = _type(s.switch.default, None) if s.switch.default else "Error"
-        base = f"Switch(lambda ctx: {_ctx(f.switch_on, consts)}, {{{cases}}}, default={default})"
-    elif f.kind == "bytes" and "remaining" in f.exprs["size"].helpers:
-        base = "GreedyBytes"  # size: remaining() -- the rest of the enclosing region
-    elif f.kind == "bytes":
-        base = f"Bytes(lambda ctx: {_ctx(f.exprs['size'], consts)})"
-    elif f.kind == "vec":
-        base = f"PrefixedArray(Int64ul, {_type(f.elem or '', s.encoding)})"
-    elif f.kind == "map":
-        base = f"PrefixedArray(Int64ul, Struct('key' / {_type(f.key or '', s.encoding)}, 'value' / {_type(f.value or '', s.encoding)}))"
-    else:
-        base = _type(s.type, s.encoding)
+    kind = kind_of(f)
+    base = kind.construct(f, lambda e: _ctx(e, consts), _type)
     if f.is_array:
         base = f"Array(lambda ctx: {_ctx(f.exprs['count'], consts)}, {base})"
     if s.sized:
@@ -61,7 +49,7 @@ def _field(f: RField, consts: dict[str, int | str]) -> list[str]:
     if s.const is not None:
         value = s.const if isinstance(s.const, int) else s.const.encode()
         base = f"Const({value!r}, {base})"
-    elif "equals" in f.exprs and f.kind not in ("vec", "map"):
+    elif "equals" in f.exprs and not kind.len_equals:
         base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['equals'], consts)})"
     elif "derive" in f.exprs:
         base = f"Rebuild({base}, lambda ctx: {_ctx(f.exprs['derive'], consts)})"
@@ -78,11 +66,11 @@ def _field(f: RField, consts: dict[str, int | str]) -> list[str]:
     guard = "" if not cond else f"not {inner} or " if len(cond) == 1 and inner.startswith("(") else f"not ({inner}) or "
     for key in ("equals", "derive"):
         if key in f.exprs:
-            subject = f"len(ctx.{s.name})" if key == "equals" and f.kind in ("vec", "map") else f"ctx.{s.name}"
+            subject = f"len(ctx.{s.name})" if key == "equals" and kind.len_equals else f"ctx.{s.name}"
             out.append(f"Check(lambda ctx: {guard}{subject} == {_ctx(f.exprs[key], consts)}),")
     if "constraint" in f.exprs:
         e = f.exprs["constraint"]
-        if "each" in e.names and (f.is_array or f.kind == "vec"):
+        if "each" in e.names and kind.each_elements(f):
             out.append(f"Check(lambda ctx: {guard}all({_ctx(e, consts)} for each in ctx.{s.name})),")
         else:
             out.append(f"Check(lambda ctx: {guard}{_ctx(e, consts)}),")

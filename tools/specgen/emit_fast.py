@@ -15,6 +15,7 @@ from . import runtime
 from .code import Code
 from .common import camel, header, inline_scalars
 from .emit_heads import emit_heads
+from .emit_runs import emit_many, emit_start_of, emit_write_many
 from .expr import Expr
 from .fields import has_many, kind_of
 from .fields.base import read_struct
@@ -72,7 +73,7 @@ class StructEmitter:
                 c.indent()
                 c(f"raise ConstMismatchError(f\"{dotted} is {{{var}!r}}, expected {lit!r}\", field={dotted!r}, offset={offset})")
             c.dedent()
-        if "equals" in f.exprs and f.kind in ("vec", "map") and not f.is_array:
+        if "equals" in f.exprs and kind_of(f).len_equals and not f.is_array:
             e = f.exprs["equals"]  # a vec/map: its element count must equal the expression
             c(f"if len({var}) != {self.py(e)}:")
             c.indent()
@@ -94,11 +95,8 @@ class StructEmitter:
             c.dedent()
         if "constraint" in f.exprs:
             e = f.exprs["constraint"]
-            if "each" in e.names and (f.is_array or f.kind == "vec"):
-                size = SCALARS[s.type][0] if s.type in SCALARS else None
-                if f.kind == "vec" and not f.is_array:  # elements follow the u64 count
-                    size = SCALARS[f.elem][0] if f.elem in SCALARS else None
-                    offset = f"{offset} + 8"
+            if "each" in e.names and kind_of(f).each_elements(f):
+                size, offset = kind_of(f).each_layout(f, offset)
                 if e.is_pure_bounds("each"):
                     # min/max run in C; the per-element loop only runs to name the culprit
                     lo, hi = e.int_bounds("each")
@@ -125,7 +123,7 @@ class StructEmitter:
         """Checks of the members of an inline struct, after its run was unpacked."""
         for f in rs.fields:
             dotted = f"{dotted_prefix}.{f.name}"
-            if f.kind == "scalar":
+            if f.is_scalar:
                 self.checks(f, self.locals[dotted], dotted, f"pos + {offsets[dotted]}")
             else:
                 assert f.struct is not None
@@ -135,7 +133,7 @@ class StructEmitter:
     def runnable(self, f: RField) -> bool:
         if f.conditional or f.is_array or f.spec.sized or f.spec.keep_span:
             return False
-        return f.kind == "scalar" or (f.kind == "struct" and f.struct is not None and f.struct.inline)
+        return f.is_scalar or f.inline_struct is not None
 
     def emit_run(self, fields: list[RField]) -> None:
         c = self.c
@@ -145,7 +143,7 @@ class StructEmitter:
         offsets: dict[str, int] = {}
         off = 0
         for f in fields:
-            if f.kind == "scalar":
+            if f.is_scalar:
                 members = [(f.name, f.name, f)]
             else:
                 assert f.struct is not None
@@ -160,7 +158,7 @@ class StructEmitter:
                 self.locals[dotted] = flat
                 self.slots.append((flat, "float" if code in "fd" else "int"))
                 off += size
-            if f.kind == "struct":
+            if not f.is_scalar:  # an inline struct
                 offsets[f.name] = start
             ends.append((start, off, f.name))
         run = f"_{self.rs.name.upper()}_RUN{len(self.runs)}"
@@ -175,7 +173,7 @@ class StructEmitter:
         target = ", ".join(names) + ("," if len(names) == 1 else "")
         c(f"{target} = {run}.unpack_from(buf, pos)")
         for f in fields:
-            if f.kind == "scalar":
+            if f.is_scalar:
                 self.checks(f, f.name, f.name, f"pos + {offsets[f.name]}")
             else:
                 assert f.struct is not None
@@ -186,8 +184,8 @@ class StructEmitter:
     def mergeable_array(self, fields: list[RField], i: int) -> bool:
         """A counted scalar array followed by fixed scalars: read both with one unpack."""
         f = fields[i]
-        return (f.kind == "scalar" and f.is_array and not f.conditional and i + 1 < len(fields)
-                and self.runnable(fields[i + 1]) and fields[i + 1].kind == "scalar")
+        return (f.is_scalar and f.is_array and not f.conditional and i + 1 < len(fields)
+                and self.runnable(fields[i + 1]) and fields[i + 1].is_scalar)
 
     def emit_array_with_run(self, arr: RField, run: list[RField]) -> None:
         c = self.c
@@ -295,7 +293,7 @@ class StructEmitter:
         cond_parts = era_condition(s.since, s.until)
         if "when" in f.exprs:
             cond_parts.append(f"({self.py(f.exprs['when'])})")
-        slot_name = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
+        slot_name = f"{name}_offset" if kind_of(f).lazy(f) else name
         self.locals[name] = slot_name
         if cond_parts:
             c(f"{slot_name} = None")
@@ -314,7 +312,7 @@ class StructEmitter:
             c(f"{name}_span = ({start}, pos)")
             self.slots.append((f"{name}_span", "tuple"))
         self.started.add(name)
-        if not (f.kind == "bytes" and s.lazy):
+        if not kind_of(f).lazy(f):
             self.checks(f, self.locals[name], name, start)
         if cond_parts:
             c.dedent()
@@ -416,7 +414,7 @@ class StructEmitter:
                 i = j
             elif self.mergeable_array(fields, i):
                 j = i + 1
-                while j < len(fields) and self.runnable(fields[j]) and fields[j].kind == "scalar":
+                while j < len(fields) and self.runnable(fields[j]) and fields[j].is_scalar:
                     j += 1
                 self.emit_array_with_run(fields[i], fields[i + 1:j])
                 i = j
@@ -490,7 +488,7 @@ class StructEmitter:
         c = self.c
         s = f.spec
         name = f.name
-        var = f"{name}_offset" if (f.kind == "bytes" and s.lazy) else name
+        var = f"{name}_offset" if kind_of(f).lazy(f) else name
         cond = era_condition(s.since, s.until)
         if "when" in f.exprs:
             cond.append(f"({self.py(f.exprs['when'])})")
@@ -551,13 +549,13 @@ class StructEmitter:
             elif flat in count_sources:
                 defaults[flat] = "None"
                 computed.insert(0, (flat, f"len({count_sources[flat]})"))
-            elif "equals" in f.exprs and f.kind not in ("vec", "map"):
+            elif "equals" in f.exprs and not kind_of(f).len_equals:
                 defaults[flat] = "None"
                 computed.append((flat, self.py(f.exprs["equals"])))
             elif "derive" in f.exprs:
                 defaults[flat] = "None"
                 computed.append((flat, self.py(f.exprs["derive"])))
-            elif f.kind == "bytes" and s.lazy:
+            elif kind_of(f).lazy(f):
                 defaults[flat] = "0"
             elif f.conditional:
                 defaults[flat] = "None"
@@ -565,12 +563,12 @@ class StructEmitter:
                 defaults[f"{flat}_span"] = "None"
 
         for f in rs.fields:
-            if (f.kind == "struct" and f.struct is not None and f.struct.inline and not f.conditional and not f.is_array
-                    and not f.spec.sized and not f.spec.keep_span):
-                for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
+            inner = f.inline_struct
+            if inner is not None and not f.conditional and not f.is_array and not f.spec.sized and not f.spec.keep_span:
+                for flat, _dotted, sf in inline_scalars(inner, f.name, f.name):
                     visit(sf, flat)
             else:
-                visit(f, f"{f.name}_offset" if (f.kind == "bytes" and f.spec.lazy) else f.name)
+                visit(f, f"{f.name}_offset" if kind_of(f).lazy(f) else f.name)
         required = [s for s in slots if s not in defaults]
         optional = [s for s in slots if s in defaults]
         params = ", ".join([*(f"{s}: Any" for s in required), *(f"{s}: Any = {defaults[s]}" for s in optional)])
@@ -586,177 +584,6 @@ class StructEmitter:
             c.dedent()
         c(f"return _new({cls}, ({', '.join(slots)}{',' if len(slots) == 1 else ''}))")
         c.dedent()
-
-
-def emit_many(c: Code, rs: RStruct, slots: list[str]) -> None:
-    """``read_<s>_runs``: n records as runs ``(record, count, stride)``: after each record,
-    the following records whose header bytes equal it are taken in bulk (they parse to the
-    same values, and pass or fail the same checks), differing only in where their payload
-    starts (``stride`` bytes apart). ``read_<s>_many``: the same records, one tuple each."""
-    cls = camel(rs.name)
-    lazy_slot = f"{rs.fields[-1].name}_offset"
-    k = slots.index(lazy_slot)
-    c()
-    c()
-    c(f"def read_{rs.name}_runs(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[tuple[{cls}, int, int]], int]:")
-    c.indent()
-    c(f'"""Read ``n`` consecutive {rs.name} records as runs ``(first record, count, stride)``: the')
-    c("records of a run have the first one's header bytes, their payloads ``stride`` bytes apart.\"\"\"")
-    c(f"out: list[tuple[{cls}, int, int]] = []")
-    c("done = 0")
-    c("window = 16")
-    c("while done < n:")
-    c.indent()
-    c("try:")
-    c.indent()
-    c(f"rec, nxt = read_{rs.name}(buf, pos, end, era)")
-    c.dedent()
-    c("except MlfError as _e:")
-    c.indent()
-    c("raise _e.prefixed(f\"[{done}]\") from None")
-    c.dedent()
-    c("rest = n - done - 1")
-    c("stride = nxt - pos")
-    c("m = 0")
-    c("if rest and stride > 0:")
-    c.indent()
-    c("k = min(rest, (end - nxt) // stride, window)")
-    c("if k:")
-    c.indent()
-    c("# probe the next records one by one; NumPy's bulk compare pays only inside a long run")
-    c(f"head_len = rec[{k}] - pos")
-    c("ref = buf[pos:pos + head_len]")
-    c("probe = nxt")
-    c("lim = min(k, 8)")
-    c("while m < lim and buf[probe:probe + head_len] == ref:")
-    c.indent()
-    c("m += 1")
-    c("probe += stride")
-    c.dedent()
-    c("if m == 8 and k > 8:")
-    c.indent()
-    c("m = 8 + _same_heads(buf, pos, probe, stride, head_len, k - 8)")
-    c.dedent()
-    c("window = min(window * 2, 1 << 16) if m == k else 16")
-    c.dedent()
-    c.dedent()
-    c("out.append((rec, m + 1, stride))")
-    c("done += m + 1")
-    c("pos = nxt + m * stride")
-    c.dedent()
-    c("return out, pos")
-    c.dedent()
-    c()
-    c()
-    c(f"def read_{rs.name}_many(buf: Buffer, pos: int, end: int, n: int, era: tuple[int, ...] = LATEST) -> tuple[list[{cls}], int]:")
-    c.indent()
-    c(f'"""Read ``n`` consecutive {rs.name} records (bulk path for runs of identical headers)."""')
-    c(f"runs, pos = read_{rs.name}_runs(buf, pos, end, n, era)")
-    c(f"out: list[{cls}] = []")
-    c("for rec, m, stride in runs:")
-    c.indent()
-    c("out.append(rec)")
-    c("if m > 1:")
-    c.indent()
-    c(f"head, tail = rec[:{k}], rec[{k + 1}:]")
-    c(f"first = rec[{k}] + stride")
-    c(f"out.extend([_new({cls}, head + (o,) + tail) for o in range(first, first + (m - 1) * stride, stride)])")
-    c.dedent()
-    c.dedent()
-    c("return out, pos")
-    c.dedent()
-
-
-def emit_write_many(c: Code, rs: RStruct, slots: list[str]) -> None:
-    """``write_<s>_many``: records that differ only in their lazy payload share one
-    encoded header (cached by the record minus its payload offset)."""
-    cls = camel(rs.name)
-    lazy_slot = f"{rs.fields[-1].name}_offset"
-    k = slots.index(lazy_slot)
-    field = rs.fields[-1].name
-    c()
-    c()
-    c(f"def write_{rs.name}_many(append: Callable[[Any], Any], recs: list[{cls}], lazy: Lazy, era: tuple[int, ...] = LATEST) -> None:")
-    c.indent()
-    c('"""Append the bytes of every record of ``recs``, encoding each distinct header once."""')
-    c("heads: dict[tuple, bytes] = {}")
-    c("marker = object()")
-    c("last: Any = None")
-    c("head = b''")
-    c("for rec in recs:")
-    c.indent()
-    c("if rec is not last:  # writers often pass one record object for many tensors")
-    c.indent()
-    c("last = rec")
-    c(f"key = rec[:{k}] + rec[{k + 1}:]")
-    c("head = heads.get(key)")
-    c("if head is None:")
-    c.indent()
-    c("parts: list[Any] = []")
-    c(f"write_{rs.name}(parts.append, rec, lambda _f, _r: marker, era)")
-    c("head = heads[key] = b''.join(parts[:-1])")
-    c.dedent()
-    c.dedent()
-    c("append(head)")
-    c(f"append(lazy({field!r}, rec) if lazy is not None else b'')")
-    c.dedent()
-    c.dedent()
-
-
-def emit_start_of(c: Code, rs: RStruct, em: StructEmitter) -> None:
-    """``start_of_<s>(rec)``: where a record began, from where its lazy payload begins
-    (so errors found after parsing can name the byte offset of any header field), and
-    ``<S>_OFFSETS``: the offsets of the leading fixed fields from that start."""
-    terms: list[str] = []
-    offsets: dict[str, int] = {}
-    fixed = 0
-    leading = True
-    for kind, what, members in em.segments[:-1]:
-        if kind == "run":
-            if leading:
-                pos = fixed
-                for f in rs.fields:
-                    if f.name in offsets:
-                        continue
-                    if f.kind == "scalar" and not f.is_array and f.name in members:
-                        offsets[f.name] = pos
-                        pos += SCALARS[f.spec.type][0]
-                    elif f.kind == "struct" and f.struct is not None and f.struct.inline and all(
-                            m[0] in members for m in inline_scalars(f.struct, f.name, f.name)):
-                        offsets[f.name] = pos
-                        pos += f.struct.fixed_size or 0
-            fixed += int(sum(SCALARS[_flat_type(rs, m)][0] for m in members))
-        elif kind == "merged":
-            code, tail = what
-            size = {v[1]: v[0] for v in SCALARS.values()}[code]
-            terms.append(f"len(rec.{members[0]}) * {size}")
-            fixed += sum({v[1]: v[0] for v in SCALARS.values()}[ch] for ch in tail)
-            leading = False
-        else:
-            return  # a layout this helper does not cover: emit nothing
-    lazy_slot = f"{rs.fields[-1].name}_offset"
-    total = " + ".join([str(fixed), *terms])
-    c()
-    c()
-    c(f"{rs.name.upper()}_OFFSETS = {offsets!r}")
-    c()
-    c()
-    c(f"def start_of_{rs.name}(rec: {camel(rs.name)}) -> int:")
-    c.indent()
-    c('"""Offset of the first byte of ``rec`` in the buffer it was read from."""')
-    c(f"return rec.{lazy_slot} - ({total})")
-    c.dedent()
-
-
-def _flat_type(rs: RStruct, flat: str) -> str:
-    for f in rs.fields:
-        if f.kind == "scalar" and f.name == flat:
-            return f.spec.type
-        if f.kind == "struct" and f.struct is not None and f.struct.inline:
-            for name, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
-                if name == flat:
-                    return sf.spec.type
-    raise KeyError(flat)
 
 
 def _negated(source: str) -> str:
@@ -854,6 +681,6 @@ def emit_fast(model: Model, binary: Binary) -> str:
         if has_many(rs):
             emit_many(c, rs, slots)
             emit_write_many(c, rs, slots)
-            emit_start_of(c, rs, em)
+            emit_start_of(c, rs, em.segments)
             emit_heads(c, rs, em.segments, slots)
     return c.text()

@@ -17,6 +17,7 @@ import ast
 from .code import Code
 from .common import inline_scalars
 from .expr import Expr
+from .fields import kind_of
 from .ir import SCALARS
 from .model import RField, RStruct
 
@@ -36,7 +37,7 @@ def heads_layout(rs: RStruct, segments: list) -> tuple[list[str], RField, list[R
     arr_name, *tail_names = segments[1][2]
     by_name = {f.name: f for f in rs.fields}
     arr, lazy = by_name.get(arr_name), segments[2][2]
-    if arr is None or lazy.kind != "bytes" or not lazy.spec.lazy or lazy is not rs.fields[-1]:
+    if arr is None or not kind_of(lazy).lazy(lazy) or lazy is not rs.fields[-1]:
         return None
     count = arr.exprs.get("count")
     if count is None or count.source.strip() not in lead:
@@ -44,51 +45,52 @@ def heads_layout(rs: RStruct, segments: list) -> tuple[list[str], RField, list[R
     return lead, arr, [by_name[n] for n in tail_names], lazy
 
 
-def emit_heads(c: Code, rs: RStruct, segments: list, slots: list[str]) -> None:
-    """Emit ``<S>_HEAD_FIELDS`` and ``read_<s>_heads`` when ``rs`` has the covered shape."""
-    layout = heads_layout(rs, segments)
-    if layout is None:
-        return
-    lead, arr, tail, lazy = layout
-    fields = {f.name: f for f in rs.fields}
-    types: dict[str, str] = {}
-    for f in rs.fields:
-        if f.kind == "scalar":
-            types[f.name] = f.spec.type
-        elif f.kind == "struct" and f.struct is not None:
-            for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
-                types[flat] = sf.spec.type
-    lead_fmt = "".join(SCALARS[types[n]][1] for n in lead)
-    tail_fmt = "".join(SCALARS[f.spec.type][1] for f in tail)
-    lead_size = sum(SCALARS[types[n]][0] for n in lead)
-    tail_size = sum(SCALARS[f.spec.type][0] for f in tail)
-    elem_size, elem_code = SCALARS[arr.spec.type]
-    count = arr.exprs["count"].source.strip()
-    count_at = sum(SCALARS[types[n]][0] for n in lead[:lead.index(count)])
-    # where each value sits in the flat tuple: the run, the array, the tail (from the end)
-    index = {n: f"v[{i}]" for i, n in enumerate(lead)}
-    index.update({f.name: f"v[{j - len(tail)}]" for j, f in enumerate(tail)})
-    index[arr.name] = arr.name
-    dotted_to_flat = {d: flat for f in rs.fields if f.kind == "struct" and f.struct is not None
-                      for flat, d, _sf in inline_scalars(f.struct, f.name, f.name)}
+class _Heads:
+    """What ``read_<s>_heads`` of one struct is made of: the scalar types by flat name, where
+    each value sits in the flat tuple of a header, and the conditions a bad header meets."""
 
-    def local(dotted: str) -> str:
+    def __init__(self, rs: RStruct, layout: tuple[list[str], RField, list[RField], RField]) -> None:
+        self.rs = rs
+        lead, arr, tail, lazy = layout
+        self.lead, self.arr, self.tail, self.lazy = lead, arr, tail, lazy
+        self.fields = {f.name: f for f in rs.fields}
+        self.types: dict[str, str] = {}
+        for f in rs.fields:
+            if f.is_scalar:
+                self.types[f.name] = f.spec.type
+            elif f.struct is not None:
+                for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
+                    self.types[flat] = sf.spec.type
+        # where each value sits in the flat tuple: the run, the array, the tail (from the end)
+        self.index = {n: f"v[{i}]" for i, n in enumerate(lead)}
+        self.index.update({f.name: f"v[{j - len(tail)}]" for j, f in enumerate(tail)})
+        self.index[arr.name] = arr.name
+        self.dotted_to_flat = {d: flat for f in rs.fields if f.struct is not None
+                               for flat, d, _sf in inline_scalars(f.struct, f.name, f.name)}
+        self.count = arr.exprs["count"].source.strip()
+
+    def size(self, names: list[str]) -> int:
+        """Bytes of the scalars ``names`` (flat)."""
+        return sum(SCALARS[self.types[n]][0] for n in names)
+
+    def local(self, dotted: str) -> str:
+        """The expression of a (dotted) field's value within the header tuple ``v``."""
         if dotted == "each":
             return "each"
-        flat = dotted_to_flat.get(dotted, dotted)
-        if flat in index:
-            return index[flat]
-        f = fields.get(dotted)
-        if f is not None and f.kind == "struct" and f.struct is not None:  # a whole inline struct: its tuple
-            return "(" + ", ".join(index[m[0]] for m in inline_scalars(f.struct, f.name, f.name)) + ",)"
+        flat = self.dotted_to_flat.get(dotted, dotted)
+        if flat in self.index:
+            return self.index[flat]
+        f = self.fields.get(dotted)
+        if f is not None and f.struct is not None:  # a whole inline struct: its tuple
+            return "(" + ", ".join(self.index[m[0]] for m in inline_scalars(f.struct, f.name, f.name)) + ",)"
         raise KeyError(dotted)
 
-    def py(e: Expr) -> str:
-        return e.translate(local, func_prefix="_", inline=True, remaining="end - at")
+    def py(self, e: Expr) -> str:
+        """``e`` over the header tuple."""
+        return e.translate(self.local, func_prefix="_", inline=True, remaining="end - at")
 
-    bad: list[str] = []
-
-    def checks(f: RField, var: str) -> None:
+    def checks(self, f: RField, var: str, bad: list[str]) -> None:
+        """Append the conditions under which ``f`` (its value ``var``) breaks a check."""
         s = f.spec
         if s.const is not None:
             if not isinstance(s.const, int):
@@ -96,47 +98,72 @@ def emit_heads(c: Code, rs: RStruct, segments: list, slots: list[str]) -> None:
             bad.append(f"{var} != {s.const:#x}")
         for key in ("equals", "derive"):
             if key in f.exprs:
-                bad.append(f"{var} != {py(f.exprs[key])}")
+                bad.append(f"{var} != {self.py(f.exprs[key])}")
         if "constraint" in f.exprs:
             e = f.exprs["constraint"]
-            if "each" in e.names:
-                if not f.is_array:
-                    raise _NotCovered
-                if e.is_pure_bounds("each"):
-                    lo, hi = e.int_bounds("each")
-                    tests = ([f"min({var}) < {lo}"] if lo is not None else []) + (
-                        [f"max({var}) > {hi}"] if hi is not None else [])
-                    bad.append(f"({var} and ({' or '.join(tests)}))")
-                else:
-                    bad.append(f"not all({py(e)} for each in {var})")
+            if "each" not in e.names:
+                bad.append(_negated(self.py(e)))
+            elif not f.is_array:
+                raise _NotCovered
+            elif e.is_pure_bounds("each"):
+                lo, hi = e.int_bounds("each")
+                tests = ([f"min({var}) < {lo}"] if lo is not None else []) + (
+                    [f"max({var}) > {hi}"] if hi is not None else [])
+                bad.append(f"({var} and ({' or '.join(tests)}))")
             else:
-                bad.append(_negated(py(e)))
+                bad.append(f"not all({self.py(e)} for each in {var})")
 
-    try:
-        for f in rs.fields:
-            if f is lazy:
+    def conditions(self) -> list[str]:
+        """Every condition a bad header meets (raises _NotCovered for a check it cannot state)."""
+        bad: list[str] = []
+        for f in self.rs.fields:
+            if f is self.lazy:
                 continue
-            if f.kind == "struct" and f.struct is not None:
+            if f.struct is not None:
                 for flat, _dotted, sf in inline_scalars(f.struct, f.name, f.name):
-                    checks(sf, index[flat])
-                checks(f, local(f.name))
+                    self.checks(sf, self.index[flat], bad)
+                self.checks(f, self.local(f.name), bad)
             else:
-                checks(f, index[f.name])
+                self.checks(f, self.index[f.name], bad)
+        size = self.py(self.lazy.exprs["size"])
+        return bad + [f"{size} < 0", f"{size} > end - at"]
+
+
+def emit_heads(c: Code, rs: RStruct, segments: list, slots: list[str]) -> None:
+    """Emit ``<S>_HEAD_FIELDS`` and ``read_<s>_heads`` when ``rs`` has the covered shape."""
+    layout = heads_layout(rs, segments)
+    if layout is None:
+        return
+    h = _Heads(rs, layout)
+    try:
+        bad = h.conditions()
     except _NotCovered:
         return
-    size = py(lazy.exprs["size"])
-    bad += [f"{size} < 0", f"{size} > end - at"]
-    name, upper = rs.name, rs.name.upper()
-    fixed = lead_size + tail_size
-    flat_names = (*lead, arr.name, *(f.name for f in tail))
+    _emit_tables(c, h)
+    _emit_reader(c, h, bad, slots)
+
+
+def _emit_tables(c: Code, h: _Heads) -> None:
+    """``<S>_HEAD_FIELDS``, the prebuilt Structs of the common shapes and the count's reader."""
+    name, upper, arr = h.rs.name, h.rs.name.upper(), h.arr
+    lead_fmt = "".join(SCALARS[h.types[n]][1] for n in h.lead)
+    tail_fmt = "".join(SCALARS[f.spec.type][1] for f in h.tail)
+    flat_names = (*h.lead, arr.name, *(f.name for f in h.tail))
     c()
     c()
     c(f"#: The values of a {name} header as ``read_{name}_heads`` gives them: one flat tuple,")
     c(f"#: the entries of ``{arr.name}`` in the place of ``{arr.name}``.")
     c(f"{upper}_HEAD_FIELDS = {flat_names!r}")
-    c(f"_{upper}_HEADS = tuple(struct.Struct({'<' + lead_fmt!r} + {elem_code!r} * _k + {tail_fmt!r}) "
+    c(f"_{upper}_HEADS = tuple(struct.Struct({'<' + lead_fmt!r} + {SCALARS[arr.spec.type][1]!r} * _k + {tail_fmt!r}) "
       f"for _k in range({COMMON_COUNTS}))")
-    c(f"_{upper}_COUNT = struct.Struct({'<' + SCALARS[types[count]][1]!r}).unpack_from")
+    c(f"_{upper}_COUNT = struct.Struct({'<' + SCALARS[h.types[h.count]][1]!r}).unpack_from")
+
+
+def _emit_reader(c: Code, h: _Heads, bad: list[str], slots: list[str]) -> None:
+    """``read_<s>_heads``: the loop over the records."""
+    name, upper, arr, lazy, lead, tail = h.rs.name, h.rs.name.upper(), h.arr, h.lazy, h.lead, h.tail
+    fixed = h.size(lead) + sum(SCALARS[f.spec.type][0] for f in tail)
+    count_at = h.size(lead[:lead.index(h.count)])
     c()
     c()
     c(f"def read_{name}_heads(buf: Buffer, pos: int, stop: int, end: int, n: int, base: int, heads: list, "
@@ -151,10 +178,10 @@ def emit_heads(c: Code, rs: RStruct, segments: list, slots: list[str]) -> None:
     c('record read (fewer than ``n`` when the next header does not end by ``stop``)."""')
     c(f"table = _{upper}_HEADS")
     c("append, place = heads.append, offsets.append")
-    c(f"while n > 0 and stop - pos >= {count_at + SCALARS[types[count]][0]}:")
+    c(f"while n > 0 and stop - pos >= {count_at + SCALARS[h.types[h.count]][0]}:")
     c.indent()
     c(f"_k = _{upper}_COUNT(buf, pos + {count_at})[0]")
-    c(f"at = pos + {fixed} + {elem_size} * _k")
+    c(f"at = pos + {fixed} + {SCALARS[arr.spec.type][0]} * _k")
     c(f"if 0 <= _k < {COMMON_COUNTS} and at <= stop:")
     c.indent()
     c("v = table[_k].unpack_from(buf, pos)")
@@ -181,7 +208,7 @@ def emit_heads(c: Code, rs: RStruct, segments: list, slots: list[str]) -> None:
     c.dedent()
     c("append(v)")
     c("place(base + at)")
-    c(f"pos = at + {size}")
+    c(f"pos = at + {h.py(lazy.exprs['size'])}")
     c("n -= 1")
     c.dedent()
     c("return pos")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .common import header
 from .emit_fast import Code
+from .fields import kind_of
 from .model import Binary, Model, RField, RStruct
 
 
@@ -26,7 +27,7 @@ def broken_kinds(binary: Binary) -> list[str]:
                 kinds.append(f"count_mismatch:{where}")
             if f.spec.derive:
                 kinds.append(f"bad_derived:{where}")
-            if (f.kind in ("vec", "map", "str") or f.spec.sized) and not f.is_array:
+            if (kind_of(f).has_length or f.spec.sized) and not f.is_array:
                 kinds.append(f"lying_length:{where}")
             if f.spec.constraint and _breakable(f):
                 kinds.append(f"constraint:{where}")
@@ -51,9 +52,9 @@ def _breakable(f: RField) -> bool:
     integer bounds on a scalar, an integer array or an inline struct's members."""
     e = f.exprs["constraint"]
     subject = "each" if "each" in e.names else f.name
-    if f.kind == "scalar" or (f.kind == "vec" and f.elem in ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64")):
+    if kind_of(f).bounded_values(f):
         return e.int_bounds(subject) != (None, None)
-    return f.kind == "struct" and any(n.startswith(f.name + ".") for n in e.names)
+    return f.struct is not None and any(n.startswith(f.name + ".") for n in e.names)
 
 
 def _all_structs(binary: Binary) -> dict[str, RStruct]:
@@ -82,7 +83,7 @@ def _generic(rs: RStruct, seen: set[str] | None = None) -> bool:
     if rs.invariants:
         return False
     for f in rs.fields:
-        if f.spec.constraint and f.kind not in ("scalar", "struct") and not _breakable(f):
+        if f.spec.constraint and not (f.is_scalar or f.struct is not None) and not _breakable(f):
             return False
         if f.spec.switch is not None:
             return False

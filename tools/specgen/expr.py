@@ -124,7 +124,7 @@ class Expr:
             def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
                 dotted = _dotted(node)
                 if dotted is None:
-                    node = self.generic_visit(node)  # type: ignore[assignment]
+                    self.generic_visit(node)  # rewrites the children in place
                     if attr_items:
                         return ast.Subscript(value=node.value, slice=ast.Constant(node.attr), ctx=ast.Load())
                     return node

@@ -36,7 +36,7 @@ class RField:
     loc: tuple
     kind: str  # scalar | str | bytes | vec | map | struct | switch
     exprs: dict[str, Expr] = field(default_factory=dict)
-    struct: RStruct | None = None  # for kind == struct
+    struct: RStruct | None = None  # the struct of a struct field
     elem: str | None = None  # vec element type name
     elem_struct: RStruct | None = None
     key: str | None = None
@@ -57,8 +57,19 @@ class RField:
         return self.spec.when is not None or self.spec.since is not None or self.spec.until is not None
 
     @property
+    def is_scalar(self) -> bool:
+        """A scalar (or a counted array of scalars): its type is a scalar type and no switch picks it."""
+        return self.switch_on is None and self.spec.type in SCALARS
+
+    @property
     def scalar_size(self) -> int | None:
-        return SCALARS[self.spec.type][0] if self.kind == "scalar" else None
+        """Bytes of one value of a scalar field (None for the other kinds)."""
+        return SCALARS[self.spec.type][0] if self.is_scalar else None
+
+    @property
+    def inline_struct(self) -> RStruct | None:
+        """The struct of a struct field whose struct is inline (fixed-size, read in one unpack)."""
+        return self.struct if self.struct is not None and self.struct.inline else None
 
 
 @dataclass
@@ -81,9 +92,7 @@ class RStruct:
         for f in self.fields:
             if f.conditional or f.is_array or f.spec.sized:
                 return False
-            if f.kind == "scalar":
-                continue
-            if f.kind == "struct" and f.struct is not None and f.struct.inline:
+            if f.is_scalar or f.inline_struct is not None:
                 continue
             return False
         return True
@@ -93,8 +102,11 @@ class RStruct:
         if not self.inline:
             return None
         total = 0
-        for f in self.fields:
-            total += f.scalar_size if f.kind == "scalar" else f.struct.fixed_size  # type: ignore[union-attr,operator]
+        for f in self.fields:  # each a scalar or an inline struct (self.inline)
+            inner = f.inline_struct
+            size = f.scalar_size if inner is None else inner.fixed_size
+            assert size is not None
+            total += size
         return total
 
 

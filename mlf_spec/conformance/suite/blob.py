@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlf_spec._internal.ir import Field
 from mlf_spec._internal.spec_engine import build, trace
 from mlf_spec._internal.spec_strategies import Choices, bounds, value_tree
 from mlf_spec.blob import codec as _blob
@@ -56,23 +57,23 @@ class Sampler(Choices):
     def pick(self, options: list[Any]) -> Any:
         return options[0]
 
-    def integer(self, f: dict, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
+    def integer(self, f: Field, pin: tuple[int | None, int | None] | None = None, each: bool = False) -> int:
         lo, hi = bounds(f, pin)
         return _clamp(2 if each else 1, lo, hi)
 
     def code(self, lo: int, hi: int) -> int:
         return lo
 
-    def bits(self, f: dict, numpy_bits: list[int]) -> int:
+    def bits(self, f: Field, numpy_bits: list[int]) -> int:
         return 32 if 32 in numpy_bits else numpy_bits[0]
 
-    def canonical(self, f: dict) -> int:
+    def canonical(self, f: Field) -> int:
         return f["canonical"]
 
     def number(self, type_name: str) -> float:
         return 1.5
 
-    def text(self, f: dict, era: tuple[int, ...]) -> str | bytes:
+    def text(self, f: Field, era: tuple[int, ...]) -> str | bytes:
         self.counter += 1
         alphabet = f.get("strategy", {}).get("alphabet")
         if alphabet == "decimal":
@@ -83,13 +84,13 @@ class Sampler(Choices):
         text = f"{f['name']}{self.counter}"
         return text if f.get("encoding") or alphabet == "text" else text.encode()
 
-    def rest(self, f: dict, ns: dict) -> bytes:
+    def rest(self, f: Field, ns: dict) -> bytes:
         return pattern_bytes(f["size"][1](ns, remaining=8), self.counter)
 
     def sized(self, size: int) -> bytes:
         return pattern_bytes(size, self.counter)
 
-    def elements(self, f: dict, make: Any, ns: dict, limit: int) -> list:
+    def elements(self, f: Field, make: Any, ns: dict, limit: int) -> list:
         for size in range(1, 5):
             ns[f["name"]] = [make() for _ in range(size)]
             if "constraint" not in f or "each" in f["constraint"][0] or f["constraint"][1](ns):

@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mlf_spec._internal.ir import Field
 from mlf_spec._internal.spec_engine import Span
 from mlf_spec.edge_values import WIDTH as _WIDTH
 from mlf_spec.edge_values import edge_values, length_lies, raw, rooms, unpack
@@ -38,7 +39,7 @@ def rule_id(struct: str, field: str, aspect: str) -> str:
     return f"{struct}.{field}.{aspect}"
 
 
-def field_aspects(f: dict) -> list[str]:
+def field_aspects(f: Field) -> list[str]:
     """The rule aspects the spec states for field ``f`` (an IR field entry)."""
     out = []
     if "const" in f:

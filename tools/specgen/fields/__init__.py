@@ -4,7 +4,7 @@ switch), each with its fast read / write, its Kaitai form and its minimum size s
 
 from __future__ import annotations
 
-from .base import KINDS, FieldKind, has_many, kind_of, struct_min_size, type_min_size
+from .base import KINDS, FieldKind, has_many, ir_class, ir_kind_attrs, kind_of, struct_min_size, type_min_size
 from .blob import Bytes
 from .scalar import Scalar, ScalarArray
 from .seq import Array, Map, Sequence, Vec
@@ -17,4 +17,4 @@ KINDS.update(scalar=Scalar(), scalar_array=ScalarArray(), str=Str(), bytes=Bytes
 
 
 __all__ = ["FieldKind", "Scalar", "ScalarArray", "Str", "Bytes", "Sequence", "Vec", "Map", "Array", "Struct",
-           "Switch", "kind_of", "has_many", "struct_min_size", "type_min_size"]
+           "Switch", "ir_class", "ir_kind_attrs", "kind_of", "has_many", "struct_min_size", "type_min_size"]

@@ -10,12 +10,14 @@ derive / constraint) stays with the emitters, which call the kind for the rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
 from ..model import RField, RStruct
 
 if TYPE_CHECKING:
+    from ..expr import Expr
     from ..ksy_base import KsyField
     from .emitters import FastEmitter as StructEmitter
     from .emitters import KsyEmitterLike as KsyEmitter
@@ -32,6 +34,35 @@ def kind_of(f: RField) -> FieldKind:
     if f.kind in ("bytes", "vec", "map") or not f.is_array:
         return KINDS[f.kind]
     return KINDS["array"]
+
+
+#: field kind -> the class of the run-time IR (mlf_spec._internal.ir) that ``<binary>_ir.py`` instantiates
+IR_CLASSES = {"scalar": "Scalar", "str": "Str", "bytes": "Bytes", "vec": "Vec", "map": "Map", "struct": "Nested",
+              "switch": "Switch"}
+
+
+def ir_class(f: RField) -> str:
+    """The run-time IR class of ``f`` (a counted array: the class of its elements' kind)."""
+    return IR_CLASSES[f.kind]
+
+
+def ir_kind_attrs(f: RField) -> list[tuple[str, str]]:
+    """(attribute, Python source) of what only ``f``'s kind has in the run-time IR."""
+    s = f.spec
+    if f.kind == "scalar":
+        return [("fmt", repr(SCALARS[s.type][1])), ("size", repr(SCALARS[s.type][0]))]
+    if f.kind == "struct" and f.struct is not None:
+        return [("struct", repr(f.struct.name))]
+    if f.kind == "vec":
+        return [("elem", repr(f.elem))]
+    if f.kind == "map":
+        return [("key", repr(f.key)), ("value", repr(f.value))]
+    if f.kind == "switch" and s.switch is not None:
+        switch: dict[str, object] = {"on": s.switch.on, "cases": dict(s.switch.cases), "default": s.switch.default}
+        if s.switch.extensible:
+            switch["extensible"] = s.switch.extensible
+        return [("switch", repr(switch))]
+    return []
 
 
 def struct_min_size(rs: RStruct) -> int:
@@ -70,7 +101,38 @@ def read_struct(em: StructEmitter, type_name: str, target: str, path: str) -> No
 
 
 class FieldKind:
-    """One kind of field: how it is read, written, stated in Kaitai and sized."""
+    """One kind of field: how it is read, written, stated in Kaitai and Construct, and sized."""
+
+    #: an ``equals`` rule states the number of elements (vec, map), not the value
+    len_equals = False
+    #: a u64 length or count precedes the value (str, vec, map): a strategy can make it lie
+    has_length = False
+
+    def bounded_values(self, f: RField) -> bool:
+        """Whether the generic strategy draws the values a constraint's integer bounds apply to
+        (a scalar, or the integer elements of a vec), so it can break them."""
+        return False
+
+    def lazy(self, f: RField) -> bool:
+        """Whether the field is kept by offset (lazy bytes), never copied."""
+        return False
+
+    def takes_rest(self, f: RField) -> bool:
+        """Whether the field runs to the end of its region (``size: remaining()``)."""
+        return False
+
+    def each_elements(self, f: RField) -> bool:
+        """Whether a constraint over ``each`` applies to the elements of the value."""
+        return f.is_array
+
+    def each_layout(self, f: RField, offset: str) -> tuple[int | None, str]:
+        """(bytes of one element, offset of the first) of a value checked ``each`` by ``each``."""
+        return (SCALARS[f.spec.type][0] if f.spec.type in SCALARS else None), offset
+
+    def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
+        """The Construct of the value (before arrays, ``sized``, checks and conditions wrap it);
+        ``ctx`` spells an expression over ``ctx``, ``typ`` a type name."""
+        return typ(f.spec.type, f.spec.encoding)
 
     def min_size(self, f: RField) -> int:
         """Fewest bytes the field takes when present (0 when that depends on the data)."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..model import RField
 from .base import FieldKind
 
 if TYPE_CHECKING:
+    from ..expr import Expr
     from ..ksy_base import KsyField
     from .emitters import FastEmitter as StructEmitter
     from .emitters import KsyEmitterLike as KsyEmitter
@@ -18,6 +20,17 @@ class Bytes(FieldKind):
 
     def has_len(self, f: RField) -> bool:
         return not f.spec.lazy
+
+    def lazy(self, f: RField) -> bool:
+        return bool(f.spec.lazy)
+
+    def takes_rest(self, f: RField) -> bool:
+        return "remaining" in f.exprs["size"].helpers
+
+    def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
+        if self.takes_rest(f):
+            return "GreedyBytes"  # size: remaining() -- the rest of the enclosing region
+        return f"Bytes(lambda ctx: {ctx(f.exprs['size'])})"
 
     def read(self, em: StructEmitter, f: RField, slot: str) -> None:
         c, name = em.c, f.name

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 class Scalar(FieldKind):
     """One fixed-size number, little-endian."""
 
+    def bounded_values(self, f: RField) -> bool:
+        return True
+
     def min_size(self, f: RField) -> int:
         return SCALARS[f.spec.type][0]
 
@@ -45,6 +48,9 @@ class Scalar(FieldKind):
 
 class ScalarArray(FieldKind):
     """``count`` scalars, read with one ``unpack`` into a tuple."""
+
+    def bounded_values(self, f: RField) -> bool:
+        return True
 
     def has_len(self, f: RField) -> bool:
         return True

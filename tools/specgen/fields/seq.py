@@ -3,6 +3,7 @@ pairs) and counted arrays of strings or structs (``count``: an expression of ear
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
@@ -10,6 +11,7 @@ from ..model import RField, RStruct
 from .base import FieldKind, has_many, type_min_size
 
 if TYPE_CHECKING:
+    from ..expr import Expr
     from ..ksy_base import KsyField
     from .emitters import FastEmitter as StructEmitter
     from .emitters import KsyEmitterLike as KsyEmitter
@@ -111,6 +113,24 @@ class Sequence(FieldKind):
 class Vec(Sequence):
     """``vec`` of ``of``: a u64 count, then the elements."""
 
+    len_equals = True
+    has_length = True
+
+    def each_elements(self, f: RField) -> bool:
+        return True
+
+    def bounded_values(self, f: RField) -> bool:
+        return f.elem in ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64")
+
+    def each_layout(self, f: RField, offset: str) -> tuple[int | None, str]:
+        if f.is_array:
+            return super().each_layout(f, offset)
+        # elements follow the u64 count
+        return (SCALARS[f.elem][0] if f.elem in SCALARS else None), f"{offset} + 8"
+
+    def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
+        return f"PrefixedArray(Int64ul, {typ(f.elem or '', f.spec.encoding)})"
+
     def min_size(self, f: RField) -> int:
         return 8
 
@@ -131,6 +151,13 @@ class Vec(Sequence):
 
 class Map(Sequence):
     """``map`` of ``key`` to ``value``: a u64 count, then the pairs (a list of 2-tuples)."""
+
+    len_equals = True
+    has_length = True
+
+    def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
+        enc = f.spec.encoding
+        return f"PrefixedArray(Int64ul, Struct('key' / {typ(f.key or '', enc)}, 'value' / {typ(f.value or '', enc)}))"
 
     def min_size(self, f: RField) -> int:
         return 8

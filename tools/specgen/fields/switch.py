@@ -3,6 +3,7 @@ default, extensible}``); codecs registered at run time come before the spec's ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
@@ -10,6 +11,7 @@ from ..model import RField
 from .base import FieldKind
 
 if TYPE_CHECKING:
+    from ..expr import Expr
     from ..ksy_base import KsyField
     from .emitters import FastEmitter as StructEmitter
     from .emitters import KsyEmitterLike as KsyEmitter
@@ -84,3 +86,10 @@ class Switch(FieldKind):
 
     def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
         return km.switch_type(kf)
+
+    def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
+        s = f.spec
+        assert s.switch is not None and f.switch_on is not None
+        cases = ", ".join(f"{k!r}: {typ(v, None)}" for k, v in s.switch.cases.items())
+        default = typ(s.switch.default, None) if s.switch.default else "Error"
+        return f"Switch(lambda ctx: {ctx(f.switch_on)}, {{{cases}}}, default={default})"

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 class Str(FieldKind):
     """TVM's stream string: text with ``encoding``, bytes without."""
 
+    has_length = True
+
     def has_len(self, f: RField) -> bool:
         return True
 
