@@ -21,14 +21,14 @@ from .ir import Field, Struct
 from .spec_engine import Builder, build
 
 TABLES = {"dtype_codes": _dtype_table}
-_INT_RANGE = {"u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
+INT_RANGE = {"u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
               "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1), "i32": (-(2**31), 2**31 - 1),
               "i64": (-(2**63), 2**63 - 1)}
 ERAS = tuple(tuple(d["since"]) for d in _dtype_table.DIALECTS)
 
 
 def _bounds(f: Field, pin: tuple[int | None, int | None] | None = None) -> tuple[int, int]:
-    lo, hi = _INT_RANGE.get(f.type, (0, 2**8 - 1))
+    lo, hi = INT_RANGE.get(f.type, (0, 2**8 - 1))
     given = pin if pin is not None else f.bounds
     if given is not None:
         blo, bhi = given
@@ -175,7 +175,7 @@ class TreeDraw:
     def element(self, f: Field, type_name: str | None, each: bool = False) -> Any:
         """One value of ``type_name`` (a scalar, ``str`` or a struct) for field ``f``."""
         c = self.c
-        if type_name in _INT_RANGE:
+        if type_name in INT_RANGE:
             return c.integer(f, each=each)
         if type_name in ("f32", "f64"):
             return c.number(type_name)
@@ -231,7 +231,7 @@ def valid_bytes(draw: Any, structs: dict[str, Struct], name: str, era: tuple[int
     return build(structs, name, tree, era)
 
 
-def _find_field(structs: dict[str, Struct], where: str) -> tuple[str, Field]:
+def find_field(structs: dict[str, Struct], where: str) -> tuple[str, Field]:
     struct_name, field_name = where.split(".", 1)
     for f in structs[struct_name].fields:
         if f.name == field_name:
@@ -250,7 +250,7 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
         cut = draw(st.integers(0, max(len(data) - 1, 0)))
         return kind, data[:cut]
     what, where = kind.split(":", 1)
-    struct_name, f = _find_field(structs, where)
+    struct_name, f = find_field(structs, where)
     probe = Builder(structs, era)
     probe.build(name, tree)
     places = [path for s, path in probe.occurrences if s == struct_name]
@@ -258,7 +258,7 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
     path = draw(st.sampled_from(places)) + (f.name,)
     overrides: dict[tuple, Any] = {}
     if what == "bad_const":
-        lo, hi = _INT_RANGE.get(f.type, (0, 255))
+        lo, hi = INT_RANGE.get(f.type, (0, 255))
         overrides[path] = draw(edge_integers(lo, hi, f.const).filter(lambda v: v != f.const))
     elif what == "bad_derived" and f.derive is not None and draw(st.booleans()):
         # the fields the size is derived from, changed so that the true size wraps around 2^64 to the
@@ -267,8 +267,8 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
         assume(bool(wrapped))
         overrides.update(draw(st.sampled_from(wrapped)))
     elif what in ("count_mismatch", "bad_derived"):
-        current = _value_at(structs, name, tree, era, path)
-        lo, hi = _INT_RANGE[f.type]
+        current = value_at(structs, name, tree, era, path)
+        lo, hi = INT_RANGE[f.type]
         near = st.integers(max(lo, current - 3), min(hi, current + 3))
         far = st.sampled_from(sorted({v for v in (current + 2**32, current + 2**16, current * 2 + 1, 2**63 - 1, hi, lo, 0)
                                       if lo <= v <= hi}))
@@ -277,7 +277,7 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
         overrides[path + ("#count",)] = draw(st.sampled_from([2**64 - 1, 2**62, 2**40]) | st.integers(10**6, 2**63))
     elif what == "constraint":
         target, (lo, hi), type_name = f.constraint_target(structs, path)
-        type_lo, type_hi = _INT_RANGE[type_name]
+        type_lo, type_hi = INT_RANGE[type_name]
         outside = []
         if lo is not None and lo > type_lo:
             outside.append(st.integers(type_lo, lo - 1))
@@ -289,7 +289,7 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
                  if v is not None and type_lo <= v <= type_hi and ((lo is not None and v < lo) or (hi is not None and v > hi))]
         bad = draw(st.sampled_from(edges) | st.one_of(outside)) if edges else draw(st.one_of(outside))
         if f.count is not None:  # an element constraint: break one element
-            n = len(_value_at(structs, name, tree, era, path))
+            n = len(value_at(structs, name, tree, era, path))
             assume(n > 0)
             target = path + (draw(st.integers(0, n - 1)),)
         overrides[target] = bad
@@ -298,7 +298,7 @@ def broken_bytes(draw: Any, structs: dict[str, Struct], name: str, kinds: tuple[
         known: set[Any] = set()
         for r in table.ROWS:
             known.update(range(r["code"], (r["code_max"] if r["code_max"] is not None else r["code"]) + 1))
-        lo, hi = _INT_RANGE[f.type]
+        lo, hi = INT_RANGE[f.type]
         overrides[path] = draw(st.integers(lo, min(hi, 255)).filter(lambda v: v not in known))
     return kind, build(structs, name, tree, era, overrides)
 
@@ -347,7 +347,7 @@ def _wrapping_overrides(structs: dict[str, Struct], name: str, tree: dict, era: 
     return out
 
 
-def _value_at(structs: dict[str, Struct], name: str, tree: dict, era: tuple[int, ...], path: tuple) -> Any:
+def value_at(structs: dict[str, Struct], name: str, tree: dict, era: tuple[int, ...], path: tuple) -> Any:
     from .spec_engine import trace
 
     node: Any = trace(structs, name, build(structs, name, tree, era), era)[0]

@@ -17,7 +17,7 @@ from mlf_spec.errors import UnsupportedError, ValidationError
 from . import dtypes, encodings
 
 
-def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
+def as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
     """The array and the dtype spelling dump_tensor_cache records for it."""
     if isinstance(value, np.ndarray) or np.isscalar(value):
         arr = np.asarray(value)
@@ -38,7 +38,7 @@ def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, str]:
     return (arr if arr.flags.c_contiguous else arr.copy(order="C")), spelling
 
 
-def _format_of(encode_format: str | Mapping[str, str]) -> Any:
+def format_resolver(encode_format: str | Mapping[str, str]) -> Any:
     """name -> encode format, as dump_tensor_cache resolves its argument: a string for every
     tensor, or (0.27) a mapping by name with ``"*"`` for the names it does not list."""
     if isinstance(encode_format, str):
@@ -67,7 +67,7 @@ def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str,
     tensor. A tensor of at least half the cap that does not fit goes to a shard of its own at
     once (the shard being filled stays open); records of no bytes left in an unwritten shard
     at the end are dropped by TVM, and kept in a shard of 0 bytes when ``keep_empty``."""
-    resolve = _format_of(encode_format)
+    resolve = format_resolver(encode_format)
     cap = shard_cap_mb * (1 << 20)
     shards: list[list[tuple[dict, np.ndarray, bool]]] = []
     pending: list[tuple[dict, np.ndarray, bool]] = []
@@ -79,7 +79,7 @@ def plan(params: Iterable[tuple[str, Any]], *, encode_format: str | Mapping[str,
         if name in names:
             raise ValidationError(f"duplicate name {name!r} (dump_tensor_cache refuses it too)", field=name)
         names.add(name)
-        arr, spelling = _as_numpy(value, name)
+        arr, spelling = as_numpy(value, name)
         fmt = resolve(name)
         encode = encodings.applies(fmt, spelling)
         n = arr.size * 2 if encode else arr.nbytes

@@ -36,7 +36,7 @@ from mlf_spec.errors import MlfError, ValidationError
 from . import encodings
 from .folder import UnsafePathError, data_path_problem
 from .index import B16_NAMES, INDEX_NAMES, LATEST, CacheIndex, parse
-from .planning import _as_numpy, _format_of, plan, write_indexes, write_shard
+from .planning import as_numpy, format_resolver, plan, write_indexes, write_shard
 
 
 def _stored_bytes(arr: np.ndarray, encode: bool) -> bytes:
@@ -155,7 +155,7 @@ def _update(folder: Path, index_name: str, old: dict[str, Any] | None, lazy: Any
                                   file=str(folder / index_name), field="metadata")
         metadata = old["metadata"]
     known = {rec["name"]: (i, rec) for i, shard in enumerate(records) for rec in shard["records"]}
-    resolve = _format_of(encode_format)
+    resolve = format_resolver(encode_format)
     patches: dict[int, list[tuple[int, bytes]]] = {}
     fresh: list[tuple[str, Any]] = []
     seen: set[str] = set()
@@ -166,7 +166,7 @@ def _update(folder: Path, index_name: str, old: dict[str, Any] | None, lazy: Any
         if name not in known:
             fresh.append((name, value))
             continue
-        arr, spelling = _as_numpy(value, name)
+        arr, spelling = as_numpy(value, name)
         data = _stored_bytes(arr, encodings.applies(resolve(name), spelling))
         shard_i, rec = known[name]
         if rec["nbytes"] != len(data):

@@ -128,7 +128,7 @@ class KaitaiTestee:
 
     def decode(self, format: str, data: bytes, options: dict[str, str]) -> dict[str, Any]:  # noqa: A002
         """The value tree of ``data`` (``format`` params or blob); raises Refused."""
-        spec, era = _spec_and_era(format, options)
+        spec, era = spec_and_era(format, options)
         if spec not in roots():
             raise MlfError(f"no .ksy reads {format} ({spec})")
         try:
@@ -139,8 +139,9 @@ class KaitaiTestee:
             raise Refused(f"{type(exc).__name__}: {exc}", mlf_error_of(exc)) from None
 
 
-def _spec_and_era(format: str, options: dict[str, str]) -> tuple[str, tuple[int, ...]]:  # noqa: A002
-    from mlf_spec.blob.codec import LATEST, _era_of
+def spec_and_era(format: str, options: dict[str, str]) -> tuple[str, tuple[int, ...]]:  # noqa: A002
+    from mlf_spec.blob.codec import LATEST
+    from mlf_spec.blob.eras import era_of
     from mlf_spec.params import dtypes
 
     if format == "params":
@@ -149,5 +150,5 @@ def _spec_and_era(format: str, options: dict[str, str]) -> tuple[str, tuple[int,
     if format == "blob":
         layout = options.get("layout") or "ffi"
         era = options.get("era")
-        return f"blob_{layout}", LATEST if era in (None, "latest") else _era_of(era, layout)
+        return f"blob_{layout}", LATEST if era in (None, "latest") else era_of(era, layout)
     raise MlfError(f"the Kaitai specs read params and blob, not {format}")

@@ -31,7 +31,7 @@ import ast
 from typing import Any
 
 from .common import header
-from .expr import Expr, _dotted
+from .expr import Expr, dotted_name
 from .fields import kind_of
 from .ksy_base import (
     ERA,
@@ -288,7 +288,7 @@ class KsyEmitter(KsyChecks, KsyTables):
             for e in f.exprs.values():
                 for node in ast.walk(e.tree):
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at_least"
-                            and (version := _dotted(node.args[0]))):
+                            and (version := dotted_name(node.args[0]))):
                         scope.versions.add(version)
         # strings that select a layout (switch-on, if) are read inline and decoded while parsing
         for f in rs.fields:
@@ -307,7 +307,7 @@ class KsyEmitter(KsyChecks, KsyTables):
             sw = f.spec.switch
             if sw is None or sw.default or f.spec.sized:
                 continue
-            on = _dotted(f.switch_on.tree.body) if f.switch_on is not None else None
+            on = dotted_name(f.switch_on.tree.body) if f.switch_on is not None else None
             on_field = field_of(rs, on) if on else None
             if on_field is None or on_field.kind != "str":
                 continue
@@ -316,7 +316,7 @@ class KsyEmitter(KsyChecks, KsyTables):
             if "when" in f.exprs:
                 w = f.exprs["when"].tree.body
                 if (isinstance(w, ast.Compare) and len(w.ops) == 1 and isinstance(w.ops[0], ast.NotEq)
-                        and _dotted(w.left) == on and isinstance(w.comparators[0], ast.Constant)):
+                        and dotted_name(w.left) == on and isinstance(w.comparators[0], ast.Constant)):
                     values.insert(0, str(w.comparators[0].value))
                 else:
                     ok = False
@@ -413,7 +413,7 @@ class KsyEmitter(KsyChecks, KsyTables):
         f, s, rs = kf.f, kf.f.spec, kf.rs
         assert s.switch is not None and f.switch_on is not None
         on_src = Translator(kf.scope)(f.switch_on)
-        on_field = field_of(rs, _dotted(f.switch_on.tree.body) or "")
+        on_field = field_of(rs, dotted_name(f.switch_on.tree.body) or "")
         cases: dict[str, str] = {}
         for k, t in s.switch.cases.items():
             key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
@@ -562,7 +562,7 @@ class KsyEmitter(KsyChecks, KsyTables):
             for e in f.exprs.values():
                 for node in ast.walk(e.tree):
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "numel"
-                            and _dotted(node.args[0]) == name):
+                            and dotted_name(node.args[0]) == name):
                         return True
         return False
 

@@ -101,7 +101,7 @@ class Expr:
                 and n.func.id in HELPERS}
 
     def _collect(self, node: ast.AST) -> None:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is not None:
             self.names.append(dotted)
             return
@@ -122,7 +122,7 @@ class Expr:
 
         class Rewrite(ast.NodeTransformer):
             def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-                dotted = _dotted(node)
+                dotted = dotted_name(node)
                 if dotted is None:
                     self.generic_visit(node)  # rewrites the children in place
                     if attr_items:
@@ -162,7 +162,7 @@ class Expr:
                     isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in part.ops):
                 return False
             for item in [part.left, *part.comparators]:
-                if _dotted(item) != subject and _int(item) is None:
+                if dotted_name(item) != subject and _int(item) is None:
                     return False
         return True
 
@@ -171,11 +171,11 @@ class Expr:
         (ints, or names of constants for the caller to resolve); None otherwise."""
         body = self.tree.body
         if (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.In)
-                and _dotted(body.left) == subject and isinstance(body.comparators[0], (ast.Tuple, ast.List))):
+                and dotted_name(body.left) == subject and isinstance(body.comparators[0], (ast.Tuple, ast.List))):
             out: list[int | str] = []
             for elt in body.comparators[0].elts:
                 v = _int(elt)
-                name = _dotted(elt)
+                name = dotted_name(elt)
                 if v is not None:
                     out.append(v)
                 elif name is not None:
@@ -198,7 +198,7 @@ class Expr:
                 continue
             items = [part.left, *part.comparators]
             for (a, b), op in zip(zip(items, items[1:]), part.ops):
-                an, bn = _dotted(a), _dotted(b)
+                an, bn = dotted_name(a), dotted_name(b)
                 av, bv = _int(a), _int(b)
                 if an == subject and bv is not None:
                     low, high = _apply(op, bv, low, high, flip=False)
@@ -232,10 +232,10 @@ def _int(node: ast.AST) -> int | None:
     return None
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         return f"{base}.{node.attr}" if base else None
     return None

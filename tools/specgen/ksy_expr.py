@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .expr import Expr, _dotted
+from .expr import Expr, dotted_name
 from .ksy_base import (
     JS_SAFE,
     Untranslatable,
@@ -77,7 +77,7 @@ class Translator:
         return ".".join(out), f
 
     def value_of(self, node: ast.AST) -> str:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         assert dotted is not None
         if dotted in self.s.consts:
             v = self.s.consts[dotted]
@@ -118,7 +118,7 @@ class Translator:
                 raise Untranslatable(f"literal {n.value!r}")
             return lit_str(n.value) if isinstance(n.value, str) else self.int_lit(n.value)
         if isinstance(n, (ast.Name, ast.Attribute)):
-            if _dotted(n) is None:  # an attribute of a computed value: find_where(...).payload
+            if dotted_name(n) is None:  # an attribute of a computed value: find_where(...).payload
                 raise Untranslatable("a field of a computed record (find_where)")
             return self.value_of(n)
         if isinstance(n, ast.Subscript):
@@ -151,7 +151,7 @@ class Translator:
         return parts[0] if len(parts) == 1 else "(" + " and ".join(parts) + ")"
 
     def is_bytes(self, n: ast.AST) -> bool:
-        d = _dotted(n)
+        d = dotted_name(n)
         return d is not None and "." not in d and d in self.s.bytes_fields
 
     def operand(self, n: ast.AST, other: ast.AST) -> str:
@@ -164,7 +164,7 @@ class Translator:
         return self.node(n)
 
     def subscript(self, n: ast.Subscript) -> str:
-        base = _dotted(n.value)
+        base = dotted_name(n.value)
         idx = int_value(n.slice, {})
         if base is None or idx is None:
             raise Untranslatable("subscript")
@@ -184,7 +184,7 @@ class Translator:
         return f"{path}[{idx}]"
 
     def length(self, arg: ast.AST) -> str:
-        d = _dotted(arg)
+        d = dotted_name(arg)
         if d is None:
             raise Untranslatable("len() of a computed value")
         if self.s.count_level and d == self.s.subject:
@@ -226,12 +226,12 @@ class Translator:
             x, y = (self.node(arg) for arg in args)
             return f"({x} {'<' if fn == 'min' else '>'} {y} ? {x} : {y})"
         if fn == "numel":
-            d = _dotted(args[0])
+            d = dotted_name(args[0])
             if d is None or d not in self.s.helpers:
                 raise Untranslatable("numel() of something other than an integer list of this struct")
             return self.s.helpers[d]
         if fn == "at_least":
-            d = _dotted(args[0])
+            d = dotted_name(args[0])
             if d is None or d not in self.s.versions:
                 raise Untranslatable("at_least() of something other than a version string of this struct")
             path, _ = self.resolve(d)
@@ -241,7 +241,7 @@ class Translator:
         if fn == "decimal":
             return f"{self.node(args[0])}.to_i"
         if fn == "nondecreasing":
-            d = _dotted(args[0])
+            d = dotted_name(args[0])
             if self.s.element and d == self.s.subject:
                 raise Nondecreasing()
             raise Untranslatable("nondecreasing() outside the list's own element rule")
@@ -272,7 +272,7 @@ def int_value(node: ast.AST, consts: dict[str, int | str]) -> int | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         v = int_value(node.operand, consts)
         return -v if v is not None else None
-    d = _dotted(node)
+    d = dotted_name(node)
     value = consts.get(d) if d is not None else None
     if isinstance(value, int):
         return value
@@ -289,7 +289,7 @@ def conjuncts(e: Expr) -> list[ast.AST]:
 def names_in(node: ast.AST) -> set[str]:
     out: set[str] = set()
     for n in ast.walk(node):
-        d = _dotted(n)
+        d = dotted_name(n)
         if d is not None:
             out.add(d.split(".")[0])
     return out
@@ -302,7 +302,7 @@ def len_bounds(node: ast.AST, name: str) -> tuple[int | None, int | None] | None
     items = []
     for item in [node.left, *node.comparators]:
         if (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "len"
-                and _dotted(item.args[0]) == name):
+                and dotted_name(item.args[0]) == name):
             items.append("n_")
         elif int_value(item, {}) is not None:
             items.append(str(int_value(item, {})))
@@ -321,11 +321,11 @@ def only_len_of(node: ast.AST, name: str) -> bool:
     """True if the only mention of ``name`` is inside len(name)."""
     found = False
     for n in ast.walk(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and _dotted(n.args[0]) == name:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and dotted_name(n.args[0]) == name:
             found = True
     bare = sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name)
     lens = sum(1 for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "len" and _dotted(n.args[0]) == name)
+               and n.func.id == "len" and dotted_name(n.args[0]) == name)
     return found and bare == lens
 
 
@@ -334,7 +334,7 @@ def replace_first(node: ast.AST, name: str) -> ast.AST:
 
     class R(ast.NodeTransformer):
         def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-            if _dotted(n.value) == name:
+            if dotted_name(n.value) == name:
                 return ast.Name(id="each", ctx=ast.Load())
             return self.generic_visit(n)
 

@@ -165,11 +165,11 @@ def annotate(obj: Any, out: Any) -> Any:
 
 
 def _target(format: str, options: dict[str, str]) -> tuple[str, tuple[int, ...]]:  # noqa: A002
-    from mlf_spec.kaitai.testee import _spec_and_era
+    from mlf_spec.kaitai.testee import spec_and_era
 
     if format not in ("params", "blob"):
         raise Rejected(f"the Kaitai parsers read params and blob, not {format}")
-    return _spec_and_era(format, options)
+    return spec_and_era(format, options)
 
 
 class KaitaiPythonAdapter(Adapter):

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from mlf_spec._internal.spec_engine import Builder, build, trace
-from mlf_spec._internal.spec_strategies import _INT_RANGE, _find_field, _value_at
+from mlf_spec._internal.spec_strategies import INT_RANGE, find_field, value_at
 from mlf_spec.generated import dtype_codes_table as _table
 from mlf_spec.generated import params_ir as _ir
 from mlf_spec.generated import params_strategies as _st
@@ -207,7 +207,7 @@ def broken_variants(kind: str, tree: dict[str, Any], era: tuple[int, ...] = LATE
         cuts = (0, at[("reserved",)] + 4, at[("count",)] + 4, at[("arrays", 0, "shape", 0)] + 4, len(good) - 1)
         return [(f"at-{n}", good[:n]) for n in cuts]
     what, where = kind.split(":", 1)
-    struct_name, f = _find_field(_STRUCTS, where)
+    struct_name, f = find_field(_STRUCTS, where)
     places = _occurrences(tree, struct_name)
     if not places:
         return []
@@ -216,7 +216,7 @@ def broken_variants(kind: str, tree: dict[str, Any], era: tuple[int, ...] = LATE
     if what == "bad_const":
         out.append(("flipped", {path: f["const"] ^ 1}))
     elif what in ("count_mismatch", "bad_derived"):
-        current = _value_at(_STRUCTS, _ROOT, tree, era, path)
+        current = value_at(_STRUCTS, _ROOT, tree, era, path)
         out += [("plus-1", {path: current + 1}), ("minus-1", {path: current - 1})] if current else \
             [("plus-1", {path: current + 1})]
     elif what == "lying_length":
@@ -231,7 +231,7 @@ def broken_variants(kind: str, tree: dict[str, Any], era: tuple[int, ...] = LATE
             out.append(("element-negative", {path + (0,): (lo if lo is not None else 0) - 1}))
         else:
             lo, hi = f.get("bounds", (None, None))
-            type_lo, type_hi = _INT_RANGE[f["type"]]
+            type_lo, type_hi = INT_RANGE[f["type"]]
             if lo is not None and lo > type_lo:
                 out.append((f"below-{lo}", {path: lo - 1}))
             if hi is not None and hi < type_hi:
