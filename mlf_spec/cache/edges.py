@@ -200,120 +200,153 @@ def _spelling_class(spelling: str) -> str:
     return "lanes" if "x" in spelling else "bits"
 
 
-def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) -> tuple[str, str, dict[str, bytes]]:
-    """An edit of the index (its keys, values, text) or of the folder's files."""
-    doc = json.loads(files["tensor-cache.json"])
-    shard = doc["records"][s]
-    rec = shard["records"][k]
-    path = shard["dataPath"]
+class _Index:
+    """The index of a drawn folder being edited: its document, the shard and tensor record
+    the edge moves, and the folder's files."""
 
-    def write(d: Any) -> dict[str, bytes]:
-        return {**files, "tensor-cache.json": json.dumps(d, indent=4).encode()}
+    def __init__(self, files: dict[str, bytes], s: int, k: int) -> None:
+        self.files = files
+        self.doc = json.loads(files["tensor-cache.json"])
+        self.shard = self.doc["records"][s]
+        self.rec = self.shard["records"][k]
+        self.path = self.shard["dataPath"]
 
-    if which == "value":
-        target, key = _pick(draw, ((shard, "nbytes"), (rec, "nbytes"), (rec, "byteOffset"), (rec, "shape")))
-        old = target[key][0] if key == "shape" and target[key] else target[key] if key != "shape" else 1
-        value = _pick(draw, (old + 1, old - 1, old + (1 << 32), old + (1 << 64), old - (1 << 64)) + _EDGE_INTS)
-        if key == "shape":
-            target[key] = [value] + target[key][1:]
-        else:
-            target[key] = value
-        place = "shard" if target is shard else "tensor"
-        return f"value.{place}.{key}", key, write(doc)
-    if which == "type":
-        target, key = _pick(draw, ((shard, "nbytes"), (shard, "dataPath"), (shard, "records"), (shard, "format"),
-                                   (rec, "name"), (rec, "dtype"), (rec, "format"), (rec, "nbytes"), (rec, "byteOffset"),
-                                   (rec, "shape"), (doc, "records"), (shard, "md5sum")))
-        old = target.get(key)
-        options: list[Any] = [None, True, "x", [old], {"v": old}, 0]
-        if isinstance(old, int) and not isinstance(old, bool):
-            options += [float(old), str(old)]
-        if key == "shape" and old:
-            options += [[float(old[0])] + old[1:], [str(old[0])] + old[1:], [True] + old[1:]]
-        target[key] = _pick(draw, options)
-        return f"type.{key}", key, write(doc)
-    if which == "key":
-        edit = _pick(draw, ("missing", "unknown", "twice-last-wrong", "twice-last-right", "escaped"))
-        target = _pick(draw, (doc, shard, rec))
-        key = _pick(draw, sorted(target))
-        text = files["tensor-cache.json"]
-        if edit == "missing":
-            target.pop(key)
-            return f"key.missing.{key}", key, write(doc)
-        if edit == "unknown":
-            target[_pick(draw, ("note", "Records", "name ", "md5"))] = 1
-            return "key.unknown", "", write(doc)
-        if edit == "escaped":  # the same key spelled with a \\u escape: every JSON reader reads it as the key
-            raw = json.dumps(doc, indent=4).encode()
-            esc = b'"\\u00' + f"{ord(key[0]):02x}".encode() + key[1:].encode() + b'"'
-            return "key.escaped", key, {**files, "tensor-cache.json": raw.replace(f'"{key}"'.encode(), esc)}
-        right = json.dumps(target[key]).encode()
-        wrong = json.dumps(_pick(draw, (None, 0, "x", -1))).encode()
+    def write(self, d: Any) -> dict[str, bytes]:
+        """The folder with ``d`` as its index."""
+        return {**self.files, "tensor-cache.json": json.dumps(d, indent=4).encode()}
+
+
+_Edit = tuple[str, str, dict[str, bytes]]
+
+
+def _value_edge(draw: Any, ix: _Index) -> _Edit:
+    """An integer key (a shard's or tensor's nbytes, a byteOffset, the first extent) at its edges."""
+    shard, rec = ix.shard, ix.rec
+    target, key = _pick(draw, ((shard, "nbytes"), (rec, "nbytes"), (rec, "byteOffset"), (rec, "shape")))
+    old = target[key][0] if key == "shape" and target[key] else target[key] if key != "shape" else 1
+    value = _pick(draw, (old + 1, old - 1, old + (1 << 32), old + (1 << 64), old - (1 << 64)) + _EDGE_INTS)
+    if key == "shape":
+        target[key] = [value] + target[key][1:]
+    else:
+        target[key] = value
+    place = "shard" if target is shard else "tensor"
+    return f"value.{place}.{key}", key, ix.write(ix.doc)
+
+
+def _type_edge(draw: Any, ix: _Index) -> _Edit:
+    """A key of another JSON type: the same number as a float or a string, null, true, a list."""
+    doc, shard, rec = ix.doc, ix.shard, ix.rec
+    target, key = _pick(draw, ((shard, "nbytes"), (shard, "dataPath"), (shard, "records"), (shard, "format"),
+                               (rec, "name"), (rec, "dtype"), (rec, "format"), (rec, "nbytes"), (rec, "byteOffset"),
+                               (rec, "shape"), (doc, "records"), (shard, "md5sum")))
+    old = target.get(key)
+    options: list[Any] = [None, True, "x", [old], {"v": old}, 0]
+    if isinstance(old, int) and not isinstance(old, bool):
+        options += [float(old), str(old)]
+    if key == "shape" and old:
+        options += [[float(old[0])] + old[1:], [str(old[0])] + old[1:], [True] + old[1:]]
+    target[key] = _pick(draw, options)
+    return f"type.{key}", key, ix.write(doc)
+
+
+def _key_edge(draw: Any, ix: _Index) -> _Edit:
+    """A required key removed, given twice (the last value counts), spelled with an escape, or an
+    unknown key added."""
+    doc, files = ix.doc, ix.files
+    edit = _pick(draw, ("missing", "unknown", "twice-last-wrong", "twice-last-right", "escaped"))
+    target = _pick(draw, (doc, ix.shard, ix.rec))
+    key = _pick(draw, sorted(target))
+    if edit == "missing":
+        target.pop(key)
+        return f"key.missing.{key}", key, ix.write(doc)
+    if edit == "unknown":
+        target[_pick(draw, ("note", "Records", "name ", "md5"))] = 1
+        return "key.unknown", "", ix.write(doc)
+    if edit == "escaped":  # the same key spelled with a \\u escape: every JSON reader reads it as the key
         raw = json.dumps(doc, indent=4).encode()
-        first, last = (right, wrong) if edit == "twice-last-wrong" else (wrong, right)
-        marker = f'"{key}": '.encode() + right
-        # only the first occurrence: the record the key belongs to may not be the first one
-        text = raw.replace(marker, f'"{key}": '.encode() + first + b", " + f'"{key}": '.encode() + last, 1)
-        return f"key.{edit}", key, {**files, "tensor-cache.json": text}
-    if which == "shard":
-        edit = _pick(draw, ("short", "long", "missing", "format", "md5-upper", "md5-short", "md5-number", "md5-null",
-                            "empty-shard"))
-        data = files.get(path, b"")
-        if edit in ("short", "long"):
-            return f"shard.{edit}", "nbytes", {**files, path: data[:-1] if edit == "short" else data + b"\0"}
-        if edit == "missing":
-            return "shard.missing", "dataPath", {n: v for n, v in files.items() if n != path}
-        if edit == "format":
-            shard["format"] = _pick(draw, ("raw", "Raw-shard", "raw-shard ", "", "zip-shard"))
-        elif edit == "empty-shard":
-            doc["records"].append({"dataPath": "empty.bin", "format": "raw-shard", "nbytes": 0, "records": []})
-            return "shard.empty", "records", {**write(doc), "empty.bin": b""}
-        else:
-            md5 = shard.get("md5sum", "0" * 32)
-            shard["md5sum"] = {"md5-upper": md5.upper(), "md5-short": md5[:31], "md5-number": 0, "md5-null": None}[edit]
-        return f"shard.{edit}", "md5sum" if edit.startswith("md5") else "format", write(doc)
-    if which == "path":
-        folder = "generated"  # the folder name generated cases are copied under
-        # the shard is put where a reader that skips the rule would find it
-        form = _pick(draw, ("a.bin\u0000", "sub/../a.bin", "c:", "/a.bin", ".-/a.bin", "-./a.bin", "sub//a.bin",
-                            "\u00e9.bin", "c:a.bin", "./a.bin", "sub/a.bin", "a.bin/", "sub", "..", "", ".a",
-                            "sub/deep/a.bin", "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", f"../{folder}/a.bin"))
-        where = {"sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin", "a.bin\u0000": "a.bin",
-                 "a.bin/": "a.bin", "sub": "sub/a.bin", "..": "a.bin", "": "a.bin", "sub/..": "sub/a.bin",
-                 "a\u0000/b": "a", "./a.bin": "a.bin", "sub//a.bin": "sub/a.bin"}.get(form, form)
-        shard["dataPath"] = form
-        moved = {n: v for n, v in write(doc).items() if n != path}
-        moved[where] = files.get(path, b"")
-        if form.startswith("sub/.."):
-            moved["sub/other.bin"] = b""
-        label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "a\u0000/b": "nul-dir", "": "empty"}.get(
-            form, form.strip("/") or "root")
-        return "path." + label.replace("/", "-").replace(".", "dot").replace(":", "colon"), "dataPath", moved
-    if which == "text":
-        text = files["tensor-cache.json"]
-        meta = text.index(b'"metadata": ') + len(b'"metadata": ')
-        end = text.index(b'"records"')
-        value = text[meta:end].rstrip().rstrip(b",")
+        esc = b'"\\u00' + f"{ord(key[0]):02x}".encode() + key[1:].encode() + b'"'
+        return "key.escaped", key, {**files, "tensor-cache.json": raw.replace(f'"{key}"'.encode(), esc)}
+    right = json.dumps(target[key]).encode()
+    wrong = json.dumps(_pick(draw, (None, 0, "x", -1))).encode()
+    raw = json.dumps(doc, indent=4).encode()
+    first, last = (right, wrong) if edit == "twice-last-wrong" else (wrong, right)
+    marker = f'"{key}": '.encode() + right
+    # only the first occurrence: the record the key belongs to may not be the first one
+    text = raw.replace(marker, f'"{key}": '.encode() + first + b", " + f'"{key}": '.encode() + last, 1)
+    return f"key.{edit}", key, {**files, "tensor-cache.json": text}
 
-        def metadata(raw: bytes) -> bytes:
-            return text[:meta] + raw + text[meta + len(value):]
 
-        edit = _pick(draw, ("digits-4300", "after", "depth-64", "no-records", "depth-65", "digits-4301", "bom", "nan",
-                            "infinity", "minus-infinity", "lone-surrogate", "not-utf8", "big-int", "nan-lower",
-                            "short-escape"))
-        raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
-               "minus-infinity": metadata(b"-Infinity"), "digits-4300": metadata(b"9" * 4300),
-               "digits-4301": metadata(b"9" * 4301), "lone-surrogate": metadata(b'"\\udc00"'),
-               "pair": metadata(b'"\\ud83d\\ude00"'), "after": text + b" 0", "whitespace": b"\r\n " + text + b"\t",
-               "not-utf8": metadata(b'"\xc3"'), "big-int": metadata(b"18446744073709551616"),
-               "float-exponent": metadata(b"1e400"), "control": metadata(b'"\x01"'),
-               # metadata is level 2 of the index: n arrays in it reach level n + 1
-               "depth-64": metadata(b"[" * 63 + b"]" * 63), "depth-65": metadata(b"[" * 64 + b"]" * 64),
-               "nan-lower": metadata(b"nan"), "short-escape": metadata(b'"\\ud80"'),
-               "digits-4301-negative": metadata(b"-" + b"9" * 4301),
-               "no-records": text.replace(b'"records"', b'"Records"', 1)}[edit]
-        return f"text.{edit}", "", {**files, "tensor-cache.json": raw}
-    # index names
+def _shard_edge(draw: Any, ix: _Index) -> _Edit:
+    """The shard file one byte short or long, missing, an empty shard, its format or md5sum changed."""
+    doc, shard, files, path = ix.doc, ix.shard, ix.files, ix.path
+    edit = _pick(draw, ("short", "long", "missing", "format", "md5-upper", "md5-short", "md5-number", "md5-null",
+                        "empty-shard"))
+    data = files.get(path, b"")
+    if edit in ("short", "long"):
+        return f"shard.{edit}", "nbytes", {**files, path: data[:-1] if edit == "short" else data + b"\0"}
+    if edit == "missing":
+        return "shard.missing", "dataPath", {n: v for n, v in files.items() if n != path}
+    if edit == "format":
+        shard["format"] = _pick(draw, ("raw", "Raw-shard", "raw-shard ", "", "zip-shard"))
+    elif edit == "empty-shard":
+        doc["records"].append({"dataPath": "empty.bin", "format": "raw-shard", "nbytes": 0, "records": []})
+        return "shard.empty", "records", {**ix.write(doc), "empty.bin": b""}
+    else:
+        md5 = shard.get("md5sum", "0" * 32)
+        shard["md5sum"] = {"md5-upper": md5.upper(), "md5-short": md5[:31], "md5-number": 0, "md5-null": None}[edit]
+    return f"shard.{edit}", "md5sum" if edit.startswith("md5") else "format", ix.write(doc)
+
+
+def _path_edge(draw: Any, ix: _Index) -> _Edit:
+    """A dataPath form; the shard is put where a reader that skips the rule would find it."""
+    folder = "generated"  # the folder name generated cases are copied under
+    form = _pick(draw, ("a.bin\u0000", "sub/../a.bin", "c:", "/a.bin", ".-/a.bin", "-./a.bin", "sub//a.bin",
+                        "\u00e9.bin", "c:a.bin", "./a.bin", "sub/a.bin", "a.bin/", "sub", "..", "", ".a",
+                        "sub/deep/a.bin", "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", f"../{folder}/a.bin"))
+    where = {"sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin", "a.bin\u0000": "a.bin",
+             "a.bin/": "a.bin", "sub": "sub/a.bin", "..": "a.bin", "": "a.bin", "sub/..": "sub/a.bin",
+             "a\u0000/b": "a", "./a.bin": "a.bin", "sub//a.bin": "sub/a.bin"}.get(form, form)
+    ix.shard["dataPath"] = form
+    moved = {n: v for n, v in ix.write(ix.doc).items() if n != ix.path}
+    moved[where] = ix.files.get(ix.path, b"")
+    if form.startswith("sub/.."):
+        moved["sub/other.bin"] = b""
+    label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "a\u0000/b": "nul-dir", "": "empty"}.get(
+        form, form.strip("/") or "root")
+    return "path." + label.replace("/", "-").replace(".", "dot").replace(":", "colon"), "dataPath", moved
+
+
+def _text_edge(draw: Any, ix: _Index) -> _Edit:
+    """The index text: a byte order mark, NaN and Infinity, 4,300 and 4,301 digits, surrogate
+    escapes, bytes after the value, not UTF-8, nesting at and past the limit."""
+    text = ix.files["tensor-cache.json"]
+    meta = text.index(b'"metadata": ') + len(b'"metadata": ')
+    end = text.index(b'"records"')
+    value = text[meta:end].rstrip().rstrip(b",")
+
+    def metadata(raw: bytes) -> bytes:
+        return text[:meta] + raw + text[meta + len(value):]
+
+    edit = _pick(draw, ("digits-4300", "after", "depth-64", "no-records", "depth-65", "digits-4301", "bom", "nan",
+                        "infinity", "minus-infinity", "lone-surrogate", "not-utf8", "big-int", "nan-lower",
+                        "short-escape"))
+    raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
+           "minus-infinity": metadata(b"-Infinity"), "digits-4300": metadata(b"9" * 4300),
+           "digits-4301": metadata(b"9" * 4301), "lone-surrogate": metadata(b'"\\udc00"'),
+           "pair": metadata(b'"\\ud83d\\ude00"'), "after": text + b" 0", "whitespace": b"\r\n " + text + b"\t",
+           "not-utf8": metadata(b'"\xc3"'), "big-int": metadata(b"18446744073709551616"),
+           "float-exponent": metadata(b"1e400"), "control": metadata(b'"\x01"'),
+           # metadata is level 2 of the index: n arrays in it reach level n + 1
+           "depth-64": metadata(b"[" * 63 + b"]" * 63), "depth-65": metadata(b"[" * 64 + b"]" * 64),
+           "nan-lower": metadata(b"nan"), "short-escape": metadata(b'"\\ud80"'),
+           "digits-4301-negative": metadata(b"-" + b"9" * 4301),
+           "no-records": text.replace(b'"records"', b'"Records"', 1)}[edit]
+    return f"text.{edit}", "", {**ix.files, "tensor-cache.json": raw}
+
+
+def _names_edge(draw: Any, ix: _Index) -> _Edit:
+    """The index names: both present (one broken), the newer one a folder, none."""
+    files = ix.files
     edit = _pick(draw, ("both", "both-v2-broken", "v2-folder", "none"))
     text = files["tensor-cache.json"]
     rest = {n: v for n, v in files.items() if n != "tensor-cache.json"}
@@ -323,6 +356,15 @@ def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) 
            "v2-folder": {**rest, "ndarray-cache.json": text, "tensor-cache.json/x": b"{}"},
            "none": {**rest, "index.json": text}}[edit]
     return f"index.{edit}", "", out
+
+
+_INDEX_EDGES = {"value": _value_edge, "type": _type_edge, "key": _key_edge, "shard": _shard_edge,
+                "path": _path_edge, "text": _text_edge, "index": _names_edge}
+
+
+def _index_edge(draw: Any, which: str, files: dict[str, bytes], s: int, k: int) -> _Edit:
+    """An edit of the index (its keys, values, text) or of the folder's files."""
+    return _INDEX_EDGES[which](draw, _Index(files, s, k))
 
 
 __all__ = ["EDGE_KINDS", "CacheEdge", "edge_caches", "stored"]
