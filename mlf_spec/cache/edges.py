@@ -25,20 +25,23 @@ from hypothesis import strategies as st
 from . import bounds
 from .index import INT64_MAX
 
-#: The edges :func:`edge_caches` draws, each with its weight (how many of 36 draws):
+#: The edges :func:`edge_caches` draws, each with its weight (how many of 44 draws):
 #: ``value`` an integer key (a shard's or tensor's nbytes, a byteOffset, an extent) at its
 #: edges (one off, -1, 2^63 - 1, 2^63, 2^64 + v, v + 2^32); ``type`` a key of another JSON type
 #: (the same number as a float, a string, null, true, a list); ``key`` a required key removed,
 #: given twice (the last value counts), spelled with an escape, or an unknown key added;
-#: ``dtype`` a spelling of the table or one step past it, nbytes following; ``shape`` negative
+#: ``dtype`` one record's spelling of the table or one step past it (the empty string, a near
+#: handle, bits 0 and 256, lanes 0 and 65536, digits after the lanes, prefixes of the kinds, case),
+#: nbytes following, the other records at spellings the version's loaders read (``x1``, handle,
+#: bfloat32 under f32-to-bf16, float6/float4, leading zeros, the old float8 names); ``shape`` negative
 #: extents, a zero beside huge ones, products that wrap around 2^64 (and 2^128) to the nbytes
 #: given; ``size`` nbytes one off under the record's encoding, a record ending at its shard's
 #: end or one byte past it; ``shard`` the shard file one byte short or long, missing, its
 #: format or md5sum changed; ``path`` a dataPath form (``./``, a sub-folder, ``..`` out and back
-#: in, absolute, NUL, a trailing ``/``, a folder); ``text`` the index text (a byte order mark,
+#: in, absolute, NUL, a lone surrogate, a trailing ``/``, a folder); ``text`` the index text (a byte order mark,
 #: NaN and Infinity, 4,300 and 4,301 digits, surrogate escapes, bytes after the value, not
 #: UTF-8); ``index`` the index names (both present, one a folder, none).
-EDGE_KINDS: dict[str, int] = {"value": 3, "shape": 4, "size": 3, "dtype": 8, "type": 3, "key": 2, "shard": 2,
+EDGE_KINDS: dict[str, int] = {"value": 3, "shape": 4, "size": 3, "dtype": 12, "type": 3, "key": 2, "shard": 2,
                               "path": 7, "text": 6, "index": 2}
 
 _FORMATS = ("raw", "f32-to-bf16", "q4f16")
@@ -123,21 +126,25 @@ def edge_caches(draw: Any, versions: tuple[int, ...] = (2,), kinds: tuple[str, .
     where = ""
     files: dict[str, bytes]
     if which == "dtype":
-        spelling = draw(_spellings())
-        # 8 elements: a width one off stores other bytes (ceil(n x bits / 8) differs)
-        shape = [0] if any(x in spelling for x in ("x65", "x32")) else _pick(draw, ([8], [2, 4], shape))
-        want = stored(spelling, fmt, shape)
-        nb = (want if want is not None else nb) + _pick(draw, (0, 0, 1, -1))
+        # the other records hold spellings some loader of the version reads: a reader that
+        # refuses one of them (or sizes it otherwise) refuses the folder
+        for i, sh in enumerate(shards):
+            for j, t in enumerate(sh):
+                if (i, j) != (s, k):
+                    shards[i][j] = (t[0], *draw(_dtype_edge(t[3], version, read=True)))
+        spelling, shape, fmt, nb = draw(_dtype_edge(fmt, version))
         shards[s][k] = (name, spelling, shape, fmt, nb)
         files, what = _relayout(shards), f"dtype.{_spelling_class(spelling)}"
         where = "dtype"
     elif which == "shape":
-        edit = _pick(draw, ("minus-1-beside-zero", "bytes-2-64", "zero-beside-max", "minus-1", "wrap-2-64", "wrap-2-128",
+        edit = _pick(draw, ("bytes-2-64", "wrap-2-128", "minus-1-beside-zero", "zero-beside-max", "minus-1", "wrap-2-64",
                             "wrap-bytes", "max", "max-max-zero", "minus-1-twice", "zero-beside-minus-1"))
         new = {"minus-1": [-1] + shape, "minus-1-beside-zero": [-1, 0], "zero-beside-max": [0, INT64_MAX],
                "max-max-zero": [INT64_MAX, INT64_MAX, 0], "bytes-2-64": [1 << 62], "minus-1-twice": [-1, -1], "zero-beside-minus-1": [0, -1],
                "wrap-2-64": [1 << 32, 1 << 32], "wrap-2-128": [1 << 43, 1 << 43, 1 << 42],
                "wrap-bytes": [1 << 62, 4], "max": [INT64_MAX]}[edit]
+        if edit in ("bytes-2-64", "wrap-bytes"):  # 2^62 extents of 4 bytes: the byte size is 2^64 (x 4)
+            dtype, fmt = "float32", "raw"
         true = stored(dtype, fmt, [abs(e) for e in new])  # as a reader that drops the sign sizes it
         nb = _wrap(true) if true is not None else 0
         shards[s][k] = (name, dtype, new, fmt, nb)
@@ -179,17 +186,65 @@ _BITS_PARTS = ("9", "256", "255", "8a", "0", "1000000", "32", "8", "1", "4", "08
 _FIXED_PARTS = ("handle", "float4_e2m1fn", "e4m3_float8", "handlf", "float6_e2m3fn", "bool", "float8_e4m3fn",
                 "float8_e5m2", "e5m2_float8", "float8_e8m0fnu", "float8_e4m3", "float8_e4m3f", "float6_e2m3f")
 _LANES_PARTS = ("", "x0", "a4", "x65536", "x2a", "x9", "x1", "x2", "", "x01", "x65535", "x", "y4", "x-1", "x+2", "x3")
+#: whole spellings one step past the table's grammar (generated/docs/cache_dtypes.md), the ones a
+#: reader gets wrong first: the empty string, a near handle, bits 0 and 256, lanes 0 and 65536,
+#: digits after the lanes, prefixes of the kinds, then case, signs, spaces, names TVM never had
+_PAST_SPELLINGS = ("", "handl", "int0", "int256", "float32x0", "float32x2a", "float32x65536", "in", "floa", "handle64",
+                   "handlex2", "i", "uin", "bfloa", "boo", "Float32", "INT8", "Bool", "float6_e2m3", "float4_e2m1",
+                   "float8_e6m2", "float8_e4m3f", "handlf", "int-8", "int+8", "float32x-1", "float32x+2", "float32 ",
+                   " float32", "float32a4", "float8_e5m28", "float8_e5m2a", "complex64", "custom[129]8", "int1000000",
+                   "float", "int", "uint", "bfloat", "x4", "void")
+#: spellings the loaders of an index version read that a reader gets wrong (one lane spelled x1,
+#: handle's 64 bits, 32 bits that are not float32, 6 and 4 bits, leading zeros, the largest bits)
+_READ_SPELLINGS = ("float32x1", "handle", "bfloat32", "float6_e2m3fn", "float4_e2m1fn", "int255", "float6_e3m2fnx3",
+                   "float4_e2m1fnx3", "e4m3_float8", "e5m2_float8", "int08", "float032", "float16x02", "uint0008x0002",
+                   "bool", "bool8", "boolx2", "bool1", "uint1x8", "int4x2", "float8x4", "float8_e4m3fnx2",
+                   "float8_e8m0fnu", "int9", "bfloat16x2", "float32")
+#: extents of 8 and 9 elements: a width one off stores other bytes (ceil(n x bits / 8) differs)
+_SHAPES = ([8], [9], [2, 4], [3, 3], [16])
 
 
 @st.composite
 def _spellings(draw: Any) -> str:
-    """A dtype spelling built part by part (a kind and its bits, or a fixed-width name, then
-    lanes), each part at its bound or one step past it."""
+    """A dtype spelling: one of :data:`_PAST_SPELLINGS` or :data:`_READ_SPELLINGS`, one of the
+    table (with lanes or not), or one built part by
+    part (a kind and its bits, or a fixed-width name, then lanes), each part at its bound or one
+    step past it."""
+    how = _pick(draw, ("past", "read", "table", "parts"))
+    if how == "past":
+        return _pick(draw, _PAST_SPELLINGS)
+    if how == "read":  # the old float8 names are past the table of a tensor-cache.json
+        return _pick(draw, _READ_SPELLINGS)
+    if how == "table":
+        return _pick(draw, bounds.TABLE_SPELLINGS) + _pick(draw, ("", "", "x2", "x1", "x3"))
     if _pick(draw, (False, True)):
         head = _pick(draw, _KIND_PARTS) + _pick(draw, _BITS_PARTS)
     else:
         head = _pick(draw, _FIXED_PARTS)
     return head + _pick(draw, _LANES_PARTS)
+
+
+@st.composite
+def _dtype_edge(draw: Any, fmt: str, version: int, read: bool = False) -> tuple[str, list[int], str, int]:
+    """A record's dtype, shape, format and nbytes around a drawn spelling (``read``: one of
+    :data:`_READ_SPELLINGS` the loaders of index ``version`` read): a spelling some TVM version
+    parses gets 8 or 9 elements (a width one off stores other bytes) and its exact size under a
+    drawn encoding (f32-to-bf16 on what has 32 bits, bfloat32 included); one no version parses
+    gets a zero extent and nbytes 0, so a reader that takes it for any dtype accepts it."""
+    from . import dtypes
+
+    if read:
+        spelling = _pick(draw, [t for t in _READ_SPELLINGS if dtypes.parse(t, version) is not None])
+    else:
+        spelling = draw(_spellings())
+    dt = dtypes.parse(spelling)
+    if dt is None:
+        return spelling, _pick(draw, ([0], [0, 8])), "raw", 0
+    shape = [0] if dt.lanes > 64 else _pick(draw, _SHAPES)
+    if dt.bits == 32 and dt.lanes == 1:
+        fmt = _pick(draw, ("f32-to-bf16", "raw"))
+    want = stored(spelling, fmt, shape)
+    return spelling, shape, fmt, want if want is not None else 0
 
 
 def _spelling_class(spelling: str) -> str:
@@ -243,9 +298,12 @@ def _type_edge(draw: Any, ix: _Index) -> _Edit:
     options: list[Any] = [None, True, "x", [old], {"v": old}, 0]
     if isinstance(old, int) and not isinstance(old, bool):
         options += [float(old), str(old)]
-    if key == "shape" and old:
-        options += [[float(old[0])] + old[1:], [str(old[0])] + old[1:], [True] + old[1:]]
+    if key == "shape":
+        first, rest = (old[0], old[1:]) if old else (1, [])
+        options = [[float(first)] + rest, [str(first)] + rest, [True] + rest, [None] + rest, [0.0] + rest, *options]
     target[key] = _pick(draw, options)
+    if key == "shape" and _pick(draw, (True, False)):  # as a reader that reads what is not an integer as 0 sizes it
+        rec["nbytes"] = 0
     return f"type.{key}", key, ix.write(doc)
 
 
@@ -300,8 +358,8 @@ def _shard_edge(draw: Any, ix: _Index) -> _Edit:
 def _path_edge(draw: Any, ix: _Index) -> _Edit:
     """A dataPath form; the shard is put where a reader that skips the rule would find it."""
     folder = "generated"  # the folder name generated cases are copied under
-    form = _pick(draw, ("a.bin\u0000", "sub/../a.bin", "c:", "/a.bin", ".-/a.bin", "-./a.bin", "sub//a.bin",
-                        "\u00e9.bin", "c:a.bin", "./a.bin", "sub/a.bin", "a.bin/", "sub", "..", "", ".a",
+    form = _pick(draw, ("", "c:", ".-/a.bin", "-./a.bin", "\udc00.bin", "a.bin\u0000", "sub/../a.bin", "/a.bin", "sub//a.bin",
+                        "\u00e9.bin", "c:a.bin", "./a.bin", "sub/a.bin", "a.bin/", "sub", "..", ".a",
                         "sub/deep/a.bin", "sub/..", "a\u0000/b", "..a", "a..", "x/.../a.bin", "a:b", f"../{folder}/a.bin"))
     where = {"sub/../a.bin": "a.bin", f"../{folder}/a.bin": "a.bin", "/a.bin": "a.bin", "a.bin\u0000": "a.bin",
              "a.bin/": "a.bin", "sub": "sub/a.bin", "..": "a.bin", "": "a.bin", "sub/..": "sub/a.bin",
@@ -311,7 +369,8 @@ def _path_edge(draw: Any, ix: _Index) -> _Edit:
     moved[where] = ix.files.get(ix.path, b"")
     if form.startswith("sub/.."):
         moved["sub/other.bin"] = b""
-    label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "a\u0000/b": "nul-dir", "": "empty"}.get(
+    label = {f"../{folder}/a.bin": "out-and-back", "a.bin\u0000": "nul", "a\u0000/b": "nul-dir", "": "empty",
+             "\udc00.bin": "surrogate"}.get(
         form, form.strip("/") or "root")
     return "path." + label.replace("/", "-").replace(".", "dot").replace(":", "colon"), "dataPath", moved
 
@@ -327,7 +386,7 @@ def _text_edge(draw: Any, ix: _Index) -> _Edit:
     def metadata(raw: bytes) -> bytes:
         return text[:meta] + raw + text[meta + len(value):]
 
-    edit = _pick(draw, ("digits-4300", "after", "depth-64", "no-records", "depth-65", "digits-4301", "bom", "nan",
+    edit = _pick(draw, ("depth-64", "digits-4300", "after", "no-records", "depth-65", "digits-4301", "bom", "nan",
                         "infinity", "minus-infinity", "lone-surrogate", "not-utf8", "big-int", "nan-lower",
                         "short-escape"))
     raw = {"bom": b"\xef\xbb\xbf" + text, "nan": metadata(b"NaN"), "infinity": metadata(b"[Infinity]"),
