@@ -210,12 +210,13 @@ def _stored(bits: int, lanes: int, numel: int) -> int:
 
 
 #: spellings of the dtype table (generated/docs/dtype_codes.md) and their stored bits; every
-#: version's float8 names among them
+#: version's float8 names among them; handle with its bits, and the void type (0 bits, 0 lanes)
 TABLE_SPELLINGS: dict[str, int] = {
     "int8": 8, "int16": 16, "int32": 32, "int64": 64, "int1": 1, "int4": 4, "int9": 9, "int255": 255, "uint9": 9,
     "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64, "uint1": 1, "uint4": 4,
     "float16": 16, "float32": 32, "float64": 64, "float8": 8, "float032": 32, "int0008": 8,
-    "bfloat16": 16, "bool": 8, "bool8": 8, "handle": 64,
+    "bfloat16": 16, "bool": 8, "bool8": 8, "handle": 64, "handle64": 64, "handle32": 32, "handle1": 1, "handle9": 9,
+    "handle255": 255, "handle064": 64, "void": 0,
     "e4m3_float8": 8, "e5m2_float8": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float8_e3m4": 8,
     "float8_e4m3": 8, "float8_e4m3b11fnuz": 8, "float8_e4m3fnuz": 8, "float8_e5m2fnuz": 8,
     "float8_e8m0fnu": 8, "float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4,
@@ -224,12 +225,14 @@ TABLE_SPELLINGS: dict[str, int] = {
 #: a row without a width, a near name, a custom code
 PAST_SPELLINGS = {"int0": "int0", "int256": "int256", "uint0": "uint0", "float0": "float0", "float256": "float256",
                   "float32x0": "float32x0", "float32x65536": "float32x65536", "float32x": "float32x", "float": "float",
-                  "complex64": "complex64", "complex128": "complex128", "handlex2": "handlex2", "handle64": "handle64",
+                  "complex64": "complex64", "complex128": "complex128", "handle0": "handle0", "handle256": "handle256",
+                  "handlex0": "handlex0",
                   "int1000000": "int1000000",
                   "int": "int", "uint": "uint", "bfloat": "bfloat", "float8_e4m3fnx": "float8_e4m3fnx",
                   "float8_e4m3fn_": "float8_e4m3fn_", "upper-case": "Float32", "trailing-space": "float32 ",
                   "leading-space": " float32", "custom": "custom[129]8", "float8_e6m2": "float8_e6m2",
-                  "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "empty": "",
+                  "float4_e2m1": "float4_e2m1", "minus": "int-8", "plus": "int+8", "void-lanes": "voidx2", "void-near": "voit",
+                  "one-letter": "b",
                   "lanes-letter": "float32x2a", "lanes-minus": "float32x-1", "lanes-plus": "float32x+2",
                   "lanes-after-letter": "float32a4", "lanes-y": "float32y4", "bits-letter": "int8a",
                   "float8-lanes-letter": "float8_e5m2a", "fixed-then-bits": "float8_e5m28",
@@ -491,8 +494,10 @@ def _size_probes(b: dict[str, bytes]) -> Iterator[Bound]:
     for spelling, bits in TABLE_SPELLINGS.items():  # 8 elements: a width one off stores other bytes
         yield probe("tensor_record.dtype.table", spelling, _one(spelling, [8], "raw", _stored(bits, 1, 8)),
                     f"dtype {spelling} [8]")
+    # the empty string is the void type, as "void" is: no stored bytes whatever the shape
+    yield probe("tensor_record.dtype.table", "empty", _one("", [8], "raw", 0), "dtype '' [8]")
     for spelling in ("float32x1", "float32x32767", "float32x65535", "int8x2", "boolx4", "int255x32767", "float16x2", "float32x9",
-                     "float32x10", "float8_e4m3fnx2", "float4_e2m1fnx3"):
+                     "float32x10", "float8_e4m3fnx2", "float4_e2m1fnx3", "handlex2"):
         base_name, lanes = spelling.split("x")
         n = 0 if int(lanes) > 100 else 3
         yield probe("tensor_record.dtype.table", spelling,

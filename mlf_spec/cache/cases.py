@@ -86,7 +86,13 @@ def all_cases() -> list[Case]:
     """Every case, in a fixed order."""
     b = base()
     shard = b["params_shard_0.bin"]
-    cases = [
+    return _writer_cases(b) + _shard_and_record_cases(b, shard) + _warning_cases(b, shard) + _unreadable_cases(b)
+
+
+def _writer_cases(b: dict[str, bytes]) -> list[Case]:
+    """dump_tensor_cache's outputs (default, raw, sharded, version 1, dtypes, encoded empty and
+    scalar tensors) and the info findings of a written cache."""
+    return [
         Case("valid.base", "dump_tensor_cache's default output: f32-to-bf16 on the float32 tensor, the label on all",
              b, "tensor.format-ignored", findings=["tensor.format-ignored"],
              absent=["tensor.nbytes", "shard.md5", "shard.size", "tensor.out-of-shard", "shard.md5-syntax",
@@ -115,6 +121,13 @@ def all_cases() -> list[Case]:
              _edit(b, lambda d: d["records"][0].pop("md5sum")), "shard.md5-missing", findings=["shard.md5-missing"]),
         Case("info.unknown-key", "a key the writer never writes", _edit(b, lambda d: _t(d, 0).update(note="x")),
              "cache.unknown-key", findings=["cache.unknown-key"]),
+    ]
+
+
+def _shard_and_record_cases(b: dict[str, bytes], shard: bytes) -> list[Case]:
+    """One shard's or record's rule broken: format, missing, size, md5, bytes past the shard,
+    nbytes, extents, dtypes."""
+    return [
         Case("broken.shard-format", "shard format zip-shard",
              _edit(b, lambda d: d["records"][0].update(format="zip-shard")), "shard.format", findings=["shard.format"]),
         Case("broken.shard-missing", "the shard file is not there", _with(b, params_shard_0__bin=None),
@@ -151,6 +164,14 @@ def all_cases() -> list[Case]:
         Case("broken.dtype-no-bits", "dtype float (no bits) on a float32 under f32-to-bf16: TVM's C++ loaders read it "
              "as float32 (their parser's default width), the Python loader and the table do not",
              _edit(b, lambda d: _t(d, 0).update(dtype="float")), "tensor.dtype", findings=["tensor.dtype"]),
+    ]
+
+
+def _warning_cases(b: dict[str, bytes], shard: bytes) -> list[Case]:
+    """What the loaders read with a finding: TVM-only dtypes, format labels, names, metadata,
+    NaN, surrogates, md5 syntax, shapes NumPy cannot hold, a dataPath form, two indexes,
+    overlaps, gaps, empty shards."""
+    return [
         Case("warning.dtype-numpy", "int4: TVM's Python loader cannot read it, the C++ loader can",
              _edit(b, lambda d: _t(d, 1).update(dtype="int4", shape=[48], format="raw")), "tensor.dtype-numpy",
              findings=["tensor.dtype-numpy"]),
@@ -194,6 +215,13 @@ def all_cases() -> list[Case]:
              _edit(_with(b, params_shard_1__bin=b""), lambda d: d["records"].append(
                  {"dataPath": "params_shard_1.bin", "format": "raw-shard", "nbytes": 0, "records": [],
                   "md5sum": _md5(b"")})), "shard.empty", findings=["shard.empty"]),
+    ]
+
+
+def _unreadable_cases(b: dict[str, bytes]) -> list[Case]:
+    """Inputs no loader reads: not JSON, not UTF-8, not a cache, the pre-release layouts,
+    keys missing or of another type, unsafe dataPaths."""
+    return [
         Case("unreadable.not-json", "the index is not JSON", _with(b, **{"tensor-cache.json": b"{\"records\": ["}),
              "index", error="MalformedError"),
         Case("unreadable.not-utf8", "the index is not UTF-8", _with(b, **{"tensor-cache.json": b"{\"a\": \"\xff\"}"}),
@@ -227,7 +255,6 @@ def all_cases() -> list[Case]:
                  dataPath="../unreadable.data-path-dotdot-back/params_shard_0.bin")), "dataPath",
              error="UnsafePathError"),
     ]
-    return cases
 
 
 def _md5(data: bytes) -> str:

@@ -62,6 +62,10 @@ READERS: dict[int | None, tuple[tuple[int, int], tuple[int, int] | None]] = {
 #: The largest bits (DLDataType.bits, uint8) and lanes (uint16) the C++ parser accepts: past them
 #: tvm-ffi 0.27 says "Bits value 256 is out of range for uint8_t" / "Lanes value 65536 ...".
 MAX_BITS, MAX_LANES = 255, 65535
+#: the spellings the parser reads as the void type, (3, 0, 0): String2DLDataType's
+#: ``s.length() == 0 || s == "void"`` (include/tvm/runtime/data_type.h, 0.16), tvm-ffi's
+#: StringToDLDataType (0.27: ``dtype("")`` and ``dtype("void")`` are (3, 0, 0))
+VOID_SPELLINGS, VOID_CODE = frozenset({"", "void"}), 3
 _DIGITS_KEPT = 6  # more significant digits than this are past both bounds whatever they are
 
 
@@ -79,7 +83,9 @@ def _patterns() -> list[tuple[re.Pattern[str], dict]]:
         if row["code_max"] is not None or not row["tvm_named"]:  # custom[...] codes, complex: no TVM spelling
             continue
         body = re.escape(row["spelling"]).replace(r"\{bits\}", r"(?P<bits>[0-9]+)")
-        lanes = r"(?:x(?P<lanes>[0-9]+))?" if row["spells_lanes"] else ""
+        if row["kind"] == "handle":  # the parser reads bits and lanes after "handle" as after any name
+            body += r"(?P<bits>[0-9]+)?"  # (spells_lanes is the printer's: it prints neither)
+        lanes = r"(?:x(?P<lanes>[0-9]+))?" if row["spells_lanes"] or row["kind"] == "handle" else ""
         out.append((re.compile(body + lanes), row))
     return out
 
@@ -94,11 +100,15 @@ def parse(text: str, version: int | None = None) -> CacheDType | None:
     """The dtype ``text`` spells for the loaders of index ``version`` (1 ndarray-cache.json: TVM
     0.16 to 0.21; 2 tensor-cache.json: 0.22 on; None: any of them), as the C++ parser reads it:
     bits and lanes are decimal digits with leading zeros allowed (``int08`` is int8), bits 1 to
-    255, lanes 1 to 65535 (``x1`` is one lane), ``handle`` is 64 bits; a spelling TVM never had
+    255, lanes 1 to 65535 (``x1`` is one lane), ``handle`` takes bits (64 when none: ``handle64``
+    is ``handle``) and lanes (``handlex2``) as any name does, the empty string and ``void`` are
+    the void type (code 3, 0 bits, 0 lanes: no stored bytes whatever the shape); a spelling TVM never had
     (``complex64``, ``custom[...]``) is None. Where the rows of the range differ (``bool``), the
     newest reading wins (also for an older index: its width and NumPy type are those the size
     rules use); ``since``/``until`` span the versions that parse the spelling. The
     grammar page: generated/docs/cache_dtypes.md."""
+    if text in VOID_SPELLINGS:
+        return CacheDType(text, VOID_CODE, 0, 0, None, None, None, "void")
     found: list[tuple[dict, int, int]] = []
     readers = READERS.get(version, READERS[None])
     in_range = False
@@ -108,8 +118,8 @@ def parse(text: str, version: int | None = None) -> CacheDType | None:
             continue
         groups = m.groupdict()
         bits = _number(groups["bits"]) if groups.get("bits") else row["bits"]
-        if row["kind"] == "handle":
-            bits = 64
+        if row["kind"] == "handle" and not groups.get("bits"):
+            bits = 64  # handle's default width
         if bits is None or (row["bits"] is not None and bits != row["bits"]) or not 0 < bits <= MAX_BITS:
             continue
         lanes = _number(groups["lanes"]) if groups.get("lanes") else 1
@@ -127,7 +137,7 @@ def parse(text: str, version: int | None = None) -> CacheDType | None:
     widths = row["numpy_bits"] if row["numpy_bits"] is not None else ([row["bits"]] if row["bits"] else [])
     if row["numpy"] and bits in widths:
         np_name = row["numpy"].replace("{bits}", str(bits))
-    canonical = row["spelling"].replace("{bits}", str(bits)) + (f"x{lanes}" if lanes > 1 else "")
+    canonical = row["spelling"].replace("{bits}", str(bits)) + (f"x{lanes}" if lanes > 1 and row["spells_lanes"] else "")
     return CacheDType(text, row["code"], bits, lanes, np_name, since if since != (0,) else None, until, canonical)
 
 

@@ -324,11 +324,12 @@ def test_the_vectors_kill_the_mutants_of_the_independent_cache_reader(suite):
 @needs_gcc
 def test_generated_cases_alone_kill_90_percent_of_the_cache_readers_mutants():
     """Without any vector, the first 500 generated cases of seed 0 (valid, broken and edge cache
-    folders, mlf_spec.cache.edges) kill at least 88 % of the non-equivalent mutants of the
-    independent cache reader (measured 88.5 %; issue 28 asks 90 %: the survivors, the message,
-    are dtype spellings and dataPath forms the first 500 draws do not reach)."""
+    folders, mlf_spec.cache.edges: dtype spellings of the table and one step past it beside
+    spellings the loaders read, dataPath forms, shapes, the index text) kill at least 90 % of the
+    non-equivalent mutants of the independent cache reader (measured 92.2 %, 282/306; the
+    survivors are the message)."""
     report = harness.generated_alone(HERE / "cache_reader.c", 500, seed=0, formats=["tensor-cache"],
                                      equivalents=HERE / "cache_reader.equivalent")
     alone = report.generated_alone or {}
     survivors = [m.signature for m in report.scored if m.id not in alone]
-    assert report.score_generated_alone() >= 0.88, survivors
+    assert report.score_generated_alone() >= 0.90, survivors

@@ -59,7 +59,18 @@ def emit_cache_dtypes(model: Model) -> str:
             "(the reference never converts thousands of digits).",
             "- `x1` is one lane: `float32x1` is float32 (the C++ loader decodes it under f32-to-bf16, since it "
             "compares the parsed type; the Python loader refuses it: np.frombuffer does not know the name).",
-            "- `handle` is (3, 64, 1), without lanes; it has no NumPy type (the reading hashes its stored bytes).",
+            "- `handle` takes bits and lanes as any spelling does, 64 bits when none are given: `handle` and "
+            "`handle64` are (3, 64, 1), `handle32` (3, 32, 1), `handlex2` (3, 64, 2) (String2DLDataType in "
+            "0.16, tvm-ffi's StringToDLDataType in 0.27: the C++ loader loads all of them, observed 0.27; "
+            "TVM prints each as `handle`). `handle0`, `handle256`, `handlex0` are refused (bits 0 is past "
+            "the bound, as `int0` is). A handle has no NumPy type (the reading hashes its stored bytes; the "
+            "Python loader refuses it: `tensor.dtype-numpy`).",
+            "- The empty string and `void` are the void type (3, 0, 0): no stored bytes whatever the shape "
+            "(nbytes 0). Both parsers read it so (`s.length() == 0 || s == \"void\"` in 0.16; tvm-ffi 0.27's "
+            "`dtype(\"\")` is (3, 0, 0)) and the C++ loader of 0.27 loads it (observed); 0.16 refuses it at "
+            "allocation (NDArray::Empty's VerifyDataType: lanes >= 1, src/runtime/ndarray.cc); the Python loader "
+            "refuses it (np.frombuffer: \"data type '' not understood\"): `tensor.dtype-numpy`. `voidx2` is "
+            "refused.",
             "- `complex64`, `complex128` and `custom[...]` are refused (`tensor.dtype`): TVM never gave complex "
             "a spelling (\"unknown dtype `complex64`\", observed 0.27), custom types are named at run time.",
             "- A spelling without bits (`float`, `int`, `int0`, `uintx2`) is refused by the reference "
@@ -78,7 +89,9 @@ def emit_cache_dtypes(model: Model) -> str:
         if row.get("code_max") is not None or not row.get("tvm_named"):
             continue
         spelling = row["spelling"].replace("{bits}", "<bits>")
-        if row.get("spells_lanes"):
+        if row["kind"] == "handle":  # the parser reads bits and lanes after it (the printer prints neither)
+            spelling += "[<bits>][x<lanes>]"
+        elif row.get("spells_lanes"):
             spelling += "[x<lanes>]"
         since, until = row.get("since"), row.get("until")
         span = f"{since or '…'} to {until} (excl.)" if until else f"{since or 'all'} on" if since else "all"
@@ -86,7 +99,7 @@ def emit_cache_dtypes(model: Model) -> str:
         v2 = "yes" if _overlaps(row, *_V2) else "no"
         live = until is None
         in016 = _overlaps(row, (0, 16), (0, 17))
-        bits = 64 if row["kind"] == "handle" else row.get("bits") or "any"
+        bits = "64 or any" if row["kind"] == "handle" else row.get("bits") or "any"
         out.append(f"| `{spelling}` | {row['code']} | {bits} | {span} | {v1} | {v2} | "
                    f"{_python(row)} | {'parses' if _overlaps(row, (0, 16), None) else 'no'} | "
                    f"{'parses' if live else 'no'} | {'parses' if in016 else 'no'} |")

@@ -4,20 +4,28 @@
 //   node webruntime_testee.cjs NODE_MODULES_DIR info | serve | decode tensor-cache input_dir=PATH
 //
 // What runs is the package's own JavaScript, taken verbatim from its published bundle
-// (lib/index.js; neither function is exported): getTensorCacheRecordBytes (the record's bytes,
-// refused when byteOffset/nbytes are not safe non-negative integers or leave the shard) and
-// Instance.getPackedBF16Bytes (the size check of an f32-to-bf16 float32 record), and the steps
-// of Instance.fetchTensorCache / fetchTensorCacheInternal that need no WebAssembly: the index
-// URL new URL("tensor-cache.json", cacheUrl), its text parsed as fetch().json() does (UTF-8
-// with replacement, JSON.parse), the shard URLs new URL(shard.dataPath, cacheUrl), the shard
-// as bytes, records in order, the metadata merged as cacheMetadata.
+// (lib/index.js; none of these is exported): getTensorCacheRecordBytes (the record's bytes,
+// refused when byteOffset/nbytes are not safe non-negative integers or leave the shard),
+// Instance.getPackedBF16Bytes (the size check of an f32-to-bf16 float32 record), and
+// Instance.empty with Instance.makeShapeTuple and CacheState.computeShapeKey (the JavaScript
+// half of allocating the record's array: shape.toString() and shape.map, which refuse a shape
+// that is missing or not an array), and the steps of Instance.fetchTensorCache /
+// fetchTensorCacheInternal that need no WebAssembly: the index URL new URL("tensor-cache.json",
+// cacheUrl), its text parsed as fetch().json() does (UTF-8 with replacement, JSON.parse), the
+// shard URLs new URL(shard.dataPath, cacheUrl), the shard as bytes, records in order (the
+// bf16 size check, empty(rec.shape, rec.dtype, cpu), the record's bytes), the metadata merged
+// as cacheMetadata.
 //
-// Not run (C++ compiled to wasm, or browser-only): Instance.empty(shape, dtype) (dtype parsing,
-// allocation), ctx.arrayDecodeStorage (tvmjs.array.decode_storage, whose size checks are in
-// wasm), the Cache API / IndexedDB / OPFS layers. The digest of an f32-to-bf16 float32 record
-// is of the float32 values that decoding gives (each bfloat16 shifted left 16 bits, as
-// web/emcc/tvmjs_support.cc does): computed here, not by the package. A shard URL that leaves
-// the folder holding the case's copy is refused here, not fetched (a browser would fetch it).
+// Not run (C++ compiled to wasm, or browser-only): the wasm calls under Instance.empty
+// (ctx.makeShapeTuple, ctx.tensorEmpty: dtype parsing, extent and size checks, allocation; here
+// stubs that take their arguments), ctx.arrayDecodeStorage (tvmjs.array.decode_storage, whose
+// size checks are in wasm), the Cache API / IndexedDB / OPFS layers. The digest of an
+// f32-to-bf16 float32 record is of the float32 values that decoding gives (each bfloat16 shifted
+// left 16 bits, as web/emcc/tvmjs_support.cc does): computed here, not by the package. A shard
+// URL that leaves the folder holding the case's copy is refused here, not fetched (a browser
+// would fetch it). Answers are written by writeJSON: the numbers as the runtime holds them
+// (an integral double past 2^53 exactly, where JSON.stringify writes 2^62 as
+// 4611686018427388000), without recursion (an index nested 5,000 levels deep is answered).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -44,6 +52,54 @@ const getTensorCacheRecordBytes = new Function(
   `return function getTensorCacheRecordBytes(shardData, record) ${extractBody(bundle, "function getTensorCacheRecordBytes(")};`)();
 const getPackedBF16Bytes = new Function(
   `return function getPackedBF16Bytes(shape) ${extractBody(bundle, "getPackedBF16Bytes(shape) {")};`)();
+const Scalar = new Function(`return class Scalar ${extractBody(bundle, "class Scalar {")};`)();
+const CacheState = { computeShapeKey: new Function(
+  `return function computeShapeKey(shape) ${extractBody(bundle, "static computeShapeKey(shape) {")};`)() };
+// an Instance holding the bundle's empty and makeShapeTuple; what they call in wasm is a stub
+const instance = {
+  empty: new Function(`return function empty(shape, dtype, dev) ${extractBody(bundle, "empty(shape, dtype = \"float32\", dev = this.device(\"cpu\", 0)) {")};`)(),
+  makeShapeTuple: new Function("CacheState", "Scalar",
+    `return function makeShapeTuple(shape) ${extractBody(bundle, "makeShapeTuple(shape) {")};`)(CacheState, Scalar),
+  cacheState: { shapeCache: { get: (key, make) => make() } },
+  ctx: { makeShapeTuple: (...extents) => extents, tensorEmpty: (shape, dtype, dev) => ({ shape, dtype, dev }) },
+  detachFromCurrentScope: (obj) => obj,
+};
+const CPU = { deviceType: 1, deviceId: 0 };
+
+// The JSON text of an answer, as JSON.stringify writes it but iterative (no call stack depth
+// per nesting level) and with an integral double past 2^53 written as the integer it is.
+function writeJSON(root) {
+  const out = [];
+  const todo = [[root, false]];
+  const skipped = (x) => x === undefined || typeof x === "function" || typeof x === "symbol";
+  while (todo.length) {
+    const [v, literal] = todo.pop();
+    if (literal) out.push(v);
+    else if (typeof v === "number") {
+      out.push(!Number.isFinite(v) ? "null" : Number.isInteger(v) && Math.abs(v) >= 2 ** 53
+        ? BigInt(v).toString() : JSON.stringify(v));
+    } else if (typeof v === "string" || typeof v === "boolean") out.push(JSON.stringify(v));
+    else if (v === null || typeof v !== "object") out.push("null");
+    else if (Array.isArray(v)) {
+      out.push("[");
+      todo.push(["]", true]);
+      for (let i = v.length - 1; i >= 0; i--) {
+        todo.push([skipped(v[i]) ? null : v[i], false]);
+        if (i) todo.push([",", true]);
+      }
+    } else {
+      const keys = Object.keys(v).filter((k) => !skipped(v[k]));
+      out.push("{");
+      todo.push(["}", true]);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        todo.push([v[keys[i]], false]);
+        todo.push([JSON.stringify(keys[i]) + ":", true]);
+        if (i) todo.push([",", true]);
+      }
+    }
+  }
+  return out.join("");
+}
 
 function info() {
   return { protocol: "mlf-conformance/1", name: "@mlc-ai/web-runtime", version, serve: true,
@@ -81,6 +137,7 @@ function decode(folder) {
           throw new Error(`Packed BF16 record has ${rec.nbytes} bytes, but shape requires ${expectedBytes}`);
         }
       }
+      instance.empty(rec.shape, rec.dtype, CPU);  // fetchTensorCacheInternal's cpu_arr
       const recBytes = getTensorCacheRecordBytes(shardBytes, rec);
       tensors.push({ name: rec.name, dtype: rec.dtype, shape: rec.shape,
                      sha256: sha256(isPackedBF16 ? bf16ToF32(recBytes) : recBytes) });
@@ -100,7 +157,7 @@ function folderOf(args) {
 function main() {
   const [verb, fmt, ...args] = process.argv.slice(3);
   if (verb === "info") {
-    process.stdout.write(JSON.stringify(info()) + "\n");
+    process.stdout.write(writeJSON(info()) + "\n");
     return 0;
   }
   if (verb === "serve") {
@@ -113,29 +170,30 @@ function main() {
         const req = JSON.parse(line);
         id = Number.isInteger(req.id) ? req.id : -1;
         if (req.op !== "decode" || req.format !== "tensor-cache" || typeof req.input_dir !== "string") {
-          resp = { id, ok: false, error: { class: "protocol", message: "only decode of tensor-cache with input_dir" } };
+          resp = { ok: false, error: { class: "protocol", message: "only decode of tensor-cache with input_dir" }, id };
         } else {
           try {
-            resp = { id, ok: true, reading: decode(req.input_dir) };
+            // (the id last: a line the runner cannot read is quoted from its start, the same in every run)
+            resp = { ok: true, reading: decode(req.input_dir), id };
           } catch (err) {
-            resp = { id, ok: false, error: { message: String(err && err.message ? err.message : err).slice(0, 300) } };
+            resp = { ok: false, error: { message: String(err && err.message ? err.message : err).slice(0, 300) }, id };
           }
         }
       } catch (err) {
-        resp = { id, ok: false, error: { class: "protocol", message: `bad request: ${err}` } };
+        resp = { ok: false, error: { class: "protocol", message: `bad request: ${err}` }, id };
       }
-      process.stdout.write(JSON.stringify(resp) + "\n");
+      process.stdout.write(writeJSON(resp) + "\n");
     });
     return undefined;
   }
   if (verb === "decode" && fmt === "tensor-cache") {
     try {
-      process.stdout.write(JSON.stringify(decode(folderOf(args))) + "\n");
+      process.stdout.write(writeJSON(decode(folderOf(args))) + "\n");
       return 0;
     } catch (err) {
       const message = String(err && err.message ? err.message : err).slice(0, 300);
       process.stderr.write(message + "\n");
-      process.stdout.write(JSON.stringify({ error: { message } }) + "\n");
+      process.stdout.write(writeJSON({ error: { message } }) + "\n");
       return 1;
     }
   }

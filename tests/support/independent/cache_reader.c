@@ -363,9 +363,20 @@ static int dtype_of(const uint8_t *s, size_t n, int version, int *bits, long *la
   if (fixed(s, n, FIXED8, 8, bits, lanes) || fixed(s, n, FIXED6, 6, bits, lanes) || fixed(s, n, FIXED4, 4, bits, lanes))
     return 1;
   if (version == 1 && fixed(s, n, FIXED8_V1, 8, bits, lanes)) return 1;
-  *bits = 64;  /* handle: 64 bits, never with lanes */
-  *lanes = 1;
-  if (n == 6 && !memcmp(s, "handle", 6)) return 1;
+  /* handle: 64 bits unless bits follow, then lanes, as after any name; the empty string and
+   * "void" are the void type (0 bits, 0 lanes: no stored bytes) */
+  if (n >= 6 && !memcmp(s, "handle", 6)) {
+    size_t d = 6;
+    while (d < n && s[d] >= '0' && s[d] <= '9') d++;
+    long b = d == 6 ? 64 : small_number(s + 6, d - 6, 255), l = lanes_of(s + d, n - d);
+    if (b < 1 || l < 0) return 0;
+    *bits = (int)b;
+    *lanes = l;
+    return 1;
+  }
+  *bits = 0;
+  *lanes = 0;
+  if (n == 0 || (n == 4 && !memcmp(s, "void", 4))) return 1;
   for (int i = 0; KINDS[i]; i++) {
     size_t k = strlen(KINDS[i]);
     if (n <= k || memcmp(s, KINDS[i], k)) continue;
