@@ -241,7 +241,8 @@ def _private_imports(root: Path, rel: str, tree: ast.AST) -> list[str]:
             for a in node.names:
                 parts = a.name.split(".")
                 own = is_init and (a.name == package or a.name.startswith(package + "."))
-                if not own and _ours(a.name) and any(_private(p) for p in parts[1:]):
+                sibling = ".".join(parts[:-1]) == package and _is_submodule(root, rel, parts[-1])
+                if not own and not sibling and _ours(a.name) and any(_private(p) for p in parts[1:]):
                     out.append((node.lineno, f"{rel}:{node.lineno}: import {a.name}"))
     return [s for _, s in sorted(out)]
 

@@ -78,10 +78,12 @@ def _synthetic(root: Path) -> None:
         import mlf_spec._hidden
         from mlf_spec._hidden import __doc__
         from . import short
+        from mlf_spec.sub import _impl
         ''')
     _write(root, "mlf_spec/sub/__init__.py", "from ._impl import _x, y\nfrom mlf_spec import _hidden\n")
     _write(root, "mlf_spec/sub/_impl.py", "_x = 1\ny = 2\n")
-    _write(root, "mlf_spec/sub/user.py", "from ._impl import _x\n")
+    _write(root, "mlf_spec/sub/user.py", "from ._impl import _x\nfrom mlf_spec.sub import _impl\n"
+                                         "from tvm.runtime import _ffi_api\n")  # its package's; third-party
     _write(root, "mlf_spec/big.py", "\n".join(f"v{i} = {i}" for i in range(801)) + "\n")
     _write(root, "mlf_spec/edge.py", "\n".join(f"v{i} = {i}" for i in range(800)) + "\n")
     _write(root, "generated/huge.py", "\n".join(f"v{i} = {i}" for i in range(900)) + "\n")
@@ -129,9 +131,8 @@ def test_the_metrics_count_right_on_a_synthetic_tree(tmp_path: Path) -> None:
     assert m.kind_dispatch == ["mlf_spec/_internal/engine.py:2"] + [
         f"tools/specgen/emit_x.py:{n}" for n in (2, 4, 6, 9, 9, 12)]
     assert m.private_imports == [
-        "mlf_spec/imports.py:1: from mlf_spec import _hidden",
         "mlf_spec/imports.py:2: from mlf_spec._hidden import _UNSAFE",
-        "mlf_spec/imports.py:3: import mlf_spec._hidden",
+        "mlf_spec/imports.py:6: from mlf_spec.sub import _impl",
         "mlf_spec/sub/__init__.py:2: from mlf_spec import _hidden",
         "mlf_spec/sub/user.py:1: from mlf_spec.sub._impl import _x",
     ]
@@ -144,7 +145,7 @@ def test_the_script_prints_the_figures_as_json(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert {k: v["count"] for k, v in got.items()} == {
-        "long_functions": 2, "type_ignores": 2, "long_modules": 1, "kind_dispatch": 7, "private_imports": 5}
+        "long_functions": 2, "type_ignores": 2, "long_modules": 1, "kind_dispatch": 7, "private_imports": 4}
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "house_metrics.py"), "--root", str(tmp_path)],
                        capture_output=True, text=True, timeout=60)
     assert "functions over 80 lines: 2\n  mlf_spec/long.py:method:82" in r.stdout
