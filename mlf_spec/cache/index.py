@@ -73,7 +73,16 @@ class _FastIndex(msgspec.Struct, forbid_unknown_fields=True):
     metadata: Any = msgspec.UNSET
 
 
+class _FastWhole(msgspec.Struct, forbid_unknown_fields=True):
+    """An index of at most :data:`_BIG` bytes, decoded in one pass (its record objects cost a
+    few times a small text: reading it shard by shard would only add a second parse)."""
+
+    records: list[_FastShard]
+    metadata: Any = msgspec.UNSET
+
+
 _FAST = msgspec.json.Decoder(_FastIndex)
+_WHOLE = msgspec.json.Decoder(_FastWhole)
 _FAST_SHARD = msgspec.json.Decoder(_FastShard)
 _BIG_SHARD = msgspec.json.Decoder(_BigShard)
 _ENTRIES = msgspec.json.Decoder(list[TensorEntry])
@@ -178,12 +187,13 @@ def _fast_index(raw: bytes, file: str, version: int | None) -> CacheIndex | None
     if INTERNAL.encode() in raw:
         return None
     try:
-        doc = _FAST.decode(raw)
+        doc: _FastIndex | _FastWhole = _WHOLE.decode(raw) if len(raw) <= _BIG else _FAST.decode(raw)
         heads: list[_FastShard | _BigShard] = []
         records = Builder()
-        for i, piece in enumerate(doc.records):
-            if len(piece) <= _BIG:
-                small = _FAST_SHARD.decode(piece)
+        pieces: list[_FastShard | msgspec.Raw] = list(doc.records)
+        for i, piece in enumerate(pieces):
+            if isinstance(piece, _FastShard) or len(piece) <= _BIG:
+                small = piece if isinstance(piece, _FastShard) else _FAST_SHARD.decode(piece)
                 records.add(small.records, i)
                 small.records = []
                 heads.append(small)
@@ -197,7 +207,7 @@ def _fast_index(raw: bytes, file: str, version: int | None) -> CacheIndex | None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
         return None
     metadata = doc.metadata
-    del doc  # the shards' texts can go
+    del doc, pieces  # the shards' texts can go
     cols = records.build()
     layout = "tensor-shards" if version == 2 else "ndarray-shards"
     shards = []

@@ -95,8 +95,11 @@ class Builder:
 def _intern(table: dict[Any, int], values: list[Any]) -> list[int]:
     """The number of each value in ``table`` (a new value gets the next number)."""
     ids = list(map(table.get, values))
-    if None in ids:
-        return [table.setdefault(v, len(table)) for v in values]
+    if None in ids:  # numbered in order of first appearance, each distinct value looked at once
+        for v in dict.fromkeys(values):
+            if v not in table:
+                table[v] = len(table)
+        return list(map(table.__getitem__, values))
     return cast("list[int]", ids)
 
 
@@ -179,6 +182,23 @@ class Records(Sequence[TensorEntry]):
         starts = [int(self._ends[a - 1]) if a else 0, *ends[:-1]]
         return [names[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts, ends)]
 
+    def has_extras(self, lo: int, hi: int) -> bool:
+        """Whether some record from ``lo`` to ``hi - 1`` has unknown keys."""
+        return bool(self._extras) and any(lo <= k < hi for k in self._extras)
+
+    def kind_ids(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The shape, dtype and format numbers of records ``lo`` to ``hi - 1`` (see
+        :meth:`kind_tables`)."""
+        return self._shape_ids[lo:hi], self._dtype_ids[lo:hi], self._format_ids[lo:hi]
+
+    def kind_tables(self) -> tuple[list[tuple[int, ...]], list[str], list[str]]:
+        """The distinct shapes, dtypes and formats the numbers of :meth:`kind_ids` index."""
+        return self._shapes, self._dtypes, self._formats
+
+    def kind_counts(self) -> tuple[int, int, int]:
+        """How many distinct shapes, dtypes and formats there are."""
+        return len(self._shapes), len(self._dtypes), len(self._formats)
+
     def extras(self) -> Iterable[dict[str, Any]]:
         """The unknown keys of the records that have some."""
         return self._extras.values()
@@ -237,6 +257,10 @@ class ShardRecords(Sequence[TensorEntry]):
 
     def __repr__(self) -> str:
         return f"ShardRecords({self._hi - self._lo} records)"
+
+    def columns(self) -> tuple[Records, int, int]:
+        """The columns this window is on, and its first and past-the-last record."""
+        return self._records, self._lo, self._hi
 
 
 class ByName(Mapping[str, TensorEntry]):
