@@ -53,6 +53,7 @@ class Builder:
 
     def __init__(self) -> None:
         self.names = bytearray()
+        self.hashes = array("q")  # hash() of each name, for ByName (the names are str here already)
         self.ends = array("q")
         self.offsets = array("q")
         self.nbytes = array("q")
@@ -69,7 +70,9 @@ class Builder:
         if any([t.extra for t in entries]):
             base = len(self.offsets)
             self.extras.update((base + k, t.extra) for k, t in enumerate(entries) if t.extra)
-        names = [t.name.encode("utf-8", "surrogatepass") for t in entries]
+        strs = [t.name for t in entries]
+        self.hashes.fromlist(list(map(hash, strs)))
+        names = [n.encode("utf-8", "surrogatepass") for n in strs]
         self.ends.fromlist(list(islice(accumulate(map(len, names), initial=len(self.names)), 1, None)))
         self.names += b"".join(names)
         self.offsets.fromlist([t.offset for t in entries])
@@ -89,7 +92,8 @@ class Builder:
                        _np(self.nbytes, np.int64), _np(self.shard, np.int32), np.asarray(self.starts, np.int64),
                        (list(self.dtypes), _np(self.dtype_ids, np.int32)),
                        (list(self.formats), _np(self.format_ids, np.int32)),
-                       (list(self.shapes), _np(self.shape_ids, np.int32)), self.extras)
+                       (list(self.shapes), _np(self.shape_ids, np.int32)), self.extras,
+                       _np(self.hashes, np.int64))
 
 
 def _intern(table: dict[Any, int], values: list[Any]) -> list[int]:
@@ -117,7 +121,8 @@ class Records(Sequence[TensorEntry]):
 
     def __init__(self, names: bytes, ends: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray, shard: np.ndarray,
                  starts: np.ndarray, dtypes: tuple[list[str], np.ndarray], formats: tuple[list[str], np.ndarray],
-                 shapes: tuple[list[tuple[int, ...]], np.ndarray], extras: dict[int, dict[str, Any]]) -> None:
+                 shapes: tuple[list[tuple[int, ...]], np.ndarray], extras: dict[int, dict[str, Any]],
+                 hashes: np.ndarray | None = None) -> None:
         self._names, self._ends, self.offsets, self.nbytes, self.shard = names, ends, offsets, nbytes, shard
         self.starts = starts
         self._dtypes, self._dtype_ids = dtypes
@@ -125,6 +130,7 @@ class Records(Sequence[TensorEntry]):
         self._shapes, self._shape_ids = shapes
         self._extras = extras
         self._by_name: ByName | None = None
+        self._hashes = hashes
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -181,6 +187,12 @@ class Records(Sequence[TensorEntry]):
         ends = self._ends[a:b].tolist()
         starts = [int(self._ends[a - 1]) if a else 0, *ends[:-1]]
         return [names[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts, ends)]
+
+    def name_hashes(self) -> np.ndarray:
+        """``hash()`` of every record's name, in stored order (this process's string hashes)."""
+        if self._hashes is None or len(self._hashes) != len(self):
+            self._hashes = np.fromiter(map(hash, self.names()), dtype=np.int64, count=len(self))
+        return self._hashes
 
     def has_extras(self, lo: int, hi: int) -> bool:
         """Whether some record from ``lo`` to ``hi - 1`` has unknown keys."""
@@ -270,8 +282,7 @@ class ByName(Mapping[str, TensorEntry]):
 
     def __init__(self, records: Records) -> None:
         self._records = records
-        n = len(records)
-        hashes = np.fromiter(map(hash, records.names()), dtype=np.int64, count=n)
+        hashes = records.name_hashes()
         self._order = np.argsort(hashes, kind="stable")
         self._hashes = hashes[self._order]
         self._later: dict[int, int] = {}  # first position of a repeated name -> its last
