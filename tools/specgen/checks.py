@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from .expr import Expr
+from .fields.base import value_kind
 from .ir import InvariantSpec
 from .model import Model, RField
 from .versions import check_version_known
@@ -39,15 +40,16 @@ def check_tables(model: Model) -> None:
 def check_field_options(model: Model, doc: SpecDocument, rf: RField) -> None:
     """The options of a resolved field suit its kind; its table exists; its versions are listed."""
     f, loc = rf.spec, rf.loc
-    if f.size is not None and rf.kind != "bytes":
+    allowed = value_kind(rf).options(rf)
+    if f.size is not None and "size" not in allowed:
         raise doc.error(loc + ("size",), "'size' is only for bytes fields")
-    if f.lazy and rf.kind != "bytes":
+    if f.lazy and "lazy" not in allowed:
         raise doc.error(loc + ("lazy",), "'lazy' is only for bytes fields")
-    if f.const is not None and rf.kind not in ("scalar", "str"):
+    if f.const is not None and "const" not in allowed:
         raise doc.error(loc + ("const",), "'const' is only for scalars and str")
-    if f.encoding and rf.kind != "str" and rf.elem != "str" and not (rf.kind == "map" and "str" in (rf.key, rf.value)):
+    if f.encoding and "encoding" not in allowed:
         raise doc.error(loc + ("encoding",), "'encoding' is only for str fields")
-    if f.sized and (rf.kind not in ("struct", "switch", "vec", "map") or f.count is not None):
+    if f.sized and ("sized" not in allowed or f.count is not None):
         raise doc.error(loc + ("sized",), "'sized' is only for a single struct, switch, vec or map field")
     if f.keep_span and f.count is not None:
         raise doc.error(loc + ("keep_span",), "'keep_span' is not for arrays")

@@ -25,10 +25,9 @@ def inline_scalars(rs: RStruct, prefix: str = "", dotted: str = "") -> list[tupl
     for f in rs.fields:
         fname = flat_name(prefix, f.name) if prefix else f.name
         dname = f"{dotted}.{f.name}" if dotted else f.name
-        if f.kind == "scalar":
+        if f.struct is None:  # an inline struct holds scalars and inline structs
             out.append((fname, dname, f))
         else:
-            assert f.struct is not None
             out.extend(inline_scalars(f.struct, fname, dname))
     return out
 

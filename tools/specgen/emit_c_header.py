@@ -7,6 +7,7 @@ windows (spec/tables/params_read_windows.yaml, which the Python index reader als
 from __future__ import annotations
 
 from .code import header
+from .fields.base import value_kind
 from .model import Model, RStruct
 
 
@@ -18,13 +19,12 @@ def _offsets(struct: RStruct, prefix: str, at: int) -> tuple[list[tuple[str, int
     for f in struct.fields:
         if f.conditional or f.is_array:
             return out, at, f.name
-        if f.kind == "scalar":
-            size = f.scalar_size
-            assert size is not None
+        nested, size = value_kind(f).nested(f), value_kind(f).fixed_size(f)
+        if nested is None and size is not None:  # a scalar
             out.append((prefix + f.name, at, size))
             at += size
-        elif f.kind == "struct" and f.struct is not None and f.struct.inline:
-            inner, at, _ = _offsets(f.struct, "", at)
+        elif nested is not None and nested.inline:
+            inner, at, _ = _offsets(nested, "", at)
             # the generated records' names: device.device_type is device_type, dtype.code dtype_code
             out += [(n if n.startswith(f.name + "_") else f"{f.name}_{n}", o, k) for n, o, k in inner]
         else:

@@ -5,23 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .common import header
-from .ir import SCALARS
+from .fields import kind_of
+from .fields.base import value_kind
 from .model import Binary, Model, RField, RStruct, table_dialects
 
 
 def _type_text(f: RField) -> str:
     s = f.spec
-    if f.kind == "vec":
-        t = f"vec<{f.elem}>"
-    elif f.kind == "map":
-        t = f"map<{f.key}, {f.value}>"
-    elif f.kind == "bytes":
-        t = f"bytes[{s.size}]"
-    elif f.kind == "switch":
-        assert s.switch is not None
-        t = "switch(" + s.switch.on + ")"
-    else:
-        t = s.type
+    t = value_kind(f).doc_type(f)
     if f.is_array:
         t = f"{t}[{s.count}]"
     if s.sized:
@@ -67,11 +58,7 @@ def _rules(f: RField) -> str:
 def _size(f: RField) -> int | None:
     if f.conditional or f.is_array or f.spec.sized:
         return None
-    if f.kind == "scalar":
-        return SCALARS[f.spec.type][0]
-    if f.kind == "struct" and f.struct is not None:
-        return f.struct.fixed_size
-    return None
+    return value_kind(f).fixed_size(f)
 
 
 def struct_section(rs: RStruct) -> list[str]:
@@ -142,7 +129,7 @@ def emit_binary_doc(model: Model, binary: Binary, examples: list[tuple[str, str,
                 r.append(f"must equal `{f.spec.derive}` (ConstraintError)")
             if f.spec.constraint:
                 r.append(f"must satisfy `{f.spec.constraint}` (ConstraintError)")
-            if f.kind in ("vec", "map", "str", "bytes") or f.is_array or f.spec.sized:
+            if kind_of(f).length_checked(f) or f.spec.sized:
                 r.append("its length is checked against the bytes that remain before anything is read (LengthError / TruncatedError)")
             if f.spec.sized:
                 r.append("its value must end exactly where its stated length does (LengthError)")

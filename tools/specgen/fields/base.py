@@ -36,6 +36,11 @@ def kind_of(f: RField) -> FieldKind:
     return KINDS["array"]
 
 
+def value_kind(f: RField) -> FieldKind:
+    """The kind of one value of ``f`` (a counted field: the kind of its elements)."""
+    return KINDS[f.kind]
+
+
 #: field kind -> the class of the run-time IR (mlf_spec._internal.ir) that ``<binary>_ir.py`` instantiates
 IR_CLASSES = {"scalar": "Scalar", "str": "Str", "bytes": "Bytes", "vec": "Vec", "map": "Map", "struct": "Nested",
               "switch": "Switch"}
@@ -149,6 +154,57 @@ class FieldKind:
     def write(self, em: StructEmitter, f: RField) -> None:
         """Emit the fast writer's code that appends the field's bytes."""
         raise NotImplementedError
+
+    def options(self, f: RField) -> frozenset[str]:
+        """The spec options (``size``, ``lazy``, ``const``, ``encoding``, ``sized``) a value of this
+        kind may have; the checker refuses the others."""
+        return frozenset()
+
+    def doc_type(self, f: RField) -> str:
+        """The reference pages' name of the value's type (before a count or a ``sized`` length)."""
+        return f.spec.type
+
+    def fixed_size(self, f: RField) -> int | None:
+        """Bytes one value always takes (None when that depends on the data)."""
+        return None
+
+    def nested(self, f: RField) -> RStruct | None:
+        """The struct whose fields the value holds (a struct field), else None."""
+        return None
+
+    def length_checked(self, f: RField) -> bool:
+        """Whether the reader checks the field's stated length or count against the bytes that
+        remain before it reads the value."""
+        return f.is_array
+
+    def list_like(self, f: RField) -> bool:
+        """Whether the value is a list of elements (a vec, a map, a counted array)."""
+        return f.is_array
+
+    def selects_by_name(self, f: RField) -> bool:
+        """Whether a switch on the field selects by a name (the case keys are strings)."""
+        return False
+
+    def wide_int(self, f: RField) -> bool:
+        """Whether the value is a 64-bit integer (JavaScript reads it as a double)."""
+        return False
+
+    def ksy_valid_form(self, f: RField) -> bool:
+        """Whether Kaitai's ``valid`` forms (min / max, any-of) can state a rule on the value."""
+        return False
+
+    def ksy_sized(self, f: RField) -> bool:
+        """Whether a ``sized`` field of this kind has a Kaitai form (a substream it must fill)."""
+        return False
+
+    def ksy_value(self, path: str, inline: bool) -> str | None:
+        """The Kaitai expression of the value of the field at ``path`` when it is not ``path``
+        itself (``inline``: the field is read inline), else None."""
+        return None
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        """The Kaitai expression of ``len()`` of the field at ``path`` (None: it has no length)."""
+        return None
 
     def ksy_type(self, km: KsyEmitter, kf: KsyField) -> Any:
         """The Kaitai ``type`` of the field's value (or of each element)."""

@@ -21,6 +21,18 @@ class Bytes(FieldKind):
     def has_len(self, f: RField) -> bool:
         return not f.spec.lazy
 
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"size", "lazy"})
+
+    def doc_type(self, f: RField) -> str:
+        return f"bytes[{f.spec.size}]"
+
+    def length_checked(self, f: RField) -> bool:
+        return True
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        return f"{path}.size"
+
     def lazy(self, f: RField) -> bool:
         return bool(f.spec.lazy)
 

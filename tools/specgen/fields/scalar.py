@@ -20,6 +20,18 @@ class Scalar(FieldKind):
     def bounded_values(self, f: RField) -> bool:
         return True
 
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"const"})
+
+    def fixed_size(self, f: RField) -> int | None:
+        return SCALARS[f.spec.type][0]
+
+    def wide_int(self, f: RField) -> bool:
+        return f.spec.type in ("u64", "i64")
+
+    def ksy_valid_form(self, f: RField) -> bool:
+        return True
+
     def min_size(self, f: RField) -> int:
         return SCALARS[f.spec.type][0]
 
@@ -54,6 +66,9 @@ class ScalarArray(FieldKind):
 
     def has_len(self, f: RField) -> bool:
         return True
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        return f"{path}.size"
 
     def read(self, em: StructEmitter, f: RField, slot: str) -> None:
         c, name = em.c, f.name

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ir import SCALARS
+from ..ksy_base import Untranslatable
 from ..model import RField, RStruct
 from .base import FieldKind, has_many, type_min_size
 
@@ -17,11 +18,28 @@ if TYPE_CHECKING:
     from .emitters import KsyEmitterLike as KsyEmitter
 
 
+def count_length(path: str) -> str:
+    """Kaitai's ``len()`` of the vec or map at ``path``: its ``num_<x>`` count."""
+    head, _, last = path.rpartition(".")
+    if last == "_":
+        raise Untranslatable("len() of the validated list inside its own rule")
+    return f"{head + '.' if head else ''}num_{last}"
+
+
 class Sequence(FieldKind):
     """What vec, map and counted arrays share: the count, the room check, the element loop."""
 
     def has_len(self, f: RField) -> bool:
         return True
+
+    def length_checked(self, f: RField) -> bool:
+        return True
+
+    def list_like(self, f: RField) -> bool:
+        return True
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        return f"{path}.size"
 
     def element(self, f: RField) -> tuple[str | None, RStruct | None]:
         """The element type's name and struct (None for a map, whose elements are pairs)."""
@@ -119,6 +137,15 @@ class Vec(Sequence):
     def each_elements(self, f: RField) -> bool:
         return True
 
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"sized", "encoding"} if f.elem == "str" else {"sized"})
+
+    def doc_type(self, f: RField) -> str:
+        return f"vec<{f.elem}>"
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        return count_length(path)
+
     def bounded_values(self, f: RField) -> bool:
         return f.elem in ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64")
 
@@ -154,6 +181,15 @@ class Map(Sequence):
 
     len_equals = True
     has_length = True
+
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"sized", "encoding"} if "str" in (f.key, f.value) else {"sized"})
+
+    def doc_type(self, f: RField) -> str:
+        return f"map<{f.key}, {f.value}>"
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        return count_length(path)
 
     def construct(self, f: RField, ctx: Callable[[Expr], str], typ: Callable[[str, str | None], str]) -> str:
         enc = f.spec.encoding

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..common import camel
-from ..model import RField
+from ..model import RField, RStruct
 from .base import FieldKind, read_struct, struct_min_size
 
 if TYPE_CHECKING:
@@ -20,6 +20,18 @@ class Struct(FieldKind):
     def min_size(self, f: RField) -> int:
         assert f.struct is not None
         return struct_min_size(f.struct)
+
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"sized"})
+
+    def fixed_size(self, f: RField) -> int | None:
+        return f.struct.fixed_size if f.struct is not None else None
+
+    def nested(self, f: RField) -> RStruct | None:
+        return f.struct
+
+    def ksy_sized(self, f: RField) -> bool:
+        return True
 
     def read(self, em: StructEmitter, f: RField, slot: str) -> None:
         assert f.struct is not None

@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 class Switch(FieldKind):
     """One of the case types, chosen by the value of ``on``."""
 
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"sized"})
+
+    def doc_type(self, f: RField) -> str:
+        assert f.spec.switch is not None
+        return "switch(" + f.spec.switch.on + ")"
+
+    def ksy_sized(self, f: RField) -> bool:
+        return True
+
     def read(self, em: StructEmitter, f: RField, slot: str) -> None:
         c, s, name = em.c, f.spec, f.name
         assert s.switch is not None and f.switch_on is not None

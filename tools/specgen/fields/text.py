@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..ksy_base import Untranslatable
 from ..model import RField
 from .base import FieldKind
 
@@ -20,6 +21,26 @@ class Str(FieldKind):
 
     def has_len(self, f: RField) -> bool:
         return True
+
+    def options(self, f: RField) -> frozenset[str]:
+        return frozenset({"const", "encoding"})
+
+    def length_checked(self, f: RField) -> bool:
+        return True
+
+    def selects_by_name(self, f: RField) -> bool:
+        return True
+
+    def ksy_value(self, path: str, inline: bool) -> str | None:
+        return None if inline else f"{path}.value"  # an inline string is decoded where it is read
+
+    def ksy_length(self, path: str, inline: bool) -> str | None:
+        if not inline:
+            return f"{path}.len_value"
+        head, _, last = path.rpartition(".")
+        if last == "_":
+            raise Untranslatable("len() of the validated string inside its own rule")
+        return f"{head + '.' if head else ''}len_{last}"
 
     def min_size(self, f: RField) -> int:
         return 8
