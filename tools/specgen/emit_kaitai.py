@@ -33,6 +33,7 @@ from typing import Any
 from .common import header
 from .expr import Expr, dotted_name
 from .fields import kind_of
+from .fields.base import value_kind
 from .ksy_base import (
     ERA,
     JS_SAFE,
@@ -275,7 +276,7 @@ class KsyEmitter(KsyChecks, KsyTables):
         scope = Scope(rs, consts)
         # u64 fields compared with constants beyond 2^53 are read as 8 bytes
         for f in rs.fields:
-            if f.kind == "scalar" and f.spec.type in ("u64", "i64"):
+            if value_kind(f).wide_int(f):
                 big = isinstance(f.spec.const, int) and abs(f.spec.const) > JS_SAFE
                 if "constraint" in f.exprs:
                     ch = f.exprs["constraint"].choices(f.name) or []
@@ -296,7 +297,7 @@ class KsyEmitter(KsyChecks, KsyTables):
             for e in sources:
                 for name in e.names:
                     g = field_of(rs, name.split(".")[0])
-                    if g is not None and g.kind == "str" and g.spec.encoding and g.name not in scope.versions:
+                    if g is not None and value_kind(g).selects_by_name(g) and g.spec.encoding and g.name not in scope.versions:
                         scope.selectors.add((rs.name, g.name))
         return scope
 
@@ -309,7 +310,7 @@ class KsyEmitter(KsyChecks, KsyTables):
                 continue
             on = dotted_name(f.switch_on.tree.body) if f.switch_on is not None else None
             on_field = field_of(rs, on) if on else None
-            if on_field is None or on_field.kind != "str":
+            if on_field is None or not value_kind(on_field).selects_by_name(on_field):
                 continue
             values = [str(k) for k in sw.cases]
             ok = True
@@ -416,7 +417,8 @@ class KsyEmitter(KsyChecks, KsyTables):
         on_field = field_of(rs, dotted_name(f.switch_on.tree.body) or "")
         cases: dict[str, str] = {}
         for k, t in s.switch.cases.items():
-            key = lit_str(k) if isinstance(k, str) and on_field is not None and on_field.kind == "str" else str(k)
+            by_name = on_field is not None and value_kind(on_field).selects_by_name(on_field)
+            key = lit_str(k) if isinstance(k, str) and by_name else str(k)
             kt, n = self.element_type(t, None, rs, kf.b.name)
             kf.needs |= n
             cases[key] = kt
@@ -446,7 +448,7 @@ class KsyEmitter(KsyChecks, KsyTables):
     def sized_entries(self, kf: KsyField, vtype: Any) -> list[dict[str, Any]]:
         """A sized value: a length, then the value in a substream that it must fill."""
         f, fid = kf.f, kf.fid
-        if f.kind not in ("struct", "switch") or f.is_array:
+        if not kind_of(f).ksy_sized(f):
             raise KsyError(f"{kf.rs.name}.{f.name}: a sized {f.kind} has no Kaitai form here (only struct, switch)")
         guard = Checks()
         length_guard(guard)
@@ -545,7 +547,7 @@ class KsyEmitter(KsyChecks, KsyTables):
         e["doc"] = clean_doc(kf.doc)
         out.append(e)
         # numel(x) in a later rule: a running product right after x
-        if kf.list_like and self._numel_used(kf.rs, f.name):
+        if kind_of(f).list_like(f) and self._numel_used(kf.rs, f.name):
             inst = f"{fid}_numel"
             prev = f"({fid}_products[_index - 1].value)"
             out.append(kf.entry(f"{fid}_products",

@@ -329,10 +329,6 @@ class KsyField:
         """A string that selects a layout: read inline and decoded while parsing."""
         return (self.rs.name, self.f.name) in self.scope.selectors
 
-    @property
-    def list_like(self) -> bool:
-        return self.f.kind in ("vec", "map") or self.f.is_array
-
     def entry(self, id_: str, **kw: Any) -> dict[str, Any]:
         """A seq entry of this field (with the field's ``if``)."""
         e: dict[str, Any] = {"id": id_}

@@ -8,6 +8,8 @@ import ast
 from typing import Any
 
 from .expr import Expr
+from .fields import kind_of
+from .fields.base import value_kind
 from .ksy_base import (
     FlowList,
     HexInt,
@@ -78,7 +80,7 @@ class KsyChecks:
             except Untranslatable as exc:
                 self.note(kf.rs, f.name, rule, "no", str(exc))
                 continue
-            on_count = key == "equals" and f.kind in ("vec", "map")
+            on_count = key == "equals" and kind_of(f).len_equals
             (kf.count_checks if on_count else kf.value_checks).add(
                 f"_ == {rhs}", {"eq": rhs}, "CountMismatchError" if key == "equals" else "ConstraintError")
             self.note(kf.rs, f.name, rule, "yes", "`valid: {eq: " + rhs + "}` on "
@@ -104,13 +106,13 @@ class KsyChecks:
             kf.elem_checks.add(t, bounds_form(sub.int_bounds("each")) if sub.is_pure_bounds("each") else None)
             self.note(rs, f.name, src, "yes", "`valid` on each element")
             return
-        if (kf.list_like or kf.inline_str) and only_len_of(c, f.name):
+        if (kind_of(f).list_like(f) or kf.inline_str) and only_len_of(c, f.name):
             t = Translator(self._sub_scope(kf, subject=f.name, count_level=True))(sub)
             bounds = len_bounds(c, f.name)
             kf.count_checks.add(t, bounds_form(bounds) if bounds else None)
             self.note(rs, f.name, src, "yes", f"`valid` on `{'len' if kf.inline_str else 'num'}_{fid}`")
             return
-        if kf.list_like:
+        if kind_of(f).list_like(f):
             try:
                 Translator(self._sub_scope(kf, subject=f.name, element=True))(sub)
                 raise Untranslatable(f"a rule over the whole list {f.name}")
@@ -136,9 +138,10 @@ class KsyChecks:
             return
         t = Translator(self._sub_scope(kf, subject=f.name))(sub)
         form = None
-        if f.kind == "scalar" and sub.is_pure_bounds(f.name):
+        valid_form = value_kind(f).ksy_valid_form(f)
+        if valid_form and sub.is_pure_bounds(f.name):
             form = bounds_form(sub.int_bounds(f.name))
-        ch = sub.choices(f.name) if f.kind == "scalar" else None
+        ch = sub.choices(f.name) if valid_form else None
         if ch is not None:
             form = {"any-of": [v if isinstance(v, int) else scope.consts[v] for v in ch]}
         kf.value_checks.add(t, form)

@@ -8,6 +8,8 @@ import ast
 from dataclasses import dataclass, field
 
 from .expr import Expr, dotted_name
+from .fields import kind_of
+from .fields.base import value_kind
 from .ksy_base import (
     JS_SAFE,
     Untranslatable,
@@ -73,7 +75,7 @@ class Translator:
                 out.append("_")
             else:
                 out.append(ksy_id(p))
-            rs = f.struct if f.kind == "struct" else None
+            rs = value_kind(f).nested(f)
         return ".".join(out), f
 
     def value_of(self, node: ast.AST) -> str:
@@ -85,10 +87,9 @@ class Translator:
         path, f = self.resolve(dotted)
         if f is None:
             return path
-        if f.kind == "str":
-            return path if self.last_inline else f"{path}.value"
-        if f.kind == "scalar" and f.name in self.s.bytes_fields and path.split(".")[0] != "_":
-            return path
+        form = value_kind(f).ksy_value(path, self.last_inline)
+        if form is not None:
+            return form
         if self.s.element and path.split(".")[0] == "_" and f.name == self.s.subject:
             return "_"
         return path
@@ -173,7 +174,7 @@ class Translator:
                 raise Untranslatable("an element rule naming another element than the first")
             raise FirstElement()
         path, f = self.resolve(base)
-        if f is None or f.kind not in ("vec", "map") and not f.is_array:
+        if f is None or not kind_of(f).list_like(f):
             raise Untranslatable(f"subscript of {base}")
         if idx == -1:
             return f"{path}.last"
@@ -191,23 +192,10 @@ class Translator:
             return "_"
         path, f = self.resolve(d)
         assert f is not None
-        if f.kind in ("vec", "map"):
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated list inside its own rule")
-            return f"{head + '.' if head else ''}num_{last}"
-        if f.is_array:
-            return f"{path}.size"
-        if f.kind == "str" and self.last_inline:
-            head, _, last = path.rpartition(".")
-            if last == "_":
-                raise Untranslatable("len() of the validated string inside its own rule")
-            return f"{head + '.' if head else ''}len_{last}"
-        if f.kind == "str":
-            return f"{path}.len_value"
-        if f.kind == "bytes":
-            return f"{path}.size"
-        raise Untranslatable(f"len() of {d}")
+        form = kind_of(f).ksy_length(path, self.last_inline)
+        if form is None:
+            raise Untranslatable(f"len() of {d}")
+        return form
 
     def call(self, n: ast.Call) -> str:
         assert isinstance(n.func, ast.Name)

@@ -198,8 +198,9 @@ class FieldKind:
         return False
 
     def ksy_value(self, path: str, inline: bool) -> str | None:
-        """The Kaitai expression of the value of the field at ``path`` when it is not ``path``
-        itself (``inline``: the field is read inline), else None."""
+        """The Kaitai expression of the value of the field at ``path`` (``inline``: the field is
+        read inline), or None when the kind has no form of its own (the path, or ``_`` in an
+        element rule, stands for the value)."""
         return None
 
     def ksy_length(self, path: str, inline: bool) -> str | None:

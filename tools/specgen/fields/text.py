@@ -32,7 +32,7 @@ class Str(FieldKind):
         return True
 
     def ksy_value(self, path: str, inline: bool) -> str | None:
-        return None if inline else f"{path}.value"  # an inline string is decoded where it is read
+        return path if inline else f"{path}.value"  # an inline string is decoded where it is read
 
     def ksy_length(self, path: str, inline: bool) -> str | None:
         if not inline:
