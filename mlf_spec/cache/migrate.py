@@ -137,6 +137,7 @@ def index_pieces(raw: bytes, rename: dict[str, str], md5s: dict[int, str]) -> It
 
 
 _IND = " " * 4
+_quote = json.encoder.encode_basestring_ascii  # json.dumps's spelling of a string (ensure_ascii)
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
@@ -144,6 +145,30 @@ _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 def _indented(value: object, level: int) -> str:
     """``value`` as json.dumps(..., indent=4) writes it at nesting ``level``."""
     return json.dumps(value, indent=4).replace("\n", "\n" + _IND * level)
+
+
+_KEY_AT_5 = "\n" + _IND * 5
+_ITEM_AT_6 = ",\n" + _IND * 6
+
+
+def _record_text(rec: dict) -> str:
+    """``_indented(rec, 4)`` for a tensor record, the common values (strings, integers, lists of
+    integers) written here rather than by json's encoder; any other record through it."""
+    parts = []
+    for key, value in rec.items():
+        kind = type(value)
+        if kind is str:
+            text = _quote(value)
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is list and all(type(v) is int for v in value):
+            text = ("[\n" + _IND * 6 + _ITEM_AT_6.join(map(int.__repr__, value)) + _KEY_AT_5 + "]") if value else "[]"
+        else:
+            return _indented(rec, 4)
+        parts.append(_quote(key) + ": " + text)
+    if not parts:
+        return "{}"
+    return "{" + _KEY_AT_5 + ("," + _KEY_AT_5).join(parts) + "\n" + _IND * 4 + "}"
 
 
 def _shard_pieces(head: dict, rename: dict[str, str], md5: str | None) -> Iterator[str]:
@@ -164,7 +189,7 @@ def _shard_pieces(head: dict, rename: dict[str, str], md5: str | None) -> Iterat
             rec = json.loads(bytes(piece))
             if rec["dtype"] in rename:
                 rec["dtype"] = rename[rec["dtype"]]
-            out.append(("," if j else "") + "\n" + _IND * 4 + _indented(rec, 4))
+            out.append(("," if j else "") + "\n" + _IND * 4 + _record_text(rec))
             if len(out) >= 4096:
                 yield "".join(out)
                 out = []
