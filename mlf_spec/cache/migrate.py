@@ -53,7 +53,9 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
     if target not in INDEX_NAMES:
         raise MigrationError(f"cache version {target}: the versions are {sorted(INDEX_NAMES)}")
     check_output(out, inputs=[src, locate(src)[0]], directory=True)  # never over, around or inside the input
-    with codec.open(src) as lazy:
+    held = [codec.open(src)]  # the input, let go once the result is written (not held while it is read)
+    try:
+        lazy = held[0]
         source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
         plan = Plan(source, target)
         if lazy.index_name != INDEX_NAMES[target]:
@@ -62,14 +64,10 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
         md5s = _changes(lazy, rename, plan)
         b16_src = lazy.folder / B16_NAMES[source] if source in B16_NAMES else None
         _refuse_collisions(lazy, target)
+        del lazy
         with atomic_directory(Path(out), replace=replace) as tmp:
-            for i, shard in enumerate(lazy.index.shards):
-                _copy_shard(lazy, i, tmp / shard.data_path)
-            written = 0
-            with open(tmp / INDEX_NAMES[target], "w", encoding="utf-8") as f:
-                for piece in index_pieces(lazy.index.raw, rename, md5s):
-                    f.write(piece)
-                    written += len(piece)
+            written = _write_tree(held[0], tmp / INDEX_NAMES[target], rename, md5s)
+            held.pop().close()
             if b16_src is not None and b16_src.is_file() and not b16_src.is_symlink():
                 shutil.copyfile(b16_src, tmp / B16_NAMES[target])
                 if B16_NAMES[source] != B16_NAMES[target]:
@@ -77,7 +75,22 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
             # all or nothing: the loaders' checks hold on the result (whose index may be longer
             # than the input's, by its indentation, and so than the cap on what is read)
             codec.open(tmp / INDEX_NAMES[target], max_index=max(codec.MAX_INDEX, written)).close()
+    finally:
+        for lazy in held:
+            lazy.close()
     return plan
+
+
+def _write_tree(lazy: codec.LazyCache, index: Path, rename: dict[str, str], md5s: dict[int, str]) -> int:
+    """Copy the shards of ``lazy`` beside ``index`` and write the new index there; its length."""
+    for i, shard in enumerate(lazy.index.shards):
+        _copy_shard(lazy, i, index.parent / shard.data_path)
+    written = 0
+    with open(index, "w", encoding="utf-8") as f:
+        for piece in index_pieces(lazy.index.raw, rename, md5s):
+            f.write(piece)
+            written += len(piece)
+    return written
 
 
 def _changes(lazy: codec.LazyCache, rename: dict[str, str], plan: Plan) -> dict[int, str]:
