@@ -53,7 +53,9 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
     if target not in INDEX_NAMES:
         raise MigrationError(f"cache version {target}: the versions are {sorted(INDEX_NAMES)}")
     check_output(out, inputs=[src, locate(src)[0]], directory=True)  # never over, around or inside the input
-    with codec.open(src) as lazy:
+    held = [codec.open(src)]  # the input, let go once the result is written (not held while it is read)
+    try:
+        lazy = held[0]
         source = lazy.index.version or (2 if lazy.index_name.startswith("tensor") else 1)
         plan = Plan(source, target)
         if lazy.index_name != INDEX_NAMES[target]:
@@ -62,14 +64,10 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
         md5s = _changes(lazy, rename, plan)
         b16_src = lazy.folder / B16_NAMES[source] if source in B16_NAMES else None
         _refuse_collisions(lazy, target)
+        del lazy
         with atomic_directory(Path(out), replace=replace) as tmp:
-            for i, shard in enumerate(lazy.index.shards):
-                _copy_shard(lazy, i, tmp / shard.data_path)
-            written = 0
-            with open(tmp / INDEX_NAMES[target], "w", encoding="utf-8") as f:
-                for piece in index_pieces(lazy.index.raw, rename, md5s):
-                    f.write(piece)
-                    written += len(piece)
+            written = _write_tree(held[0], tmp / INDEX_NAMES[target], rename, md5s)
+            held.pop().close()
             if b16_src is not None and b16_src.is_file() and not b16_src.is_symlink():
                 shutil.copyfile(b16_src, tmp / B16_NAMES[target])
                 if B16_NAMES[source] != B16_NAMES[target]:
@@ -77,7 +75,22 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
             # all or nothing: the loaders' checks hold on the result (whose index may be longer
             # than the input's, by its indentation, and so than the cap on what is read)
             codec.open(tmp / INDEX_NAMES[target], max_index=max(codec.MAX_INDEX, written)).close()
+    finally:
+        for lazy in held:
+            lazy.close()
     return plan
+
+
+def _write_tree(lazy: codec.LazyCache, index: Path, rename: dict[str, str], md5s: dict[int, str]) -> int:
+    """Copy the shards of ``lazy`` beside ``index`` and write the new index there; its length."""
+    for i, shard in enumerate(lazy.index.shards):
+        _copy_shard(lazy, i, index.parent / shard.data_path)
+    written = 0
+    with open(index, "w", encoding="utf-8") as f:
+        for piece in index_pieces(lazy.index.raw, rename, md5s):
+            f.write(piece)
+            written += len(piece)
+    return written
 
 
 def _changes(lazy: codec.LazyCache, rename: dict[str, str], plan: Plan) -> dict[int, str]:
@@ -137,6 +150,7 @@ def index_pieces(raw: bytes, rename: dict[str, str], md5s: dict[int, str]) -> It
 
 
 _IND = " " * 4
+_quote = json.encoder.encode_basestring_ascii  # json.dumps's spelling of a string (ensure_ascii)
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
@@ -144,6 +158,30 @@ _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 def _indented(value: object, level: int) -> str:
     """``value`` as json.dumps(..., indent=4) writes it at nesting ``level``."""
     return json.dumps(value, indent=4).replace("\n", "\n" + _IND * level)
+
+
+_KEY_AT_5 = "\n" + _IND * 5
+_ITEM_AT_6 = ",\n" + _IND * 6
+
+
+def _record_text(rec: dict) -> str:
+    """``_indented(rec, 4)`` for a tensor record, the common values (strings, integers, lists of
+    integers) written here rather than by json's encoder; any other record through it."""
+    parts = []
+    for key, value in rec.items():
+        kind = type(value)
+        if kind is str:
+            text = _quote(value)
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is list and all(type(v) is int for v in value):
+            text = ("[\n" + _IND * 6 + _ITEM_AT_6.join(map(int.__repr__, value)) + _KEY_AT_5 + "]") if value else "[]"
+        else:
+            return _indented(rec, 4)
+        parts.append(_quote(key) + ": " + text)
+    if not parts:
+        return "{}"
+    return "{" + _KEY_AT_5 + ("," + _KEY_AT_5).join(parts) + "\n" + _IND * 4 + "}"
 
 
 def _shard_pieces(head: dict, rename: dict[str, str], md5: str | None) -> Iterator[str]:
@@ -164,7 +202,7 @@ def _shard_pieces(head: dict, rename: dict[str, str], md5: str | None) -> Iterat
             rec = json.loads(bytes(piece))
             if rec["dtype"] in rename:
                 rec["dtype"] = rename[rec["dtype"]]
-            out.append(("," if j else "") + "\n" + _IND * 4 + _indented(rec, 4))
+            out.append(("," if j else "") + "\n" + _IND * 4 + _record_text(rec))
             if len(out) >= 4096:
                 yield "".join(out)
                 out = []

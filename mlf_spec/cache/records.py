@@ -182,6 +182,10 @@ class Records(Sequence[TensorEntry]):
                 for row, (name, shape, dtype, fmt, nb, off, sh, pos) in enumerate(rows, a):
                     yield TensorEntry(name, shape, dtype, fmt, nb, off, sh, pos, extras.get(row))
 
+    def names_of(self, a: int, b: int) -> list[str]:
+        """The names of records ``a`` to ``b - 1``."""
+        return self._names_of(a, b)
+
     def _names_of(self, a: int, b: int) -> list[str]:
         names = self._names
         ends = self._ends[a:b].tolist()
@@ -299,6 +303,11 @@ class ByName(Mapping[str, TensorEntry]):
                 if len(rs) > 1:
                     self._later[rs[0]] = rs[-1]
                     self._hidden.update(rs[1:])
+
+    def dropped(self) -> set[int]:
+        """The positions of the records a later record of the same name hides (the loaders
+        keep the last): every record of a repeated name but its last."""
+        return set(self._later) | (self._hidden - set(self._later.values()))
 
     def position(self, name: str) -> int | None:
         """The position of the record ``name`` names (the last of a repeated name)."""

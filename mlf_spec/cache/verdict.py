@@ -61,9 +61,11 @@ class _Parts(Sequence[Any]):
 
     def __iter__(self) -> Iterator[Any]:
         yield self._index
+        # a repeated name's records but its last: the loaders keep the last
+        dropped = self._lazy.index.tensors.by_name().dropped()
         for shard, part in zip(self._lazy.index.shards, self._shards):
             yield part
-            yield from _tensor_parts(self._lazy, shard)
+            yield from _tensor_parts(shard, dropped)
 
     def __len__(self) -> int:
         return 1 + len(self._shards) + len(self._lazy.tensors)
@@ -78,42 +80,57 @@ class _Parts(Sequence[Any]):
         return list(self)[i]
 
 
-def _tensor_parts(lazy: LazyCache, shard: Any) -> Iterator[Any]:
+def _tensor_parts(shard: Any, dropped: set[int]) -> Iterator[Any]:
+    """The parts of ``shard``'s tensors, read off the columns: the facts of a record's dtype,
+    format, shape and size made once per distinct combination, no record object made."""
     from mlf_spec.verdict.engine import Part
 
-    last = lazy.by_name  # records are made on demand: the kept one is known by its place
-    for t in shard.tensors:
-        dt = dtypes.parse(t.dtype)
-        cpp_text = cpp_default_spelling(t.dtype) if dt is None else None
-        cpp_dt = dtypes.parse(cpp_text) if cpp_text else None
-        nbytes_ok = bytewise_ok = cpp_nbytes_ok = 0
-        if cpp_dt is not None and all(d >= 0 for d in t.shape):
-            cpp_nbytes_ok = int(rules.expected_nbytes(cpp_dt, t.format, t.shape) == t.nbytes)
-        if dt is not None and all(d >= 0 for d in t.shape):
-            nbytes_ok = int(rules.expected_nbytes(dt, t.format, t.shape) == t.nbytes)
-            bits = encodings.stored_bits(t.format, t.dtype, dt.bits) * dt.lanes
-            bytewise_ok = int(rules.numel(t.shape) * ((bits + 7) // 8) == t.nbytes)
-        yield Part("tensor", {
-            "parsed": int(dt is not None),
-            "since_minor": dt.since[1] if dt is not None and dt.since else 0,
-            "until_minor": dt.until[1] if dt is not None and dt.until else 0,
-            "cpp_default": int(cpp_dt is not None),
-            "cpp_default_bfloat": int(cpp_dt is not None and t.dtype.startswith("bfloat")),
-            "cpp_default_nbytes_ok": cpp_nbytes_ok,
-            "python_numpy": int(dtypes.python_reads(t.dtype)),
-            "nbytes_ok": nbytes_ok,
-            "nbytes_ok_bytewise": bytewise_ok,
-            "past_end": int(t.offset + t.nbytes > shard.nbytes),
-            "negative_offset": int(t.offset < 0),
-            "dropped": int(_place(last[t.name]) != _place(t)),
-            "format_known": int(t.format in encodings.ENCODINGS),
-            "empty_encoded": int(encodings.applies(t.format, t.dtype) and rules.numel(t.shape) == 0),
-            "numpy_shape_bad": int(rules.numpy_shape_bad(t.shape, dt)),
-            "scalar_encoded": int(encodings.applies(t.format, t.dtype) and len(t.shape) == 0),
-        }, t.path, t.name)
+    cols, lo, hi = shard.tensors.columns()
+    if hi == lo:
+        return
+    shapes, dtypes_, formats = cols.kind_tables()
+    shape_ids, dtype_ids, format_ids = (ids.tolist() for ids in cols.kind_ids(lo, hi))
+    kinds: dict[tuple[int, int, int, int], dict[str, int]] = {}
+    path, end = shard.path, shard.nbytes
+    for k, (name, sh, d, f, nb, off) in enumerate(zip(cols.names_of(lo, hi), shape_ids, dtype_ids, format_ids,
+                                                      cols.nbytes[lo:hi].tolist(), cols.offsets[lo:hi].tolist())):
+        key = (sh, d, f, nb)
+        base = kinds.get(key)
+        if base is None:
+            if len(kinds) > 1 << 16:  # distinct kinds are few in a model; a hostile index cannot grow it
+                kinds.clear()
+            base = kinds[key] = _kind_facts(shapes[sh], dtypes_[d], formats[f], nb)
+        yield Part("tensor", {**base, "past_end": int(off + nb > end), "negative_offset": int(off < 0),
+                              "dropped": int(lo + k in dropped)}, f"{path}.records[{k}]", name)
 
-def _place(t: Any) -> tuple[int, int]:
-    return t.shard, t.position
+
+def _kind_facts(shape: tuple[int, ...], dtype: str, fmt: str, nbytes: int) -> dict[str, int]:
+    """The facts of a tensor record that depend on its shape, dtype, format and size alone."""
+    dt = dtypes.parse(dtype)
+    cpp_text = cpp_default_spelling(dtype) if dt is None else None
+    cpp_dt = dtypes.parse(cpp_text) if cpp_text else None
+    nbytes_ok = bytewise_ok = cpp_nbytes_ok = 0
+    if cpp_dt is not None and all(d >= 0 for d in shape):
+        cpp_nbytes_ok = int(rules.expected_nbytes(cpp_dt, fmt, shape) == nbytes)
+    if dt is not None and all(d >= 0 for d in shape):
+        nbytes_ok = int(rules.expected_nbytes(dt, fmt, shape) == nbytes)
+        bits = encodings.stored_bits(fmt, dtype, dt.bits) * dt.lanes
+        bytewise_ok = int(rules.numel(shape) * ((bits + 7) // 8) == nbytes)
+    return {
+        "parsed": int(dt is not None),
+        "since_minor": dt.since[1] if dt is not None and dt.since else 0,
+        "until_minor": dt.until[1] if dt is not None and dt.until else 0,
+        "cpp_default": int(cpp_dt is not None),
+        "cpp_default_bfloat": int(cpp_dt is not None and dtype.startswith("bfloat")),
+        "cpp_default_nbytes_ok": cpp_nbytes_ok,
+        "python_numpy": int(dtypes.python_reads(dtype)),
+        "nbytes_ok": nbytes_ok,
+        "nbytes_ok_bytewise": bytewise_ok,
+        "format_known": int(fmt in encodings.ENCODINGS),
+        "empty_encoded": int(encodings.applies(fmt, dtype) and rules.numel(shape) == 0),
+        "numpy_shape_bad": int(rules.numpy_shape_bad(shape, dt)),
+        "scalar_encoded": int(encodings.applies(fmt, dtype) and len(shape) == 0),
+    }
 
 
 def verdict(lazy: LazyCache, version: str) -> Verdict:

@@ -289,18 +289,22 @@ _READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
 def _refused_by(path: str, version: int) -> list[tuple[str, str, str]]:
     """(TVM version, rule, message) for each reader of cache ``version`` that rejects the
     cache at ``path``: a migration whose result its target's loaders refuse says so."""
-    from mlf_spec.cache import check as _ccheck
     from mlf_spec.cache import codec
     from mlf_spec.cache.folder import locate
+    from mlf_spec.cache.verdict import verdict as _verdict
 
     folder, name = locate(path)
     cap = max(codec.MAX_INDEX, os.path.getsize(folder / name))  # the migration wrote it (see migrate)
-    out = []
-    for tvm in _READERS_OF.get(version, ()):
-        verdict = _ccheck.check(path, tvm=tvm, max_index=cap).tvm
-        if verdict is not None and verdict.verdict in ("rejects", "crashes"):
-            first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
-            out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))
+    out: list[tuple[str, str, str]] = []
+    readers = _READERS_OF.get(version, ())
+    if not readers:
+        return out
+    with codec.open(path, strict=False, max_index=cap) as lazy:  # one reading for every reader's verdict
+        for tvm in readers:
+            verdict = _verdict(lazy, tvm)
+            if verdict.verdict in ("rejects", "crashes"):
+                first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
+                out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))
     return out
 
 
