@@ -152,15 +152,7 @@ class Records(Sequence[TensorEntry]):
     def __getitem__(self, i: slice) -> list[TensorEntry]: ...
 
     def __getitem__(self, i: int | slice) -> TensorEntry | list[TensorEntry]:
-        if isinstance(i, slice):
-            lo, hi, step = i.indices(len(self))
-            return list(self.range(lo, max(lo, hi))) if step == 1 else [self[k] for k in range(lo, hi, step)]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("record index out of range")
-        return next(self.range(i, i + 1))
+        return _item(self, 0, len(self), i)
 
     def __iter__(self) -> Iterator[TensorEntry]:
         return self.range(0, len(self))
@@ -234,6 +226,20 @@ class Records(Sequence[TensorEntry]):
         return sum(self.nbytes.tolist())
 
 
+def _item(records: Records, base: int, n: int, i: int | slice) -> TensorEntry | list[TensorEntry]:
+    """``window[i]`` of the ``n`` records of ``records`` from ``base`` (an index or a slice)."""
+    if isinstance(i, slice):
+        lo, hi, step = i.indices(n)
+        if step == 1:
+            return list(records.range(base + lo, base + max(lo, hi)))
+        return [next(records.range(base + k, base + k + 1)) for k in range(lo, hi, step)]
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError("record index out of range")
+    return next(records.range(base + i, base + i + 1))
+
+
 class ShardRecords(Sequence[TensorEntry]):
     """The records of one shard: a window on :class:`Records`."""
 
@@ -250,17 +256,7 @@ class ShardRecords(Sequence[TensorEntry]):
     def __getitem__(self, i: slice) -> list[TensorEntry]: ...
 
     def __getitem__(self, i: int | slice) -> TensorEntry | list[TensorEntry]:
-        if isinstance(i, slice):
-            lo, hi, step = i.indices(len(self))
-            if step != 1:
-                return [self[k] for k in range(lo, hi, step)]
-            return list(self._records.range(self._lo + lo, self._lo + max(lo, hi)))
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("record index out of range")
-        return self._records[self._lo + i]
+        return _item(self._records, self._lo, len(self), i)
 
     def __iter__(self) -> Iterator[TensorEntry]:
         return self._records.range(self._lo, self._hi)
