@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from html import escape
+from html import escape as _entities
 from typing import Any
+
+from mlf_spec._text import terminal_safe
 
 from .report import UNEXPECTED, WORDS
 from .results import known, plural, unexpected
+
+
+def escape(text: str, quote: bool = True) -> str:
+    """Text from a testee or a report for the page: control characters (ANSI escapes, BEL,
+    NUL, bidi overrides) as ``\\uNNNN``, as the Markdown page and the terminal show them,
+    then ``&``, ``<``, ``>`` (and quotes) as entities."""
+    return _entities(terminal_safe(text), quote)
+
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em;color:#222}

@@ -278,3 +278,15 @@ def test_conformance_run_keeps_its_label_on_the_run_line(tmp_path):
     assert records[0]["label"] == "nightly #42"
     e = results.entry(records)
     assert e["label"] == "nightly #42" and html._columns([e])[0].endswith(" nightly #42")
+
+
+def test_control_characters_from_a_testee_are_escaped_on_the_page():
+    # the page wrote a testee's ESC, BEL and NUL raw (the Markdown page and the terminal show \uNNNN)
+    records = _synthetic("fail", label="nightly\x00\x1b[0m", n=2)
+    records[0]["testee"] = "adapter:<script>alert(1)</script>\x1b[31mred\x07"
+    records[1]["message"] = "tensors[0].name: got '\x1b]8;;x\x07\u202e'"
+    text = html.page([results.entry(records)])
+    assert not [ch for ch in text if ch not in "\n\t" and (ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e")]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;\\u001b[31mred\\u0007" in text
+    assert "nightly\\u0000\\u001b[0m" in text and "\\u001b]8;;x\\u0007\\u202e" in text
+    assert text.count("<script") == 1  # the page's own
