@@ -81,6 +81,8 @@ def _add_run(csub: Any) -> None:
     run.add_argument("--no-known-failures", action="store_true", help="ignore the adapter's known-failures file")
     run.add_argument("--report-json", metavar="FILE", help="write the JSON Lines report here (as the run goes)")
     run.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
+    run.add_argument("--report-html", metavar="FILE", help="write the HTML results page of the run here (what "
+                     "`conformance report --html` makes of its JSON report)")
     run.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once (default 1)")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case (default 60)")
     run.add_argument("--max-output", type=int, default=None, help="bytes a testee may print per case")
@@ -342,7 +344,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"mlf-spec: error: {exc.message}", file=sys.stderr)
         return 2
     choose = _sampler(known, args.sample_keep or []) if args.sample else None
-    jsonl = _report.JsonLines(args.report_json) if args.report_json else None
+    report_path, scratch = args.report_json, None
+    if args.report_html and not report_path:  # the page is made from the JSON report: keep one aside
+        scratch = _scratch_report(args.report_html)
+        report_path = str(scratch)
+    jsonl = _report.JsonLines(report_path) if report_path else None
     gen_record: dict[str, Any] | None = None
     gen_results: list[dict[str, Any]] = []
     try:
@@ -358,15 +364,45 @@ def _run(args: argparse.Namespace) -> int:
         seconds = result.seconds
         if args.generate:
             gen_results, seconds, gen_record, known = _generated(args, result, known, jsonl)
+        if jsonl is not None:
+            jsonl.close()
+        results = result.results + gen_results
+        if args.junit:
+            _report.write_junit(args.junit, results, testee.describe(), seconds)
+        if args.report_html:
+            _write_page(args.report_html, report_path, args.label, kept=bool(args.report_json))
     finally:
         if jsonl is not None:
             jsonl.close()
-    results = result.results + gen_results
-    if args.junit:
-        _report.write_junit(args.junit, results, testee.describe(), seconds)
+        if scratch is not None:
+            scratch.unlink(missing_ok=True)
     _report.write_results(sys.stdout, result, results, known, quiet=args.quiet, generated=gen_record,
                           generated_results=gen_results, generating=bool(args.generate))
     return 1 if any(r["outcome"] in _report.UNEXPECTED for r in results) else 0
+
+
+def _scratch_report(page: str) -> Path:
+    """A file beside the page for the JSON report a ``--report-html`` run without
+    ``--report-json`` is made from (removed after the run)."""
+    import os
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=".mlf-spec-run-", suffix=".jsonl", dir=Path(page).resolve().parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _write_page(page: str, report_path: str, label: str | None, *, kept: bool) -> None:
+    """The HTML results page of one run's JSON report, written atomically (``kept``: the
+    report is the user's --report-json, named in errors; else a scratch file)."""
+    from mlf_spec._io import atomic_write_bytes
+    from mlf_spec.conformance import html, results
+    from mlf_spec.conformance.report import read_report
+
+    entry = results.entry(read_report(report_path), reproduce=True, source=report_path if kept else "")
+    title = "Conformance results" + (f": {label}" if label else "")
+    atomic_write_bytes(Path(page), html.page([entry], title).encode("utf-8"))
+    print(f"wrote {page}", file=sys.stderr)
 
 
 def _run_outputs_ok(args: argparse.Namespace) -> bool:
@@ -374,7 +410,7 @@ def _run_outputs_ok(args: argparse.Namespace) -> bool:
     --sample (False: the error is printed)."""
     from mlf_spec._io import check_output
 
-    for out in (args.report_json, args.junit):
+    for out in (args.report_json, args.junit, args.report_html):
         if out:
             check_output(out)
     if args.generate:

@@ -35,7 +35,8 @@ _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;text-align:left}
-th{background:#f3f3f3}td.cell{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f3f3}td.cell{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th,td{overflow-wrap:anywhere}#summary td:nth-child(-n+2),th[data-impl]{max-width:18em}
 .all{background:#dff5d8}.some{background:#fff2c4}.none{background:#f8d3cc}.na{color:#999}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ddd}
 #filters label{margin-right:1em}details{border:1px solid #ddd;margin:.3em 0;padding:.2em .6em}
@@ -64,6 +65,7 @@ _SCRIPT = """
       el.hidden=!ok;});
     var shown=q('[data-row="failure"]').filter(function(el){return !el.hidden;}).length;
     document.getElementById('shown').textContent=String(shown);
+    document.getElementById('shown-noun').textContent=shown===1?'group':'groups';
   }
   q('#filters input, #filters select').forEach(function(el){el.addEventListener('input',apply);
     el.addEventListener('change',apply);});
@@ -155,7 +157,8 @@ def page(entries: list[dict[str, Any]], title: str = "Conformance results") -> s
         for r in e["coverage"]:
             table = rules if r["feature"] == "rule" else features
             key = (r["format"], r["value"], "") if r["feature"] == "rule" else (r["format"], r["feature"], r["value"])
-            table[key][col] = (r["passed"], r["total"])
+            # a report older than the unexpected count is coloured by passed/total
+            table[key][col] = (r["passed"], r["total"]) + ((r["unexpected"],) if "unexpected" in r else ())
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
@@ -200,7 +203,7 @@ def _filters(names: list[str], formats: list[str]) -> list[str]:
             + "".join(f'<option value="{o}">{escape(WORDS[o])}</option>'
                       for o in ("fail", "error", "xfail", "flaky", "xpass"))
             + '</select></label><label>Text <input id="f-text" type="search" placeholder="case id, rule, reason">'
-            + '</label> <span><span id="shown">0</span> groups of failures shown</span></div>']
+            + '</label> <span><span id="shown">0</span> <span id="shown-noun">groups</span> of failures shown</span></div>']
 
 
 def _failures(entries: list[dict[str, Any]], names: list[str]) -> list[str]:

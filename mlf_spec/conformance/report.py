@@ -91,10 +91,10 @@ def read_report(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def coverage(results: list[dict[str, Any]], features: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
-    """Rows (format, feature, value, passed, total) over the cases that ran (not skipped); a
-    flaky known failure that passed is not counted as passed; a retargeted case counts under
-    the option values it ran with."""
-    table: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    """Rows (format, feature, value, passed, total, unexpected) over the cases that ran (not
+    skipped); a flaky known failure that passed is not counted as passed; a retargeted case
+    counts under the option values it ran with; ``unexpected`` counts fail, error and xpass."""
+    table: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for r in results:
         if r["outcome"] == "skip":
             continue
@@ -104,8 +104,9 @@ def coverage(results: list[dict[str, Any]], features: dict[str, dict[str, list[s
                 cell = table[(r["format"], feature, v)]
                 cell[1] += 1
                 cell[0] += r["outcome"] == "pass" and not r.get("flaky")
-    return [{"format": f, "feature": k, "value": v, "passed": p, "total": t}
-            for (f, k, v), (p, t) in sorted(table.items())]
+                cell[2] += r["outcome"] in UNEXPECTED
+    return [{"format": f, "feature": k, "value": v, "passed": p, "total": t, "unexpected": u}
+            for (f, k, v), (p, t, u) in sorted(table.items())]
 
 
 def shown(rec: dict[str, Any]) -> str:

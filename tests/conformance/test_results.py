@@ -4,6 +4,7 @@ the comparison of two runs and the JSON index; malformed reports are MlfErrors w
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -290,3 +291,64 @@ def test_control_characters_from_a_testee_are_escaped_on_the_page():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\\u001b[31mred\\u0007" in text
     assert "nightly\\u0000\\u001b[0m" in text and "\\u001b]8;;x\\u0007\\u202e" in text
     assert text.count("<script") == 1  # the page's own
+
+
+def _matrix_cells(page: str, matrix_id: str) -> list[tuple[str, str]]:
+    """(class, passed/run) of every run's cell of one matrix of the page."""
+    import re
+
+    table = page.split(f'<table id="{matrix_id}">', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<td data-impl="[^"]*" class="cell (\w+)"[^>]*>(\d+/\d+)</td>', table)
+
+
+def test_the_feature_and_rule_rows_colour_by_unexpected_failures_only(tmp_path):
+    # the Features and Rules tables coloured by passed/total: a run whose every failure is known showed red and
+    # yellow rows while its badge and summary were green
+    cmd = ["conformance", "run", "--testee", shlex.join(BAD + ["serve-wrong"]), "--id", "params.bound.*",
+           "--id", "params.valid.*", "--quiet"]
+    bare = tmp_path / "bare.jsonl"
+    assert cli([*cmd, "--report-json", str(bare), "--report-html", str(tmp_path / "bare.html")]) == 1
+    failed = [r["id"] for r in report.read_report(bare) if r.get("outcome") in ("fail", "error")]
+    assert len(failed) > 10
+    kf = tmp_path / "known.txt"
+    kf.write_text("".join(f"{i}  the first shape is off by one\n" for i in failed), encoding="utf-8")
+    page = tmp_path / "known.html"
+    assert cli([*cmd, "--known-failures", str(kf), "--report-html", str(page)]) == 0
+    assert not list(tmp_path.glob(".mlf-spec-run-*"))  # the scratch report is gone
+    for name in ("known.html", "bare.html"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        for matrix in ("m-features", "m-rules"):
+            cells = _matrix_cells(text, matrix)
+            classes = {c for c, _ in cells}
+            assert cells and (classes == {"all"}) == (name == "known.html"), (name, matrix, sorted(classes))
+            # the known run's green rows still say that not every case passed
+            assert any(int(n.split("/")[0]) < int(n.split("/")[1]) for _, n in cells)
+    # the summary record carries the count the colour comes from, per row
+    rows = report.read_report(bare)[-1]["coverage"]
+    assert sum(r["unexpected"] for r in rows if r["feature"] == "dialect") == len(failed)
+    assert all(r["total"] - r["passed"] >= r["unexpected"] for r in rows)
+
+
+def test_a_report_written_before_the_unexpected_count_is_coloured_by_passed_and_total():
+    e = results.entry(_synthetic("xfail", n=3))
+    e["coverage"] = [{"format": "params", "feature": "dialect", "value": "v0.26", "passed": 1, "total": 4}]
+    assert _matrix_cells(html.page([e]), "m-features") == [("some", "1/4")]
+    e["coverage"][0]["unexpected"] = 0
+    assert _matrix_cells(html.page([e]), "m-features") == [("all", "1/4")]
+
+
+def test_a_long_testee_name_keeps_the_page_within_a_desktop_screen(tmp_path):
+    # a long testee name pushed the summary table past 1366 px; "1 groups of failures shown"
+    records = _synthetic("fail", n=1)
+    records[0]["testee"] = "adapter:" + "acme-params-reader-with-a-very-long-name" * 4
+    records[0]["testee_info"]["version"] = "1.2.3+" + "g0123456789abcdef" * 4
+    page_file = tmp_path / "results.html"
+    page_file.write_text(html.page([results.entry(records), results.entry(_synthetic("xfail"))]), encoding="utf-8")
+    with browser_support.browser_page() as page:
+        page.set_viewport_size({"width": 1366, "height": 768})
+        page.goto(page_file.as_uri())
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1366, width
+        assert page.locator("#filters span").first.inner_text() == "2 groups of failures shown"
+        page.locator("input.impl").nth(1).uncheck()
+        assert page.locator("#filters span").first.inner_text() == "1 group of failures shown"
