@@ -209,13 +209,23 @@ class Blob:
         if self.unread_root is not None and self.unread_root.payload is not None:
             return Module(self.unread_root.kind, self.unread_root.payload)
         if self.row_ptr is None:
-            return Module.lib(*self.modules())
-        return self.modules()[0]
+            return Module.lib(*self._nodes())
+        return self._nodes()[0]
 
     def modules(self) -> list[Module]:
         """The module graph as :meth:`root` builds it, one node per entry in blob order
         (``modules()[0]`` is the root when there is an import tree): what
-        ``build(root, order=modules)`` numbers as the blob did."""
+        ``build(root, order=modules)`` numbers as the blob did. A blob of count 0 gives
+        ``[root()]``: its one module is its root (a bare ``_lib``, or the root module
+        0.14-0.21 pack after the count)."""
+        if not self.entries and self.row_ptr is None:
+            root = self.root()
+            root._count_zero = True
+            return [root]
+        return self._nodes()
+
+    def _nodes(self) -> list[Module]:
+        """One node per entry in blob order, the import tree's edges set."""
         for e in self.entries:
             if e.kind == IMPORT_TREE:
                 # a tvm-ffi blob may name a module so (tvm-ffi's loader then finds no loader for

@@ -33,7 +33,7 @@ class Module:
     is one node, and a tree read from a blob may even contain cycles (TVM's loader accepts
     them); every walk here is cycle-safe."""
 
-    __slots__ = ("kind", "payload", "imports", "_row_reversed")
+    __slots__ = ("kind", "payload", "imports", "_row_reversed", "_count_zero")
 
     def __init__(self, kind: str, payload: Payload | None = None, imports: Sequence[Module] | None = None) -> None:
         if kind == LIB and payload is not None:
@@ -46,6 +46,7 @@ class Module:
         self.payload = payload
         self.imports: list[Module] = list(imports or [])
         self._row_reversed = False  # set by Blob.modules(): imports are its blob row reversed
+        self._count_zero = False  # set by Blob.modules() on the root of a blob of count 0 (no tree)
 
     @classmethod
     def lib(cls, *imports: Module) -> Module:
@@ -201,6 +202,8 @@ def build(root: Module, *, format: str = "ffi", era: str | tuple[int, ...] | Non
     if mismatch is not None:
         raise mismatch
     given = _given(root, order) if order is not None else None
+    if given is not None and root._count_zero and not root.imports and len(given[0]) == 1:
+        given = None  # the modules() of a blob of count 0: packed as count 0 again, not as a one-row tree
     if given is not None and format == "legacy" and not writer_era(e).import_tree:
         raise UnsupportedError("a legacy blob of TVM up to 0.6 has no import tree to number", field="order")
     try:

@@ -161,19 +161,37 @@ def _run_atheris_block(doc_dir: Path, code: str) -> None:
     assert "Done 30 runs" in r.stderr
 
 
+#: what README's claim leaves out: an import tree not read as written, bytes after the body
+_NOT_CLAIMED = {"tree.order", "tree.unused-children", "blob.trailing-bytes"}
+#: every import-tree vector of the claim (filled by _one_blob_per_era)
+_TREE_BLOBS: list[Path] = []
+
+
 def _one_blob_per_era() -> list[Path]:
-    """One vector blob of each layout and era read without an ``era`` (a device module under
-    _lib where the era has one): the README's blob block must hold for each. A 0.2-0.6 blob
-    (no import tree) is left out: read without ``era="0.6"`` it is taken for a 0.7-0.20 one."""
-    found: dict[str, Path] = {}
+    """Vector blobs the README's blob block must hold for: one of each layout and era (a
+    device module under _lib where the era has one), one of each era as ``blob.read`` detects
+    it, and the count-0 shapes of every era (a bare _lib, a root without imports) and 0.7's
+    one _lib per DSO module. A 0.2-0.6 blob (no import tree) is left out: read
+    without ``era="0.6"`` it is taken for a 0.7-0.20 one; so is what README's claim leaves out."""
+    from mlf_spec import blob
+
+    found: dict[object, Path] = {}
     for p in sorted((ROOT / "vectors" / "blob").glob("blob.*.bin")):
-        m = re.match(r"blob\.((?:legacy|ffi)\.\d+\.\d+)\.", p.name)
-        if m and m.group(1) != "legacy.0.6" and ".tree." not in p.name:
-            if m.group(1) not in found or "device_binary" in p.name:
-                found[m.group(1)] = p
-    return sorted(found.values())
-
-
+        m = re.match(r"blob\.((?:legacy|ffi)\.(?:\d+\.\d+|latest))\.", p.name)
+        if not m or m.group(1) == "legacy.0.6":
+            continue
+        b = blob.read_one(p)
+        if _NOT_CLAIMED & {f.code for f in b.findings}:
+            continue
+        if ".tree." in p.name:
+            _TREE_BLOBS.append(p)
+            if not re.search(r"\.tree\.(lib-only|root-without-imports|two-libs|two-libs-only)\.", p.name):
+                continue  # TVM's own numbering (the block's first build) need not make what 0.7 or a hand wrote
+            found[p.name] = p
+        if m.group(1) not in found or "device_binary" in p.name:
+            found[m.group(1)] = p
+        found.setdefault((b.format, b.era_label), p)
+    return sorted(set(found.values()))
 _ERA_BLOBS = _one_blob_per_era()
 
 
@@ -189,8 +207,31 @@ def test_the_readme_blob_block_holds_for_a_blob_of_every_era(doc_dir: Path, vect
     assert ns["b"].data == vector.read_bytes()
 
 
+@pytest.mark.parametrize("vector", _TREE_BLOBS, ids=lambda p: p.name)
+def test_the_readme_rebuild_from_modules_holds_for_every_import_tree_shape(vector: Path) -> None:
+    # README: `blob.build(m[0], order=m, ...)` rebuilds every blob blob.read accepts whose tree is read as written;
+    # on a bare _lib of count 0 modules() was [] and m[0] raised IndexError
+    from mlf_spec import blob
+
+    block = next(m.group(1) for m in _BLOCK.finditer((ROOT / "README.md").read_text(encoding="utf-8"))
+                 if 'blob.read_one("deploy.so")' in m.group(1))
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("m = b.modules()"))
+    ns = {"blob": blob, "b": blob.read_one(vector)}
+    exec(compile("\n".join(lines[start:]), f"README.md rebuild on {vector.name}", "exec"), ns)  # noqa: S102
+    assert ns["m"][0].imports or len(ns["m"]) == 1
+
+
 def test_blob_vectors_of_several_eras_are_found() -> None:
-    assert {p.name.split(".")[1] for p in _ERA_BLOBS} == {"legacy", "ffi"} and len(_ERA_BLOBS) >= 5
+    from mlf_spec import blob
+
+    assert {p.name.split(".")[1] for p in _ERA_BLOBS} == {"legacy", "ffi"}
+    # every era blob.read tells apart, and the bare _lib of count 0 (modules() gave [] and m[0] raised)
+    assert {blob.read_one(p).era_label for p in _ERA_BLOBS} == {
+        "0.7 (one _lib per DSO module)", "0.7-0.20", "0.21", "0.22-0.23", "0.24 or later"}
+    assert {"blob.legacy.0.14.tree.lib-only.bin", "blob.legacy.0.20.tree.root-without-imports.bin"} <= {
+        p.name for p in _ERA_BLOBS}
+    assert len(_TREE_BLOBS) >= 30 and any(".tree.shared." in p.name for p in _TREE_BLOBS)
 
 
 def test_the_readme_isolation_block_runs_as_a_script(doc_dir: Path) -> None:
