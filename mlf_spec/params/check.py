@@ -510,7 +510,7 @@ def _tvm_verdict(r: _Reading, reader: tuple[int, ...], version: str, writer: str
     reasons = ev.apply("params_file", {"names": len(pf.names), "count": pf.count, "trailing_bytes": pf.trailing,
                                        "reserved": pf.reserved, "truncated": int(pf.truncated),
                                        "ambiguous": int(ambiguous and source == "detected"),
-                                       "candidates": ", ".join(candidates), "writer": label}, "file")
+                                       "candidates": ", ".join(candidates), "writer": writer_dialect.text}, "file")
     last = {n: i for i, n in enumerate(pf.names)}
     for rec in pf.records:
         facts = tensor_facts(rec, writer_dialect, r.max_bytes.get(rec.key, -1), last.get(rec.name, rec.index) != rec.index)
