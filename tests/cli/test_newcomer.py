@@ -324,6 +324,12 @@ def test_every_output_names_a_dialect_with_its_one_label_from_the_spec(capsys) -
             seen.add(dialect_id)
         assert "dialect v0.13 (TVM 0.13 to 0.19), given" in texts[2]
     assert len(seen) >= 2
+    # the reason of a file several dialects read otherwise named the writer as a range ('0.26 on')
+    code, out, err = run(["params", "check", "--tvm", "0.27", str(ROOT / "vectors" / "params" /
+                                                                  "params.bound.dbs-subbyte-floor.params")], capsys)
+    (reason,) = [line for line in out.splitlines() if "file.writer-uncertain" in line]
+    dialect_id, label = re.search(r"the verdict takes the writer's dialect to be (v0\.\d+) \(([^)]*)\)", reason).groups()
+    assert label == labels[dialect_id] and " on " not in reason, reason
 
 
 def test_a_tensor_tvm_016_cannot_use_at_all_is_rejected_not_misread(tmp_path: Path, capsys) -> None:
