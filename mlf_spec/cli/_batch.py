@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from mlf_spec import sniff as _sniff
@@ -336,6 +337,16 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
         raise MlfError(f"{k.hint()}; no {what} found in it", file=inp.name)
     try_ = f"; try `{k.command}`" if k.command else ""
     raise MlfError(f"this is {k.label}, not {what}{try_}", file=inp.name)
+
+
+def require_file(path: str, name: str) -> None:
+    """MlfError unless ``path`` is a file: "no such file", or a directory named where a
+    file is wanted."""
+    p = Path(path)
+    if p.is_dir():
+        raise MlfError("a directory, not a file; name a file", file=name)
+    if not p.is_file():
+        raise MlfError("no such file", file=name)
 
 
 def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:

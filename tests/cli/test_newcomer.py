@@ -553,3 +553,13 @@ def test_the_first_line_of_every_check_names_the_kind(tmp_path: Path, capsys) ->
     heads = sorted(line for line in out.splitlines() if line.startswith(str(tmp_path)))
     assert [h.split(": ")[1] for h in heads] == [".params file", "MLF archive, version 7, full-model", "module blob",
                                                  "tensor cache"], heads
+
+
+def test_blob_extract_of_a_folder_says_it_is_a_folder_not_that_it_is_missing(tmp_path: Path, capsys) -> None:
+    # `blob extract DIR -o x.bin` said "DIR: no such file"
+    (tmp_path / "d").mkdir()
+    code, _, err = run(["blob", "extract", str(tmp_path / "d"), "-o", str(tmp_path / "x.bin")], capsys)
+    assert code == 2 and err.strip() == f"mlf-spec: error: {tmp_path / 'd'}: a directory, not a file; name a file"
+    code, _, err = run(["blob", "extract", str(tmp_path / "gone"), "-o", str(tmp_path / "x.bin")], capsys)
+    assert code == 2 and err.strip() == f"mlf-spec: error: {tmp_path / 'gone'}: no such file"
+    assert not (tmp_path / "x.bin").exists()
