@@ -196,6 +196,8 @@ def main() -> int:
             old = json.loads((ROOT / "benchmarks" / "results" / "cache_index.json").read_text())
             ran = {(r["records"], r["command"]) for r in rows}
             result["rows"] = [r for r in old["rows"] if (r["records"], r["command"]) not in ran] + rows
+            if not args.note and old.get("note"):
+                result["note"] = old["note"]  # the recorded rows keep what was said of them
         result["rows"].sort(key=lambda r: (r["records"], COMMANDS.index(r["command"])))
         record("cache_index", result)
         print(f"recorded; docs/tensor-cache.md {'updated' if update_docs(result) else 'unchanged'}")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from .errors import MlfError, OutputExistsError
+from .errors import CannotOpenError, MlfError, OutputExistsError
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes]
 
@@ -87,11 +87,11 @@ def open_regular_fd(path: str | os.PathLike[str]) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise MlfError(f"cannot open: {exc.strerror}", file=name) from None
+        raise CannotOpenError(f"cannot open: {exc.strerror}", file=name) from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise MlfError("cannot open: Is a directory", file=name)
+            raise CannotOpenError("cannot open: Is a directory", file=name)
         if not stat.S_ISREG(mode):
             raise MlfError("not a regular file (a FIFO, a device or a socket): read it from a file, or as bytes",
                            file=name)

@@ -191,6 +191,11 @@ class LossRefusedError(MigrationError):
         self.losses: list[str] = list(losses)
 
 
+class CannotOpenError(MlfError):
+    """The input could not be opened or its folder not listed (permissions, a directory
+    named as a file): no reader saw its bytes."""
+
+
 class OutputExistsError(MlfError):
     """The output path exists and the caller did not ask to replace it."""
 

@@ -30,17 +30,41 @@ _NEW_FLOAT8 = {v: k for k, v in _OLD_FLOAT8.items()}
 
 @dataclass
 class Plan:
-    """What a migration did: ``source``/``target`` versions, the changes made, and
-    ``notes`` on what the target's loaders of some versions still cannot read."""
+    """What a migration did: ``source``/``target`` versions, the changes made, ``notes``
+    on what the target's loaders of some versions still cannot read, and ``refused_by``:
+    (TVM version, rule, message) for each of the target's readers (:data:`READERS_OF`)
+    whose loaders reject the result."""
 
     source: int
     target: int
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    refused_by: list[tuple[str, str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON form."""
-        return {"from": self.source, "to": self.target, "changes": self.changes, "notes": self.notes}
+        return {"from": self.source, "to": self.target, "changes": self.changes, "notes": self.notes,
+                "refused_by": [{"tvm": v, "rule": r} for v, r, _ in self.refused_by]}
+
+
+#: The TVM versions whose loaders a cache of each version is written for (the first and the
+#: last release of each, and where the float8 spelling changed: 0.20).
+READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
+
+
+def _refusals(lazy: codec.LazyCache, version: int) -> list[tuple[str, str, str]]:
+    """(TVM version, rule, message) for each reader of cache ``version`` that rejects ``lazy``."""
+    from mlf_spec._text import printable
+
+    from .verdict import verdict
+
+    out = []
+    for tvm in READERS_OF.get(version, ()):
+        v = verdict(lazy, tvm)
+        if v.verdict in ("rejects", "crashes"):
+            first = next((r for r in v.reasons if r.verdict == v.verdict), None)
+            out.append((tvm, first.rule if first else v.verdict, printable(first.message) if first else ""))
+    return out
 
 
 def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: int, *, replace: bool = False,
@@ -73,8 +97,10 @@ def migrate(src: str | os.PathLike[str], out: str | os.PathLike[str], target: in
                 if B16_NAMES[source] != B16_NAMES[target]:
                     plan.changes.append(f"bf16 index {B16_NAMES[source]} -> {B16_NAMES[target]}")
             # all or nothing: the loaders' checks hold on the result (whose index may be longer
-            # than the input's, by its indentation, and so than the cap on what is read)
-            codec.open(tmp / INDEX_NAMES[target], max_index=max(codec.MAX_INDEX, written)).close()
+            # than the input's, by its indentation, and so than the cap on what is read); the
+            # same reading gives the target readers' verdicts (the index is read once)
+            with codec.open(tmp / INDEX_NAMES[target], max_index=max(codec.MAX_INDEX, written)) as result:
+                plan.refused_by = _refusals(result, target)
     finally:
         for lazy in held:
             lazy.close()

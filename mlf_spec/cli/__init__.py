@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "params": ("params", "inspect and convert .params tensor files"),
     "cache": ("cache", "inspect, check, migrate, compare and convert tensor caches (tensor-cache.json + shards)"),
     "blob": ("blob", "inspect the module blob of exported TVM libraries"),
-    "inspect": ("archive", "show what MLF archives (tars or directories) hold"),
+    "inspect": ("archive", "show what an artifact holds: its kind, then its contents (any kind check reads)"),
     "check": ("check", "check artifacts (MLF archives, .params, blobs, graph JSON, tensor caches) for conformance"),
     "diff": ("diff", "compare two artifacts of the same kind (.params, MLF archives, module blobs)"),
     "extract": ("extract", "extract an MLF archive into a new directory, safely"),

@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from mlf_spec import sniff as _sniff
@@ -147,6 +148,8 @@ class Outcome:
     #: not counted as an input: a file a directory walk found that is no TVM artifact (nothing
     #: shown), or an input passed over with the reason in ``notes`` (e.g. already past a migration's target)
     skipped: bool = False
+    #: unreadable because it could not be opened or listed (counted apart in the summary line)
+    unopened: bool = False
 
 
 Work = Callable[[Input, argparse.Namespace], Outcome]
@@ -336,11 +339,23 @@ def guard(inp: Input, accept: frozenset[str], what: str) -> None:
     raise MlfError(f"this is {k.label}, not {what}{try_}", file=inp.name)
 
 
+def require_file(path: str, name: str) -> None:
+    """MlfError unless ``path`` is a file: "no such file", or a directory named where a
+    file is wanted."""
+    p = Path(path)
+    if p.is_dir():
+        raise MlfError("a directory, not a file; name a file", file=name)
+    if not p.is_file():
+        raise MlfError("no such file", file=name)
+
+
 def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
     from mlf_spec.errors import NotAnArtifactError
 
     if inp.unreadable:
-        return _failed(inp, MlfError(inp.unreadable, file=inp.name))
+        from mlf_spec.errors import CannotOpenError
+
+        return _failed(inp, CannotOpenError(inp.unreadable, file=inp.name))
     try:
         return work(inp, args)
     except NotAnArtifactError as exc:
@@ -355,10 +370,13 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
 
 
 def _failed(inp: Input, exc: MlfError) -> Outcome:
+    from mlf_spec.errors import CannotOpenError
+
     if (inp.is_stdin or inp.piped) and exc.file == inp.source:
         exc.file = None  # the spooled file stands for standard input (or the pipe)
     exc.with_file(inp.name)
-    return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)])
+    return Outcome(2, doc=error_doc(inp.name, exc), notes=[error_line(exc)],
+                   unopened=isinstance(exc, CannotOpenError))
 
 
 def _pool_call(job: tuple[Work, Input, argparse.Namespace]) -> Outcome:
@@ -387,6 +405,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         return 2
     progress = _Progress(len(inputs)) if len(inputs) > 1 and sys.stderr.isatty() else None
     counts = [0, 0, 0]
+    unopened = 0
     passed_over = 0
     worst = 0
     for i, (inp, outcome) in enumerate(zip(inputs, _outcomes(work, inputs, args, jobs))):
@@ -405,6 +424,7 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
             _emit(outcome, as_json)
         status = min(max(outcome.status, 0), 2)
         counts[status] += 1
+        unopened += outcome.unopened
         worst = max(worst, status)
         if progress:
             progress.show(i + 1, inp.name)
@@ -415,7 +435,8 @@ def run(args: argparse.Namespace, work: Work, *, accept: frozenset[str], what: s
         return 2
     if len(inputs) > 1 or skipped or passed_over:
         line = (f"{sum(counts) + passed_over} inputs: {counts[0]} ok, {counts[1]} with findings or refused, "
-                f"{counts[2]} unreadable" + (f", {passed_over} skipped" if passed_over else ""))
+                f"{counts[2]} unreadable" + (f" ({unopened} cannot be opened)" if unopened else "")
+                + (f", {passed_over} skipped" if passed_over else ""))
         if skipped:
             special = sum(1 for p in skipped if not _regular(p))
             line += f"; {len(skipped) - special} other file(s) skipped (not {what})" if len(skipped) > special else ""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mlf_spec.generated import mlf_revisions_timeline as _revisions
+from mlf_spec.sniff import KINDS
 
 from . import _batch, add_command
 from ._text import printable
@@ -26,7 +27,8 @@ VERSIONS: tuple[int, ...] = tuple(sorted(_revisions.VERSIONS))
 def register(sub: Any) -> None:
     """Add the ``inspect`` command to the CLI (``check`` is in :mod:`mlf_spec.cli.check`)."""
     p = add_command(sub, "inspect")
-    _batch.add_arguments(p, what="MLF tarballs or extracted directories")
+    _batch.add_arguments(p, what="artifacts of any kind check reads (MLF archives, .params, module blobs and "
+                                 "libraries, GraphExecutor JSON, tensor caches)")
     p.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     add_member_size(p)
     p.set_defaults(handler=_inspect)
@@ -74,7 +76,9 @@ def _inspect_one(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
     notes = [f"mlf-spec: warning: {inp.name}: {p} (run `mlf-spec check` for details)" for p in problems]
     if args.json:
         return _batch.Outcome(0, doc=doc, notes=notes)
-    return _batch.Outcome(0, text=inspect_text(doc), notes=notes)
+    # the first line names the kind, as for every other kind (_inspect_other)
+    first = f"{inp.name}: {KINDS['mlf-archive'].label}\n"
+    return _batch.Outcome(0, text=first + inspect_text(doc), notes=notes)
 
 
 def _inspect_other(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:

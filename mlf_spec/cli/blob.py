@@ -71,8 +71,8 @@ def read_blobs(inp: _batch.Input, era: str | None) -> list[Blob]:
     from mlf_spec.blob import codec as _blob
 
     _batch.guard(inp, ACCEPT, "a file holding a module blob")
-    if inp.path is not None and not Path(inp.path).is_file():
-        raise MlfError("no such file", file=inp.name)
+    if inp.path is not None:
+        _batch.require_file(inp.path, inp.name)
     return _blob.read(inp.source, era=era, name=inp.name)
 
 
@@ -192,8 +192,7 @@ def _extract_module(args: argparse.Namespace, loc: Any, out: Path) -> int:
 def _extract(args: argparse.Namespace) -> int:
     from mlf_spec.blob import locate as _locate
 
-    if not Path(args.file).is_file():
-        raise MlfError("no such file", file=args.file)
+    _batch.require_file(args.file, args.file)
     from mlf_spec import sniff
 
     _batch.guard(_batch.Input(args.file, args.file, sniff.sniff_path(args.file)), ACCEPT, "a file holding a module blob")

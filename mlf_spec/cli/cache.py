@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from typing import Any
 
@@ -265,47 +264,18 @@ def _migrate(args: argparse.Namespace) -> int:
     except OutputExistsError as exc:
         print(f"mlf-spec: {exc}; pass --force to replace it", file=sys.stderr)
         return 1
-    refusing = _refused_by(args.output, plan.target)
     if args.json:
-        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict(),
-                          "refused_by": [{"tvm": v, "rule": r} for v, r, _ in refusing]}))
+        print(json.dumps({"path": args.path, "output": args.output, **plan.to_dict()}))
     else:
         print(f"{args.path} -> {args.output}: cache version {plan.source} -> {plan.target}")
         for c in plan.changes:
             print(f"  {printable(c)}")
         for n in plan.notes:
             print(f"  note: {n}")
-    for version, rule, message in refusing:
+    for version, rule, message in plan.refused_by:
         print(f"mlf-spec: warning: {args.output}: TVM {version}'s loaders reject the result ({rule}: {message}); "
               f"`mlf-spec cache check --tvm {version} {args.output}` says why", file=sys.stderr)
     return 0
-
-
-#: The TVM versions whose loaders a cache of each version is written for (the first and the
-#: last release of each, and where the float8 spelling changed: 0.20).
-_READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
-
-
-def _refused_by(path: str, version: int) -> list[tuple[str, str, str]]:
-    """(TVM version, rule, message) for each reader of cache ``version`` that rejects the
-    cache at ``path``: a migration whose result its target's loaders refuse says so."""
-    from mlf_spec.cache import codec
-    from mlf_spec.cache.folder import locate
-    from mlf_spec.cache.verdict import verdict as _verdict
-
-    folder, name = locate(path)
-    cap = max(codec.MAX_INDEX, os.path.getsize(folder / name))  # the migration wrote it (see migrate)
-    out: list[tuple[str, str, str]] = []
-    readers = _READERS_OF.get(version, ())
-    if not readers:
-        return out
-    with codec.open(path, strict=False, max_index=cap) as lazy:  # one reading for every reader's verdict
-        for tvm in readers:
-            verdict = _verdict(lazy, tvm)
-            if verdict.verdict in ("rejects", "crashes"):
-                first = next((r for r in verdict.reasons if r.verdict == verdict.verdict), None)
-                out.append((tvm, first.rule if first else verdict.verdict, printable(first.message) if first else ""))
-    return out
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -127,13 +127,11 @@ def _check_params(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome
 
 
 def _check_blob(inp: _batch.Input, args: argparse.Namespace) -> _batch.Outcome:
-    from pathlib import Path
 
     from mlf_spec.blob import check as _bcheck
-    from mlf_spec.errors import MlfError
 
-    if inp.path is not None and not Path(inp.path).is_file():
-        raise MlfError("no such file", file=inp.name)
+    if inp.path is not None:
+        _batch.require_file(inp.path, inp.name)
     return artifact_outcome(_bcheck.check(inp.source, tvm=args.tvm, writer=args.writer,
                                           era=getattr(args, "era", None), name=inp.name), args)
 

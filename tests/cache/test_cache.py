@@ -410,3 +410,29 @@ def test_scalar_under_f32_to_bf16_python_016_only(tmp_path):
     assert got["python"] == ("rejects", ["tensor.scalar-encoded-python-numpy1"]) and got["cpp"][0] == "loads"
     assert _readers(files, tmp_path, "0.19", "s19")["python"][0] == "loads"
     assert _readers(v1.files, tmp_path, "0.27", "s27") == {"python": ("loads", []), "cpp": ("loads", [])}
+
+
+def test_a_migration_reads_the_index_it_wrote_once_and_names_the_readers_that_reject_it(tmp_path, monkeypatch):
+    # `cache upgrade` / `downgrade` opened the new index twice: once to check it, once for the target readers' verdicts
+    import ml_dtypes
+
+    from mlf_spec.cache import codec, migrate
+    from mlf_spec.cli import main as cli
+
+    cache.write(tmp_path / "c2", {"w": np.ones(4, ml_dtypes.float8_e4m3fn), "b": np.ones(2, "f4")})
+    opened: list[str] = []
+    real = codec.open
+
+    def counting(path, **kw):
+        opened.append(Path(path).name)
+        return real(path, **kw)
+
+    monkeypatch.setattr(codec, "open", counting)
+    plan = migrate.migrate(tmp_path / "c2", tmp_path / "c1", 1)
+    assert opened == ["c2", "ndarray-cache.json"]  # the input, then the result once
+    assert [(v, r) for v, r, _ in plan.refused_by] == [("0.16", "tensor.dtype-new-spelling")]
+    assert plan.to_dict()["refused_by"] == [{"tvm": "0.16", "rule": "tensor.dtype-new-spelling"}]
+    opened.clear()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        assert cli(["cache", "upgrade", str(tmp_path / "c1"), "-o", str(tmp_path / "up")]) == 0
+    assert opened == ["c1", "tensor-cache.json"] and err.getvalue() == ""

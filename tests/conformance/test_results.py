@@ -352,3 +352,27 @@ def test_a_long_testee_name_keeps_the_page_within_a_desktop_screen(tmp_path):
         assert page.locator("#filters span").first.inner_text() == "2 groups of failures shown"
         page.locator("input.impl").nth(1).uncheck()
         assert page.locator("#filters span").first.inner_text() == "1 group of failures shown"
+
+
+def test_the_guide_results_block_runs(tmp_path, monkeypatch):
+    # docs/conformance/guide.md section 7, command by command: the reports it names come from short runs of the
+    # in-tree adapter (netron's and TVM's runs take minutes), every option and output as written
+    import re
+
+    guide = (ROOT / "docs" / "conformance" / "guide.md").read_text(encoding="utf-8")
+    block = guide.split("## 7. Results to show", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    quick = ["--adapter", "mlf-spec", "--id", "params.valid.0-d", "--quiet"]
+    for name in ("netron", "tvm", "before", "after"):
+        assert cli(["conformance", "run", *quick, "--report-json", f"{name}.jsonl"]) == 0
+    lines = [line.split("#", 1)[0].split() for line in block.splitlines() if line.strip()]
+    assert len(lines) == 5
+    for argv in lines:
+        assert argv[0] == ".venv/bin/mlf-spec"
+        argv = argv[1:]
+        if argv[:2] == ["conformance", "run"]:
+            argv = [a for a in argv if a not in ("--adapter", "netron")] + quick[2:] + ["--adapter", "mlf-spec"]
+        assert cli(argv) == 0, argv
+    for out in ("results.html", "conformance.svg", "results.json", "netron.html"):
+        assert (tmp_path / out).stat().st_size > 0, out
+    assert re.search(r"<td[^>]*>\d+/\d+</td>", (tmp_path / "netron.html").read_text(encoding="utf-8"))
