@@ -3,15 +3,15 @@
     python benchmarks/mutation.py [--generate N] [--seed K] [--generate-budget S] [--reader NAME ...]
                                   [--alone-only] [--json OUT]
 
-For each reader in tests/support/independent/ (.params, the tvm-ffi blob, the legacy blob; each with its
-equivalents file): mutants, equivalents, killed by the vectors alone, the survivors, and the
+For each reader in tests/support/independent/ (.params, the tvm-ffi blob, the legacy blob, the tensor
+cache; each with its equivalents file): mutants, equivalents, killed by the vectors alone, the survivors, and the
 seconds the harness took (one ASan + UBSan build, baseline, every mutant in persistent mode).
 With --generate N (default 300): N generated cases against the survivors of the vectors (the
 --generate score), and the first N cases of the seed, drawn once, against every non-equivalent
 mutant (the score of the generated cases alone, with no vector). Also the suite's size per format and the cases per second of the
 reference run in process. ``--alone-only`` measures only the generated cases alone (no vector
 run, no exploration: a build and the N cases replayed against every mutant, about a minute per
-reader); ``--reader`` picks readers by name (params, ffi, legacy).
+reader); ``--reader`` picks readers by name (params, ffi, legacy, cache).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from mlf_spec.conformance.mutation import harness  # noqa: E402
 READERS_DIR = ROOT / "tests" / "support" / "independent"
 READERS = [("params", "params", READERS_DIR / "params_reader.c"),
            ("ffi blob", "blob", READERS_DIR / "blob_reader.c"),
-           ("legacy blob", "blob", READERS_DIR / "legacy_blob_reader.c")]
+           ("legacy blob", "blob", READERS_DIR / "legacy_blob_reader.c"),
+           ("cache", "tensor-cache", READERS_DIR / "cache_reader.c")]
 
 
 def main() -> int:
@@ -41,8 +42,8 @@ def main() -> int:
     ap.add_argument("--generate", type=int, default=300, help="generated cases per mutant (0: none)")
     ap.add_argument("--generate-budget", type=float, default=15.0, help="seconds of generated cases per mutant")
     ap.add_argument("--seed", type=int, default=0, help="the seed of the generated cases")
-    ap.add_argument("--reader", action="append", choices=["params", "ffi", "legacy"],
-                    help="only this reader (repeat for several; default: all three)")
+    ap.add_argument("--reader", action="append", choices=["params", "ffi", "legacy", "cache"],
+                    help="only this reader (repeat for several; default: all four)")
     ap.add_argument("--alone-only", action="store_true", help="only the score of the generated cases alone")
     ap.add_argument("--json", metavar="OUT", help="write the figures here")
     args = ap.parse_args()
