@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+import string
 import threading
 import urllib.parse
 from collections.abc import Generator, Iterator
@@ -196,7 +197,9 @@ class Connections:
             location = resp.headers.get("Location")
             resp.close()  # a small body (a redirect's, an error's) is drained: the connection is kept
             if resp.status in _REDIRECTS and location:
-                url = urllib.parse.urljoin(url, location.strip()).partition("#")[0]
+                # as urllib's redirect handler: a space or a non-ASCII letter of the Location quoted
+                url = urllib.parse.quote(urllib.parse.urljoin(url, location.strip()).partition("#")[0],
+                                         encoding="iso-8859-1", safe=string.punctuation)
                 continue
             raise HTTPStatusError(url, resp.status, resp.reason, resp.headers)
         raise RemoteError(f"{method} failed: redirected more than {MAX_REDIRECTS} times (a redirect loop?)",
