@@ -127,7 +127,7 @@ class Connections:
             if scheme == "https" and self._tls is None:
                 # one context for all (loading the CA certificates once), made as http.client
                 # makes its own: the default verification, HTTP/1.1 announced by ALPN
-                self._tls = ssl._create_default_https_context()
+                self._tls = ssl.create_default_context()
                 self._tls.set_alpn_protocols(["http/1.1"])
         if scheme == "https":
             return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self._tls)
