@@ -8,8 +8,8 @@ Prints for each contender the median wall time, its CPU time (user + system, wit
 it waited for), the bytes it read and its peak memory (VmHWM):
 
 * ``check URL`` against reading the index alone (``curl`` of the index, and the same interpreter
-  reading it with fsspec, and with urllib, the client check uses for HTTP: Python's start-up is
-  in both), goal: <= 1 MB read, <= 2x;
+  reading it with fsspec, and with ``http.client``, the client check uses for HTTP: Python's
+  start-up is in both), goal: <= 1 MB read, <= 2x;
 * ``check URL --sample 16``;
 * ``check URL --verify`` against ``curl`` of every shard in a loop (one process per shard, as a
   shell loop does), goal: <= 1.1x its time, memory <= 64 MB; and against ``curl | md5sum`` of
@@ -71,11 +71,15 @@ def child(argv: list[str]) -> None:
             list(pool.map(md5, argv[2:]))
         print(json.dumps({"hwm": _hwm()}))
         return
-    if argv[0] == "urllib-index":  # the client check uses for HTTP, alone
-        import urllib.request
+    if argv[0] == "http.client-index":  # the client check uses for HTTP, alone
+        import http.client
+        import urllib.parse
 
-        with urllib.request.urlopen(argv[1]) as r:
-            data = r.read()
+        where = urllib.parse.urlsplit(argv[1])
+        conn = http.client.HTTPConnection(where.hostname, where.port)
+        conn.request("GET", where.path)
+        data = conn.getresponse().read()
+        conn.close()
         print(json.dumps({"hwm": _hwm(), "bytes_read": len(data)}))
         return
     if argv[0] == "fsspec-index":
@@ -182,7 +186,7 @@ def main() -> None:
             contenders = {
                 "curl index": [curl, "-s", "-o", "/dev/null", f"{url}/tensor-cache.json"],
                 "python+fsspec index": [*me, "fsspec-index", f"{url}/tensor-cache.json"],
-                "python+urllib index": [*me, "urllib-index", f"{url}/tensor-cache.json"],
+                "python+http.client index": [*me, "http.client-index", f"{url}/tensor-cache.json"],
                 "check": [*me, "check", url],
                 "check --sample 16": [*me, "check", url, "--sample", "16"],
                 "check --verify": [*me, "check", url, "--verify"],
@@ -223,7 +227,7 @@ def main() -> None:
     ratios = {
         "check / curl index": _per_round(times, "check", "curl index"),
         "check / python+fsspec index": _per_round(times, "check", "python+fsspec index"),
-        "check / python+urllib index": _per_round(times, "check", "python+urllib index"),
+        "check / python+http.client index": _per_round(times, "check", "python+http.client index"),
         "check --verify / curl every shard": _per_round(times, "check --verify", "curl every shard"),
         "check --verify / curl | md5sum every shard": _per_round(times, "check --verify", "curl | md5sum every shard"),
         "check --verify / cat files | md5sum": _per_round(times, "check --verify", "cat files | md5sum"),

@@ -269,12 +269,16 @@ def locate(url: str, options: Options) -> tuple[Store, str, Location, Stat | Non
     store = open_store(loc, base, options)
     if leaf:
         return store, leaf, loc, None
-    listing = store.listing()
-    for name in names:
-        st = listing.get(name) if listing is not None else store.stat(name)
-        if st is not None:
-            return store, name, loc, st
-    raise _no_index(store, listing or {})
+    try:
+        listing = store.listing()
+        for name in names:
+            st = listing.get(name) if listing is not None else store.stat(name)
+            if st is not None:
+                return store, name, loc, st
+        raise _no_index(store, listing or {})
+    except BaseException:
+        store.close()  # its kept connections
+        raise
 
 
 def _no_index(store: Store, listing: dict[str, Stat]) -> MlfError:

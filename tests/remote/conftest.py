@@ -26,7 +26,8 @@ def _params(seed: int = 0) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="session")
 def caches(tmp_path_factory) -> dict[str, Path]:
     """Cache folders under one root: ``tvm`` by TVM's dump_tensor_cache (several shards,
-    f32-to-bf16), ``ours`` by mlf-spec's writer (raw), and broken copies of ``ours``."""
+    f32-to-bf16), ``ours`` by mlf-spec's writer (raw), ``many`` (32 shards of one tensor each)
+    and broken copies of ``ours``."""
     import tvm  # noqa: F401 - the real writer of the test extra
     from tvm.contrib import tvmjs
 
@@ -38,7 +39,10 @@ def caches(tmp_path_factory) -> dict[str, Path]:
                              for k, v in params.items()}, str(root / "tvm"), encode_format="f32-to-bf16",
                             shard_cap_mb=0.01)
     cache.write(root / "ours", params, encode_format="raw", shard_cap_mb=0.02)
-    out = {"root": root, "tvm": root / "tvm", "ours": root / "ours"}
+    rng = np.random.default_rng(1)
+    cache.write(root / "many", {f"t{i}": rng.standard_normal(256).astype("float32") for i in range(32)},
+                encode_format="raw", shard_cap_mb=0.001)
+    out = {"root": root, "tvm": root / "tvm", "ours": root / "ours", "many": root / "many"}
     broken = {
         "lfs": lambda d: (d / "params_shard_1.bin").write_bytes(
             b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 20480\n"),

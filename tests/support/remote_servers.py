@@ -2,7 +2,11 @@
 
 - :class:`FaultProxy`: a reverse proxy in front of a real server (nginx) that injects the faults
   users meet: 429/5xx answers, a slow answer, a response cut short, a file replaced between the
-  HEAD and the GET, a 404, a redirect to another host, an HTML page where a file should be.
+  HEAD and the GET, a 404, a redirect to another host, an HTML page where a file should be; and
+  the ways servers end kept connections: ``Connection: close`` on every answer, an idle
+  connection closed after a keep-alive timeout, a connection closed after an answer without
+  notice. It counts the connections it accepted (``server.accepted``); over TLS too
+  (:func:`self_signed` makes its certificate).
 - :class:`HubServer`: a stand-in of the Hugging Face Hub's HTTP API for the endpoints
   huggingface_hub calls for a read (``/api/models/<repo>[/revision/<rev>]``,
   ``/api/models/<repo>/tree/<rev>/<path>``, ``/<repo>/resolve/<rev>/<path>``), its JSON shaped
@@ -32,13 +36,21 @@ class Faults:
     """Faults to inject, per request path, each used once in order: an int status, ``"slow"``,
     ``"truncate"``, ``"html"``, ``("redirect", base_url)``, ``"no-length"`` (the answer without
     Content-Length, as some servers answer HEAD), ``"ignore-range"`` (the whole file, 200, for
-    a ranged GET) or a callable run before the request is served (e.g. to replace the file).
-    ``method`` limits a fault to GET or HEAD."""
+    a ranged GET), ``"drop"`` (the answer as usual, then the connection closed without a
+    ``Connection: close``, as by a server whose keep-alive timeout ran out meanwhile) or a
+    callable run before the request is served (e.g. to replace the file). ``method`` limits a
+    fault to GET or HEAD.
+
+    Of every connection (a proxy's): ``keepalive`` False answers each request with ``Connection:
+    close``; ``idle`` closes a connection that waits that many seconds for its next request
+    (nginx's keepalive_timeout; None: kept as long as the client keeps it)."""
 
     def __init__(self) -> None:
         self.rules: dict[str, list[tuple[str | None, Any]]] = {}
         self.log: list[tuple[str, str, Any]] = []
         self.slow = 3.0
+        self.keepalive = True
+        self.idle: float | None = None
         self.lock = threading.Lock()
 
     def add(self, path: str, *faults: Any, method: str | None = None, times: int = 1) -> None:
@@ -73,31 +85,32 @@ class Faults:
 _HTML = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Please sign in.</body></html>\n"
 
 
-def _apply(handler: http.server.BaseHTTPRequestHandler, fault: Any) -> bool:
-    """Answer the request by ``fault`` when it answers it (True); False to serve it normally."""
-    if isinstance(fault, int):
-        handler.send_response(fault)
-        if fault == 429:
-            handler.send_header("Retry-After", "0")
-        handler.send_header("Content-Length", "0")
+def _answer(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str],
+            close: bool) -> None:
+    handler.send_response(status)
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(body)))
+    if close:
         handler.send_header("Connection", "close")
-        handler.end_headers()
+    handler.end_headers()
+    if handler.command == "GET":
+        handler.wfile.write(body)
+
+
+def _apply(handler: http.server.BaseHTTPRequestHandler, fault: Any, close: bool = True) -> bool:
+    """Answer the request by ``fault`` when it answers it (True); False to serve it normally.
+    ``close``: the answer says ``Connection: close`` (else the connection is kept: a client
+    must read the answer's body to the end to use it again)."""
+    if isinstance(fault, int):
+        _answer(handler, fault, f"HTTP {fault}\n".encode(), {"Retry-After": "0"} if fault == 429 else {}, close)
         return True
     if fault == "html":
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html; charset=utf-8")
-        handler.send_header("Content-Length", str(len(_HTML)))
-        handler.send_header("Connection", "close")
-        handler.end_headers()
-        if handler.command == "GET":
-            handler.wfile.write(_HTML)
+        _answer(handler, 200, _HTML, {"Content-Type": "text/html; charset=utf-8"}, close)
         return True
     if isinstance(fault, tuple) and fault[0] == "redirect":
-        handler.send_response(302)
-        handler.send_header("Location", fault[1].rstrip("/") + handler.path)
-        handler.send_header("Content-Length", "0")
-        handler.send_header("Connection", "close")
-        handler.end_headers()
+        where = fault[1].rstrip("/") + handler.path
+        _answer(handler, 302, f"moved to {where}\n".encode(), {"Location": where}, close)
         return True
     if callable(fault):
         fault()
@@ -107,15 +120,29 @@ def _apply(handler: http.server.BaseHTTPRequestHandler, fault: Any) -> bool:
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    accepted = 0  # TCP connections accepted so far
+
+    def get_request(self) -> tuple[Any, Any]:
+        """The next connection (counted)."""
+        got = super().get_request()
+        self.accepted += 1  # one thread (serve_forever's) accepts
+        return got
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-response (as one that gave up does) is no error here."""
 
 
 @contextlib.contextmanager
-def _running(handler: type[http.server.BaseHTTPRequestHandler], attrs: dict[str, Any]) -> Iterator[_Server]:
+def _running(handler: type[http.server.BaseHTTPRequestHandler], attrs: dict[str, Any],
+             tls: Path | None = None) -> Iterator[_Server]:
     cls = type(handler.__name__, (handler,), attrs)
     server = _Server(("127.0.0.1", 0), cls)
+    if tls is not None:  # HTTPS: each accepted connection's TLS handshake, then HTTP over it
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
@@ -142,12 +169,28 @@ class _ProxyHandler(_Quiet):
     def do_GET(self) -> None:  # noqa: N802
         self._serve()
 
+    served = False  # a request was served on this connection
+
+    def handle_one_request(self) -> None:
+        """Wait for the next request at most ``faults.idle`` seconds after the first (then the
+        connection is closed, as by a server's keep-alive timeout), and serve it."""
+        self.connection.settimeout(self.faults.idle if self.served else 30)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line came: serve it without the idle timeout."""
+        self.served = True
+        self.connection.settimeout(30)
+        return super().parse_request()
+
     def _serve(self) -> None:
         fault = self.faults.take(self.command, urllib.parse.urlsplit(self.path).path)
         if fault == "slow":
             time.sleep(self.faults.slow)
             fault = None
-        if _apply(self, fault):
+        # an answer cut short or without a length ends with its connection: it says so
+        close = not self.faults.keepalive or fault == "truncate" or (fault == "no-length" and self.command == "GET")
+        if _apply(self, fault, close):
             return
         host = urllib.parse.urlsplit(self.upstream)
         conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
@@ -161,7 +204,8 @@ class _ProxyHandler(_Quiet):
         for k, v in r.getheaders():
             if k.lower() not in dropped:
                 self.send_header(k, v)
-        self.send_header("Connection", "close")
+        if close:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command == "GET":
             length = int(r.getheader("Content-Length") or 0)
@@ -174,23 +218,44 @@ class _ProxyHandler(_Quiet):
                 send -= len(piece)
             self.wfile.flush()
         conn.close()
-        self.close_connection = True
+        if close or fault == "drop":  # "drop": closed, though the answer did not say so
+            self.close_connection = True
 
 
 class FaultProxy:
     """A reverse proxy at ``url`` in front of ``upstream`` with :class:`Faults` ``faults``."""
 
-    def __init__(self, server: _Server, faults: Faults) -> None:
+    def __init__(self, server: _Server, faults: Faults, scheme: str = "http") -> None:
         self.server, self.faults = server, faults
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        self.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
 
 
 @contextlib.contextmanager
-def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
-    """Run a :class:`FaultProxy` in front of ``upstream`` until the block ends."""
+def fault_proxy(upstream: str, tls: Path | None = None) -> Iterator[FaultProxy]:
+    """Run a :class:`FaultProxy` in front of ``upstream`` until the block ends; with ``tls`` (a
+    PEM of a certificate and its key, :func:`self_signed`) it is an HTTPS server."""
     faults = Faults()
-    with _running(_ProxyHandler, {"upstream": upstream, "faults": faults}) as server:
-        yield FaultProxy(server, faults)
+    with _running(_ProxyHandler, {"upstream": upstream, "faults": faults}, tls) as server:
+        yield FaultProxy(server, faults, "https" if tls is not None else "http")
+
+
+def self_signed(folder: Path) -> Path:
+    """A PEM in ``folder`` holding a self-signed certificate of 127.0.0.1 and localhost and its
+    key, made by the openssl command (installed with apt-get if it is not there): a client
+    trusts it as its CA file (``SSL_CERT_FILE``)."""
+    import shutil
+    import subprocess
+
+    from tests.support.debian import ensure
+
+    openssl = ensure("openssl", ["openssl"], lambda: shutil.which("openssl"), recommends=False)
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=120)
+    both = folder / "cert-and-key.pem"
+    both.write_bytes(cert.read_bytes() + key.read_bytes())
+    return both
 
 
 # -- the Hub -----------------------------------------------------------------------------
