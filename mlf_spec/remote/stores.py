@@ -381,6 +381,11 @@ def _short_read(got: int, want: int, url: str) -> bytes:
 
 # -- fsspec (HTTP, S3, memory, ...) ------------------------------------------------------
 
+#: the bytes one ranged read of an object-store stream asks for: each read is a request
+#: (reads of the caller's 1 MiB blocks made a request per MiB); a stream holds one such piece
+OBJECT_READ = 8 << 20
+
+
 class FsspecStore(Store):
     """A folder behind an fsspec filesystem: object stores (one listing, ranged reads),
     ``memory://`` and the rest (HTTP(S) is :class:`.http_store.HttpStore`'s)."""
@@ -446,10 +451,11 @@ class FsspecStore(Store):
         return data
 
     def stream(self, rel: str, chunk: int, etag: str | None = None) -> Generator[Buffer, None, bool]:
-        """Ranged reads of ``chunk`` bytes (an object's listing identity is not asked again:
-        returns False)."""
+        """The object in pieces of ``chunk`` bytes, fetched by ranged reads of
+        :data:`OBJECT_READ` (an object's listing identity is not asked again: returns False)."""
         url = self.url(rel)
-        kw: dict[str, Any] = {"block_size": chunk, "cache_type": "none"}
+        step = max(chunk, OBJECT_READ)
+        kw: dict[str, Any] = {"block_size": step, "cache_type": "none"}
         try:
             f = self.retrying("GET", url, lambda: self.fs.open(self._path(rel), "rb", **kw))
         except FileNotFoundError:
@@ -459,14 +465,16 @@ class FsspecStore(Store):
         try:
             while True:
                 try:
-                    piece = f.read(chunk)
+                    piece = f.read(step)
                 except Exception as exc:  # noqa: BLE001 - the client's errors, named
                     _s, _t, why, _w = describe(exc)
                     raise RemoteError(f"GET failed: {why}", file=url) from None
                 if not piece:
                     return False
                 self._count(len(piece), 0)
-                yield piece
+                view = memoryview(piece)
+                for at in range(0, len(view), chunk):
+                    yield view[at:at + chunk]
         finally:
             try:
                 f.close()
