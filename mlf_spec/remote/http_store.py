@@ -185,11 +185,15 @@ class Connections:
         :func:`describe` to name."""
         sent = {"Accept-Encoding": "identity", "User-Agent": _USER_AGENT, **headers}
         for _ in range(MAX_REDIRECTS + 1):
-            parts = urllib.parse.urlsplit(url)
+            try:
+                parts = urllib.parse.urlsplit(url)
+                port = parts.port  # ValueError for a port out of range
+            except ValueError as exc:
+                raise RemoteError(f"{method} failed: redirected to {url!r}, not a valid URL ({exc})", file=url) from None
             scheme = parts.scheme.lower()
             if scheme not in ("http", "https") or not parts.hostname:
                 raise RemoteError(f"{method} failed: redirected to {url!r}, not an http(s) URL", file=url)
-            key = (scheme, parts.hostname, parts.port or (443 if scheme == "https" else 80))
+            key = (scheme, parts.hostname, port or (443 if scheme == "https" else 80))
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             resp = self._send(key, method, target, sent)
             if 200 <= resp.status < 300:
@@ -198,8 +202,12 @@ class Connections:
             resp.close()  # a small body (a redirect's, an error's) is drained: the connection is kept
             if resp.status in _REDIRECTS and location:
                 # as urllib's redirect handler: a space or a non-ASCII letter of the Location quoted
-                url = urllib.parse.quote(urllib.parse.urljoin(url, location.strip()).partition("#")[0],
-                                         encoding="iso-8859-1", safe=string.punctuation)
+                try:
+                    joined = urllib.parse.urljoin(url, location.strip())
+                except ValueError as exc:  # an invalid host part ('http://[bad')
+                    raise RemoteError(f"{method} failed: redirected to {location.strip()!r}, not a valid URL ({exc})",
+                                      file=url) from None
+                url = urllib.parse.quote(joined.partition("#")[0], encoding="iso-8859-1", safe=string.punctuation)
                 continue
             raise HTTPStatusError(url, resp.status, resp.reason, resp.headers)
         raise RemoteError(f"{method} failed: redirected more than {MAX_REDIRECTS} times (a redirect loop?)",

@@ -117,3 +117,13 @@ def test_https_pays_a_tls_handshake_per_connection_not_per_request(web, caches, 
         assert report.conformant and info["verified"]
         assert info["requests"] == 2 + 2 * len(_shards(caches)) == len(tls.faults.requests())
         assert 1 <= tls.server.accepted <= _AT_ONCE, tls.server.accepted
+
+
+def test_a_redirect_to_an_invalid_url_is_one_line(proxy):
+    # a Location the URL parser refuses ('http://[bad...', a port past 65535) gave "ValueError: Invalid IPv6 URL"
+    shard = "/many/params_shard_3.bin"
+    for base, why in (("http://[bad", "Invalid IPv6 URL"), ("http://127.0.0.1:65536", "Port out of range")):
+        proxy.faults.add(shard, ("redirect", base), method="GET", times=1)
+        code, _, err = _cli("check", f"{proxy.url}/many", "--verify", "--retries", "0")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "not a valid URL" in lines[0] and why in lines[0], err
