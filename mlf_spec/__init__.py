@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 
+from ._version import __version__
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations are strings here
     from typing import Any
@@ -23,7 +25,6 @@ if TYPE_CHECKING:  # importing typing costs a few ms at start-up; annotations ar
     from .mlf import archive, check, layout, metadata, migrate  # noqa: F401
     from .params import dtypes  # noqa: F401
 
-__version__ = "0.1.0"
 
 #: Public short names -> the module that implements them (imported lazily).
 _MODULES = {

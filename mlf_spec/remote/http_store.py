@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Generator, Iterator
 from email.message import Message
 
-from mlf_spec import __version__
+from mlf_spec._version import __version__
 
 from .stores import Buffer, Options, RemoteError, Stat, Store, describe, exact_range, status_of
 

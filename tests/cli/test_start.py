@@ -100,6 +100,6 @@ def test_conformance_help_imports_the_formats_registry_and_no_heavy_module():
     mods = modules_after(["conformance", "run", "--help"])
     assert "numpy" not in mods and "pydantic" not in mods and "hypothesis" not in mods
     assert sorted(m for m in mods if m.startswith("mlf_spec")) == [
-        "mlf_spec", "mlf_spec._text", "mlf_spec.cli", "mlf_spec.cli._signals", "mlf_spec.cli._text",
+        "mlf_spec", "mlf_spec._text", "mlf_spec._version", "mlf_spec.cli", "mlf_spec.cli._signals", "mlf_spec.cli._text",
         "mlf_spec.cli.conformance", "mlf_spec.conformance", "mlf_spec.conformance.adapters",
         "mlf_spec.conformance.adapters.base", "mlf_spec.errors", "mlf_spec.generated", "mlf_spec.generated.formats"]
