@@ -47,9 +47,28 @@ class Plan:
                 "refused_by": [{"tvm": v, "rule": r} for v, r, _ in self.refused_by]}
 
 
-#: The TVM versions whose loaders a cache of each version is written for (the first and the
-#: last release of each, and where the float8 spelling changed: 0.20).
-READERS_OF = {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")}
+def _readers_of() -> dict[int, tuple[str, ...]]:
+    """The TVM versions that judge a cache of each version: the releases that read it
+    (spec/tables/cache_layouts.yaml: from the layout's ``since`` to the next one's), the first
+    and the last of them and each where a reading rule starts (spec/verdicts/cache_read_rules.yaml;
+    a rule that only ends leaves a subset, which the versions before already judge)."""
+    from mlf_spec.generated import cache_layouts_table, cache_read_rules_rules, tvm_versions
+    from mlf_spec.versions import label
+
+    starts = sorted({r["version"]: r["since"] for r in cache_layouts_table.ROWS if r["since"]}.items())
+    rule_sinces = {r["since"] for r in cache_read_rules_rules.RULES if r.get("since")}
+    out = {}
+    for n, (version, lo) in enumerate(starts):
+        hi = starts[n + 1][1] if n + 1 < len(starts) else None
+        last = (hi[0], hi[1] - 1) if hi else tvm_versions.NEWEST
+        inside = sorted(v for v in rule_sinces | {lo} if lo <= v <= last)
+        out[version] = tuple(label(v) for v in dict.fromkeys([*inside, last]))
+    return out
+
+
+#: The TVM versions whose loaders judge a migrated cache of each version (see _readers_of):
+#: {1: ("0.16", "0.20", "0.21"), 2: ("0.22", "0.27")} for the releases the spec describes.
+READERS_OF = _readers_of()
 
 
 def _refusals(lazy: codec.LazyCache, version: int) -> list[tuple[str, str, str]]:

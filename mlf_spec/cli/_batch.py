@@ -22,7 +22,7 @@ from typing import Any
 from mlf_spec import sniff as _sniff
 from mlf_spec._internal.lean_dataclass import dataclass, field
 from mlf_spec._text import terminal_safe
-from mlf_spec.errors import MlfError
+from mlf_spec.errors import CannotOpenError, MlfError
 
 from ._signals import stop_if_received
 
@@ -353,8 +353,6 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
     from mlf_spec.errors import NotAnArtifactError
 
     if inp.unreadable:
-        from mlf_spec.errors import CannotOpenError
-
         return _failed(inp, CannotOpenError(inp.unreadable, file=inp.name))
     try:
         return work(inp, args)
@@ -370,8 +368,6 @@ def _call(work: Work, inp: Input, args: argparse.Namespace) -> Outcome:
 
 
 def _failed(inp: Input, exc: MlfError) -> Outcome:
-    from mlf_spec.errors import CannotOpenError
-
     if (inp.is_stdin or inp.piped) and exc.file == inp.source:
         exc.file = None  # the spooled file stands for standard input (or the pipe)
     exc.with_file(inp.name)
